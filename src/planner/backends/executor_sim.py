@@ -1,0 +1,50 @@
+"""Executor backend for the built-in simulator: commands become /sim/navigate and
+/sim/manipulate goals, the stand-ins of Nav2's NavigateToPose and MoveIt 2 + gripper."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rclpy.action import ActionClient
+
+from planner.action import Manipulate, Navigate
+from planner.core.skills import Command
+from planner.nodes.common import ActionCall, CallFailed, point_msg, pose_to_msg
+
+
+@dataclass
+class CommandOutcome:
+    success: bool
+    code: str = ""
+    detail: str = ""
+
+
+class SimulatorBackend:
+    def __init__(self, node, callback_group):
+        self.navigate = ActionClient(node, Navigate, "/sim/navigate", callback_group=callback_group)
+        self.manipulate = ActionClient(node, Manipulate, "/sim/manipulate", callback_group=callback_group)
+        self.current: ActionCall | None = None
+
+    def run(self, command: Command) -> CommandOutcome:
+        if command.name == "navigate":
+            call = ActionCall(self.navigate, "/sim/navigate")
+            goal = Navigate.Goal(goal=pose_to_msg(command.base_pose))
+        else:
+            call = ActionCall(self.manipulate, "/sim/manipulate")
+            goal = Manipulate.Goal(operation=command.name, arm=command.arm, object_id=command.object_id,
+                                   target_id=command.target_id)
+            if command.point is not None:
+                goal.point = point_msg(command.point)
+        self.current = call
+        try:
+            result = call.run(goal, command.timeout_s)
+        except CallFailed as error:
+            code = "TIMEOUT" if "no answer within" in str(error) else "BACKEND_UNAVAILABLE"
+            return CommandOutcome(False, code, str(error))
+        finally:
+            self.current = None
+        return CommandOutcome(result.success, result.code, result.detail)
+
+    def cancel(self) -> None:
+        if self.current is not None:
+            self.current.cancel()

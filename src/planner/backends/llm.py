@@ -1,0 +1,126 @@
+"""LLM access: one client path (the `openai` package) to any OpenAI-compatible server, with the
+structured-output form each server understands, and the embedded llama.cpp server the stack
+starts itself when no endpoint is configured."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Literal
+
+import openai
+
+from planner.core.react import PolicyError, PolicyReply
+
+# How a server is asked for output that follows a JSON schema.
+#  json_object_schema: llama.cpp's {"type": "json_object", "schema": ...} (grammar-constrained)
+#  json_schema:        OpenAI's {"type": "json_schema", "json_schema": {...}} (also vLLM, Ollama)
+#  tool_call:          a forced call of one function whose parameters are the schema
+StructuredOutput = Literal["json_object_schema", "json_schema", "tool_call"]
+
+
+class OpenAICompatiblePolicy:
+    def __init__(self, base_url: str, api_key: str, model: str, structured_output: StructuredOutput,
+                 timeout_s: float, max_retries: int, temperature: float, max_tokens: int):
+        self.base_url = base_url
+        self.model = model
+        self.structured_output = structured_output
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        # The openai client retries connection errors, 429 and 5xx with exponential backoff.
+        self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed",
+                                    timeout=timeout_s, max_retries=max_retries)
+
+    def _format_arguments(self, schema: dict) -> dict:
+        if self.structured_output == "json_object_schema":
+            return {"response_format": {"type": "json_object", "schema": schema}}
+        if self.structured_output == "json_schema":
+            return {"response_format": {"type": "json_schema",
+                                        "json_schema": {"name": "reply", "schema": schema, "strict": False}}}
+        return {"tools": [{"type": "function", "function": {"name": "reply", "parameters": schema}}],
+                "tool_choice": {"type": "function", "function": {"name": "reply"}}}
+
+    def complete(self, messages: list[dict], schema: dict) -> PolicyReply:
+        started = time.monotonic()
+        try:
+            response = self.client.chat.completions.create(
+                model=self.model, messages=messages, temperature=self.temperature,
+                max_tokens=self.max_tokens, **self._format_arguments(schema))
+        except openai.APIError as error:
+            raise PolicyError(f"LLM server {self.base_url} failed: {error.__class__.__name__}: {error}") from None
+        if not response.choices:
+            raise PolicyError(f"LLM server {self.base_url} returned no choices")
+        message = response.choices[0].message
+        if self.structured_output == "tool_call" and message.tool_calls:
+            text = message.tool_calls[0].function.arguments
+        else:
+            text = message.content or ""
+        usage = response.usage
+        return PolicyReply(text=text.strip(), prompt_tokens=usage.prompt_tokens if usage else 0,
+                           completion_tokens=usage.completion_tokens if usage else 0,
+                           seconds=time.monotonic() - started)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class EmbeddedServer:
+    """A llama.cpp OpenAI-compatible server on loopback, started and stopped with the stack."""
+
+    def __init__(self, model_file: Path, n_ctx: int, threads: int, startup_timeout_s: float, log_file: Path):
+        self.model_file = model_file
+        self.n_ctx = n_ctx
+        self.threads = threads
+        self.startup_timeout_s = startup_timeout_s
+        self.log_file = log_file
+        self.process: subprocess.Popen | None = None
+        self.base_url = ""
+
+    def start(self) -> str:
+        port = _free_port()
+        self.base_url = f"http://127.0.0.1:{port}/v1"
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        log = self.log_file.open("ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_file), "--host", "127.0.0.1",
+             "--port", str(port), "--n_ctx", str(self.n_ctx), "--n_threads", str(self.threads)],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        log.close()
+        deadline = time.monotonic() + self.startup_timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise PolicyError(f"the embedded LLM server exited with code {self.process.returncode}; see {self.log_file}")
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as reply:
+                    json.load(reply)
+                return self.base_url
+            except (urllib.error.URLError, ConnectionError, TimeoutError, json.JSONDecodeError):
+                time.sleep(0.3)
+        self.stop()
+        raise PolicyError(f"the embedded LLM server did not answer within {self.startup_timeout_s:.0f} s; see {self.log_file}")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+
+    def __enter__(self) -> "EmbeddedServer":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

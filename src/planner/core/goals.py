@@ -1,0 +1,78 @@
+"""Goals a request is turned into, checked against the world state (the scene graph), never
+against what the model says."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from planner.core.scene_graph import SceneGraph
+
+
+class Goal(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["object_on", "holding", "robot_in_room"]
+    object: str = Field(default="", description="label of the object, e.g. bottle")
+    target: str = Field(default="", description="label of the furniture to put it on, e.g. table")
+    room: str = Field(default="", description="room the target or the robot must be in")
+
+    @model_validator(mode="after")
+    def _complete(self):
+        needed = {"object_on": ("object", "target"), "holding": ("object",), "robot_in_room": ("room",)}[self.kind]
+        missing = [name for name in needed if not getattr(self, name)]
+        if missing:
+            raise ValueError(f"goal {self.kind} needs {', '.join(missing)}")
+        return self
+
+    def __str__(self) -> str:
+        if self.kind == "object_on":
+            return f"a {self.object} on a {self.target}" + (f" in the {self.room}" if self.room else "")
+        if self.kind == "holding":
+            return f"the robot holds a {self.object}"
+        return f"the robot is in the {self.room}"
+
+
+class GoalReply(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    goals: list[Goal] = Field(min_length=1, max_length=4)
+
+
+def goal_schema(object_labels: list[str], furniture_labels: list[str], rooms: list[str]) -> dict:
+    """JSON schema of the goal reply; labels and rooms are enumerated so they exist in the map."""
+    return {
+        "type": "object",
+        "properties": {
+            "goals": {
+                "type": "array", "minItems": 1, "maxItems": 4,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "kind": {"enum": ["object_on", "holding", "robot_in_room"]},
+                        "object": {"enum": sorted(object_labels) + [""]},
+                        "target": {"enum": sorted(furniture_labels) + [""]},
+                        "room": {"enum": sorted(rooms) + [""]},
+                    },
+                    "required": ["kind", "object", "target", "room"],
+                },
+            }
+        },
+        "required": ["goals"],
+    }
+
+
+def goal_met(goal: Goal, scene: SceneGraph) -> bool:
+    if goal.kind == "robot_in_room":
+        return scene.robot is not None and scene.robot.room == goal.room
+    if goal.kind == "holding":
+        held = {obj for obj in (scene.robot.held.values() if scene.robot else []) if obj}
+        return any(scene.has(obj) and scene.entity(obj).label == goal.object for obj in held)
+    for obj in scene.objects():
+        if obj.label != goal.object or obj.status != "seen":
+            continue
+        support = scene.support(obj.id)
+        if support and support[0] == "on":
+            surface = scene.entity(support[1])
+            if surface.label == goal.target and (not goal.room or surface.room == goal.room):
+                return True
+    return False

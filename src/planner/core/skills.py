@@ -1,0 +1,258 @@
+"""Skills: strict `SKILL(arg, ...)` syntax, precondition checks and HTN decomposition into commands.
+
+The skill library is configuration (config/skills.yaml): parameters with types, declarative
+preconditions naming checks below, and the commands a skill decomposes into.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from planner.core.files import load_model
+from planner.core.geometry import Pose2D, approach_pose, horizontal_distance
+from planner.core.scene_graph import SceneGraph
+
+ParamType = Literal["object", "furniture", "place", "arm", "text"]
+CommandName = Literal["navigate", "approach", "grasp", "lift", "place_approach", "release", "retreat"]
+
+
+class SkillSyntaxError(ValueError):
+    """A skill call that is not `SKILL(arg, ...)` of a known skill with valid arguments."""
+
+
+# ---- configuration ---------------------------------------------------------------------------
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ParamSpec(_Strict):
+    name: str
+    type: ParamType
+
+
+class PreconditionSpec(_Strict):
+    check: str
+    args: list[str] = Field(default_factory=list)
+
+
+class CommandSpec(_Strict):
+    command: CommandName
+    arm: str = ""
+    object: str = ""
+    target: str = ""
+
+
+class SkillSpec(_Strict):
+    description: str
+    params: list[ParamSpec]
+    preconditions: list[PreconditionSpec] = Field(default_factory=list)
+    methods: list[CommandSpec] = Field(min_length=1)
+
+
+class SkillLibrary(_Strict):
+    command_timeouts_s: dict[CommandName, float]
+    skills: dict[str, SkillSpec]
+
+    @model_validator(mode="after")
+    def _references(self):
+        for name, skill in self.skills.items():
+            if not re.fullmatch(r"[A-Z][A-Z_]*", name):
+                raise ValueError(f"skills.{name}: skill names are upper case, e.g. PICK")
+            params = {p.name for p in skill.params}
+            for index, pre in enumerate(skill.preconditions):
+                if pre.check not in PRECONDITIONS:
+                    raise ValueError(f"skills.{name}.preconditions[{index}].check: unknown check {pre.check!r}; "
+                                     f"known: {', '.join(sorted(PRECONDITIONS))}")
+                unknown = [a for a in pre.args if a not in params]
+                if unknown:
+                    raise ValueError(f"skills.{name}.preconditions[{index}].args: {unknown} are not parameters")
+            for index, method in enumerate(skill.methods):
+                for slot in ("arm", "object", "target"):
+                    value = getattr(method, slot)
+                    if value and value.strip("{}") not in params:
+                        raise ValueError(f"skills.{name}.methods[{index}].{slot}: {value!r} is not a parameter")
+        return self
+
+
+def load_skill_library(path: str | Path) -> SkillLibrary:
+    return load_model(path, SkillLibrary)
+
+
+# ---- calls -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SkillCall:
+    name: str
+    args: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.name}({', '.join(self.args)})"
+
+
+_CALL = re.compile(r"^\s*([A-Za-z_]+)\s*\((.*)\)\s*$", re.S)
+
+
+def parse_call(text: str) -> tuple[str, list[str]]:
+    match = _CALL.match(text)
+    if not match:
+        raise SkillSyntaxError(f"{text!r} is not of the form NAME(arg, ...)")
+    inner = match.group(2).strip()
+    return match.group(1), [arg.strip().strip("'\"") for arg in inner.split(",")] if inner else []
+
+
+@dataclass
+class Check:
+    ok: bool
+    code: str = ""
+    reason: str = ""
+
+
+@dataclass
+class Command:
+    name: str
+    arm: str = ""
+    object_id: str = ""
+    target_id: str = ""
+    base_pose: Pose2D | None = None
+    point: tuple[float, float, float] | None = None
+    timeout_s: float = 30.0
+
+
+@dataclass
+class RobotProfile:
+    arms: list[str]
+    reach_m: float
+    standoff_m: float
+
+
+@dataclass
+class SkillPlanner:
+    library: SkillLibrary
+    robot: RobotProfile
+    _checks: dict[str, Callable] = field(default_factory=dict)
+
+    def parse(self, text: str, scene: SceneGraph) -> SkillCall:
+        name, args = parse_call(text)
+        spec = self.library.skills.get(name)
+        if spec is None:
+            raise SkillSyntaxError(f"unknown skill {name!r}; known: {', '.join(sorted(self.library.skills))}")
+        if len(args) != len(spec.params):
+            expected = ", ".join(p.name for p in spec.params)
+            raise SkillSyntaxError(f"{name} takes {len(spec.params)} argument(s) ({expected}), got {len(args)}")
+        for param, value in zip(spec.params, args):
+            problem = self._type_problem(param.type, value, scene)
+            if problem:
+                raise SkillSyntaxError(f"{name} argument {param.name}={value!r}: {problem}")
+        return SkillCall(name, tuple(args))
+
+    def _type_problem(self, kind: str, value: str, scene: SceneGraph) -> str:
+        if kind == "text":
+            return ""
+        if kind == "arm":
+            return "" if value in self.robot.arms else f"not an arm of this robot ({', '.join(self.robot.arms)})"
+        if not scene.has(value):
+            return "no such thing in the scene graph"
+        entity_kind = scene.entity(value).kind
+        allowed = {"object": {"object"}, "furniture": {"furniture"}, "place": {"furniture", "room"}}[kind]
+        return "" if entity_kind in allowed else f"is a {entity_kind}, expected {' or '.join(sorted(allowed))}"
+
+    def bindings(self, call: SkillCall) -> dict[str, str]:
+        spec = self.library.skills[call.name]
+        return {p.name: value for p, value in zip(spec.params, call.args)}
+
+    def check_preconditions(self, call: SkillCall, scene: SceneGraph) -> Check:
+        """The first failing precondition, or ok. Every check names what failed and why."""
+        bound = self.bindings(call)
+        for pre in self.library.skills[call.name].preconditions:
+            result = PRECONDITIONS[pre.check](self, scene, *(bound[a] for a in pre.args))
+            if not result.ok:
+                return result
+        return Check(True)
+
+    def decompose(self, call: SkillCall, scene: SceneGraph) -> list[Command]:
+        bound = self.bindings(call)
+        robot = scene.robot
+        commands = []
+        for method in self.library.skills[call.name].methods:
+            fill = lambda slot: bound[slot.strip("{}")] if slot else ""  # noqa: E731
+            command = Command(name=method.command, arm=fill(method.arm), object_id=fill(method.object),
+                              target_id=fill(method.target), timeout_s=self.library.command_timeouts_s[method.command])
+            if command.name == "navigate":
+                command.base_pose = self.navigation_goal(command.target_id, scene, robot.pose)
+            elif command.name in ("approach", "grasp", "lift"):
+                command.point = scene.entity(command.object_id).center
+            elif command.name == "place_approach":
+                target = scene.entity(command.target_id)
+                command.point = (target.center[0], target.center[1], target.center[2] + target.size[2] / 2)
+            commands.append(command)
+        return commands
+
+    def navigation_goal(self, target_id: str, scene: SceneGraph, start: Pose2D) -> Pose2D:
+        target = scene.entity(target_id)
+        if target.kind == "room":
+            return Pose2D(target.center[0], target.center[1], start.yaw)
+        return approach_pose(target.center, target.size, start.x, start.y, self.robot.standoff_m)
+
+
+# ---- preconditions ---------------------------------------------------------------------------
+def _location_known(planner: SkillPlanner, scene: SceneGraph, object_id: str) -> Check:
+    entity = scene.entity(object_id)
+    if entity.status == "missing":
+        return Check(False, "OBJECT_LOCATION_UNKNOWN",
+                     f"{object_id} was not seen where it was last mapped; its location is unknown")
+    return Check(True)
+
+
+def _arm_free(planner: SkillPlanner, scene: SceneGraph, arm: str) -> Check:
+    held = scene.robot.held.get(arm, "")
+    if held:
+        return Check(False, "ARM_OCCUPIED", f"the {arm} arm already holds {held}")
+    return Check(True)
+
+
+def _not_held(planner: SkillPlanner, scene: SceneGraph, object_id: str) -> Check:
+    arm = scene.robot.holding(object_id)
+    if arm:
+        return Check(False, "ALREADY_HOLDING", f"{object_id} is already held by the {arm} arm")
+    return Check(True)
+
+
+def _holding(planner: SkillPlanner, scene: SceneGraph, object_id: str, arm: str) -> Check:
+    if scene.robot.held.get(arm) != object_id:
+        actual = scene.robot.held.get(arm) or "nothing"
+        return Check(False, "NOT_HOLDING", f"the {arm} arm holds {actual}, not {object_id}")
+    return Check(True)
+
+
+def _reachable(planner: SkillPlanner, scene: SceneGraph, node_id: str, arm: str) -> Check:
+    entity = scene.entity(node_id)
+    robot = scene.robot
+    distance = horizontal_distance((robot.pose.x, robot.pose.y), entity.center)
+    if entity.kind == "furniture":
+        distance -= min(entity.size[:2]) / 2  # reaching its near edge is enough to place on it
+    if distance > planner.robot.reach_m:
+        where = "; ".join(scene.relations(node_id)) or f"in {entity.room}"
+        return Check(False, "OUT_OF_REACH",
+                     f"{node_id} is {distance:.1f} m from the robot ({where}); the {arm} arm reaches "
+                     f"{planner.robot.reach_m:.1f} m. GOTO a place next to it first")
+    return Check(True)
+
+
+def _surface(planner: SkillPlanner, scene: SceneGraph, target_id: str) -> Check:
+    if scene.entity(target_id).kind != "furniture":
+        return Check(False, "NOT_A_SURFACE", f"{target_id} is not a piece of furniture to put things on")
+    return Check(True)
+
+
+PRECONDITIONS: dict[str, Callable[..., Check]] = {
+    "location_known": _location_known,
+    "arm_free": _arm_free,
+    "not_held": _not_held,
+    "holding": _holding,
+    "reachable": _reachable,
+    "surface": _surface,
+}

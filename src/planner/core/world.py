@@ -1,0 +1,156 @@
+"""World files: rooms as polygons, furniture, objects and the robot, validated at load.
+
+A world file describes a home as the simulator holds it (ground truth) and, at start-up, as the
+robot has mapped it before (the prior scene graph of perception).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from shapely.geometry import Point, Polygon
+
+from planner.core.files import load_model
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _finite(values: list[float], name: str) -> list[float]:
+    if any(not math.isfinite(v) for v in values):
+        raise ValueError(f"{name} must be finite numbers, got {values}")
+    return values
+
+
+class Room(_Strict):
+    name: str
+    polygon: list[tuple[float, float]] = Field(min_length=3)
+
+    @field_validator("polygon")
+    @classmethod
+    def _valid_polygon(cls, polygon):
+        shape = Polygon(polygon)
+        if not shape.is_valid or shape.area <= 0:
+            raise ValueError("polygon must be a simple polygon with a positive area")
+        return polygon
+
+    def shape(self) -> Polygon:
+        return Polygon(self.polygon)
+
+
+class Furniture(_Strict):
+    id: str
+    label: str
+    center: tuple[float, float, float]
+    size: tuple[float, float, float]
+    # A surface objects can be put on (tables, counters) vs. only a landmark (a door, a sofa back).
+    surface: bool = True
+
+    @field_validator("center", "size")
+    @classmethod
+    def _finite_vec(cls, value, info):
+        return tuple(_finite(list(value), info.field_name))
+
+    @field_validator("size")
+    @classmethod
+    def _positive(cls, value):
+        if min(value) <= 0:
+            raise ValueError(f"size must be positive in every axis, got {list(value)}")
+        return value
+
+    @property
+    def top_z(self) -> float:
+        return self.center[2] + self.size[2] / 2
+
+
+class WorldObject(_Strict):
+    id: str
+    label: str
+    placed_on: str = Field(description="id of the furniture the object stands on")
+    offset: tuple[float, float] = (0.0, 0.0)
+    size: tuple[float, float, float] = (0.08, 0.08, 0.2)
+    mass_kg: float = Field(default=0.5, gt=0)
+
+    @field_validator("size")
+    @classmethod
+    def _positive(cls, value):
+        _finite(list(value), "size")
+        if min(value) <= 0:
+            raise ValueError(f"size must be positive in every axis, got {list(value)}")
+        return value
+
+
+class Camera(_Strict):
+    # A head camera that sweeps the room: 360 degrees, walls occlude (only the robot's room).
+    fov_deg: float = Field(default=360.0, gt=0, le=360)
+    range_m: float = Field(default=6.0, gt=0)
+    rate_hz: float = Field(default=2.0, gt=0)
+
+
+class Robot(_Strict):
+    pose: tuple[float, float, float] = Field(description="x, y, yaw (rad) in the map frame")
+    arms: list[str] = Field(default_factory=lambda: ["left", "right"], min_length=1)
+    reach_m: float = Field(default=0.9, gt=0)
+    payload_kg: float = Field(default=5.0, gt=0)
+    speed_mps: float = Field(default=0.5, gt=0)
+    standoff_m: float = Field(default=0.45, gt=0, description="base distance kept from furniture")
+    camera: Camera = Field(default_factory=Camera)
+
+
+class Door(_Strict):
+    rooms: tuple[str, str]
+    position: tuple[float, float]
+
+
+class World(_Strict):
+    name: str
+    rooms: list[Room] = Field(min_length=1)
+    doors: list[Door] = Field(default_factory=list)
+    furniture: list[Furniture] = Field(default_factory=list)
+    objects: list[WorldObject] = Field(default_factory=list)
+    robot: Robot
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        seen: set[str] = set()
+        for entry in [*(r.name for r in self.rooms), *(f.id for f in self.furniture), *(o.id for o in self.objects)]:
+            if entry in seen:
+                raise ValueError(f"id {entry!r} is used twice")
+            seen.add(entry)
+        room_names = {r.name for r in self.rooms}
+        for index, door in enumerate(self.doors):
+            unknown = [r for r in door.rooms if r not in room_names]
+            if unknown:
+                raise ValueError(f"doors[{index}].rooms: unknown room(s) {unknown}")
+        furniture_ids = {f.id for f in self.furniture}
+        for index, obj in enumerate(self.objects):
+            if obj.placed_on not in furniture_ids:
+                raise ValueError(f"objects[{index}] ({obj.id}).placed_on: unknown furniture {obj.placed_on!r}")
+        for index, item in enumerate(self.furniture):
+            if self.room_at(item.center[0], item.center[1]) is None:
+                raise ValueError(f"furniture[{index}] ({item.id}).center: not inside any room")
+        if self.room_at(self.robot.pose[0], self.robot.pose[1]) is None:
+            raise ValueError("robot.pose: not inside any room")
+        return self
+
+    def room_at(self, x: float, y: float) -> str | None:
+        point = Point(x, y)
+        for room in self.rooms:
+            if room.shape().covers(point):
+                return room.name
+        return None
+
+    def furniture_by_id(self, furniture_id: str) -> Furniture:
+        return next(f for f in self.furniture if f.id == furniture_id)
+
+    def object_center(self, obj: WorldObject) -> tuple[float, float, float]:
+        """Where an object stands: on its furniture's top, shifted by its offset."""
+        base = self.furniture_by_id(obj.placed_on)
+        return (base.center[0] + obj.offset[0], base.center[1] + obj.offset[1], base.top_z + obj.size[2] / 2)
+
+
+def load_world(path: str | Path) -> World:
+    return load_model(path, World)

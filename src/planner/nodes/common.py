@@ -1,0 +1,285 @@
+"""What every node shares: conversions between messages and core types, waiting on service and
+action futures from worker threads, QoS profiles, and the node main loop."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from typing import Any
+
+import rclpy
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import Point, Pose2D as Pose2DMsg, Vector3
+from rclpy.action import ActionClient
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import String
+from transforms3d.euler import euler2quat, quat2euler
+
+from planner.config import StackConfig, load_config
+from planner.core.controller import ExecutionEventInfo
+from planner.core.files import InputError
+from planner.core.geometry import Pose2D
+from planner.core.react import FailureInfo
+from planner.core.scene_graph import Detection, DetectionFrame, Entity, RobotSnapshot, SceneGraph
+from planner.core.skills import Command
+from planner.msg import (Command as CommandMsg, Detection3D, Detection3DArray, ExecutionEvent, FailureMessage,
+                         LabelScore, RobotState, SceneEdge, SceneGraph as SceneGraphMsg, SceneNode)
+
+# Late joiners get the last message (scene graph, status).
+LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
+RELIABLE = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+STATUS_TOPIC = "/planner/status"
+
+
+class CallFailed(RuntimeError):
+    pass
+
+
+# ---- time --------------------------------------------------------------------------------------
+def stamp_now(node: Node) -> Time:
+    return node.get_clock().now().to_msg()
+
+
+def seconds(stamp: Time) -> float:
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+def to_stamp(value: float) -> Time:
+    whole = int(value)
+    return Time(sec=whole, nanosec=int((value - whole) * 1e9))
+
+
+# ---- geometry ------------------------------------------------------------------------------------
+def pose_to_msg(pose: Pose2D) -> Pose2DMsg:
+    return Pose2DMsg(x=float(pose.x), y=float(pose.y), theta=float(pose.yaw))
+
+
+def pose_from_msg(msg: Pose2DMsg) -> Pose2D:
+    return Pose2D(msg.x, msg.y, msg.theta)
+
+
+def point_msg(values) -> Point:
+    return Point(x=float(values[0]), y=float(values[1]), z=float(values[2]))
+
+
+# ---- scene graph -----------------------------------------------------------------------------
+def entity_to_msg(entity: Entity, scene: SceneGraph | None = None) -> SceneNode:
+    parent = entity.room
+    if scene is not None and entity.kind == "object":
+        support = scene.support(entity.id)
+        parent = support[1] if support else entity.room
+    return SceneNode(
+        id=entity.id, kind=entity.kind, label=entity.label,
+        labels=[LabelScore(label=k, probability=float(v)) for k, v in entity.labels.items()],
+        room=entity.room, parent=parent, center=point_msg(entity.center),
+        size=Vector3(x=float(entity.size[0]), y=float(entity.size[1]), z=float(entity.size[2])),
+        status=entity.status, last_seen=to_stamp(entity.last_seen),
+        outline=[Point(x=float(x), y=float(y), z=0.0) for x, y in entity.polygon])
+
+
+def entity_from_msg(msg: SceneNode) -> Entity:
+    return Entity(id=msg.id, kind=msg.kind, label=msg.label, labels={s.label: s.probability for s in msg.labels},
+                  center=(msg.center.x, msg.center.y, msg.center.z), size=(msg.size.x, msg.size.y, msg.size.z),
+                  room=msg.room, status=msg.status, last_seen=seconds(msg.last_seen),
+                  polygon=[(p.x, p.y) for p in msg.outline])
+
+
+def scene_to_msg(scene: SceneGraph, stamp: Time) -> SceneGraphMsg:
+    msg = SceneGraphMsg()
+    msg.header.stamp = stamp
+    msg.header.frame_id = "map"
+    msg.nodes = [entity_to_msg(data["entity"], scene) for _, data in scene.graph.nodes(data=True)]
+    msg.edges = [SceneEdge(source=s, relation=d["relation"], target=t) for s, t, d in scene.graph.edges(data=True)]
+    return msg
+
+
+def scene_from_msg(msg: SceneGraphMsg, robot: RobotState | None = None) -> SceneGraph:
+    nodes = [entity_from_msg(node).__dict__ for node in msg.nodes]
+    scene = SceneGraph.from_dict({"nodes": nodes, "edges": [{"source": e.source, "relation": e.relation, "target": e.target}
+                                                            for e in msg.edges]})
+    if robot is not None and robot.arms:
+        scene.robot = robot_from_msg(robot)
+    return scene
+
+
+def robot_to_msg(robot: RobotSnapshot, stamp: Time) -> RobotState:
+    msg = RobotState(base_pose=pose_to_msg(robot.pose), room=robot.room, arms=list(robot.arms),
+                     held=[robot.held.get(arm, "") for arm in robot.arms], busy=robot.busy)
+    msg.header.stamp = stamp
+    msg.header.frame_id = "map"
+    return msg
+
+
+def robot_from_msg(msg: RobotState) -> RobotSnapshot:
+    return RobotSnapshot(pose=pose_from_msg(msg.base_pose), room=msg.room, arms=list(msg.arms),
+                         held=dict(zip(msg.arms, msg.held)), busy=msg.busy)
+
+
+# ---- detections ------------------------------------------------------------------------------
+def frame_to_msg(frame: DetectionFrame, stamp: Time) -> Detection3DArray:
+    msg = Detection3DArray(fov_deg=float(frame.fov_deg), range_m=float(frame.range_m))
+    msg.header.stamp = stamp
+    msg.header.frame_id = "map"
+    msg.sensor_pose.position.x, msg.sensor_pose.position.y = float(frame.sensor.x), float(frame.sensor.y)
+    # transforms3d quaternions are (w, x, y, z); ROS messages are (x, y, z, w).
+    w, x, y, z = euler2quat(0.0, 0.0, frame.sensor.yaw)
+    msg.sensor_pose.orientation.x, msg.sensor_pose.orientation.y = x, y
+    msg.sensor_pose.orientation.z, msg.sensor_pose.orientation.w = z, w
+    for detection in frame.detections:
+        msg.detections.append(Detection3D(
+            labels=[LabelScore(label=k, probability=float(v)) for k, v in detection.labels.items()],
+            center=point_msg(detection.center),
+            size=Vector3(x=float(detection.size[0]), y=float(detection.size[1]), z=float(detection.size[2]))))
+    return msg
+
+
+def frame_from_msg(msg: Detection3DArray) -> DetectionFrame:
+    """Detections into the map frame. Only `map` is known until TF support (issue 3)."""
+    if msg.header.frame_id not in ("map", ""):
+        raise ValueError(f"detections in unknown frame {msg.header.frame_id!r}; expected 'map'")
+    q = msg.sensor_pose.orientation
+    _, _, yaw = quat2euler((q.w, q.x, q.y, q.z)) if (q.w or q.x or q.y or q.z) else (0.0, 0.0, 0.0)
+    sensor = Pose2D(msg.sensor_pose.position.x, msg.sensor_pose.position.y, yaw)
+    detections = []
+    for index, item in enumerate(msg.detections):
+        labels = {s.label: s.probability for s in item.labels if s.label}
+        size = (item.size.x, item.size.y, item.size.z)
+        values = [item.center.x, item.center.y, item.center.z, *size, *labels.values()]
+        if not labels or any(v != v or v in (float("inf"), float("-inf")) for v in values) or min(size) <= 0:
+            raise ValueError(f"detection {index}: needs labels, finite values and a positive size")
+        detections.append(Detection(labels, (item.center.x, item.center.y, item.center.z), size))
+    return DetectionFrame(sensor, msg.fov_deg, msg.range_m, seconds(msg.header.stamp), detections)
+
+
+# ---- execution and failures ------------------------------------------------------------------
+def command_to_msg(command: Command) -> CommandMsg:
+    msg = CommandMsg(name=command.name, arm=command.arm, object_id=command.object_id, target_id=command.target_id,
+                     timeout_s=float(command.timeout_s))
+    if command.base_pose is not None:
+        msg.base_pose = pose_to_msg(command.base_pose)
+    if command.point is not None:
+        msg.point = point_msg(command.point)
+    return msg
+
+
+def event_from_msg(msg: ExecutionEvent) -> ExecutionEventInfo:
+    return ExecutionEventInfo(execution_id=msg.execution_id, task_id=msg.task_id, skill=msg.skill, command=msg.command,
+                              index=msg.index, total=msg.total, state=msg.state, code=msg.code, detail=msg.detail)
+
+
+def failure_to_msg(failure: FailureInfo, stamp: Time, execution_id: str = "", task_id: str = "",
+                   request: str = "") -> FailureMessage:
+    return FailureMessage(stamp=stamp, execution_id=execution_id, task_id=task_id, request=request,
+                          skill=failure.skill, command=failure.command, code=failure.code, reason=failure.reason,
+                          context_json=json.dumps(failure.context))
+
+
+def failure_from_msg(msg: FailureMessage) -> FailureInfo:
+    try:
+        context = json.loads(msg.context_json) if msg.context_json else {}
+    except json.JSONDecodeError:
+        context = {"unparsed": msg.context_json}
+    return FailureInfo(skill=msg.skill, command=msg.command, code=msg.code, reason=msg.reason, context=context)
+
+
+# ---- waiting on ROS futures from worker threads ----------------------------------------------
+def wait_future(future, timeout_s: float, what: str) -> Any:
+    done = threading.Event()
+    future.add_done_callback(lambda _: done.set())
+    if not done.wait(timeout_s):
+        future.cancel()
+        raise CallFailed(f"{what}: no answer within {timeout_s:.0f} s")
+    if future.exception() is not None:
+        raise CallFailed(f"{what}: {future.exception()}")
+    return future.result()
+
+
+def call_service(client, request, timeout_s: float = 5.0) -> Any:
+    if not client.wait_for_service(timeout_sec=min(timeout_s, 5.0)):
+        raise CallFailed(f"service {client.srv_name} is not available")
+    return wait_future(client.call_async(request), timeout_s, f"service {client.srv_name}")
+
+
+class ActionCall:
+    """Send one goal and wait for its result from a worker thread; cancel() from any thread."""
+
+    def __init__(self, client: ActionClient, name: str):
+        self.client = client
+        self.name = name
+        self.goal_handle = None
+
+    def run(self, goal, timeout_s: float, feedback_callback=None):
+        if not self.client.wait_for_server(timeout_sec=5.0):
+            raise CallFailed(f"action {self.name} is not available")
+        self.goal_handle = wait_future(self.client.send_goal_async(goal, feedback_callback=feedback_callback),
+                                       10.0, f"action {self.name} goal")
+        if not self.goal_handle.accepted:
+            raise CallFailed(f"action {self.name} rejected the goal")
+        try:
+            return wait_future(self.goal_handle.get_result_async(), timeout_s, f"action {self.name}").result
+        except CallFailed:
+            self.cancel()
+            raise
+
+    def cancel(self) -> None:
+        if self.goal_handle is not None:
+            self.goal_handle.cancel_goal_async()
+
+
+# ---- node plumbing ---------------------------------------------------------------------------
+class PlannerNode(Node):
+    """A node that loads the stack config from its `config` parameter and reports on /planner/status."""
+
+    def __init__(self, name: str, config: StackConfig | None = None):
+        super().__init__(name)
+        path = self.declare_parameter("config", "").value
+        self.config = config or load_config(path or None)
+        self._status = self.create_publisher(String, STATUS_TOPIC, RELIABLE)
+
+    def report(self, level: str, message: str) -> None:
+        """A problem or state change a user should see, on /planner/status and in the log."""
+        {"error": self.get_logger().error, "warn": self.get_logger().warning}.get(level, self.get_logger().info)(message)
+        self._status.publish(String(data=f"[{self.get_name()}] {level.upper()}: {message}"))
+
+
+def spin_node(node: Node) -> None:
+    executor = MultiThreadedExecutor(num_threads=4)
+    executor.add_node(node)
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        close = getattr(node, "close", None)
+        if close:
+            close()
+        node.destroy_node()
+        executor.shutdown()
+
+
+def main_for(node_class) -> int:
+    rclpy.init()
+    try:
+        try:
+            node = node_class()
+        except (InputError, ValueError) as error:
+            print(f"{node_class.__name__}: configuration rejected:\n{error}", file=sys.stderr)
+            return 2
+        spin_node(node)
+    finally:
+        if rclpy.ok():
+            rclpy.shutdown()
+    return 0
+
+
+def wait_until(predicate, timeout_s: float, period_s: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(period_s)
+    return predicate()

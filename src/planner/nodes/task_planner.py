@@ -1,0 +1,230 @@
+"""Task planner node: takes requests (/planner/command, /planner/execute_task), runs the ReAct
+loop of planner.core.react with the configured LLM, and publishes every step on /planner/trace.
+Perception, skills and the explainer are reached over their ROS services and actions."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from std_msgs.msg import String
+
+from planner.action import ExecuteSkill, ExecuteTask
+from planner.backends.llm import EmbeddedServer, OpenAICompatiblePolicy
+from planner.backends.model_store import MODELS, ModelError, cache_dir, verified_model
+from planner.core.files import InputError, load_yaml
+from planner.core.observations import entity_text, found_text, robot_text, room_contents_text, rooms_text
+from planner.core.react import (EpisodeResult, FailureInfo, Observation, PolicyError, ScriptedPolicy, SkillResult,
+                                SuggestionInfo, TaskPlanner, TraceStep)
+from planner.msg import PlanStep
+from planner.nodes.common import (RELIABLE, ActionCall, CallFailed, PlannerNode, call_service, entity_from_msg,
+                                  failure_from_msg, failure_to_msg, main_for, robot_from_msg, scene_from_msg,
+                                  stamp_now)
+from planner.srv import Explain, FindObjects, GetObject, GetObjectsInRoom, GetRobotState, GetRooms, GetSceneGraph
+
+
+class UnavailablePolicy:
+    """Stands where the configured LLM could not be set up, so each task ends with the reason."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    def complete(self, messages, schema):
+        raise PolicyError(self.reason)
+
+
+class RosTools:
+    """planner.core.react.Tools over ROS services and actions, for one task."""
+
+    def __init__(self, node: "TaskPlannerNode", task_id: str, request: str):
+        self.node = node
+        self.task_id = task_id
+        self.request = request
+        self.current: ActionCall | None = None
+
+    def scene(self):
+        reply = call_service(self.node.clients_["scene"], GetSceneGraph.Request())
+        return scene_from_msg(reply.graph, reply.robot)
+
+    def perceive(self, name: str, args: list[str]) -> Observation:
+        clients = self.node.clients_
+        try:
+            if name == "get_rooms":
+                return Observation(rooms_text(call_service(clients["rooms"], GetRooms.Request()).rooms))
+            if name == "get_robot_state":
+                state = call_service(clients["robot"], GetRobotState.Request()).state
+                return Observation(robot_text(robot_from_msg(state) if state.arms else None), [state.room])
+            if name == "get_objects_in_room":
+                reply = call_service(clients["room"], GetObjectsInRoom.Request(room=args[0]))
+                if not reply.success:
+                    return Observation(reply.message)
+                entities = [entity_from_msg(o) for o in reply.objects]
+                return Observation(room_contents_text(args[0], entities, list(reply.relations)), [e.id for e in entities])
+            if name == "get_object":
+                reply = call_service(clients["object"], GetObject.Request(id=args[0]))
+                if not reply.success:
+                    return Observation(reply.message)
+                return Observation(entity_text(entity_from_msg(reply.object), list(reply.relations)), [args[0]])
+            if name == "find_objects":
+                reply = call_service(clients["find"], FindObjects.Request(query=args[0]))
+                entities = [entity_from_msg(o) for o in reply.objects]
+                return Observation(found_text(args[0], entities), [e.id for e in entities])
+        except CallFailed as error:
+            return Observation(f"perception is not answering: {error}")
+        return Observation(f"unknown perception action {name}")
+
+    def execute_skill(self, call: str) -> SkillResult:
+        self.current = ActionCall(self.node.skill_client, "/skill_planner/execute_skill")
+        goal = ExecuteSkill.Goal(skill=call, task_id=self.task_id, request=self.request)
+        try:
+            result = self.current.run(goal, self.node.config.tasks.skill_timeout_s)
+        except CallFailed as error:
+            return SkillResult(False, str(error), FailureInfo(call, "", "SKILL_PLANNER_UNAVAILABLE", str(error)))
+        finally:
+            self.current = None
+        return SkillResult(result.success, result.message, None if result.success else failure_from_msg(result.failure))
+
+    def explain(self, failure: FailureInfo) -> SuggestionInfo | None:
+        request = Explain.Request(failure=failure_to_msg(failure, stamp_now(self.node), task_id=self.task_id,
+                                                         request=self.request))
+        try:
+            suggestion = call_service(self.node.clients_["explain"], request, timeout_s=15.0).suggestion
+        except CallFailed as error:
+            self.node.report("warn", f"no suggestion: {error}")
+            return None
+        return SuggestionInfo(suggestion.text, list(suggestion.case_ids), list(suggestion.scores))
+
+    def cancel(self) -> None:
+        if self.current is not None:
+            self.current.cancel()
+
+
+class TaskPlannerNode(PlannerNode):
+    def __init__(self, config=None, policy=None):
+        super().__init__("task_planner", config)
+        self.embedded: EmbeddedServer | None = None
+        self.policy = policy or self._make_policy()
+        group = ReentrantCallbackGroup()
+        self.clients_ = {
+            "scene": self.create_client(GetSceneGraph, "/perception/get_scene_graph", callback_group=group),
+            "rooms": self.create_client(GetRooms, "/perception/get_rooms", callback_group=group),
+            "room": self.create_client(GetObjectsInRoom, "/perception/get_objects_in_room", callback_group=group),
+            "object": self.create_client(GetObject, "/perception/get_object", callback_group=group),
+            "find": self.create_client(FindObjects, "/perception/find_objects", callback_group=group),
+            "robot": self.create_client(GetRobotState, "/perception/get_robot_state", callback_group=group),
+            "explain": self.create_client(Explain, "/explainer/explain", callback_group=group),
+        }
+        self.skill_client = ActionClient(self, ExecuteSkill, "/skill_planner/execute_skill", callback_group=group)
+        self.trace_pub = self.create_publisher(PlanStep, "/planner/trace", RELIABLE)
+        self.busy = threading.Lock()
+        self.running: tuple[TaskPlanner, RosTools] | None = None
+        self.create_subscription(String, "/planner/command", self._on_command, RELIABLE, callback_group=group)
+        ActionServer(self, ExecuteTask, "/planner/execute_task", self._execute, callback_group=group,
+                     goal_callback=self._on_goal, cancel_callback=self._on_cancel)
+        self.report("info", "ready for requests")
+
+    # ---- the model ------------------------------------------------------------------------------
+    def _make_policy(self):
+        settings = self.config.llm.resolved()
+        try:
+            if settings.provider == "scripted":
+                return ScriptedPolicy(load_yaml(self.config.path(settings.script)))
+            base_url = settings.base_url
+            if settings.provider == "embedded":
+                model_file = verified_model(MODELS[settings.embedded.model])
+                self.embedded = EmbeddedServer(model_file, settings.embedded.n_ctx, settings.embedded.threads,
+                                               settings.embedded.startup_timeout_s,
+                                               cache_dir() / "logs" / "llama-server.log")
+                base_url = self.embedded.start()
+                self.get_logger().info(f"embedded LLM {settings.embedded.model} serving at {base_url}")
+            return OpenAICompatiblePolicy(base_url, settings.api_key, settings.model, settings.structured_output,
+                                          settings.timeout_s, settings.max_retries, settings.temperature,
+                                          settings.max_tokens)
+        except (ModelError, PolicyError, InputError) as error:
+            self.report("error", f"LLM unavailable: {error}")
+            return UnavailablePolicy(f"LLM unavailable: {error}")
+
+    def close(self) -> None:
+        if self.embedded is not None:
+            self.embedded.stop()
+
+    # ---- requests -------------------------------------------------------------------------------
+    def _on_command(self, msg: String) -> None:
+        request = msg.data.strip()
+        if not request:
+            self.report("error", "empty request on /planner/command ignored")
+            return
+        if not self.busy.acquire(blocking=False):
+            self._reject(request)
+            return
+        threading.Thread(target=self._run_and_release, args=(request, None), daemon=True).start()
+
+    def _reject(self, request: str) -> None:
+        self.report("warn", f"rejected {request!r}: a task is already running")
+        self.trace_pub.publish(PlanStep(stamp=stamp_now(self), kind="error",
+                                        text=f"rejected {request!r}: a task is already running"))
+
+    def _on_goal(self, goal_request) -> GoalResponse:
+        if not goal_request.request.strip():
+            self.report("error", "empty request rejected")
+            return GoalResponse.REJECT
+        if not self.busy.acquire(blocking=False):
+            self._reject(goal_request.request)
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    def _on_cancel(self, goal_handle) -> CancelResponse:
+        if self.running is not None:
+            planner, tools = self.running
+            planner.cancel_event.set()
+            tools.cancel()
+        return CancelResponse.ACCEPT
+
+    def _execute(self, goal_handle):
+        result = self._run_and_release(goal_handle.request.request, goal_handle)
+        response = ExecuteTask.Result(success=result.success, outcome=result.outcome, summary=result.summary,
+                                      steps=result.steps)
+        if result.outcome == "canceled" and goal_handle.is_cancel_requested:
+            goal_handle.canceled()
+        elif result.success:
+            goal_handle.succeed()
+        else:
+            goal_handle.abort()
+        return response
+
+    def _run_and_release(self, request: str, goal_handle) -> EpisodeResult:
+        try:
+            return self._run(request, goal_handle)
+        finally:
+            self.running = None
+            self.busy.release()
+
+    def _run(self, request: str, goal_handle) -> EpisodeResult:
+        task_id = uuid.uuid4().hex[:8]
+        index = 0
+
+        def on_step(step: TraceStep) -> None:
+            nonlocal index
+            index += 1
+            msg = PlanStep(stamp=stamp_now(self), task_id=task_id, index=index, kind=step.kind, text=step.text)
+            self.trace_pub.publish(msg)
+            if goal_handle is not None:
+                goal_handle.publish_feedback(ExecuteTask.Feedback(step=msg))
+
+        tools = RosTools(self, task_id, request)
+        planner = TaskPlanner(self.policy, tools, self.config.planner, on_step)
+        self.running = (planner, tools)
+        self.report("info", f"task {task_id} started: {request}")
+        try:
+            result = planner.run(request)
+        except CallFailed as error:
+            on_step(TraceStep("error", f"the stack is not answering: {error}"))
+            result = EpisodeResult(False, "error", str(error), index)
+        self.report("info" if result.success else "warn", f"task {task_id} {result.outcome}: {result.summary}")
+        return result
+
+
+def main() -> int:
+    return main_for(TaskPlannerNode)
