@@ -7,6 +7,7 @@ OPENAI_BASE_URL, OPENAI_API_KEY, PLANNER_LLM_MODEL.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Literal
 
@@ -100,10 +101,15 @@ class StackConfig(_Strict):
 
 
 def default_config_path() -> Path:
-    """The installed config/planner.yaml (share/planner/config on both build paths)."""
-    from ament_index_python.packages import get_package_share_directory
+    """The installed config/planner.yaml: share/planner/config in the ament index on a ROS 2
+    install, in the Python prefix on the pip path (where no AMENT_PREFIX_PATH is set)."""
+    from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
 
-    return Path(get_package_share_directory("planner")) / "config" / "planner.yaml"
+    try:
+        share = Path(get_package_share_directory("planner"))
+    except (OSError, PackageNotFoundError):
+        share = Path(sys.prefix) / "share" / "planner"
+    return share / "config" / "planner.yaml"
 
 
 def load_config(path: str | Path | None = None) -> StackConfig:
@@ -111,3 +117,13 @@ def load_config(path: str | Path | None = None) -> StackConfig:
     config = load_model(path, StackConfig)
     config.base_dir = path.resolve().parent
     return config
+
+
+def load_skill_planner(config: StackConfig):
+    """The skill library with the robot profile of the configured world."""
+    from planner.backends.simulation import load_scenario
+    from planner.core.skills import RobotProfile, SkillPlanner, load_skill_library
+
+    library = load_skill_library(config.path(config.skills))
+    robot = load_scenario(config.path(config.scenario)).world.robot
+    return SkillPlanner(library, RobotProfile(robot.arms, robot.reach_m, robot.standoff_m))

@@ -29,8 +29,22 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class CommandStarted(_Strict):
+    command: str
+    object: str = ""
+
+
 class Trigger(_Strict):
-    arrived_in_room: str
+    """When an event happens: the robot arrives in a room, or a command starts (e.g. the arm
+    begins to approach an object: someone takes it just then)."""
+    arrived_in_room: str = ""
+    command_started: CommandStarted | None = None
+
+    @model_validator(mode="after")
+    def _one(self):
+        if bool(self.arrived_in_room) == (self.command_started is not None):
+            raise ValueError("a trigger has exactly one of arrived_in_room or command_started")
+        return self
 
 
 class MoveObject(_Strict):
@@ -191,6 +205,11 @@ class SimulatedWorld:
         """End of a navigation: the robot is at its goal; scenario events of that moment happen."""
         self.set_robot_pose(goal)
         return self._fire(lambda trigger: trigger.arrived_in_room == self.robot_room)
+
+    def start_command(self, operation: str, object_id: str) -> list[str]:
+        """A manipulation command begins; scenario events waiting for it happen."""
+        return self._fire(lambda t: t.command_started is not None and t.command_started.command == operation
+                          and t.command_started.object in ("", object_id))
 
     def _fire(self, matches) -> list[str]:
         fired, remaining = [], []

@@ -9,7 +9,7 @@ from planner.core.react import FailureInfo
 from planner.core.scene_graph import SceneGraph
 
 REASONS = {
-    "OBJECT_NOT_FOUND": "{object} was not found where the map placed it{where}; someone may have moved it",
+    "OBJECT_NOT_FOUND": "{object} was not where the map placed it ({detail}); someone may have moved it{where}",
     "PATH_BLOCKED": "navigation could not reach the goal: {detail}",
     "NO_PATH": "there is no known way to the goal: {detail}",
     "GOAL_IN_COLLISION": "the navigation goal is inside furniture: {detail}",
@@ -45,7 +45,7 @@ def describe_failure(event: ExecutionEventInfo, scene: SceneGraph | None, object
         relations = scene.relations(object_id)
         context["object"] = {"id": object_id, "room": scene.entity(object_id).room, "relations": relations}
         support = scene.support(object_id)
-        where = f" ({support[0]} {support[1]})" if support else ""
+        where = f"; the map now shows it {support[0]} {support[1]}" if support else ""
     template = REASONS.get(event.code)
     reason = template.format(object=object_id or "the object", where=where, detail=event.detail) if template else event.detail
     return FailureInfo(skill=event.skill, command=event.command, code=event.code or "FAILED", reason=reason, context=context)

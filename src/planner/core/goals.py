@@ -76,3 +76,30 @@ def goal_met(goal: Goal, scene: SceneGraph) -> bool:
             if surface.label == goal.target and (not goal.room or surface.room == goal.room):
                 return True
     return False
+
+
+def _where(scene: SceneGraph, object_id: str) -> str:
+    entity = scene.entity(object_id)
+    if entity.status == "held":
+        return f"{object_id} is held by the robot"
+    if entity.status == "missing":
+        return f"{object_id} was not seen where it was last mapped"
+    support = scene.support(object_id)
+    return f"{object_id} is {support[0]} {support[1]} in the {entity.room}" if support else f"{object_id} is in the {entity.room}"
+
+
+def goal_status(goal: Goal, scene: SceneGraph) -> tuple[str, list[str]]:
+    """One line on how far a goal is, grounded in map ids, and the ids it names."""
+    if goal_met(goal, scene):
+        return f"{goal}: done.", []
+    if goal.kind == "robot_in_room":
+        room = scene.robot.room if scene.robot else "unknown"
+        return f"{goal}: not yet; the robot is in the {room}.", [goal.room]
+    objects = [o.id for o in scene.objects() if o.label == goal.object]
+    parts = [_where(scene, o) for o in objects] or [f"no {goal.object} is known"]
+    ids = list(objects) + [support[1] for o in objects if (support := scene.support(o))]
+    if goal.kind == "object_on":
+        targets = [f.id for f in scene.furniture(goal.room or None) if f.label == goal.target]
+        ids += targets
+        parts.append("target: " + (", ".join(f"{t} in the {scene.entity(t).room}" for t in targets) or "none known"))
+    return f"{goal}: not yet; " + "; ".join(parts) + ".", ids

@@ -10,6 +10,7 @@ step budget is spent.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import threading
@@ -19,25 +20,28 @@ from typing import Callable, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from planner.core.goals import Goal, GoalReply, goal_met, goal_schema
+from planner.core.goals import Goal, GoalReply, goal_met, goal_schema, goal_status
 from planner.core.scene_graph import SceneGraph
-from planner.core.skills import parse_call
+from planner.core.skills import SkillCall, SkillPlanner, parse_call
 
 GIVE_UP = "GIVE_UP()"
 PERCEPTION_ACTIONS = ("get_rooms", "get_objects_in_room", "get_object", "find_objects", "get_robot_state")
 
 SYSTEM_PROMPT = """You control a household service robot. You plan one step at a time.
-Each step, answer with JSON: {"thought": "<one short sentence of reasoning>", "action": "<one action from the list>"}.
+Each step, answer with JSON: a short "thought" on what to do next and why, then an "action" from the valid actions.
 Perception actions ask the robot's map: get_rooms(), get_objects_in_room(room), get_object(id), find_objects(label), get_robot_state().
-Skills move the robot: GOTO(place) drives next to a piece of furniture or into a room; PICK(object, arm) needs the object within reach;
-PLACE(object, furniture, arm) needs the object held and the furniture within reach.
+Skills move the robot:
+{skills}
+The robot must be next to a piece of furniture to PICK from it or PLACE on it.
+Example: to put cup_1 (on desk_1 in the office) on shelf_2 in the hall: GOTO(desk_1), PICK(cup_1, right), GOTO(shelf_2), PLACE(cup_1, shelf_2, right).
 Objects may not be where the map says: after a failure, read the reason and the suggestion, look at the map again, and adapt.
 Use ids exactly as the observations give them (e.g. table_1). GIVE_UP() only when the request is impossible."""
 
 GOAL_PROMPT = """Turn the user's request into goals that can be checked in the world.
 Kinds: object_on (an object with label `object` ends on furniture with label `target`, in `room` if the request names one),
 holding (the robot ends holding an object with label `object`), robot_in_room (the robot ends in `room`).
-Use only the labels and rooms listed. Leave unused fields as "".
+Goals describe only the final state when the request is done; steps on the way (going somewhere first,
+picking something up before placing it) are not goals. Use only the labels and rooms listed. Leave unused fields as "".
 Known object labels: {objects}. Furniture labels: {furniture}. Rooms: {rooms}.
 Example: "put the apple on the desk in the office" -> {{"goals": [{{"kind": "object_on", "object": "apple", "target": "desk", "room": "office"}}]}}"""
 
@@ -121,8 +125,7 @@ class PlannerSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     step_budget: int = Field(default=30, ge=1)
     max_repairs: int = Field(default=2, ge=0, description="retries of a reply that fails validation")
-    history_steps: int = Field(default=12, ge=1, description="recent steps kept in full in the prompt")
-    observation_chars: int = Field(default=600, ge=80)
+    history_steps: int = Field(default=12, ge=1, description="most recent actions listed in the prompt")
     confirm_timeout_s: float = Field(default=3.0, ge=0, description="wait for perception to confirm goals")
     repeat_failure_limit: int = Field(default=2, ge=1, description="an action failing this often in a row is withdrawn")
 
@@ -152,33 +155,144 @@ class StepReply(BaseModel):
 
 
 # ---- the action space ------------------------------------------------------------------------
-def allowed_actions(scene: SceneGraph, known: set[str], failed_out: set[str]) -> list[str]:
-    """Every action valid now, grounded in what exists and what the robot has perceived."""
-    robot = scene.robot
+def allowed_actions(scene: SceneGraph, known: set[str], withdrawn: set[str], skills: SkillPlanner,
+                    goals: list[Goal]) -> list[str]:
+    """Every action valid now: each skill of the library grounded in what the robot has perceived
+    (objects, furniture, rooms, arms) whose preconditions hold in the map, then the perception
+    calls about rooms and about what the goals name. The robot state is in every prompt, so
+    get_robot_state is not offered; few, relevant choices are what a small model handles well."""
     rooms = scene.rooms()
     furniture = [f.id for f in scene.furniture() if f.id in known]
     objects = [o.id for o in scene.objects() if o.id in known]
-    labels = scene.labels()
-    actions = ["get_rooms()", "get_robot_state()"]
-    actions += [f"get_objects_in_room({room})" for room in rooms]
-    actions += [f"get_object({obj})" for obj in objects]
-    actions += [f"find_objects({label})" for label in labels]
-    actions += [f"GOTO({place})" for place in [*furniture, *rooms]]
-    if robot is not None:
-        free_arms = [arm for arm in robot.arms if not robot.held.get(arm)]
-        held = {obj: arm for arm, obj in robot.held.items() if obj}
-        actions += [f"PICK({obj}, {arm})" for obj in objects if obj not in held for arm in free_arms]
-        actions += [f"PLACE({obj}, {place}, {arm})" for obj, arm in held.items() for place in furniture]
+    goal_labels = sorted({g.object for g in goals if g.object})
+    # When the goals name objects, only those are worth handling.
+    relevant = [obj for obj in objects if scene.entity(obj).label in goal_labels] if goal_labels else objects
+    actions = []
+    candidates = {"object": relevant, "furniture": furniture, "place": [*furniture, *rooms],
+                  "arm": scene.robot.arms if scene.robot else [], "text": []}
+    for name, spec in skills.library.skills.items():
+        for args in itertools.product(*(candidates[p.type] for p in spec.params)):
+            call = SkillCall(name, tuple(args))
+            if str(call) not in withdrawn and skills.check_preconditions(call, scene).ok:
+                actions.append(str(call))
+    actions += ["get_rooms()", *(f"get_objects_in_room({room})" for room in rooms)]
+    actions += [f"find_objects({label})" for label in goal_labels]
+    actions += [f"get_object({obj})" for obj in objects if scene.entity(obj).label in goal_labels]
     actions.append(GIVE_UP)
-    return [a for a in actions if a not in failed_out]
+    return [a for a in actions if a not in withdrawn]
 
 
 def action_schema(actions: list[str]) -> dict:
-    return {
-        "type": "object",
-        "properties": {"thought": {"type": "string", "maxLength": 300}, "action": {"enum": actions}},
-        "required": ["thought", "action"],
-    }
+    """Thought first, then one of the valid actions (ReAct)."""
+    return {"type": "object",
+            "properties": {"thought": {"type": "string", "maxLength": 160}, "action": {"enum": actions}},
+            "required": ["thought", "action"]}
+
+
+def final_goals(goals: list[Goal]) -> list[Goal]:
+    """Drop goals that only describe a step on the way and contradict the final state: holding an
+    object that must end on furniture, or being in a room other than where an object must end."""
+    placed = [g for g in goals if g.kind == "object_on"]
+    kept = []
+    for goal in goals:
+        if goal.kind == "holding" and any(p.object == goal.object for p in placed):
+            continue
+        if goal.kind == "robot_in_room" and any(p.room and p.room != goal.room for p in placed):
+            continue
+        if goal not in kept:
+            kept.append(goal)
+    return kept
+
+
+@dataclass
+class Context:
+    """What the model is told of the episode so far: every action with its outcome in one line
+    each, and the full text of the latest observations only, so the prompt stays short."""
+    done: list[str] = field(default_factory=list)
+    latest: list[str] = field(default_factory=list)
+
+    def done_text(self, keep: int) -> str:
+        if not self.done:
+            return "nothing"
+        older = len(self.done) - keep
+        return ("(" + str(older) + " earlier actions) " if older > 0 else "") + "; ".join(self.done[-keep:])
+
+
+def robot_line(scene: SceneGraph, reach_m: float) -> str:
+    robot = scene.robot
+    near = scene.furniture_near(robot.pose.x, robot.pose.y, reach_m)
+    held = [f"{arm} arm holds {obj}" for arm, obj in robot.held.items() if obj]
+    return (f"in the {robot.room}, " + (f"next to {near[0]}" if near else "next to nothing") + "; "
+            + (", ".join(held) if held else "holds nothing"))
+
+
+def user_message(request: str, robot: str, goals: list[str], done: str, latest: list[str], actions: list[str]) -> str:
+    lines = [f"Request: {request}", f"Robot: {robot}."]
+    lines += [f"Goal: {goal}" for goal in goals]
+    lines.append(f"Done so far: {done}")
+    lines += [f"Observation: {text}" for text in latest]
+    lines.append("Valid actions: " + " | ".join(actions))
+    return "\n".join(lines)
+
+
+def _example_turns() -> list[dict]:
+    """A worked example in exactly the format of a real step: small models follow the pattern."""
+    request = "Put the cup from the desk in the office on the shelf in the hall"
+    goal = "a cup on a shelf in the hall: not yet; {where}; target: shelf_2 in the hall."
+    steps = [
+        ("in the office, next to nothing; holds nothing", "cup_1 is on desk_1 in the office", "nothing",
+         "In the office: furniture desk_1 (desk). Objects: cup_1 (cup) on desk_1.",
+         ["GOTO(desk_1)", "GOTO(shelf_2)", "GOTO(hall)", "get_rooms()"], "cup_1 is on desk_1; I go there first.", "GOTO(desk_1)"),
+        ("in the office, next to desk_1; holds nothing", "cup_1 is on desk_1 in the office", "GOTO(desk_1): done",
+         "GOTO(desk_1) succeeded.", ["GOTO(shelf_2)", "GOTO(hall)", "PICK(cup_1, left)", "PICK(cup_1, right)", "get_rooms()"],
+         "I am next to desk_1 where cup_1 is; I pick it up.", "PICK(cup_1, right)"),
+        ("in the office, next to desk_1; right arm holds cup_1", "cup_1 is held by the robot",
+         "GOTO(desk_1): done; PICK(cup_1, right): done", "PICK(cup_1, right) succeeded.",
+         ["GOTO(shelf_2)", "GOTO(hall)", "PLACE(cup_1, desk_1, right)", "get_rooms()"], "I hold cup_1; I bring it to shelf_2.", "GOTO(shelf_2)"),
+        ("in the hall, next to shelf_2; right arm holds cup_1", "cup_1 is held by the robot",
+         "GOTO(desk_1): done; PICK(cup_1, right): done; GOTO(shelf_2): done", "GOTO(shelf_2) succeeded.",
+         ["GOTO(desk_1)", "GOTO(office)", "PLACE(cup_1, shelf_2, right)", "get_rooms()"],
+         "I am next to shelf_2 holding cup_1; I put it there.", "PLACE(cup_1, shelf_2, right)"),
+    ]
+    turns = []
+    for robot, where, done, observation, actions, thought, action in steps:
+        turns.append({"role": "user", "content": user_message(request, robot, [goal.format(where=where)], done, [observation], actions)})
+        turns.append({"role": "assistant", "content": json.dumps({"thought": thought, "action": action})})
+    return turns
+
+
+EXAMPLE_TURNS = _example_turns()
+
+
+def action_schema(actions: list[str]) -> dict:
+    """Thought first, then one of the valid actions (ReAct)."""
+    return {"type": "object",
+            "properties": {"thought": {"type": "string", "maxLength": 160}, "action": {"enum": actions}},
+            "required": ["thought", "action"]}
+
+
+def final_goals(goals: list[Goal]) -> list[Goal]:
+    """Drop goals that only describe a step on the way and contradict the final state: holding an
+    object that must end on furniture, or being in a room other than where an object must end."""
+    placed = [g for g in goals if g.kind == "object_on"]
+    kept = []
+    for goal in goals:
+        if goal.kind == "holding" and any(p.object == goal.object for p in placed):
+            continue
+        if goal.kind == "robot_in_room" and any(p.room and p.room != goal.room for p in placed):
+            continue
+        if goal not in kept:
+            kept.append(goal)
+    return kept
+
+
+def compact_history(history: list[str], keep: int, max_chars: int) -> list[str]:
+    """Recent entries in full (cut at max_chars); older ones dropped in blocks of `keep`, so the
+    kept part only changes every `keep` entries rather than at every step."""
+    block = max(keep // 2, 1)
+    dropped = ((len(history) - keep) // block + 1) * block if len(history) > keep else 0
+    lines = [f"({dropped} earlier entries omitted)"] if dropped else []
+    return lines + [entry if len(entry) <= max_chars else entry[:max_chars] + " ..." for entry in history[dropped:]]
 
 
 _IDS = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)*_\d+\b")
@@ -190,10 +304,14 @@ def mentioned_ids(text: str, scene: SceneGraph) -> set[str]:
 
 # ---- the loop --------------------------------------------------------------------------------
 class TaskPlanner:
-    def __init__(self, policy: Policy, tools: Tools, settings: PlannerSettings | None = None,
+    def __init__(self, policy: Policy, tools: Tools, skills: SkillPlanner, settings: PlannerSettings | None = None,
                  on_step: Callable[[TraceStep], None] | None = None):
         self.policy = policy
         self.tools = tools
+        self.skills = skills
+        self.system_prompt = SYSTEM_PROMPT.format(skills="\n".join(
+            f"- {name}({', '.join(p.name for p in spec.params)}): {spec.description}"
+            for name, spec in skills.library.skills.items()))
         self.settings = settings or PlannerSettings()
         self.on_step = on_step or (lambda step: None)
         self.cancel_event = threading.Event()
@@ -220,42 +338,64 @@ class TaskPlanner:
             return finish(False, "error", str(error), 0)
         self._emit("goal", "; ".join(str(g) for g in goals))
 
-        history: list[str] = []
+        context = Context()
         known: set[str] = set()
         failures_in_row: dict[str, int] = {}
-        state = self.tools.perceive("get_robot_state", [])
-        known |= set(state.entities)
-        history.append(f"Observation: {state.text}")
+        looked: set[str] = set()  # perception calls made since the last skill: asking again tells nothing new
+        # The robot looks around where it stands before the first step.
+        seen_room = self.tools.scene().robot.room
+        view = self.tools.perceive("get_objects_in_room", [seen_room])
+        known |= set(view.entities)
+        context.latest = [view.text]
         for step in range(1, self.settings.step_budget + 1):
             if self.cancel_event.is_set():
                 return finish(False, "canceled", "canceled by the user", step - 1)
-            if all(goal_met(goal, self.tools.scene()) for goal in goals):
-                return finish(True, "succeeded", "the world state satisfies the request", step - 1)
             scene = self.tools.scene()
-            withdrawn = {a for a, n in failures_in_row.items() if n >= self.settings.repeat_failure_limit}
-            actions = allowed_actions(scene, known, withdrawn)
+            if all(goal_met(goal, scene) for goal in goals):
+                return finish(True, "succeeded", "the world state satisfies the request", step - 1)
+            status = [goal_status(goal, scene) for goal in goals]
+            for _, ids in status:
+                known |= set(ids)
+            withdrawn = {a for a, n in failures_in_row.items() if n >= self.settings.repeat_failure_limit} | looked
+            actions = allowed_actions(scene, known, withdrawn, self.skills, goals)
+            prompt = user_message(request, robot_line(scene, self.skills.robot.reach_m), [line for line, _ in status],
+                                  context.done_text(self.settings.history_steps), context.latest, actions)
             try:
-                reply = self._decide(request, goals, history, actions, stats)
+                reply = self._decide(prompt, actions, stats)
             except PolicyError as error:
                 self._emit("error", f"the planner's model failed: {error}")
                 return finish(False, "error", str(error), step)
             if reply is None:
-                history.append("Observation: your reply was not valid; answer with one listed action.")
+                context.latest = ["The last reply was not valid; answer with one of the valid actions."]
                 continue
             self._emit("thought", reply.thought)
-            history.append(f"Thought: {reply.thought}\nAction: {reply.action}")
             if reply.action == GIVE_UP:
                 return finish(False, "impossible", reply.thought, step)
             observation, failed = self._act(reply.action)
+            context.latest = [observation]
+            if parse_call(reply.action)[0] in PERCEPTION_ACTIONS:
+                looked.add(reply.action)
+            else:
+                looked.clear()
+            room = self.tools.scene().robot.room
+            if not failed and room != seen_room:
+                # Arriving in a room, the robot sees what is there.
+                view = self.tools.perceive("get_objects_in_room", [room])
+                self._emit("observation", view.text)
+                context.latest.append(view.text)
+                known |= set(view.entities)
+                seen_room = room
             known |= mentioned_ids(observation, self.tools.scene())
-            history.append(f"Observation: {observation}")
             if failed:
                 failures_in_row[reply.action] = failures_in_row.get(reply.action, 0) + 1
+                context.done.append(f"{reply.action}: FAILED")
                 if failures_in_row[reply.action] >= self.settings.repeat_failure_limit:
-                    history.append(f"Observation: {reply.action} failed {failures_in_row[reply.action]} times in a row; "
-                                   "it is withdrawn, try something else.")
+                    context.latest.append(f"{reply.action} failed {failures_in_row[reply.action]} times in a row; "
+                                          "it is withdrawn, try something else.")
             else:
                 failures_in_row.clear()
+                is_skill = parse_call(reply.action)[0] not in PERCEPTION_ACTIONS
+                context.done.append(f"{reply.action}: {'done' if is_skill else 'looked'}")
                 if self._may_satisfy(reply.action, goals) and self._confirm(goals):
                     return finish(True, "succeeded", "the world state satisfies the request", step)
         return finish(False, "budget_exhausted", f"the step budget of {self.settings.step_budget} is spent",
@@ -305,11 +445,11 @@ class TaskPlanner:
         goals = self._validated(messages, schema, stats, parse)
         if goals is None:
             raise PolicyError("no valid goals after repairs")
-        return goals
+        return final_goals(goals)
 
-    def _decide(self, request: str, goals: list[Goal], history: list[str], actions: list[str], stats: dict) -> StepReply | None:
-        messages = [{"role": "system", "content": SYSTEM_PROMPT},
-                    {"role": "user", "content": self._prompt(request, goals, history, actions)}]
+    def _decide(self, prompt: str, actions: list[str], stats: dict) -> StepReply | None:
+        messages = [{"role": "system", "content": self.system_prompt}, *EXAMPLE_TURNS,
+                    {"role": "user", "content": prompt}]
 
         def parse(text: str) -> StepReply:
             reply = StepReply.model_validate_json(text)
@@ -318,17 +458,6 @@ class TaskPlanner:
             return reply
 
         return self._validated(messages, action_schema(actions), stats, parse)
-
-    def _prompt(self, request: str, goals: list[Goal], history: list[str], actions: list[str]) -> str:
-        keep = self.settings.history_steps * 2
-        older, recent = history[:-keep], history[-keep:]
-        lines = [f"Request: {request}", "Goals: " + "; ".join(str(g) for g in goals)]
-        if older:
-            lines.append(f"({len(older)} earlier entries omitted)")
-        limit = self.settings.observation_chars
-        lines += [entry if len(entry) <= limit else entry[:limit] + " ..." for entry in recent]
-        lines.append("Valid actions now: " + " | ".join(actions))
-        return "\n".join(lines)
 
     # ---- acting -----------------------------------------------------------------------------
     def _act(self, action: str) -> tuple[str, bool]:

@@ -20,6 +20,7 @@ from planner.core.world import World
 ON_TOLERANCE_M = 0.06      # an object's bottom within this of a surface top stands on it
 NEAR_DISTANCE_M = 1.0      # otherwise it is near the closest furniture within this
 ASSOCIATION_GATE_M = 0.5   # a detection this close to a known object of the same label is that object
+HELD_GATE_M = 1.5          # a held object is seen this close to the camera, wherever the robot went
 
 # Labels that are furniture (places to go to and put things on) rather than movable objects.
 DEFAULT_FURNITURE_LABELS = frozenset({
@@ -194,6 +195,16 @@ class SceneGraph:
     def objects(self, room: str | None = None) -> list[Entity]:
         return self._items("object", room)
 
+    def furniture_near(self, x: float, y: float, distance: float) -> list[str]:
+        """Furniture whose footprint edge is within `distance` of (x, y), nearest first."""
+        gaps = []
+        for item in self.furniture():
+            dx = max(abs(x - item.center[0]) - item.size[0] / 2, 0.0)
+            dy = max(abs(y - item.center[1]) - item.size[1] / 2, 0.0)
+            if (gap := (dx * dx + dy * dy) ** 0.5) <= distance:
+                gaps.append((gap, item.id))
+        return [item_id for _, item_id in sorted(gaps)]
+
     def support(self, object_id: str) -> tuple[str, str] | None:
         """(relation, furniture id) an object stands in, e.g. ("on", "table_1")."""
         for _, target, data in self.graph.out_edges(object_id, data=True):
@@ -271,8 +282,9 @@ class SceneGraph:
             label = detection.label
             if label in self.furniture_labels:
                 continue  # furniture is mapped, not tracked
-            candidates = [o for o in self.objects() if o.label == label and o.id not in matched
-                          and horizontal_distance(o.center, detection.center) <= ASSOCIATION_GATE_M]
+            candidates = [o for o in self.objects() if o.label == label and o.id not in matched and (
+                horizontal_distance(o.center, detection.center) <= ASSOCIATION_GATE_M
+                or (o.status == "held" and frame.sensor.distance_to(*detection.center[:2]) <= HELD_GATE_M))]
             if candidates:
                 best = min(candidates, key=lambda o: horizontal_distance(o.center, detection.center))
                 matched.add(best.id)

@@ -7,7 +7,7 @@ preconditions naming checks below, and the commands a skill decomposes into.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Literal
 
@@ -133,7 +133,6 @@ class RobotProfile:
 class SkillPlanner:
     library: SkillLibrary
     robot: RobotProfile
-    _checks: dict[str, Callable] = field(default_factory=dict)
 
     def parse(self, text: str, scene: SceneGraph) -> SkillCall:
         name, args = parse_call(text)
@@ -248,7 +247,19 @@ def _surface(planner: SkillPlanner, scene: SceneGraph, target_id: str) -> Check:
     return Check(True)
 
 
+def _elsewhere(planner: SkillPlanner, scene: SceneGraph, place_id: str) -> Check:
+    """Going where the robot already is does nothing."""
+    robot = scene.robot
+    entity = scene.entity(place_id)
+    if entity.kind == "room" and robot.room == place_id:
+        return Check(False, "ALREADY_THERE", f"the robot is already in the {place_id}")
+    if entity.kind != "room" and place_id in scene.furniture_near(robot.pose.x, robot.pose.y, planner.robot.reach_m)[:1]:
+        return Check(False, "ALREADY_THERE", f"the robot is already next to {place_id}")
+    return Check(True)
+
+
 PRECONDITIONS: dict[str, Callable[..., Check]] = {
+    "elsewhere": _elsewhere,
     "location_known": _location_known,
     "arm_free": _arm_free,
     "not_held": _not_held,

@@ -242,7 +242,13 @@ class PlannerNode(Node):
 
     def report(self, level: str, message: str) -> None:
         """A problem or state change a user should see, on /planner/status and in the log."""
-        {"error": self.get_logger().error, "warn": self.get_logger().warning}.get(level, self.get_logger().info)(message)
+        # rclpy wants one severity per logging call site.
+        if level == "error":
+            self.get_logger().error(message)
+        elif level == "warn":
+            self.get_logger().warning(message)
+        else:
+            self.get_logger().info(message)
         self._status.publish(String(data=f"[{self.get_name()}] {level.upper()}: {message}"))
 
 

@@ -126,6 +126,11 @@ class SimulatorNode(PlannerNode):
         try:
             request = goal_handle.request
             point = (request.point.x, request.point.y, request.point.z)
+            with self.lock:
+                fired = self.sim.start_command(request.operation, request.object_id)
+            if fired:
+                self._announce(fired)
+                self._publish_world()
             # The arm moves first; the world changes when the motion ends.
             if not self._sleep(MANIPULATION_SECONDS.get(request.operation, 0.0), goal_handle):
                 goal_handle.canceled()

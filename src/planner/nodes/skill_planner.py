@@ -13,8 +13,8 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from planner.action import ExecuteCommands, ExecuteSkill
 from planner.core.files import InputError
 from planner.core.react import FailureInfo
-from planner.core.skills import RobotProfile, SkillPlanner, SkillSyntaxError, load_skill_library
-from planner.backends.simulation import load_scenario
+from planner.config import load_skill_planner
+from planner.core.skills import SkillSyntaxError
 from planner.msg import ExecutionEvent, FailureMessage
 from planner.nodes.common import (RELIABLE, ActionCall, CallFailed, PlannerNode, call_service, command_to_msg,
                                   failure_to_msg, main_for, scene_from_msg, stamp_now)
@@ -27,12 +27,10 @@ class SkillPlannerNode(PlannerNode):
     def __init__(self, config=None):
         super().__init__("skill_planner", config)
         try:
-            library = load_skill_library(self.config.path(self.config.skills))
+            self.planner = load_skill_planner(self.config)
         except InputError as error:
             self.report("error", f"skill library rejected: {error}")
             raise
-        robot = load_scenario(self.config.path(self.config.scenario)).world.robot
-        self.planner = SkillPlanner(library, RobotProfile(robot.arms, robot.reach_m, robot.standoff_m))
         group = ReentrantCallbackGroup()
         self.scene_client = self.create_client(GetSceneGraph, "/perception/get_scene_graph", callback_group=group)
         self.executor_client = ActionClient(self, ExecuteCommands, "/executor/execute_commands", callback_group=group)

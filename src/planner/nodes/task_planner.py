@@ -14,6 +14,7 @@ from std_msgs.msg import String
 from planner.action import ExecuteSkill, ExecuteTask
 from planner.backends.llm import EmbeddedServer, OpenAICompatiblePolicy
 from planner.backends.model_store import MODELS, ModelError, cache_dir, verified_model
+from planner.config import load_skill_planner
 from planner.core.files import InputError, load_yaml
 from planner.core.observations import entity_text, found_text, robot_text, room_contents_text, rooms_text
 from planner.core.react import (EpisodeResult, FailureInfo, Observation, PolicyError, ScriptedPolicy, SkillResult,
@@ -105,6 +106,7 @@ class TaskPlannerNode(PlannerNode):
     def __init__(self, config=None, policy=None):
         super().__init__("task_planner", config)
         self.embedded: EmbeddedServer | None = None
+        self.skills = load_skill_planner(self.config)
         self.policy = policy or self._make_policy()
         group = ReentrantCallbackGroup()
         self.clients_ = {
@@ -214,7 +216,7 @@ class TaskPlannerNode(PlannerNode):
                 goal_handle.publish_feedback(ExecuteTask.Feedback(step=msg))
 
         tools = RosTools(self, task_id, request)
-        planner = TaskPlanner(self.policy, tools, self.config.planner, on_step)
+        planner = TaskPlanner(self.policy, tools, self.skills, self.config.planner, on_step)
         self.running = (planner, tools)
         self.report("info", f"task {task_id} started: {request}")
         try:
@@ -222,6 +224,10 @@ class TaskPlannerNode(PlannerNode):
         except CallFailed as error:
             on_step(TraceStep("error", f"the stack is not answering: {error}"))
             result = EpisodeResult(False, "error", str(error), index)
+        except Exception as error:  # a bug must end the task with a reason, not hang the caller
+            self.get_logger().error(f"task {task_id} crashed: {error!r}")
+            on_step(TraceStep("error", f"internal error: {error!r}"))
+            result = EpisodeResult(False, "error", f"internal error: {error!r}", index)
         self.report("info" if result.success else "warn", f"task {task_id} {result.outcome}: {result.summary}")
         return result
 

