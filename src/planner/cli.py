@@ -134,6 +134,8 @@ def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack |
         return 130
     finally:
         executor.shutdown()
+        spinner.join(timeout=5)
+        client.destroy()
         node.destroy_node()
         rclpy.shutdown()
 

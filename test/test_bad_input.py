@@ -1,0 +1,79 @@
+"""Bad input gets a clear error on /planner/status and the stack keeps running."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from std_msgs.msg import String
+
+from conftest import RosClient, wait_for, write_config
+from planner.action import ExecuteTask
+from planner.config import load_config
+from planner.msg import Detection3DArray
+from planner.nodes.perception import PerceptionNode
+from planner.nodes.task_planner import TaskPlannerNode
+from planner.srv import GetObjectsInRoom, GetRooms
+
+
+@pytest.fixture
+def client(ros):
+    client = RosClient("bad_input_client")
+    yield client
+    client.close()
+
+
+def test_a_malformed_map_file_is_reported_and_perception_keeps_serving(client, tmp_path):
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"instances": {"obj1": {"bbox": ')
+    status = client.collect(String, "/planner/status")
+    client.add(PerceptionNode(load_config(write_config(tmp_path, perception={"voxeland_map": str(broken)}))))
+    wait_for(lambda: any("map not loaded" in s.data and "broken.json: not valid JSON" in s.data for s in status))
+    assert client.call(GetRooms, "/perception/get_rooms", GetRooms.Request()).rooms == ["bedroom", "kitchen"]
+
+
+def test_bad_map_instances_are_named_and_the_rest_is_used(client, tmp_path):
+    semantic_map = tmp_path / "home.json"
+    semantic_map.write_text(json.dumps({"instances": {
+        "obj1": {"bbox": {"center": [4.5, 1.5, 0.375], "size": [1.2, 0.8, 0.75]}, "n_observations": 9, "results": {"table": 80, "desk": 20}},
+        "obj2": {"bbox": {"center": [4.5, 1.5, 0.875], "size": [0.07, 0.07, 0.25]}, "n_observations": 4, "results": {"bottle": 30}},
+        "obj3": {"bbox": {"center": [1.0, 1.0, 0.5], "size": [0.1, -0.1, 0.1]}, "n_observations": 1, "results": {"cup": 3}},
+    }}))
+    status = client.collect(String, "/planner/status")
+    client.add(PerceptionNode(load_config(write_config(tmp_path, perception={"voxeland_map": str(semantic_map)}))))
+    wait_for(lambda: any("instance obj3: bbox.size" in s.data for s in status))
+    kitchen = client.call(GetObjectsInRoom, "/perception/get_objects_in_room", GetObjectsInRoom.Request(room="kitchen"))
+    assert "obj2 on obj1" in kitchen.relations
+    assert [label.label for label in next(o for o in kitchen.objects if o.id == "obj1").labels] == ["table", "desk"]
+
+
+def test_detections_in_an_unknown_frame_are_rejected(client, tmp_path):
+    status = client.collect(String, "/planner/status")
+    client.add(PerceptionNode(load_config(write_config(tmp_path))))
+    publisher = client.node.create_publisher(Detection3DArray, "/perception/detections", 10)
+    wait_for(lambda: client.node.count_subscribers("/perception/detections") > 0)
+    message = Detection3DArray()
+    message.header.frame_id = "camera_link"
+    publisher.publish(message)
+    wait_for(lambda: any("unknown frame 'camera_link'" in s.data for s in status))
+
+
+def test_an_unreachable_llm_server_ends_each_task_cleanly(client, tmp_path):
+    config = load_config(write_config(tmp_path, llm={"provider": "openai", "base_url": "http://127.0.0.1:9/v1",
+                                                     "max_retries": 0, "timeout_s": 2}))
+    status = client.collect(String, "/planner/status")
+    client.add(PerceptionNode(config))
+    client.add(TaskPlannerNode(config))
+    for _ in range(2):  # the node is still there for the next request
+        result = client.action(ExecuteTask, "/planner/execute_task", ExecuteTask.Goal(request="bring me the bottle"), timeout=60)
+        assert not result.success and result.outcome == "error"
+        assert "127.0.0.1:9/v1 failed: APIConnectionError" in result.summary
+    assert any("task" in s.data and "error" in s.data for s in status)
+
+
+def test_a_malformed_config_stops_the_node_with_the_file_and_field(tmp_path):
+    path = write_config(tmp_path, planner={"step_budget": 0})
+    node = subprocess.run([sys.executable, "-m", "planner.stack", "perception", "--ros-args", "-p", f"config:={path}"],
+                          capture_output=True, text=True, timeout=60)
+    assert node.returncode == 2
+    assert f"{path}: planner.step_budget: Input should be greater than or equal to 1" in node.stderr

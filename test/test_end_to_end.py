@@ -1,0 +1,60 @@
+"""The kitchen -> bedroom bottle request carried out by the whole stack, each node its own
+process, as `planner demo`, `planner bringup` and `planner send` run it."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import DATA
+
+PLANNER = shutil.which("planner", path=os.path.dirname(sys.executable)) or "planner"
+REQUEST = "Go to the table in the kitchen, pick up the bottle, and place it on the table in the bedroom"
+
+
+def test_demo_with_the_recorded_plan_replans_and_succeeds():
+    run = subprocess.run([PLANNER, "demo", "--config", str(DATA / "scripted.yaml")], capture_output=True, text=True,
+                         timeout=300)
+    out = run.stdout
+    assert run.returncode == 0, out + run.stderr
+    lines = out.splitlines()
+    position = 0
+    for prefix in (
+        "[request]", "[goal]", "[skill]      GOTO(table_1)", "[world]      external agent moved bottle_1 onto table_2",
+        "[failure]    PICK(bottle_1, right) failed at approach [OBJECT_NOT_FOUND]", "[suggestion]",
+        "[perception] get_objects_in_room(kitchen)", "[skill]      GOTO(table_2)", "[skill]      PLACE(bottle_1, table_3, right)",
+        "[result]     succeeded"):
+        # Each expected line comes after the previous one.
+        position = next(i for i in range(position, len(lines)) if lines[i].startswith(prefix))
+    assert any(line.startswith("[error]") and "bottle_9" in line for line in lines)
+
+
+def test_bringup_then_send():
+    stack = subprocess.Popen([PLANNER, "bringup", "--config", str(DATA / "scripted.yaml")], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        send = subprocess.run([PLANNER, "send", REQUEST, "--wait", "120"], capture_output=True, text=True, timeout=300)
+        assert send.returncode == 0, send.stdout + send.stderr
+        assert "[done]       succeeded" in send.stdout
+    finally:
+        stack.send_signal(signal.SIGINT)
+        assert stack.wait(timeout=30) == 0
+
+
+def test_send_without_a_stack_says_so():
+    send = subprocess.run([PLANNER, "send", REQUEST, "--wait", "2"], capture_output=True, text=True, timeout=60)
+    assert send.returncode == 1 and "is the stack running?" in send.stderr
+
+
+@pytest.mark.embedded
+def test_demo_with_the_embedded_model():
+    """The README's first command: the real 1.5B model through a llama.cpp server the stack starts."""
+    started = time.monotonic()
+    run = subprocess.run([PLANNER, "demo"], capture_output=True, text=True, timeout=1500)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    assert "[result]     succeeded" in run.stdout and "[llm]" in run.stdout
+    print(f"embedded demo: {time.monotonic() - started:.0f} s")
