@@ -8,7 +8,7 @@ from std_msgs.msg import String
 from visualization_msgs.msg import MarkerArray
 
 from conftest import RosClient, wait_for, write_config
-from planner.action import ExecuteCommands, ExecuteSkill, ExecuteTask
+from planner.action import ExecuteCommands, ExecuteSkill
 from planner.config import load_config
 from planner.msg import Command, ExecutionEvent, FailureMessage, PlanStep, SceneGraph, Suggestion
 from planner.nodes.common import LATCHED
@@ -118,3 +118,7 @@ def test_task_planner_runs_a_request_and_rejects_a_second_one_meanwhile(stack):
     wait_for(lambda: any("rejected 'make me a sandwich'" in s.data for s in topics["status"]))
     wait_for(lambda: any(s.kind == "result" for s in topics["trace"]), timeout=120)
     assert "succeeded" in next(s.text for s in topics["trace"] if s.kind == "result")
+    # The recorded plan holds a reply naming an object that does not exist: in the trace and on the status.
+    assert any(s.kind == "error" and "bottle_9" in s.text for s in topics["trace"])
+    assert any("ERROR" in s.data and "bottle_9" in s.data for s in topics["status"])
+    assert json.loads(topics["truth"][-1].data)["on"]["bottle_1"] == "table_3"

@@ -1,13 +1,11 @@
-import json
 
-import pytest
 import yaml
 
 from conftest import CONFIG, DATA
 from fakes import InProcessRobot
 from planner.core.goals import Goal
 from planner.core.react import (GIVE_UP, PlannerSettings, PolicyError, PolicyReply, ScriptedPolicy, TaskPlanner,
-                                allowed_actions, final_goals)
+                                final_goals)
 
 SCENARIO = CONFIG / "scenarios" / "kitchen_bottle_moved.yaml"
 REQUEST = "Go to the table in the kitchen, pick up the bottle, and place it on the table in the bedroom"

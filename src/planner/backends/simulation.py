@@ -12,7 +12,7 @@ import networkx as nx
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from shapely.geometry import LineString, Polygon
 
-from planner.core.files import load_model
+from planner.core.files import exactly_one, load_model
 from planner.core.geometry import Pose2D, footprint_contains, horizontal_distance, in_field_of_view
 from planner.core.scene_graph import Detection, DetectionFrame
 from planner.core.world import World, load_world
@@ -42,9 +42,7 @@ class Trigger(_Strict):
 
     @model_validator(mode="after")
     def _one(self):
-        if bool(self.arrived_in_room) == (self.command_started is not None):
-            raise ValueError("a trigger has exactly one of arrived_in_room or command_started")
-        return self
+        return exactly_one(self, "arrived_in_room", "command_started")
 
 
 class MoveObject(_Strict):
@@ -63,9 +61,7 @@ class ScenarioEvent(_Strict):
 
     @model_validator(mode="after")
     def _one_effect(self):
-        if (self.move_object is None) == (self.block_path is None):
-            raise ValueError("an event has exactly one of move_object or block_path")
-        return self
+        return exactly_one(self, "move_object", "block_path")
 
 
 class ObjectOn(_Strict):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import TypeVar
+from typing import Annotated, TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import AfterValidator, BaseModel, ValidationError
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -38,3 +39,27 @@ def load_model(path: str | Path, model: type[Model]) -> Model:
         return model.model_validate(load_yaml(path))
     except ValidationError as error:
         raise InputError(describe_validation_error(str(path), error)) from None
+
+
+def _finite(values: tuple[float, ...]) -> tuple[float, ...]:
+    if any(not math.isfinite(v) for v in values):
+        raise ValueError(f"must be finite numbers, got {list(values)}")
+    return values
+
+
+def _positive(values: tuple[float, ...]) -> tuple[float, ...]:
+    if min(_finite(values)) <= 0:
+        raise ValueError(f"must be positive in every axis, got {list(values)}")
+    return values
+
+
+# Field types for boxes in input files: a NaN, an infinity or a flat box is refused with its values.
+Point3 = Annotated[tuple[float, float, float], AfterValidator(_finite)]
+Size3 = Annotated[tuple[float, float, float], AfterValidator(_positive)]
+
+
+def exactly_one(model: BaseModel, *fields: str) -> BaseModel:
+    """For model validators: exactly one of these optional fields is set."""
+    if sum(bool(getattr(model, name)) for name in fields) != 1:
+        raise ValueError(f"set exactly one of {' or '.join(fields)}")
+    return model

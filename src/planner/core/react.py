@@ -264,37 +264,6 @@ def _example_turns() -> list[dict]:
 EXAMPLE_TURNS = _example_turns()
 
 
-def action_schema(actions: list[str]) -> dict:
-    """Thought first, then one of the valid actions (ReAct)."""
-    return {"type": "object",
-            "properties": {"thought": {"type": "string", "maxLength": 160}, "action": {"enum": actions}},
-            "required": ["thought", "action"]}
-
-
-def final_goals(goals: list[Goal]) -> list[Goal]:
-    """Drop goals that only describe a step on the way and contradict the final state: holding an
-    object that must end on furniture, or being in a room other than where an object must end."""
-    placed = [g for g in goals if g.kind == "object_on"]
-    kept = []
-    for goal in goals:
-        if goal.kind == "holding" and any(p.object == goal.object for p in placed):
-            continue
-        if goal.kind == "robot_in_room" and any(p.room and p.room != goal.room for p in placed):
-            continue
-        if goal not in kept:
-            kept.append(goal)
-    return kept
-
-
-def compact_history(history: list[str], keep: int, max_chars: int) -> list[str]:
-    """Recent entries in full (cut at max_chars); older ones dropped in blocks of `keep`, so the
-    kept part only changes every `keep` entries rather than at every step."""
-    block = max(keep // 2, 1)
-    dropped = ((len(history) - keep) // block + 1) * block if len(history) > keep else 0
-    lines = [f"({dropped} earlier entries omitted)"] if dropped else []
-    return lines + [entry if len(entry) <= max_chars else entry[:max_chars] + " ..." for entry in history[dropped:]]
-
-
 _IDS = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)*_\d+\b")
 
 
@@ -331,6 +300,9 @@ class TaskPlanner:
                                  f"{result.prompt_tokens}+{result.completion_tokens} tokens, {result.seconds:.1f} s)")
             return result
 
+        if self.tools.scene().robot is None:
+            self._emit("error", "the robot state is not known yet (nothing received on /robot/state)")
+            return finish(False, "error", "the robot state is unknown", 0)
         try:
             goals = self._extract_goals(request, stats)
         except PolicyError as error:

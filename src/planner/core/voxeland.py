@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from planner.core.files import InputError, describe_validation_error
+from planner.core.files import InputError, Point3, Size3, describe_validation_error
 
 TOP_LABELS = 3
 # An instance whose best label is this and that is at least this large is room structure
@@ -25,22 +25,8 @@ STRUCTURE_MIN_EXTENT_M = 2.5
 
 
 class _Box(BaseModel):
-    center: tuple[float, float, float]
-    size: tuple[float, float, float]
-
-    @field_validator("center", "size")
-    @classmethod
-    def _finite(cls, value, info):
-        if any(not math.isfinite(v) for v in value):
-            raise ValueError(f"{info.field_name} must be finite, got {list(value)}")
-        return value
-
-    @field_validator("size")
-    @classmethod
-    def _positive(cls, value):
-        if min(value) <= 0:
-            raise ValueError(f"size must be positive, got {list(value)}")
-        return value
+    center: Point3
+    size: Size3
 
 
 class _Instance(BaseModel):

@@ -6,23 +6,16 @@ robot has mapped it before (the prior scene graph of perception).
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from shapely.geometry import Point, Polygon
 
-from planner.core.files import load_model
+from planner.core.files import Point3, Size3, load_model
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-def _finite(values: list[float], name: str) -> list[float]:
-    if any(not math.isfinite(v) for v in values):
-        raise ValueError(f"{name} must be finite numbers, got {values}")
-    return values
 
 
 class Room(_Strict):
@@ -44,22 +37,8 @@ class Room(_Strict):
 class Furniture(_Strict):
     id: str
     label: str
-    center: tuple[float, float, float]
-    size: tuple[float, float, float]
-    # A surface objects can be put on (tables, counters) vs. only a landmark (a door, a sofa back).
-    surface: bool = True
-
-    @field_validator("center", "size")
-    @classmethod
-    def _finite_vec(cls, value, info):
-        return tuple(_finite(list(value), info.field_name))
-
-    @field_validator("size")
-    @classmethod
-    def _positive(cls, value):
-        if min(value) <= 0:
-            raise ValueError(f"size must be positive in every axis, got {list(value)}")
-        return value
+    center: Point3
+    size: Size3
 
     @property
     def top_z(self) -> float:
@@ -71,16 +50,8 @@ class WorldObject(_Strict):
     label: str
     placed_on: str = Field(description="id of the furniture the object stands on")
     offset: tuple[float, float] = (0.0, 0.0)
-    size: tuple[float, float, float] = (0.08, 0.08, 0.2)
+    size: Size3 = (0.08, 0.08, 0.2)
     mass_kg: float = Field(default=0.5, gt=0)
-
-    @field_validator("size")
-    @classmethod
-    def _positive(cls, value):
-        _finite(list(value), "size")
-        if min(value) <= 0:
-            raise ValueError(f"size must be positive in every axis, got {list(value)}")
-        return value
 
 
 class Camera(_Strict):

@@ -1,0 +1,88 @@
+import math
+
+import pytest
+from pydantic import ValidationError
+
+from conftest import CONFIG
+from planner.backends.simulation import BlockPath, ScenarioEvent, SimulatedWorld, Trigger, load_scenario
+from planner.core.files import InputError
+from planner.core.geometry import Pose2D
+from planner.core.world import load_world
+
+
+@pytest.fixture
+def sim(world):
+    return SimulatedWorld(world)
+
+
+def test_routes_go_through_doors_and_take_time(sim):
+    route = sim.plan_route(Pose2D(3.55, 1.5, 0.0))
+    assert route.waypoints[1] == (0.0, 2.5)  # the bedroom-kitchen door
+    assert route.length == pytest.approx(math.hypot(3.0, 0.5) + math.hypot(3.55, 1.0))
+    assert route.pose_at(1.0).x < route.pose_at(4.0).x
+
+
+def test_failure_modes_of_navigation(sim):
+    assert sim.plan_route(Pose2D(50, 50)).code == "GOAL_OUTSIDE_MAP"
+    assert sim.plan_route(Pose2D(4.5, 1.5)).code == "GOAL_IN_COLLISION"
+    sim.events = [ScenarioEvent(trigger=Trigger(arrived_in_room="bedroom"),
+                                block_path=BlockPath(polygon=[(-0.3, 2.0), (0.3, 2.0), (0.3, 3.0), (-0.3, 3.0)]))]
+    assert sim.arrive(Pose2D(-2.5, 2.5)) == ["path blocked at [(-0.3, 2.0), (0.3, 2.0), (0.3, 3.0), (-0.3, 3.0)]"]
+    blocked = sim.plan_route(Pose2D(3.55, 1.5))
+    assert blocked.code == "PATH_BLOCKED" and "blocked near (" in blocked.detail and "2.5)" in blocked.detail
+
+
+def test_pick_and_place_change_the_world(sim):
+    sim.arrive(Pose2D(3.55, 1.5, 0.0))
+    bottle = sim.positions["bottle_1"]
+    for operation in ("approach", "grasp", "lift"):
+        assert sim.manipulate(operation, "right", "bottle_1", "", bottle).success
+    assert sim.held["right"] == "bottle_1" and sim.object_on("bottle_1") is None
+    assert sim.manipulate("approach", "right", "cup_1", "", sim.positions["cup_1"]).code == "ARM_OCCUPIED"
+    sim.arrive(Pose2D(-1.15, 4.0, 3.14159))
+    assert sim.positions["bottle_1"][0] < -1.0  # carried along
+    for operation in ("place_approach", "release", "retreat"):
+        assert sim.manipulate(operation, "right", "bottle_1", "table_3", None).success
+    assert sim.object_on("bottle_1") == "table_3" and sim.held["right"] == ""
+
+
+def test_an_object_not_where_expected_or_out_of_reach(sim):
+    sim.arrive(Pose2D(3.55, 1.5, 0.0))
+    expected = sim.positions["bottle_1"]
+    assert sim.move_object("bottle_1", "table_2").success
+    missing = sim.manipulate("grasp", "right", "bottle_1", "", expected)
+    assert missing.code == "OBJECT_NOT_FOUND" and "on table_1" in missing.detail
+    assert sim.manipulate("grasp", "right", "cup_1", "", sim.positions["cup_1"]).code == "OUT_OF_REACH"
+
+
+def test_scenario_events_fire_once_at_their_moment():
+    loaded = load_scenario(CONFIG / "scenarios" / "kitchen_bottle_moved.yaml")
+    sim = SimulatedWorld(loaded.world, list(loaded.scenario.events))
+    assert sim.arrive(Pose2D(3.55, 1.5, 0.0)) == []
+    assert sim.start_command("approach", "cup_1") == []
+    assert sim.start_command("approach", "bottle_1") == ["external agent moved bottle_1 onto table_2"]
+    assert sim.start_command("approach", "bottle_1") == []
+    assert sim.object_on("bottle_1") == "table_2"
+
+
+def test_the_camera_sees_its_room_and_what_the_robot_holds(sim):
+    labels = sorted(d.label for d in sim.camera_frame(0.0).detections)
+    assert labels == ["book"]  # the robot starts in the bedroom
+    sim.arrive(Pose2D(3.55, 1.5, 0.0))
+    assert sorted(d.label for d in sim.camera_frame(0.0).detections) == ["apple", "bottle", "cup"]
+
+
+def test_bad_world_and_scenario_files_name_file_entry_and_field(tmp_path):
+    world = tmp_path / "world.yaml"
+    world.write_text((CONFIG / "worlds" / "kitchen_bedroom.yaml").read_text().replace("placed_on: table_2", "placed_on: table_9")
+                     .replace("size: [1.0, 0.7, 0.75]}", "size: [1.0, .nan, 0.75]}", 1))
+    with pytest.raises(InputError) as error:
+        load_world(world)
+    assert f"{world}: furniture.1.size: Value error, must be finite numbers" in str(error.value)
+    world.write_text((CONFIG / "worlds" / "kitchen_bedroom.yaml").read_text().replace("placed_on: table_2", "placed_on: table_9"))
+    with pytest.raises(InputError, match=r"objects\[2\] \(apple_1\).placed_on: unknown furniture 'table_9'"):
+        load_world(world)
+    with pytest.raises(ValidationError, match="set exactly one of arrived_in_room or command_started"):
+        Trigger()
+    with pytest.raises(ValidationError, match="set exactly one of move_object or block_path"):
+        ScenarioEvent(trigger=Trigger(arrived_in_room="kitchen"))
