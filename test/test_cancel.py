@@ -1,0 +1,61 @@
+"""Canceling /planner/execute_task stops the task between steps and reports it canceled."""
+
+import threading
+
+from conftest import RosClient, wait_for, write_config
+from planner.action import ExecuteTask
+from planner.config import load_config
+from planner.core.react import PolicyReply
+from planner.nodes.perception import PerceptionNode
+from planner.nodes.simulator import SimulatorNode
+from planner.nodes.task_planner import TaskPlannerNode
+
+GOAL = '{"goals": [{"kind": "object_on", "object": "bottle", "target": "table", "room": "bedroom"}]}'
+
+
+class SlowPolicy:
+    """Thinks for a while before every step, like a large model on a CPU."""
+
+    def __init__(self):
+        self.calls = 0
+        self.thinking = threading.Event()
+
+    def complete(self, messages, schema):
+        self.calls += 1
+        if self.calls == 1:
+            return PolicyReply(GOAL)
+        self.thinking.set()
+        threading.Event().wait(1.0)
+        return PolicyReply('{"thought": "look", "action": "get_rooms()"}')
+
+
+def test_cancel_a_running_task(ros, tmp_path):
+    config = load_config(write_config(tmp_path))
+    client = RosClient("cancel_client")
+    try:
+        policy = SlowPolicy()
+        for node in (SimulatorNode(config), PerceptionNode(config), TaskPlannerNode(config, policy=policy)):
+            client.add(node)
+        from rclpy.action import ActionClient
+
+        actions = ActionClient(client.node, ExecuteTask, "/planner/execute_task")
+        assert actions.wait_for_server(timeout_sec=10)
+        feedback = []
+        handle_future = actions.send_goal_async(ExecuteTask.Goal(request="bring the bottle to the bedroom"),
+                                                feedback_callback=lambda fb: feedback.append(fb.feedback.step.kind))
+        wait_for(lambda: handle_future.done())
+        handle = handle_future.result()
+        wait_for(policy.thinking.is_set)
+        handle.cancel_goal_async()
+        result_future = handle.get_result_async()
+        wait_for(result_future.done, timeout=30)
+        result = result_future.result()
+        assert result.result.outcome == "canceled" and not result.result.success
+        assert "request" in feedback and "goal" in feedback
+        # The node takes the next request.
+        second = actions.send_goal_async(ExecuteTask.Goal(request="again"))
+        wait_for(second.done)
+        assert second.result().accepted
+        second.result().cancel_goal_async()
+    finally:
+        client.close()
