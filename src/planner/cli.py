@@ -16,6 +16,7 @@ from planner.stack import NODES
 
 DEMO_REQUEST = "Go to the table in the kitchen, pick up the bottle, and place it on the table in the bedroom"
 KIND_WIDTH = 12
+GOAL_ANSWER_S = 10.0  # a planner seen in discovery that never answers is a stale, stopped one
 
 
 def format_step(kind: str, text: str) -> str:
@@ -112,7 +113,11 @@ def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack |
                 return 1
         time.sleep(1.0)  # let the trace subscription match before the first step
         goal_future = client.send_goal_async(ExecuteTask.Goal(request=request), feedback_callback=lambda fb: show(fb.feedback.step))
+        deadline = time.monotonic() + GOAL_ANSWER_S
         while not goal_future.done():
+            if time.monotonic() > deadline:
+                print(f"the planner did not answer the request within {GOAL_ANSWER_S:.0f} s", file=sys.stderr)
+                return 1
             time.sleep(0.05)
         handle = goal_future.result()
         if not handle.accepted:

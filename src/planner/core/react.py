@@ -127,6 +127,7 @@ class PlannerSettings(BaseModel):
     max_repairs: int = Field(default=2, ge=0, description="retries of a reply that fails validation")
     history_steps: int = Field(default=12, ge=1, description="most recent actions listed in the prompt")
     confirm_timeout_s: float = Field(default=3.0, ge=0, description="wait for perception to confirm goals")
+    robot_state_wait_s: float = Field(default=5.0, ge=0, description="wait for a first robot state at task start")
     repeat_failure_limit: int = Field(default=2, ge=1, description="an action failing this often in a row is withdrawn")
 
 
@@ -300,8 +301,8 @@ class TaskPlanner:
                                  f"{result.prompt_tokens}+{result.completion_tokens} tokens, {result.seconds:.1f} s)")
             return result
 
-        if self.tools.scene().robot is None:
-            self._emit("error", "the robot state is not known yet (nothing received on /robot/state)")
+        if not self._wait_for(lambda: self.tools.scene().robot is not None, self.settings.robot_state_wait_s):
+            self._emit("error", "the robot state is not known (nothing received on /robot/state)")
             return finish(False, "error", "the robot state is unknown", 0)
         try:
             goals = self._extract_goals(request, stats)
@@ -464,13 +465,16 @@ class TaskPlanner:
 
     def _confirm(self, goals: list[Goal]) -> bool:
         """Goals are met once perception shows them; give it a moment to see the result of a skill."""
-        deadline = time.monotonic() + self.settings.confirm_timeout_s
-        while True:
-            if all(goal_met(goal, self.tools.scene()) for goal in goals):
-                return True
+        return self._wait_for(lambda: all(goal_met(goal, self.tools.scene()) for goal in goals),
+                              self.settings.confirm_timeout_s)
+
+    def _wait_for(self, condition: Callable[[], bool], timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while not condition():
             if time.monotonic() >= deadline or self.cancel_event.is_set():
                 return False
             time.sleep(0.1)
+        return True
 
 
 def _short_error(error: Exception) -> str:
