@@ -12,6 +12,7 @@ from planner.action import ExecuteTask
 from planner.config import load_config
 from planner.msg import Detection3DArray
 from planner.nodes.perception import PerceptionNode
+from planner.nodes.simulator import SimulatorNode
 from planner.nodes.task_planner import TaskPlannerNode
 from planner.srv import GetObjectsInRoom, GetRooms
 
@@ -62,6 +63,7 @@ def test_an_unreachable_llm_server_ends_each_task_cleanly(client, tmp_path):
     config = load_config(write_config(tmp_path, llm={"provider": "openai", "base_url": "http://127.0.0.1:9/v1",
                                                      "max_retries": 0, "timeout_s": 2}))
     status = client.collect(String, "/planner/status")
+    client.add(SimulatorNode(config))
     client.add(PerceptionNode(config))
     client.add(TaskPlannerNode(config))
     for _ in range(2):  # the node is still there for the next request
