@@ -40,11 +40,16 @@ def test_the_recorded_plan_replans_after_the_bottle_moves(skill_planner):
 
 def test_each_step_offers_only_grounded_valid_actions(skill_planner):
     _, _, _, policy = run(recorded_plan(), skill_planner)
-    first_step = policy.prompts[1][-1]["content"]
-    actions = first_step.split("Valid actions: ")[1].split(" | ")
-    assert "GOTO(table_1)" in actions and "GOTO(bedroom)" not in actions  # already in the bedroom
-    assert not any(a.startswith(("PICK", "PLACE")) for a in actions)  # nothing in reach yet
-    assert all(not a.startswith("PICK(book") for a in actions)
+    offered = [prompt[-1]["content"].split("Valid actions: ")[1].split(" | ") for prompt in policy.prompts[1:]
+               if "Valid actions: " in prompt[-1]["content"]]
+    first = offered[0]
+    assert "GOTO(table_1)" in first and "GOTO(kitchen)" in first
+    assert "GOTO(bedroom)" not in first  # already there
+    assert not any(a.startswith(("PICK", "PLACE")) for a in first)  # nothing in reach yet
+    everything = {action for actions in offered for action in actions}
+    assert not any(a.startswith("PICK(book") for a in everything)  # the goals name a bottle
+    places = {a for a in everything if a.startswith("PLACE")}
+    assert places == {"PLACE(bottle_1, table_3, right)"}  # only with the arm that holds it, only where it must end
 
 
 def test_schema_enumerates_the_valid_actions(skill_planner):
@@ -89,12 +94,16 @@ def test_invalid_replies_are_repaired_a_bounded_number_of_times(skill_planner):
 def test_a_repeatedly_failing_action_is_withdrawn(skill_planner, monkeypatch):
     robot = InProcessRobot(SCENARIO, skill_planner)
     monkeypatch.setattr(robot.sim, "plan_route", lambda goal: type("Blocked", (), {"code": "PATH_BLOCKED", "detail": "a box"})())
-    policy = ScriptedPolicy([GOAL] + [{"thought": "go", "action": "GOTO(table_1)"}] * 2 + [{"thought": "stop", "action": GIVE_UP}])
+    policy = ScriptedPolicy([GOAL] + [{"thought": "go", "action": "GOTO(table_1)"}] * 2
+                            + [{"thought": "look", "action": "get_rooms()"}, {"thought": "stop", "action": GIVE_UP}])
     planner = TaskPlanner(policy, robot, skill_planner, PlannerSettings(confirm_timeout_s=0, repeat_failure_limit=2))
     assert planner.run(REQUEST).outcome == "impossible"
-    last_prompt = policy.prompts[-1][-1]["content"]
-    assert "GOTO(table_1) failed 2 times in a row" in last_prompt
-    assert "GOTO(table_1)" not in last_prompt.split("Valid actions: ")[1].split(" | ")
+    after_failures = policy.prompts[3][-1]["content"]
+    assert "GOTO(table_1) failed 2 times in a row" in after_failures
+    offered = after_failures.split("Valid actions: ")[1].split(" | ")
+    assert "GOTO(table_1)" not in offered
+    assert GIVE_UP not in offered  # the suggestion is tried before giving up
+    assert GIVE_UP in policy.prompts[4][-1]["content"]
 
 
 def test_cancel_stops_between_steps(skill_planner):

@@ -12,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+from planner.processes import DIE_WITH_PARENT
 from planner.stack import NODES
 
 DEMO_REQUEST = "Go to the table in the kitchen, pick up the bottle, and place it on the table in the bedroom"
@@ -39,7 +40,8 @@ class Stack:
             if self.config:
                 command += ["-p", f"config:={Path(self.config).resolve()}"]
             process = subprocess.Popen(command, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL, text=True, bufsize=1, start_new_session=True)
+                                       stdin=subprocess.DEVNULL, text=True, bufsize=1, start_new_session=True,
+                                       preexec_fn=DIE_WITH_PARENT)
             self.processes.append((name, process))
             threading.Thread(target=self._relay, args=(name, process), daemon=True).start()
 

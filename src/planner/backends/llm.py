@@ -17,6 +17,7 @@ from typing import Literal
 import openai
 
 from planner.core.react import PolicyError, PolicyReply
+from planner.processes import DIE_WITH_PARENT
 
 # How a server is asked for output that follows a JSON schema.
 #  json_object_schema: llama.cpp's {"type": "json_object", "schema": ...} (grammar-constrained)
@@ -93,7 +94,7 @@ class EmbeddedServer:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_file), "--host", "127.0.0.1",
              "--port", str(port), "--n_ctx", str(self.n_ctx), "--n_threads", str(self.threads)],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=DIE_WITH_PARENT)
         log.close()
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:

@@ -157,7 +157,7 @@ class StepReply(BaseModel):
 
 # ---- the action space ------------------------------------------------------------------------
 def allowed_actions(scene: SceneGraph, known: set[str], withdrawn: set[str], skills: SkillPlanner,
-                    goals: list[Goal]) -> list[str]:
+                    goals: list[Goal], explored: set[str]) -> list[str]:
     """Every action valid now: each skill of the library grounded in what the robot has perceived
     (objects, furniture, rooms, arms) whose preconditions hold in the map, then the perception
     calls about rooms and about what the goals name. The robot state is in every prompt, so
@@ -166,10 +166,14 @@ def allowed_actions(scene: SceneGraph, known: set[str], withdrawn: set[str], ski
     furniture = [f.id for f in scene.furniture() if f.id in known]
     objects = [o.id for o in scene.objects() if o.id in known]
     goal_labels = sorted({g.object for g in goals if g.object})
-    # When the goals name objects, only those are worth handling.
+    # When the goals name objects, only those are worth handling, and only put where a goal wants them.
     relevant = [obj for obj in objects if scene.entity(obj).label in goal_labels] if goal_labels else objects
+    targets = [f for f in furniture if any(g.kind == "object_on" and scene.entity(f).label == g.target
+                                           and g.room in ("", scene.entity(f).room) for g in goals)]
+    # Going into a room helps to see it or when a goal asks for it; furniture is where work happens.
+    worth_entering = [r for r in rooms if r not in explored or any(g.kind == "robot_in_room" and g.room == r for g in goals)]
     actions = []
-    candidates = {"object": relevant, "furniture": furniture, "place": [*furniture, *rooms],
+    candidates = {"object": relevant, "furniture": targets or furniture, "place": [*furniture, *worth_entering],
                   "arm": scene.robot.arms if scene.robot else [], "text": []}
     for name, spec in skills.library.skills.items():
         for args in itertools.product(*(candidates[p.type] for p in spec.params)):
@@ -315,8 +319,11 @@ class TaskPlanner:
         known: set[str] = set()
         failures_in_row: dict[str, int] = {}
         looked: set[str] = set()  # perception calls made since the last skill: asking again tells nothing new
+        suggested = False
+        taken: dict[tuple, set[str]] = {}  # skills already chosen in a given situation: choosing one again is a loop
         # The robot looks around where it stands before the first step.
         seen_room = self.tools.scene().robot.room
+        explored = {seen_room}
         view = self.tools.perceive("get_objects_in_room", [seen_room])
         known |= set(view.entities)
         context.latest = [view.text]
@@ -329,9 +336,13 @@ class TaskPlanner:
             status = [goal_status(goal, scene) for goal in goals]
             for _, ids in status:
                 known |= set(ids)
+            situation = (robot_line(scene, self.skills.robot.reach_m), tuple(line for line, _ in status))
             withdrawn = {a for a, n in failures_in_row.items() if n >= self.settings.repeat_failure_limit} | looked
-            actions = allowed_actions(scene, known, withdrawn, self.skills, goals)
-            prompt = user_message(request, robot_line(scene, self.skills.robot.reach_m), [line for line, _ in status],
+            withdrawn |= taken.get(situation, set())
+            if suggested:  # a suggestion is tried before giving up
+                withdrawn.add(GIVE_UP)
+            actions = allowed_actions(scene, known, withdrawn, self.skills, goals, explored)
+            prompt = user_message(request, situation[0], list(situation[1]),
                                   context.done_text(self.settings.history_steps), context.latest, actions)
             try:
                 reply = self._decide(prompt, actions, stats)
@@ -345,11 +356,14 @@ class TaskPlanner:
             if reply.action == GIVE_UP:
                 return finish(False, "impossible", reply.thought, step)
             observation, failed = self._act(reply.action)
+            suggested = failed and "Suggestion:" in observation
             context.latest = [observation]
             if parse_call(reply.action)[0] in PERCEPTION_ACTIONS:
                 looked.add(reply.action)
             else:
                 looked.clear()
+                if not failed:
+                    taken.setdefault(situation, set()).add(reply.action)
             room = self.tools.scene().robot.room
             if not failed and room != seen_room:
                 # Arriving in a room, the robot sees what is there.
@@ -358,6 +372,7 @@ class TaskPlanner:
                 context.latest.append(view.text)
                 known |= set(view.entities)
                 seen_room = room
+                explored.add(room)
             known |= mentioned_ids(observation, self.tools.scene())
             if failed:
                 failures_in_row[reply.action] = failures_in_row.get(reply.action, 0) + 1
