@@ -19,6 +19,10 @@ from planner.core.files import load_model
 from planner.core.react import PlannerSettings
 
 
+OPENAI_API_URL = "https://api.openai.com/v1"
+OPENAI_DEFAULT_MODEL = "gpt-4o-mini"
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -51,7 +55,11 @@ class LLMSettings(_Strict):
         model = os.environ.get("PLANNER_LLM_MODEL", self.model)
         provider = self.provider
         if provider == "auto":
-            provider = "openai" if base_url else "embedded"
+            provider = "openai" if base_url or api_key else "embedded"
+        if provider == "openai" and not base_url:
+            base_url = OPENAI_API_URL
+        if provider == "openai" and base_url == OPENAI_API_URL and model == "default":
+            model = OPENAI_DEFAULT_MODEL
         mode = self.structured_output
         if mode == "auto":
             mode = "json_schema" if provider == "openai" and "api.openai.com" in base_url else "json_object_schema"
