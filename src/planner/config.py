@@ -87,7 +87,6 @@ class ExplainerSettings(_Strict):
 
 
 class TaskSettings(_Strict):
-    busy_policy: Literal["reject"] = "reject"
     skill_timeout_s: float = Field(default=300, gt=0)
 
 
