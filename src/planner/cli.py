@@ -15,7 +15,6 @@ from pathlib import Path
 from planner.processes import DIE_WITH_PARENT
 from planner.stack import NODES
 
-DEMO_REQUEST = "Go to the table in the kitchen, pick up the bottle, and place it on the table in the bedroom"
 KIND_WIDTH = 12
 GOAL_ANSWER_S = 10.0  # a planner seen in discovery that never answers is a stale, stopped one
 
@@ -147,7 +146,20 @@ def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack |
         rclpy.shutdown()
 
 
+def scenario_request(config_path: str | None) -> str:
+    """The request the configured scenario is written for."""
+    from planner.backends.simulation import load_scenario
+    from planner.config import load_config
+
+    config = load_config(config_path)
+    return load_scenario(config.path(config.scenario)).scenario.request
+
+
 def demo(args) -> int:
+    request = args.request or scenario_request(args.config)
+    if not request:
+        print("no request given and the scenario names none", file=sys.stderr)
+        return 2
     env = os.environ.copy()
     # A private DDS domain, so the demo neither joins nor disturbs another running stack.
     env.setdefault("ROS_DOMAIN_ID", str(random.randint(20, 99)))
@@ -156,7 +168,7 @@ def demo(args) -> int:
     print(format_step("stack", f"starting {len(NODES)} nodes on ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']} ..."), flush=True)
     stack.start()
     try:
-        return send(args.request, args.timeout, args.startup_timeout, stack)
+        return send(request, args.timeout, args.startup_timeout, stack)
     finally:
         stack.stop()
 
@@ -195,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("demo", help="run the whole stack in the simulator and carry out a request")
-    p.add_argument("request", nargs="?", default=DEMO_REQUEST)
+    p.add_argument("request", nargs="?", help="default: the request the configured scenario is written for")
     p.add_argument("--config", help="stack config (default: the installed config/planner.yaml)")
     p.add_argument("--timeout", type=float, default=900, help="seconds the task may take")
     p.add_argument("--startup-timeout", type=float, default=240, help="seconds the stack may take to start")
@@ -221,7 +233,13 @@ def main(argv: list[str] | None = None) -> int:
     install.set_defaults(run=model_install)
 
     args = parser.parse_args(argv)
-    return args.run(args)
+    from planner.core.files import InputError
+
+    try:
+        return args.run(args)
+    except InputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -64,20 +64,10 @@ class ScenarioEvent(_Strict):
         return exactly_one(self, "move_object", "block_path")
 
 
-class ObjectOn(_Strict):
-    object: str
-    furniture: str
-
-
-class SuccessCondition(_Strict):
-    object_on: ObjectOn
-
-
 class Scenario(_Strict):
     world: str
-    request: str
+    request: str = Field(default="", description="the request the scenario is written for (the demo's default)")
     events: list[ScenarioEvent] = Field(default_factory=list)
-    success: SuccessCondition | None = None
 
 
 @dataclass

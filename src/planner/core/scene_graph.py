@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 
 import networkx as nx
 from shapely.geometry import Point, Polygon
@@ -234,12 +234,6 @@ class SceneGraph:
                 matches.append(entity)
         return sorted(matches, key=lambda e: (-e.labels.get(e.label, 0.0), e.id))
 
-    def describe(self, node_id: str) -> str:
-        entity = self.entity(node_id)
-        labels = ", ".join(f"{label} {p:.2f}" for label, p in entity.labels.items())
-        where = "; ".join(self.relations(node_id)) or f"in {entity.room or 'no known room'}"
-        return f"{entity.id} ({entity.kind}: {labels}) in {entity.room}; {where}"
-
     # ---- updates ----------------------------------------------------------------------------
     def set_robot(self, robot: RobotSnapshot) -> None:
         """Robot state in; held objects leave their support, released ones wait to be re-seen."""
@@ -340,11 +334,6 @@ class SceneGraph:
         for edge in data["edges"]:
             scene.graph.add_edge(edge["source"], edge["target"], relation=edge["relation"])
         return scene
-
-    def copy(self) -> "SceneGraph":
-        other = SceneGraph.from_dict(self.to_dict())
-        other.robot = replace(self.robot, held=dict(self.robot.held)) if self.robot else None
-        return other
 
 
 def _bounding_polygon(semantic_map: VoxelandMap) -> list[tuple[float, float]]:

@@ -21,11 +21,15 @@ def command_from_msg(msg) -> Command:
                    point=point if any(point) else None, timeout_s=msg.timeout_s or 60.0)
 
 
+# Backends by their config name; Nav2 and MoveIt 2 join with issue 6.
+BACKENDS = {"simulator": SimulatorBackend}
+
+
 class ExecutorNode(PlannerNode):
     def __init__(self, config=None):
         super().__init__("executor", config)
         group = ReentrantCallbackGroup()
-        self.backend = SimulatorBackend(self, group)
+        self.backend = BACKENDS[self.config.executor.backend](self, group)
         self.feedback_pub = self.create_publisher(ExecutionEvent, "/executor/feedback", RELIABLE)
         ActionServer(self, ExecuteCommands, "/executor/execute_commands", self._execute, callback_group=group,
                      cancel_callback=self._cancel)
