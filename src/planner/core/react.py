@@ -358,13 +358,15 @@ class TaskPlanner:
             observation, failed = self._act(reply.action)
             suggested = failed and "Suggestion:" in observation
             context.latest = [observation]
-            if parse_call(reply.action)[0] in PERCEPTION_ACTIONS:
+            is_perception = parse_call(reply.action)[0] in PERCEPTION_ACTIONS
+            if is_perception:
                 looked.add(reply.action)
             else:
                 looked.clear()
                 if not failed:
                     taken.setdefault(situation, set()).add(reply.action)
-            room = self.tools.scene().robot.room
+            scene = self.tools.scene()
+            room = scene.robot.room
             if not failed and room != seen_room:
                 # Arriving in a room, the robot sees what is there.
                 view = self.tools.perceive("get_objects_in_room", [room])
@@ -373,7 +375,7 @@ class TaskPlanner:
                 known |= set(view.entities)
                 seen_room = room
                 explored.add(room)
-            known |= mentioned_ids(observation, self.tools.scene())
+            known |= mentioned_ids(observation, scene)
             if failed:
                 failures_in_row[reply.action] = failures_in_row.get(reply.action, 0) + 1
                 context.done.append(f"{reply.action}: FAILED")
@@ -382,8 +384,7 @@ class TaskPlanner:
                                           "it is withdrawn, try something else.")
             else:
                 failures_in_row.clear()
-                is_skill = parse_call(reply.action)[0] not in PERCEPTION_ACTIONS
-                context.done.append(f"{reply.action}: {'done' if is_skill else 'looked'}")
+                context.done.append(f"{reply.action}: {'looked' if is_perception else 'done'}")
                 if self._may_satisfy(reply.action, goals) and self._confirm(goals):
                     return finish(True, "succeeded", "the world state satisfies the request", step)
         return finish(False, "budget_exhausted", f"the step budget of {self.settings.step_budget} is spent",
