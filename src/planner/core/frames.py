@@ -1,0 +1,120 @@
+"""Coordinate frames: rigid transforms between named frames, composed into the map frame.
+
+Static transforms come from the robot profile (camera mount); dynamic ones (map -> base_link)
+from the robot state, kept as a short time history so a camera frame is placed with the robot
+pose of its own stamp, as TF does. transforms3d quaternions are (w, x, y, z).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import deque
+
+import numpy as np
+from transforms3d.affines import compose
+from transforms3d.euler import euler2mat
+from transforms3d.quaternions import quat2mat
+
+from planner.core.geometry import Pose2D
+
+HISTORY_LENGTH = 400        # dynamic samples kept per frame (40 s at 10 Hz)
+STAMP_TOLERANCE_S = 0.05    # a sample this close in time to a stamp is used as is
+
+
+class FrameError(LookupError):
+    """No transform: the frame is unknown, or not known at that time."""
+
+
+class TransformNotReady(FrameError):
+    """The frame is known but its transform at that stamp has not arrived yet; retry later."""
+
+
+def rigid(xyz=(0.0, 0.0, 0.0), rpy=(0.0, 0.0, 0.0)) -> np.ndarray:
+    return compose(np.asarray(xyz, dtype=float), euler2mat(*rpy), np.ones(3))
+
+
+def from_quaternion(xyz, quaternion_wxyz) -> np.ndarray:
+    w, x, y, z = quaternion_wxyz
+    if not (w or x or y or z):
+        return rigid(xyz)  # an all-zero quaternion is an unset orientation, not a rotation
+    return compose(np.asarray(xyz, dtype=float), quat2mat((w, x, y, z)), np.ones(3))
+
+
+def planar(pose: Pose2D) -> np.ndarray:
+    return rigid((pose.x, pose.y, 0.0), (0.0, 0.0, pose.yaw))
+
+
+def to_planar(matrix: np.ndarray) -> Pose2D:
+    return Pose2D(float(matrix[0, 3]), float(matrix[1, 3]), math.atan2(matrix[1, 0], matrix[0, 0]))
+
+
+def transform_point(matrix: np.ndarray, point) -> tuple[float, float, float]:
+    x, y, z = matrix[:3, :3] @ np.asarray(point, dtype=float) + matrix[:3, 3]
+    return float(x), float(y), float(z)
+
+
+def transform_box(matrix: np.ndarray, center, size) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+    """An axis-aligned box in another frame: its centre moves, its extent is the rotated box's bounds."""
+    extent = np.abs(matrix[:3, :3]) @ np.asarray(size, dtype=float)
+    return transform_point(matrix, center), (float(extent[0]), float(extent[1]), float(extent[2]))
+
+
+class FrameTree:
+    def __init__(self, fixed_frame: str = "map"):
+        self.fixed_frame = fixed_frame
+        self._parents: dict[str, str] = {}
+        self._static: dict[str, np.ndarray] = {}
+        self._history: dict[str, deque[tuple[float, np.ndarray]]] = {}
+
+    def set_static(self, parent: str, child: str, matrix: np.ndarray) -> None:
+        self._link(parent, child)
+        self._static[child] = matrix
+
+    def set_dynamic(self, parent: str, child: str, stamp: float, matrix: np.ndarray) -> None:
+        self._link(parent, child)
+        history = self._history.setdefault(child, deque(maxlen=HISTORY_LENGTH))
+        if history and stamp < history[-1][0]:
+            return  # out of order: the newer sample stands
+        history.append((stamp, matrix))
+
+    def _link(self, parent: str, child: str) -> None:
+        if child == self.fixed_frame:
+            raise FrameError(f"{self.fixed_frame!r} is the fixed frame and has no parent")
+        known = self._parents.get(child)
+        if known is not None and known != parent:
+            raise FrameError(f"frame {child!r} already has parent {known!r}, not {parent!r}")
+        self._parents[child] = parent
+
+    def frames(self) -> list[str]:
+        return sorted({self.fixed_frame, *self._parents})
+
+    def to_fixed(self, frame: str, stamp: float) -> np.ndarray:
+        """fixed_T_frame at `stamp`, composed along the chain of parents."""
+        matrix = np.eye(4)
+        seen = set()
+        while frame != self.fixed_frame:
+            if frame not in self._parents:
+                raise FrameError(f"unknown frame {frame!r}; known frames: {', '.join(self.frames())}")
+            if frame in seen:
+                raise FrameError(f"frame {frame!r} is in a loop of parents")
+            seen.add(frame)
+            link = self._static.get(frame)
+            if link is None:
+                link = self._sample(frame, stamp)
+            matrix = link @ matrix
+            frame = self._parents[frame]
+        return matrix
+
+    def _sample(self, frame: str, stamp: float) -> np.ndarray:
+        history = self._history.get(frame)
+        if not history:
+            raise TransformNotReady(f"no transform for {frame!r} received yet")
+        stamps = [s for s, _ in history]
+        index = bisect.bisect_left(stamps, stamp)
+        nearest = min((i for i in (index - 1, index) if 0 <= i < len(stamps)), key=lambda i: abs(stamps[i] - stamp))
+        if abs(stamps[nearest] - stamp) <= STAMP_TOLERANCE_S:
+            return history[nearest][1]
+        if stamp > stamps[-1]:
+            raise TransformNotReady(f"transform of {frame!r} at t={stamp:.3f} not received yet (newest t={stamps[-1]:.3f})")
+        raise FrameError(f"no transform of {frame!r} within {STAMP_TOLERANCE_S} s of t={stamp:.3f}")
