@@ -54,9 +54,9 @@ def test_detections_in_an_unknown_frame_are_rejected(client, tmp_path):
     publisher = client.node.create_publisher(Detection3DArray, "/perception/detections", 10)
     wait_for(lambda: client.node.count_subscribers("/perception/detections") > 0)
     message = Detection3DArray()
-    message.header.frame_id = "camera_link"
+    message.header.frame_id = "lidar_link"
     publisher.publish(message)
-    wait_for(lambda: any("unknown frame 'camera_link'" in s.data for s in status))
+    wait_for(lambda: any("unknown frame 'lidar_link'" in s.data for s in status))
 
 
 def test_an_unreachable_llm_server_ends_each_task_cleanly(client, tmp_path):

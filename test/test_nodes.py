@@ -64,7 +64,7 @@ def test_scene_graph_and_markers_reach_late_joiners(stack):
     markers = client.collect(MarkerArray, "/scene_graph/markers", LATCHED)
     wait_for(lambda: graphs and markers)
     assert len(graphs[-1].nodes) == 11
-    assert any(m.text == "bottle_1" for m in markers[-1].markers)
+    assert any(m.text == "bottle_1: bottle 1.00" for m in markers[-1].markers)
 
 
 def test_refused_skill_becomes_a_controller_failure_and_an_explanation(stack):

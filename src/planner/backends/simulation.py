@@ -9,12 +9,14 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 import networkx as nx
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from shapely.geometry import LineString, Polygon
 
 from planner.core.files import exactly_one, load_model
 from planner.core.geometry import Pose2D, footprint_contains, horizontal_distance, in_field_of_view
-from planner.core.scene_graph import Detection, DetectionFrame
+from planner.core.frames import planar, rigid, transform_point
+from planner.core.scene_graph import Detection, DetectionFrame, SensorFrame
 from planner.core.world import World, load_world
 
 OBJECT_FOUND_TOLERANCE_M = 0.15     # the arm finds an object this close to where it was sent
@@ -159,6 +161,17 @@ class SimulatedWorld:
                 continue
             detections.append(Detection({self._labels[object_id]: 0.9, "object": 0.1}, center, self._sizes[object_id]))
         return DetectionFrame(self.robot, camera.fov_deg, camera.range_m, stamp, detections)
+
+    def camera_view(self, stamp: float) -> SensorFrame:
+        """The same detections as a camera sends them: in its own frame, mounted on the base."""
+        camera = self.world.robot.camera
+        camera_pose = planar(self.robot) @ rigid(camera.mount_xyz, camera.mount_rpy)
+        to_camera = np.linalg.inv(camera_pose)
+        seen = self.camera_frame(stamp)
+        # Boxes keep the map's axes, seen turned from the camera, as a 3D detector reports them.
+        detections = [Detection(d.labels, transform_point(to_camera, d.center), d.size, to_camera[:3, :3])
+                      for d in seen.detections]
+        return SensorFrame(camera.frame_id, np.eye(4), camera.fov_deg, camera.range_m, stamp, detections)
 
     # ---- navigation -------------------------------------------------------------------------
     def plan_route(self, goal: Pose2D) -> Route | Outcome:

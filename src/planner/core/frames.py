@@ -54,9 +54,12 @@ def transform_point(matrix: np.ndarray, point) -> tuple[float, float, float]:
     return float(x), float(y), float(z)
 
 
-def transform_box(matrix: np.ndarray, center, size) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
-    """An axis-aligned box in another frame: its centre moves, its extent is the rotated box's bounds."""
-    extent = np.abs(matrix[:3, :3]) @ np.asarray(size, dtype=float)
+def transform_box(matrix: np.ndarray, center, size, rotation: np.ndarray | None = None
+                  ) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+    """A box (axes turned by `rotation` in its frame) as an axis-aligned box in another frame:
+    its centre moves, its extent is the bounds of the turned box."""
+    turn = matrix[:3, :3] if rotation is None else matrix[:3, :3] @ rotation
+    extent = np.abs(turn) @ np.asarray(size, dtype=float)
     return transform_point(matrix, center), (float(extent[0]), float(extent[1]), float(extent[2]))
 
 
@@ -87,7 +90,7 @@ class FrameTree:
         self._parents[child] = parent
 
     def frames(self) -> list[str]:
-        return sorted({self.fixed_frame, *self._parents})
+        return sorted({self.fixed_frame, *self._parents, *self._parents.values()})
 
     def to_fixed(self, frame: str, stamp: float) -> np.ndarray:
         """fixed_T_frame at `stamp`, composed along the chain of parents."""
@@ -95,6 +98,8 @@ class FrameTree:
         seen = set()
         while frame != self.fixed_frame:
             if frame not in self._parents:
+                if frame in self._parents.values():
+                    raise TransformNotReady(f"no transform from {frame!r} to {self.fixed_frame!r} received yet")
                 raise FrameError(f"unknown frame {frame!r}; known frames: {', '.join(self.frames())}")
             if frame in seen:
                 raise FrameError(f"frame {frame!r} is in a loop of parents")

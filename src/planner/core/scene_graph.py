@@ -107,6 +107,7 @@ class Detection:
     labels: dict[str, float]
     center: tuple[float, float, float]
     size: tuple[float, float, float]
+    rotation: np.ndarray | None = None   # the box's axes in its frame (3x3); None: the frame's axes
 
     @property
     def label(self) -> str:
@@ -156,7 +157,7 @@ class SensorFrame:
     def in_map(self, frames: FrameTree) -> DetectionFrame:
         """Into the fixed frame; raises FrameError (unknown frame) or TransformNotReady (retry later)."""
         to_map = frames.to_fixed(self.frame_id, self.stamp)
-        moved = [Detection(d.labels, *transform_box(to_map, d.center, d.size)) for d in self.detections]
+        moved = [Detection(d.labels, *transform_box(to_map, d.center, d.size, d.rotation)) for d in self.detections]
         return DetectionFrame(to_planar(to_map @ self.sensor), self.fov_deg, self.range_m, self.stamp, moved)
 
 
@@ -356,7 +357,7 @@ class SceneGraph:
                 candidate = (SUPPORT_ORDER.index(relation), -rank, other_id)
                 if best is None or candidate < best:
                     best = candidate
-            elif other.kind == "furniture" and (gap := _footprint_gap(entity, other)) <= NEAR_DISTANCE_M:
+            elif other.kind == "furniture" and other.room == entity.room and (gap := _footprint_gap(entity, other)) <= NEAR_DISTANCE_M:
                 near.append((gap, other_id))
         if best is not None:
             self.graph.add_edge(entity.id, best[2], relation=SUPPORT_ORDER[best[0]])
@@ -750,7 +751,8 @@ class SceneGraph:
 
 
 def _entity_dict(entity: Entity) -> dict:
-    return dict(vars(entity))
+    # Own copies of the mutable parts: the dict may be written out while fusion goes on.
+    return {**vars(entity), "labels": dict(entity.labels), "evidence": dict(entity.evidence)}
 
 
 def _entity_from_dict(node: dict) -> Entity:

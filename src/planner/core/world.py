@@ -59,6 +59,9 @@ class Camera(_Strict):
     fov_deg: float = Field(default=360.0, gt=0, le=360)
     range_m: float = Field(default=6.0, gt=0)
     rate_hz: float = Field(default=2.0, gt=0)
+    frame_id: str = Field(default="camera_link", min_length=1)
+    mount_xyz: Point3 = Field(default=(0.1, 0.0, 1.3), description="camera position in base_link")
+    mount_rpy: tuple[float, float, float] = Field(default=(0.0, 0.0, 0.0), description="camera orientation in base_link")
 
 
 class Robot(_Strict):

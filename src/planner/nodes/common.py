@@ -17,17 +17,18 @@ from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
-from transforms3d.euler import euler2quat, quat2euler
+from transforms3d.quaternions import mat2quat
 
 from planner.config import StackConfig, load_config
 from planner.core.controller import ExecutionEventInfo
 from planner.core.files import InputError
 from planner.core.geometry import Pose2D
 from planner.core.react import FailureInfo
-from planner.core.scene_graph import Detection, DetectionFrame, Entity, RobotSnapshot, SceneGraph
+from planner.core.frames import from_quaternion
+from planner.core.scene_graph import Detection, Entity, RobotSnapshot, SceneGraph, SensorFrame
 from planner.core.skills import Command
 from planner.msg import (Command as CommandMsg, Detection3D, Detection3DArray, ExecutionEvent, FailureMessage,
-                         LabelScore, RobotState, SceneEdge, SceneGraph as SceneGraphMsg, SceneNode)
+                         LabelScore, RobotState, SceneEdge, SceneGraph as SceneGraphMsg, SceneGraphUpdate, SceneNode)
 
 # Late joiners get the last message (scene graph, status).
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
@@ -71,7 +72,7 @@ def entity_to_msg(entity: Entity, scene: SceneGraph | None = None) -> SceneNode:
     parent = entity.room
     if scene is not None and entity.kind == "object":
         support = scene.support(entity.id)
-        parent = support[1] if support else entity.room
+        parent = support[1] if support and support[0] != "near" else entity.room
     return SceneNode(
         id=entity.id, kind=entity.kind, label=entity.label,
         labels=[LabelScore(label=k, probability=float(v)) for k, v in entity.labels.items()],
@@ -88,13 +89,8 @@ def entity_from_msg(msg: SceneNode) -> Entity:
                   polygon=[(p.x, p.y) for p in msg.outline])
 
 
-def scene_to_msg(scene: SceneGraph, stamp: Time) -> SceneGraphMsg:
-    msg = SceneGraphMsg()
-    msg.header.stamp = stamp
-    msg.header.frame_id = "map"
-    msg.nodes = [entity_to_msg(data["entity"], scene) for _, data in scene.graph.nodes(data=True)]
-    msg.edges = [SceneEdge(source=s, relation=d["relation"], target=t) for s, t, d in scene.graph.edges(data=True)]
-    return msg
+def edge_to_msg(edge: dict) -> SceneEdge:
+    return SceneEdge(source=edge["source"], relation=edge["relation"], target=edge["target"])
 
 
 def scene_from_msg(msg: SceneGraphMsg, robot: RobotState | None = None) -> SceneGraph:
@@ -104,6 +100,13 @@ def scene_from_msg(msg: SceneGraphMsg, robot: RobotState | None = None) -> Scene
     if robot is not None and robot.arms:
         scene.robot = robot_from_msg(robot)
     return scene
+
+
+def apply_update_msg(scene: SceneGraph, msg: SceneGraphUpdate) -> None:
+    """Bring a scene graph taken from /scene_graph up to date with one /scene_graph/updates message."""
+    scene.apply_update({"nodes": [entity_from_msg(node).__dict__ for node in msg.nodes],
+                        "edges": [{"source": e.source, "relation": e.relation, "target": e.target} for e in msg.edges],
+                        "removed": list(msg.removed)})
 
 
 def robot_to_msg(robot: RobotSnapshot, stamp: Time) -> RobotState:
@@ -120,39 +123,46 @@ def robot_from_msg(msg: RobotState) -> RobotSnapshot:
 
 
 # ---- detections ------------------------------------------------------------------------------
-def frame_to_msg(frame: DetectionFrame, stamp: Time) -> Detection3DArray:
+def frame_to_msg(frame: SensorFrame, stamp: Time) -> Detection3DArray:
     msg = Detection3DArray(fov_deg=float(frame.fov_deg), range_m=float(frame.range_m))
     msg.header.stamp = stamp
-    msg.header.frame_id = "map"
-    msg.sensor_pose.position.x, msg.sensor_pose.position.y = float(frame.sensor.x), float(frame.sensor.y)
+    msg.header.frame_id = frame.frame_id
+    position = msg.sensor_pose.position
+    position.x, position.y, position.z = (float(v) for v in frame.sensor[:3, 3])
     # transforms3d quaternions are (w, x, y, z); ROS messages are (x, y, z, w).
-    w, x, y, z = euler2quat(0.0, 0.0, frame.sensor.yaw)
-    msg.sensor_pose.orientation.x, msg.sensor_pose.orientation.y = x, y
-    msg.sensor_pose.orientation.z, msg.sensor_pose.orientation.w = z, w
+    w, x, y, z = mat2quat(frame.sensor[:3, :3])
+    orientation = msg.sensor_pose.orientation
+    orientation.x, orientation.y, orientation.z, orientation.w = float(x), float(y), float(z), float(w)
     for detection in frame.detections:
-        msg.detections.append(Detection3D(
-            labels=[LabelScore(label=k, probability=float(v)) for k, v in detection.labels.items()],
-            center=point_msg(detection.center),
-            size=Vector3(x=float(detection.size[0]), y=float(detection.size[1]), z=float(detection.size[2]))))
+        item = Detection3D(labels=[LabelScore(label=k, probability=float(v)) for k, v in detection.labels.items()],
+                           center=point_msg(detection.center),
+                           size=Vector3(x=float(detection.size[0]), y=float(detection.size[1]), z=float(detection.size[2])))
+        if detection.rotation is not None:
+            w, x, y, z = mat2quat(detection.rotation)
+            item.orientation.x, item.orientation.y, item.orientation.z, item.orientation.w = float(x), float(y), float(z), float(w)
+        msg.detections.append(item)
     return msg
 
 
-def frame_from_msg(msg: Detection3DArray) -> DetectionFrame:
-    """Detections into the map frame. Only `map` is known until TF support (issue 3)."""
-    if msg.header.frame_id not in ("map", ""):
-        raise ValueError(f"detections in unknown frame {msg.header.frame_id!r}; expected 'map'")
-    q = msg.sensor_pose.orientation
-    _, _, yaw = quat2euler((q.w, q.x, q.y, q.z)) if (q.w or q.x or q.y or q.z) else (0.0, 0.0, 0.0)
-    sensor = Pose2D(msg.sensor_pose.position.x, msg.sensor_pose.position.y, yaw)
-    detections = []
+def frame_from_msg(msg: Detection3DArray) -> tuple[SensorFrame, list[str]]:
+    """Detections as they came (in header.frame_id); unusable ones are left out and described."""
+    position, q = msg.sensor_pose.position, msg.sensor_pose.orientation
+    sensor = from_quaternion((position.x, position.y, position.z), (q.w, q.x, q.y, q.z))
+    detections, problems = [], []
     for index, item in enumerate(msg.detections):
-        labels = {s.label: s.probability for s in item.labels if s.label}
-        size = (item.size.x, item.size.y, item.size.z)
-        values = [item.center.x, item.center.y, item.center.z, *size, *labels.values()]
-        if not labels or any(v != v or v in (float("inf"), float("-inf")) for v in values) or min(size) <= 0:
-            raise ValueError(f"detection {index}: needs labels, finite values and a positive size")
-        detections.append(Detection(labels, (item.center.x, item.center.y, item.center.z), size))
-    return DetectionFrame(sensor, msg.fov_deg, msg.range_m, seconds(msg.header.stamp), detections)
+        o = item.orientation
+        turned = o.x or o.y or o.z or (o.w and o.w != 1.0)
+        detection = Detection({s.label: s.probability for s in item.labels}, (item.center.x, item.center.y, item.center.z),
+                              (item.size.x, item.size.y, item.size.z),
+                              from_quaternion((0, 0, 0), (o.w, o.x, o.y, o.z))[:3, :3] if turned else None)
+        problem = detection.problem()
+        if problem is None:
+            detections.append(detection)
+        else:
+            name = max(detection.labels.items(), key=lambda i: i[1] if i[1] == i[1] else -1)[0] if detection.labels else "?"
+            problems.append(f"detection {index} ({name}): {problem}")
+    frame = SensorFrame(msg.header.frame_id or "map", sensor, msg.fov_deg, msg.range_m, seconds(msg.header.stamp), detections)
+    return frame, problems
 
 
 # ---- execution and failures ------------------------------------------------------------------
