@@ -82,6 +82,8 @@ class PerceptionSettings(_Strict):
                                                                        "/scene_graph/updates carry changes in between")
     missing_after_frames: int = Field(default=2, ge=1, description="frames an object should have been seen in, "
                                                                     "and was not, before it counts as missing")
+    tf: Literal["auto", "on", "off"] = Field(default="auto", description="look up frames the robot profile does not "
+                                                                          "name in TF (tf2_ros; auto: where installed)")
     transform_wait_s: float = Field(default=1.0, gt=0, description="how long a camera frame waits for the robot "
                                                                     "pose of its stamp before it is dropped")
 
@@ -113,7 +115,7 @@ class StackConfig(_Strict):
     base_dir: Path = Field(default=Path("."), exclude=True)
 
     def path(self, relative: str) -> Path:
-        return (self.base_dir / relative).resolve()
+        return (self.base_dir / Path(relative).expanduser()).resolve()
 
 
 def default_config_path() -> Path:

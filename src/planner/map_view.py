@@ -31,6 +31,8 @@ def load_scene(path: Path, rooms_path: Path | None = None) -> tuple[SceneGraph, 
         raise InputError(f"{path}: file not found") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise InputError(f"{path}: not valid JSON: {error}") from None
+    if isinstance(data, dict) and "graph" in data:     # saved by perception (perception.state_file)
+        data = data["graph"]
     if isinstance(data, dict) and "nodes" in data:
         return scene_from_saved(data, str(path)), []
     semantic_map = load_voxeland(path)
@@ -82,8 +84,8 @@ def draw(scene: SceneGraph, out: Path, title: str = "") -> None:
     palette = plt.get_cmap("Pastel1")
     for index, room in enumerate(rooms):
         ax.add_patch(PolygonPatch(room.polygon, closed=True, facecolor=palette(index % 9), edgecolor="0.3", lw=1.2, alpha=0.6))
-        ax.text(room.center[0], room.center[1], room.id, ha="center", va="center", fontsize=11, color="0.35", weight="bold",
-                alpha=0.8)
+        corner = (min(x for x, _ in room.polygon) + 0.1, max(y for _, y in room.polygon) - 0.1)
+        ax.text(*corner, room.id, ha="left", va="top", fontsize=11, color="0.3", weight="bold", zorder=5)
     for item in furniture:
         ax.add_patch(Rectangle((item.center[0] - item.size[0] / 2, item.center[1] - item.size[1] / 2), item.size[0],
                                item.size[1], facecolor="burlywood", edgecolor="saddlebrown", lw=1))

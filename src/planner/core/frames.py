@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import deque
+from collections.abc import Callable
 
 import numpy as np
 from transforms3d.affines import compose
@@ -64,8 +65,11 @@ def transform_box(matrix: np.ndarray, center, size, rotation: np.ndarray | None 
 
 
 class FrameTree:
-    def __init__(self, fixed_frame: str = "map"):
+    def __init__(self, fixed_frame: str = "map", fallback: Callable[[str, float], np.ndarray] | None = None):
+        """`fallback(frame, stamp)` gives fixed_T_frame for frames this tree does not hold (TF on a
+        ROS install); it raises FrameError or TransformNotReady like `to_fixed`."""
         self.fixed_frame = fixed_frame
+        self.fallback = fallback
         self._parents: dict[str, str] = {}
         self._static: dict[str, np.ndarray] = {}
         self._history: dict[str, deque[tuple[float, np.ndarray]]] = {}
@@ -98,6 +102,8 @@ class FrameTree:
         seen = set()
         while frame != self.fixed_frame:
             if frame not in self._parents:
+                if self.fallback is not None:
+                    return self.fallback(frame, stamp) @ matrix
                 if frame in self._parents.values():
                     raise TransformNotReady(f"no transform from {frame!r} to {self.fixed_frame!r} received yet")
                 raise FrameError(f"unknown frame {frame!r}; known frames: {', '.join(self.frames())}")

@@ -15,6 +15,7 @@ from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
 from planner.backends.simulation import load_scenario
+from planner.backends.tf_frames import TfLookup, tf_available
 from planner.core.files import InputError
 from planner.core.frames import FrameError, FrameTree, TransformNotReady, planar, rigid
 from planner.core.scene_graph import Entity, SceneGraph, SensorFrame
@@ -101,7 +102,8 @@ class PerceptionNode(PlannerNode):
         self.settings = self.config.perception
         self.lock = threading.RLock()
         world = load_scenario(self.config.path(self.config.scenario)).world
-        self.frames = FrameTree()
+        use_tf = self.settings.tf == "on" or (self.settings.tf == "auto" and tf_available())
+        self.frames = FrameTree(fallback=TfLookup(self) if use_tf else None)
         camera = world.robot.camera
         self.frames.set_static(BASE_FRAME, camera.frame_id, rigid(camera.mount_xyz, camera.mount_rpy))
         self.pending: list[tuple[float, SensorFrame]] = []   # frames waiting for the robot pose of their stamp
