@@ -219,7 +219,8 @@ def plot(results: dict, path: Path) -> None:
     ax.set(title="Detection fusion (one core)", xlabel="objects in the map", ylabel="detections / s", ylim=(0, None))
     ax.legend(fontsize=8)
     machine = results["machine"]
-    fig.suptitle(f"planner bench perception — {machine['cpu']} ({machine['cores']} cores), Python {machine['python']}", fontsize=10)
+    fig.suptitle(f"planner bench perception — {machine['cpu']} ({machine['cores']} cores), "
+                 f"Python {machine['python']}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

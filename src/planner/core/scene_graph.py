@@ -357,8 +357,9 @@ class SceneGraph:
                 candidate = (SUPPORT_ORDER.index(relation), -rank, other_id)
                 if best is None or candidate < best:
                     best = candidate
-            elif other.kind == "furniture" and other.room == entity.room and (gap := _footprint_gap(entity, other)) <= NEAR_DISTANCE_M:
-                near.append((gap, other_id))
+            elif other.kind == "furniture" and other.room == entity.room:
+                if (gap := _footprint_gap(entity, other)) <= NEAR_DISTANCE_M:
+                    near.append((gap, other_id))
         if best is not None:
             self.graph.add_edge(entity.id, best[2], relation=SUPPORT_ORDER[best[0]])
         for _, other_id in sorted(near)[:NEAR_LIMIT]:
@@ -462,9 +463,6 @@ class SceneGraph:
             return [f"{node_id} not seen where last mapped (it may have been moved)"]
         return [f"{node_id} {relation} {target}" for relation, target in self.relation_edges(node_id)]
 
-    def labels(self) -> list[str]:
-        return sorted({e.label for e in [*self.furniture(), *self.objects()]})
-
     def find(self, query: str = "", *, room: str | None = None, kind: str | None = None,
              status: str | None = None, relation: str | None = None, reference: str | None = None,
              min_probability: float = 0.0) -> list[Entity]:
@@ -488,7 +486,8 @@ class SceneGraph:
                 continue
             if status and entity.status != status:
                 continue
-            if words and entity.id not in words and max((entity.labels.get(w, 0.0) for w in words), default=0.0) < min_probability:
+            probability = max((entity.labels.get(w, 0.0) for w in words), default=0.0)
+            if words and entity.id not in words and probability < min_probability:
                 continue
             if (relation or reference) and not any((not relation or r == relation) and (not reference or t == reference)
                                                   for r, t in self.relation_edges(entity.id)):

@@ -139,7 +139,8 @@ def frame_to_msg(frame: SensorFrame, stamp: Time) -> Detection3DArray:
                            size=Vector3(x=float(detection.size[0]), y=float(detection.size[1]), z=float(detection.size[2])))
         if detection.rotation is not None:
             w, x, y, z = mat2quat(detection.rotation)
-            item.orientation.x, item.orientation.y, item.orientation.z, item.orientation.w = float(x), float(y), float(z), float(w)
+            orientation = item.orientation
+            orientation.x, orientation.y, orientation.z, orientation.w = float(x), float(y), float(z), float(w)
         msg.detections.append(item)
     return msg
 

@@ -148,12 +148,13 @@ class PerceptionNode(PlannerNode):
         if settings.voxeland_map:
             try:
                 semantic_map = load_voxeland(self.config.path(settings.voxeland_map))
-                rooms = load_rooms(self.config.path(settings.rooms)) if settings.rooms else {r.name: r.polygon for r in world.rooms}
+                rooms = (load_rooms(self.config.path(settings.rooms)) if settings.rooms
+                         else {r.name: r.polygon for r in world.rooms})
                 for error in semantic_map.errors:
                     self.report("error", f"map instance skipped: {error}")
                 self.report("info", f"loaded {len(semantic_map.instances)} instances from {settings.voxeland_map}")
-                files = [self.config.path(settings.voxeland_map)] + ([self.config.path(settings.rooms)] if settings.rooms else [scenario])
-                return SceneGraph.from_voxeland(semantic_map, rooms), files
+                rooms_file = self.config.path(settings.rooms) if settings.rooms else scenario
+                return SceneGraph.from_voxeland(semantic_map, rooms), [self.config.path(settings.voxeland_map), rooms_file]
             except InputError as error:
                 self.report("error", f"map not loaded, keeping the world's map instead: {error}")
         return SceneGraph.from_world(world), [scenario]
@@ -260,6 +261,9 @@ class PerceptionNode(PlannerNode):
                 self.get_logger().error(f"scene graph not saved to {self.store.path}: {error}")
 
     # ---- services -------------------------------------------------------------------------------
+    def _unknown_room(self, room: str) -> str:
+        return f"unknown room {room!r}; rooms: {', '.join(self.scene.rooms())}"
+
     def _get_rooms(self, request, response):
         with self.lock:
             response.rooms = self.scene.rooms()
@@ -268,7 +272,7 @@ class PerceptionNode(PlannerNode):
     def _get_objects_in_room(self, request, response):
         with self.lock:
             if request.room not in self.scene.rooms():
-                response.success, response.message = False, f"unknown room {request.room!r}; rooms: {', '.join(self.scene.rooms())}"
+                response.success, response.message = False, self._unknown_room(request.room)
                 return response
             items = [*self.scene.furniture(request.room), *self.scene.objects(request.room)]
             response.objects = [entity_to_msg(e, self.scene) for e in items]
@@ -295,7 +299,7 @@ class PerceptionNode(PlannerNode):
             return response
         with self.lock:
             if request.room and request.room not in self.scene.rooms():
-                response.success, response.message = False, f"unknown room {request.room!r}; rooms: {', '.join(self.scene.rooms())}"
+                response.success, response.message = False, self._unknown_room(request.room)
                 return response
             found = self.scene.find(request.query, room=request.room or None, status=request.status or None,
                                     relation=request.relation or None, reference=request.reference or None,
