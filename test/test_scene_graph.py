@@ -258,7 +258,9 @@ def test_unknown_frames_and_transforms_not_yet_received_are_told_apart():
     with pytest.raises(FrameError, match="unknown frame 'lidar'.*camera_link"):
         tree.to_fixed("lidar", 10.0)
     with pytest.raises(TransformNotReady):
-        tree.to_fixed("camera_link", 12.0)
+        tree.to_fixed("camera_link", 10.5)  # newer than the last pose: wait, do not use an old one
+    with pytest.raises(FrameError, match="older than the history"):
+        tree.to_fixed("camera_link", 9.0)
     with pytest.raises(FrameError, match="already has parent"):
         tree.set_static("odom", "base_link", np.eye(4))
 
@@ -273,3 +275,20 @@ def test_grid_index_follows_moves_and_removals():
     assert "cup" in grid.query((4.9, 4.9, 5.0, 5.0))
     grid.remove("cup")
     assert grid.query((5, 5, 6, 6)) == {"floor"} and len(grid) == 1
+
+
+def test_poses_arriving_out_of_order_are_all_kept():
+    tree = FrameTree()
+    tree.set_dynamic("map", "base_link", 2.0, planar(Pose2D(2.0, 0.0)))
+    tree.set_dynamic("map", "base_link", 1.0, planar(Pose2D(1.0, 0.0)))  # published earlier, arrived later
+    assert tree.to_fixed("base_link", 1.0)[0, 3] == pytest.approx(1.0)
+    assert tree.to_fixed("base_link", 2.0)[0, 3] == pytest.approx(2.0)
+
+
+def test_a_stamp_between_two_poses_gets_the_pose_in_between():
+    tree = FrameTree()
+    tree.set_dynamic("map", "base_link", 1.0, planar(Pose2D(0.0, 0.0, 0.0)))
+    tree.set_dynamic("map", "base_link", 2.0, planar(Pose2D(2.0, 0.0, math.pi / 2)))
+    between = tree.to_fixed("base_link", 1.5)
+    assert between[:3, 3] == pytest.approx((1.0, 0.0, 0.0))
+    assert math.atan2(between[1, 0], between[0, 0]) == pytest.approx(math.pi / 4)

@@ -15,12 +15,12 @@ from collections.abc import Callable
 import numpy as np
 from transforms3d.affines import compose
 from transforms3d.euler import euler2mat
-from transforms3d.quaternions import quat2mat
+from transforms3d.quaternions import axangle2quat, mat2quat, qinverse, qmult, quat2axangle, quat2mat
 
 from planner.core.geometry import Pose2D
 
 HISTORY_LENGTH = 400        # dynamic samples kept per frame (40 s at 10 Hz)
-STAMP_TOLERANCE_S = 0.05    # a sample this close in time to a stamp is used as is
+SAME_STAMP_S = 0.001        # a sample this close in time to a stamp is the sample of that stamp
 
 
 class FrameError(LookupError):
@@ -81,9 +81,10 @@ class FrameTree:
     def set_dynamic(self, parent: str, child: str, stamp: float, matrix: np.ndarray) -> None:
         self._link(parent, child)
         history = self._history.setdefault(child, deque(maxlen=HISTORY_LENGTH))
-        if history and stamp < history[-1][0]:
-            return  # out of order: the newer sample stands
-        history.append((stamp, matrix))
+        if len(history) == HISTORY_LENGTH:
+            history.popleft()
+        # Samples may arrive out of order (publishers on several threads): keep them sorted by stamp.
+        history.insert(bisect.bisect_right([s for s, _ in history], stamp), (stamp, matrix))
 
     def _link(self, parent: str, child: str) -> None:
         if child == self.fixed_frame:
@@ -118,14 +119,27 @@ class FrameTree:
         return matrix
 
     def _sample(self, frame: str, stamp: float) -> np.ndarray:
+        """The transform at `stamp`: a sample of that stamp, or interpolated between the samples
+        around it. Newer than every sample means not received yet, as TF treats it: using an
+        older pose would misplace everything a moving robot sees."""
         history = self._history.get(frame)
         if not history:
             raise TransformNotReady(f"no transform for {frame!r} received yet")
         stamps = [s for s, _ in history]
-        index = bisect.bisect_left(stamps, stamp)
-        nearest = min((i for i in (index - 1, index) if 0 <= i < len(stamps)), key=lambda i: abs(stamps[i] - stamp))
-        if abs(stamps[nearest] - stamp) <= STAMP_TOLERANCE_S:
-            return history[nearest][1]
-        if stamp > stamps[-1]:
+        after = bisect.bisect_left(stamps, stamp - SAME_STAMP_S)
+        if after < len(stamps) and abs(stamps[after] - stamp) <= SAME_STAMP_S:
+            return history[after][1]
+        if after == len(stamps):
             raise TransformNotReady(f"transform of {frame!r} at t={stamp:.3f} not received yet (newest t={stamps[-1]:.3f})")
-        raise FrameError(f"no transform of {frame!r} within {STAMP_TOLERANCE_S} s of t={stamp:.3f}")
+        if after == 0:
+            raise FrameError(f"transform of {frame!r} at t={stamp:.3f} is older than the history kept (from t={stamps[0]:.3f})")
+        (t0, m0), (t1, m1) = history[after - 1], history[after]
+        return interpolate(m0, m1, (stamp - t0) / (t1 - t0))
+
+
+def interpolate(m0: np.ndarray, m1: np.ndarray, fraction: float) -> np.ndarray:
+    """Between two rigid transforms: translation linearly, rotation along the shortest arc."""
+    q0, q1 = mat2quat(m0[:3, :3]), mat2quat(m1[:3, :3])
+    axis, angle = quat2axangle(qmult(qinverse(q0), q1))
+    rotation = quat2mat(qmult(q0, axangle2quat(axis, angle * fraction)))
+    return compose(m0[:3, 3] + fraction * (m1[:3, 3] - m0[:3, 3]), rotation, np.ones(3))

@@ -49,16 +49,17 @@ class SimulatorNode(PlannerNode):
 
     # ---- publishing ---------------------------------------------------------------------------
     def _publish_state(self, stamp=None) -> None:
+        # The stamp is taken under the lock, with the pose it stamps: the robot moves meanwhile.
         with self.lock:
             robot = RobotSnapshot(self.sim.robot, self.sim.robot_room, list(self.sim.held), dict(self.sim.held),
                                   busy=self.busy.locked())
-        self.state_pub.publish(robot_to_msg(robot, stamp or stamp_now(self)))
+            self.state_pub.publish(robot_to_msg(robot, stamp or stamp_now(self)))
 
     def _publish_detections(self) -> None:
         """A camera frame in the camera's own frame, after the robot pose of the same stamp (what
         TF would hold on a robot), so perception can place it in the map."""
-        stamp = stamp_now(self)
         with self.lock:
+            stamp = stamp_now(self)
             self._publish_state(stamp)
             frame = self.sim.camera_view(seconds(stamp))
         self.detections_pub.publish(frame_to_msg(frame, stamp))
