@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from planner.bench.common import machine_info, write_results
-from planner.core.frames import FrameTree, planar
+from planner.core.frames import FrameTree, planar, rigid, transform_point
 from planner.core.geometry import Pose2D
 from planner.core.scene_graph import Detection, SceneGraph, SensorFrame
 from planner.core.synthetic import OBJECT_LABELS, synthetic_map
@@ -57,8 +57,7 @@ def _camera_frames(scene: SceneGraph, rng: random.Random, count: int):
     """Camera frames as the robot would send them: each room's objects seen from its middle,
     in the camera frame, with position noise, confused labels, 5% dropout and a few new objects."""
     frames = FrameTree()
-    frames.set_static("base_link", "camera_link", np.array([[1, 0, 0, CAMERA_MOUNT[0]], [0, 1, 0, CAMERA_MOUNT[1]],
-                                                            [0, 0, 1, CAMERA_MOUNT[2]], [0, 0, 0, 1]], dtype=float))
+    frames.set_static("base_link", "camera_link", rigid(CAMERA_MOUNT))
     rooms = scene.rooms()
     produced, stamp = [], 0.0
     while sum(len(f.detections) for f in produced) < count:
@@ -72,14 +71,11 @@ def _camera_frames(scene: SceneGraph, rng: random.Random, count: int):
             if rng.random() < 0.05:
                 continue
             seen = tuple(c + rng.gauss(0, 0.01) for c in obj.center)
-            top = obj.label
-            center = to_camera[:3, :3] @ np.array(seen) + to_camera[:3, 3]
-            detections.append(Detection({top: rng.uniform(0.5, 0.9), rng.choice(OBJECT_LABELS): 0.1},
-                                        tuple(center), obj.size))
+            detections.append(Detection({obj.label: rng.uniform(0.5, 0.9), rng.choice(OBJECT_LABELS): 0.1},
+                                        transform_point(to_camera, seen), obj.size))
         if rng.random() < 0.2:
             spot = (room.center[0] + rng.uniform(-2, 2), room.center[1] + rng.uniform(-2, 2), 0.05)
-            center = to_camera[:3, :3] @ np.array(spot) + to_camera[:3, 3]
-            detections.append(Detection({rng.choice(OBJECT_LABELS): 0.8}, tuple(center), (0.1, 0.1, 0.1)))
+            detections.append(Detection({rng.choice(OBJECT_LABELS): 0.8}, transform_point(to_camera, spot), (0.1, 0.1, 0.1)))
         produced.append(SensorFrame("camera_link", np.eye(4), 360.0, 6.0, stamp, detections))
     return frames, produced
 

@@ -324,15 +324,11 @@ class SceneGraph:
         for name, polygon in rooms.items():
             scene.add_room(name, polygon)
         with bulk_allocation():
-            scene._add_map_instances(semantic_map, furniture_labels)
+            scene.add_items([Entity(id=inst.id, kind="furniture" if inst.label in furniture_labels else "object",
+                                    label=inst.label, labels=dict(inst.labels), evidence=dict(inst.evidence),
+                                    center=inst.center, size=inst.size, n_observations=inst.n_observations)
+                             for inst in semantic_map.instances])
         return scene
-
-    def _add_map_instances(self, semantic_map: VoxelandMap, furniture_labels: frozenset[str]) -> None:
-        entities = [Entity(id=inst.id, kind="furniture" if inst.label in furniture_labels else "object",
-                           label=inst.label, labels=dict(inst.labels), evidence=dict(inst.evidence),
-                           center=inst.center, size=inst.size, n_observations=inst.n_observations)
-                    for inst in semantic_map.instances]
-        self.add_items(entities)
 
     # ---- relations --------------------------------------------------------------------------
     def _relate(self, entity: Entity) -> None:
@@ -514,7 +510,7 @@ class SceneGraph:
         self.robot = robot
 
     def mark_missing(self, object_id: str) -> None:
-        """Someone (the controller) found the object is not where the graph puts it."""
+        """The object is not where the graph puts it (unseen in view, or the controller found so)."""
         entity = self.entity(object_id)
         self._set_status(entity, "missing")
         self._relate(entity)
@@ -666,9 +662,7 @@ class SceneGraph:
                 continue
             entity.missed += 1
             if entity.missed >= self.missing_after_frames:
-                self._set_status(entity, "missing")
-                self._relate(entity)
-                self._relate_around(entity)
+                self.mark_missing(object_id)
                 report.missing.append(object_id)
                 self._merge_moved_copy(entity, report)
         report.missing.sort()

@@ -152,16 +152,15 @@ def frame_from_msg(msg: Detection3DArray) -> tuple[SensorFrame, list[str]]:
     detections, problems = [], []
     for index, item in enumerate(msg.detections):
         o = item.orientation
-        turned = o.x or o.y or o.z or (o.w and o.w != 1.0)
+        # x = y = z = 0 is no rotation whatever w is (1 by default, 0 when left unset).
+        rotation = None if (o.x, o.y, o.z) == (0.0, 0.0, 0.0) else from_quaternion((0, 0, 0), (o.w, o.x, o.y, o.z))[:3, :3]
         detection = Detection({s.label: s.probability for s in item.labels}, (item.center.x, item.center.y, item.center.z),
-                              (item.size.x, item.size.y, item.size.z),
-                              from_quaternion((0, 0, 0), (o.w, o.x, o.y, o.z))[:3, :3] if turned else None)
+                              (item.size.x, item.size.y, item.size.z), rotation)
         problem = detection.problem()
         if problem is None:
             detections.append(detection)
         else:
-            name = max(detection.labels.items(), key=lambda i: i[1] if i[1] == i[1] else -1)[0] if detection.labels else "?"
-            problems.append(f"detection {index} ({name}): {problem}")
+            problems.append(f"detection {index} ({detection.label if detection.labels else '?'}): {problem}")
     frame = SensorFrame(msg.header.frame_id or "map", sensor, msg.fov_deg, msg.range_m, seconds(msg.header.stamp), detections)
     return frame, problems
 
