@@ -84,6 +84,15 @@ def test_moved_object_seen_elsewhere_keeps_its_id_and_gets_its_new_support(scene
     assert scene.entity("bottle_1").status == "seen"
 
 
+def test_a_copy_seen_before_the_controller_reports_the_object_missing_is_merged_back(scene):
+    table_2 = scene.entity("table_2")
+    spot = (table_2.center[0] - 0.2, table_2.center[1], 0.75 + 0.125)
+    assert scene.fuse(kitchen_as_seen(scene, ("bottle", spot), skip={"bottle_1"}, stamp=1.0)).created == ["bottle_2"]
+    assert scene.mark_missing("bottle_1") == "bottle_2"   # the controller's OBJECT_NOT_FOUND
+    assert not scene.has("bottle_2")
+    assert scene.support("bottle_1") == ("on", "table_2") and scene.entity("bottle_1").status == "seen"
+
+
 def test_missing_object_reappearing_elsewhere_is_the_same_object(scene):
     scene.mark_missing("bottle_1")
     counter = scene.entity("counter_1")

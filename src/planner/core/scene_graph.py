@@ -509,12 +509,17 @@ class SceneGraph:
                 self._relate(entity)
         self.robot = robot
 
-    def mark_missing(self, object_id: str) -> None:
-        """The object is not where the graph puts it (unseen in view, or the controller found so)."""
+    def mark_missing(self, object_id: str) -> str | None:
+        """The object is not where the graph puts it (unseen in view, or the controller found so).
+
+        An instance that detections created after this object was last seen was this object,
+        moved: it is merged back under this id, and its former id is returned (else None).
+        """
         entity = self.entity(object_id)
         self._set_status(entity, "missing")
         self._relate(entity)
         self._relate_around(entity)
+        return self._merge_moved_copy(entity)
 
     def move_item(self, node_id: str, center: tuple[float, float, float], stamp: float,
                   size: tuple[float, float, float] | None = None) -> None:
@@ -662,27 +667,28 @@ class SceneGraph:
                 continue
             entity.missed += 1
             if entity.missed >= self.missing_after_frames:
-                self.mark_missing(object_id)
-                report.missing.append(object_id)
-                self._merge_moved_copy(entity, report)
+                copy_id = self.mark_missing(object_id)
+                if copy_id is None:
+                    report.missing.append(object_id)
+                    continue
+                for bucket in (report.created, report.updated):
+                    if copy_id in bucket:
+                        bucket.remove(copy_id)
+                report.merged.append(object_id)
         report.missing.sort()
 
-    def _merge_moved_copy(self, entity: Entity, report: FusionReport) -> None:
+    def _merge_moved_copy(self, entity: Entity) -> str | None:
         """A same-label instance first seen after `entity` was last seen was `entity`, moved."""
         copies = [o for o in self._objects_labelled(entity.labels, self._created)
                   if o.id != entity.id and o.status == "seen" and o.first_seen > entity.last_seen]
         if not copies:
-            return
+            return None
         copy = min(copies, key=lambda o: o.first_seen)
         entity.add_evidence(copy.evidence)
         entity.n_observations += copy.n_observations
         self.remove_item(copy.id)
         self.move_item(entity.id, copy.center, copy.last_seen, copy.size)
-        for bucket in (report.created, report.updated):
-            if copy.id in bucket:
-                bucket.remove(copy.id)
-        report.missing.remove(entity.id)
-        report.merged.append(entity.id)
+        return copy.id
 
     def _new_id(self, label: str) -> str:
         number = self._next_number[label]

@@ -207,8 +207,9 @@ class PerceptionNode(PlannerNode):
             self.report("warn", f"failure message with unreadable context ignored: {msg.context_json[:80]!r}")
             return
         with self.lock:
-            if object_id and self.scene.has(object_id):
-                self.scene.mark_missing(object_id)
+            copy_id = self.scene.mark_missing(object_id) if object_id and self.scene.has(object_id) else None
+        if copy_id:
+            self.get_logger().info(f"{object_id} moved: it was seen as {copy_id}; now {'; '.join(self.scene.relations(object_id))}")
 
     # ---- outputs --------------------------------------------------------------------------------
     def _tick(self) -> None:
