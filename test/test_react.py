@@ -35,7 +35,7 @@ def test_the_recorded_plan_replans_after_the_bottle_moves(skill_planner):
     assert "OBJECT_NOT_FOUND" in failure and "table_2" in failure
     # The invalid reply in the recording (an object that does not exist) was refused and repaired.
     assert any(kind == "error" and "bottle_9" in text for kind, text in trace)
-    assert "PICK(bottle_9, right)" not in robot.executed
+    assert "PICK(bottle_9, right)" not in robot.log.skills
 
 
 def test_each_step_offers_only_grounded_valid_actions(skill_planner):
@@ -86,7 +86,7 @@ def test_invalid_replies_are_repaired_a_bounded_number_of_times(skill_planner):
     result, trace, robot, policy = run(replies, skill_planner, max_repairs=2, step_budget=1)
     errors = [text for kind, text in trace if kind == "error"]
     assert len(errors) == 2 and "FLY(kitchen)" in errors[1]
-    assert robot.executed == ["GOTO(table_1)"]
+    assert robot.log.skills == ["GOTO(table_1)"]
     # The repair prompt tells the model what was wrong.
     assert "is not one of the valid actions" in policy.prompts[-1][-1]["content"]
 
@@ -111,7 +111,7 @@ def test_cancel_stops_between_steps(skill_planner):
     planner = TaskPlanner(ScriptedPolicy(recorded_plan()), robot, skill_planner, PlannerSettings(confirm_timeout_s=0))
     planner.on_step = lambda step: planner.cancel_event.set() if step.kind == "skill" else None
     result = planner.run(REQUEST)
-    assert result.outcome == "canceled" and robot.executed == ["GOTO(table_1)"]
+    assert result.outcome == "canceled" and robot.log.skills == ["GOTO(table_1)"]
 
 
 def test_an_unreachable_model_ends_the_task_with_the_reason(skill_planner):

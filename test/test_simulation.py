@@ -82,7 +82,7 @@ def test_bad_world_and_scenario_files_name_file_entry_and_field(tmp_path):
     world.write_text((CONFIG / "worlds" / "kitchen_bedroom.yaml").read_text().replace("placed_on: table_2", "placed_on: table_9"))
     with pytest.raises(InputError, match=r"objects\[2\] \(apple_1\).placed_on: unknown furniture 'table_9'"):
         load_world(world)
-    with pytest.raises(ValidationError, match="set exactly one of arrived_in_room or command_started"):
+    with pytest.raises(ValidationError, match="set exactly one of at_start or arrived_in_room or command_started"):
         Trigger()
-    with pytest.raises(ValidationError, match="set exactly one of move_object or block_path"):
+    with pytest.raises(ValidationError, match="set exactly one of move_object or block_path or abort_navigation"):
         ScenarioEvent(trigger=Trigger(arrived_in_room="kitchen"))

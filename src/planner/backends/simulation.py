@@ -13,7 +13,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from shapely.geometry import LineString, Polygon
 
-from planner.core.files import exactly_one, load_model
+from planner.core.files import InputError, exactly_one, load_model
 from planner.core.geometry import Pose2D, footprint_contains, horizontal_distance, in_field_of_view
 from planner.core.frames import planar, rigid, transform_point
 from planner.core.scene_graph import Detection, DetectionFrame, SensorFrame
@@ -24,7 +24,7 @@ PLACE_EDGE_INSET_M = 0.15           # objects are put down this far inside the s
 GRIPPER_FORWARD_M = 0.35            # a held object rides this far in front of the base...
 GRIPPER_HEIGHT_M = 1.0              # ...at this height
 MANIPULATION_SECONDS = {"approach": 2.0, "grasp": 1.5, "lift": 1.0, "place_approach": 2.0,
-                        "release": 1.0, "retreat": 1.5}
+                        "release": 1.0, "retreat": 1.5, "open": 3.0, "close": 2.0}
 
 
 class _Strict(BaseModel):
@@ -33,18 +33,19 @@ class _Strict(BaseModel):
 
 class CommandStarted(_Strict):
     command: str
-    object: str = ""
+    object: str = Field(default="", description="the object (or furniture) the command acts on; empty: any")
 
 
 class Trigger(_Strict):
-    """When an event happens: the robot arrives in a room, or a command starts (e.g. the arm
-    begins to approach an object: someone takes it just then)."""
+    """When an event happens: at the start, when the robot arrives in a room, or when a command
+    starts (e.g. the arm begins to approach an object: someone takes it just then)."""
+    at_start: bool = False
     arrived_in_room: str = ""
     command_started: CommandStarted | None = None
 
     @model_validator(mode="after")
     def _one(self):
-        return exactly_one(self, "arrived_in_room", "command_started")
+        return exactly_one(self, "at_start", "arrived_in_room", "command_started")
 
 
 class MoveObject(_Strict):
@@ -53,23 +54,85 @@ class MoveObject(_Strict):
 
 
 class BlockPath(_Strict):
-    polygon: list[tuple[float, float]] = Field(min_length=3)
+    polygon: list[tuple[float, float]] = Field(default_factory=list, description="the blocked area; empty: "
+                                                                                 "whatever route comes next")
+    attempts: int = Field(default=0, ge=0, description="navigations it blocks before it clears; 0: for good")
+
+    @model_validator(mode="after")
+    def _area(self):
+        if self.polygon and len(self.polygon) < 3:
+            raise ValueError("polygon: needs at least 3 points")
+        if not self.polygon and not self.attempts:
+            raise ValueError("attempts: a block without a polygon must say how many navigations it blocks")
+        return self
+
+
+class AbortNavigation(_Strict):
+    after_fraction: float = Field(default=0.5, gt=0, lt=1, description="share of the route driven before it aborts")
+
+
+class SlipGrasp(_Strict):
+    object: str = Field(default="", description="the object that slips at its next lift; empty: any")
+
+
+class Occlude(_Strict):
+    object: str
+    duration_s: float = Field(default=20.0, gt=0, description="simulated seconds the camera cannot see it")
+
+
+class DropDetections(_Strict):
+    duration_s: float = Field(default=20.0, gt=0, description="simulated seconds the camera sends nothing")
+
+
+class HangCommand(_Strict):
+    """The next manipulation command never finishes (a driver that stopped answering)."""
+    command: str = Field(default="", description="only this command; empty: the next one")
 
 
 class ScenarioEvent(_Strict):
     trigger: Trigger
     move_object: MoveObject | None = None
     block_path: BlockPath | None = None
+    abort_navigation: AbortNavigation | None = None
+    slip_grasp: SlipGrasp | None = None
+    occlude: Occlude | None = None
+    drop_detections: DropDetections | None = None
+    hang_command: HangCommand | None = None
 
     @model_validator(mode="after")
     def _one_effect(self):
-        return exactly_one(self, "move_object", "block_path")
+        return exactly_one(self, *EFFECTS)
+
+
+EFFECTS = ("move_object", "block_path", "abort_navigation", "slip_grasp", "occlude", "drop_detections", "hang_command")
 
 
 class Scenario(_Strict):
     world: str
     request: str = Field(default="", description="the request the scenario is written for (the demo's default)")
     events: list[ScenarioEvent] = Field(default_factory=list)
+
+
+def event_problems(events: list[ScenarioEvent], world: World) -> list[str]:
+    """Events naming things the world does not have, as `events[i].field: problem`."""
+    furniture = {f.id for f in world.furniture}
+    objects = {o.id for o in world.objects}
+    rooms = {r.name for r in world.rooms}
+    problems = []
+    for index, event in enumerate(events):
+        checks = [("trigger.arrived_in_room", event.trigger.arrived_in_room, rooms, "room")]
+        if event.trigger.command_started:
+            checks.append(("trigger.command_started.object", event.trigger.command_started.object,
+                           objects | furniture, "object or furniture"))
+        if event.move_object:
+            checks += [("move_object.object", event.move_object.object, objects, "object"),
+                       ("move_object.onto", event.move_object.onto, furniture, "furniture")]
+        for effect in ("slip_grasp", "occlude"):
+            if getattr(event, effect):
+                checks.append((f"{effect}.object", getattr(event, effect).object, objects, "object"))
+        problems += [f"events[{index}].{where}: unknown {kind} {value!r}" for where, value, known, kind in checks
+                     if value and value not in known]
+    return problems
 
 
 @dataclass
@@ -82,12 +145,9 @@ def load_scenario(path: str | Path) -> LoadedScenario:
     path = Path(path)
     scenario = load_model(path, Scenario)
     world = load_world((path.parent / scenario.world).resolve())
-    known = {f.id for f in world.furniture}
-    objects = {o.id for o in world.objects}
-    for index, event in enumerate(scenario.events):
-        if event.move_object and (event.move_object.object not in objects or event.move_object.onto not in known):
-            raise ValueError(f"{path}: events[{index}].move_object: unknown object or furniture "
-                             f"({event.move_object.object!r} onto {event.move_object.onto!r})")
+    problems = event_problems(scenario.events, world)
+    if problems:
+        raise InputError(f"{path}: " + "; ".join(problems))
     return LoadedScenario(scenario, world)
 
 
@@ -98,14 +158,23 @@ class Outcome:
     detail: str = ""
 
 
+# A command the simulator will never finish: the executor's timeout ends it.
+HANG = "NO_RESPONSE"
+
+
 @dataclass
 class Route:
     waypoints: list[tuple[float, float]]
     goal: Pose2D
+    abort_at: float | None = None     # distance driven before the navigation aborts (a fault)
 
     @property
     def length(self) -> float:
         return sum(math.dist(a, b) for a, b in zip(self.waypoints, self.waypoints[1:]))
+
+    @property
+    def drive_length(self) -> float:
+        return self.length if self.abort_at is None else self.abort_at
 
     def pose_at(self, travelled: float) -> Pose2D:
         for a, b in zip(self.waypoints, self.waypoints[1:]):
@@ -118,27 +187,46 @@ class Route:
 
 
 @dataclass
+class Blockage:
+    area: Polygon | None            # None: whatever route comes next
+    attempts: int                   # 0: for good
+
+
+@dataclass
 class SimulatedWorld:
     world: World
     events: list[ScenarioEvent] = field(default_factory=list)
     robot: Pose2D = field(init=False)
     positions: dict[str, tuple[float, float, float]] = field(init=False)
     support: dict[str, str | None] = field(init=False)
+    inside: set[str] = field(init=False)
     held: dict[str, str] = field(init=False)
-    blocked: list[Polygon] = field(default_factory=list)
-    log: list[str] = field(default_factory=list)
+    open_state: dict[str, bool] = field(init=False)
+    blocked: list[Blockage] = field(default_factory=list)
+    log: list[str] = field(default_factory=list)   # every scenario event that happened, in order
+    now: float = 0.0                # simulated seconds, set by whoever runs the world
 
     def __post_init__(self):
         x, y, yaw = self.world.robot.pose
         self.robot = Pose2D(x, y, yaw)
         self.positions = {o.id: self.world.object_center(o) for o in self.world.objects}
         self.support = {o.id: o.placed_on for o in self.world.objects}
+        self.inside = {o.id for o in self.world.objects if o.inside}
         self.held = {arm: "" for arm in self.world.robot.arms}
+        self.open_state = {f.id: f.open for f in self.world.furniture if f.openable}
         self._sizes = {o.id: o.size for o in self.world.objects}
         self._labels = {o.id: o.label for o in self.world.objects}
+        self._furniture = {f.id: f for f in self.world.furniture}
         self._doors = nx.Graph()
         for door in self.world.doors:
             self._doors.add_edge(*door.rooms, position=door.position)
+        self._abort_next: float | None = None
+        self._slipping: list[str] = []          # objects (or "" for any) that slip at their next lift
+        self._hang_next: list[str] = []         # commands (or "" for any) that will never finish
+        self._occluded: dict[str, float] = {}   # object -> simulated time it is visible again
+        self._dropout_until = -math.inf
+        self._taken_from: dict[str, tuple[str, tuple[float, float]]] = {}   # where a held object was picked
+        self._fire(lambda trigger: trigger.at_start)
 
     # ---- robot and camera -----------------------------------------------------------------
     @property
@@ -149,27 +237,42 @@ class SimulatedWorld:
         return (self.robot.x + GRIPPER_FORWARD_M * math.cos(self.robot.yaw),
                 self.robot.y + GRIPPER_FORWARD_M * math.sin(self.robot.yaw), GRIPPER_HEIGHT_M)
 
-    def camera_frame(self, stamp: float) -> DetectionFrame:
-        """What the head camera sees: objects in the robot's room within range and field of view."""
+    def enclosed_in(self, object_id: str) -> str:
+        """The closed furniture an object is inside, else ""."""
+        support = self.support.get(object_id)
+        return support if object_id in self.inside and support and not self.open_state.get(support, True) else ""
+
+    def camera_frame(self, stamp: float) -> DetectionFrame | None:
+        """What the head camera sees: objects in the robot's room within range and field of view,
+        doors and drawers with their state; None while detections drop out."""
+        if stamp < self._dropout_until:
+            return None
         camera = self.world.robot.camera
         room = self.robot_room
-        detections = []
-        for object_id, center in sorted(self.positions.items()):
-            if self.world.room_at(center[0], center[1]) != room:
-                continue
-            if not in_field_of_view(self.robot, camera.fov_deg, camera.range_m, center[0], center[1]):
-                continue
-            detections.append(Detection({self._labels[object_id]: 0.9, "object": 0.1}, center, self._sizes[object_id]))
+
+        def visible(center) -> bool:
+            return (self.world.room_at(center[0], center[1]) == room
+                    and in_field_of_view(self.robot, camera.fov_deg, camera.range_m, center[0], center[1]))
+
+        detections = [Detection({self._labels[object_id]: 0.9, "object": 0.1}, center, self._sizes[object_id])
+                      for object_id, center in sorted(self.positions.items())
+                      if visible(center) and not self.enclosed_in(object_id)
+                      and self._occluded.get(object_id, -math.inf) <= stamp]
+        detections += [Detection({item.label: 1.0}, item.center, item.size,
+                                 state="open" if self.open_state[item.id] else "closed")
+                       for item in self.world.furniture if item.openable and visible(item.center)]
         return DetectionFrame(self.robot, camera.fov_deg, camera.range_m, stamp, detections)
 
-    def camera_view(self, stamp: float) -> SensorFrame:
+    def camera_view(self, stamp: float) -> SensorFrame | None:
         """The same detections as a camera sends them: in its own frame, mounted on the base."""
+        seen = self.camera_frame(stamp)
+        if seen is None:
+            return None
         camera = self.world.robot.camera
         camera_pose = planar(self.robot) @ rigid(camera.mount_xyz, camera.mount_rpy)
         to_camera = np.linalg.inv(camera_pose)
-        seen = self.camera_frame(stamp)
         # Boxes keep the map's axes, seen turned from the camera, as a 3D detector reports them.
-        detections = [Detection(d.labels, transform_point(to_camera, d.center), d.size, to_camera[:3, :3])
+        detections = [Detection(d.labels, transform_point(to_camera, d.center), d.size, to_camera[:3, :3], d.state)
                       for d in seen.detections]
         return SensorFrame(camera.frame_id, np.eye(4), camera.fov_deg, camera.range_m, stamp, detections)
 
@@ -187,14 +290,22 @@ class SimulatedWorld:
             waypoints += [tuple(self._doors.edges[a, b]["position"]) for a, b in zip(rooms, rooms[1:])]
         waypoints.append((goal.x, goal.y))
         path = LineString(waypoints)
-        for area in self.blocked:
-            if path.intersects(area):
-                return Outcome(False, "PATH_BLOCKED", f"the way to ({goal.x:.2f}, {goal.y:.2f}) is blocked near "
-                                                      f"({area.centroid.x:.1f}, {area.centroid.y:.1f})")
+        for block in self.blocked:
+            if block.area is None or path.intersects(block.area):
+                where = (f" near ({block.area.centroid.x:.1f}, {block.area.centroid.y:.1f})" if block.area is not None
+                         else f" {path.length / 2:.1f} m along the route")
+                if block.attempts:
+                    block.attempts -= 1
+                    if not block.attempts:
+                        self.blocked.remove(block)
+                return Outcome(False, "PATH_BLOCKED", f"the way to ({goal.x:.2f}, {goal.y:.2f}) is blocked{where}")
         for item in self.world.furniture:
             if footprint_contains(item.center, item.size, goal.x, goal.y):
                 return Outcome(False, "GOAL_IN_COLLISION", f"the goal pose is inside {item.id}")
-        return Route(waypoints, goal)
+        route = Route(waypoints, goal)
+        if self._abort_next is not None:
+            route.abort_at, self._abort_next = route.length * self._abort_next, None
+        return route
 
     def set_robot_pose(self, pose: Pose2D) -> None:
         self.robot = pose
@@ -205,8 +316,15 @@ class SimulatedWorld:
         self.set_robot_pose(goal)
         return self._fire(lambda trigger: trigger.arrived_in_room == self.robot_room)
 
+    def abort(self, route: Route) -> Outcome:
+        """A navigation that gave up part of the way (Nav2's controller could not make progress)."""
+        self.set_robot_pose(route.pose_at(route.drive_length))
+        return Outcome(False, "NAVIGATION_ABORTED", f"the controller gave up {route.length - route.drive_length:.1f} m "
+                                                    f"before ({route.goal.x:.2f}, {route.goal.y:.2f}); the robot "
+                                                    f"stopped in the {self.robot_room}")
+
     def start_command(self, operation: str, object_id: str) -> list[str]:
-        """A manipulation command begins; scenario events waiting for it happen."""
+        """A command begins (navigate, or a manipulation); scenario events waiting for it happen."""
         return self._fire(lambda t: t.command_started is not None and t.command_started.command == operation
                           and t.command_started.object in ("", object_id))
 
@@ -218,39 +336,61 @@ class SimulatedWorld:
             else:
                 remaining.append(event)
         self.events = remaining
+        self.log += fired
         return fired
 
     def _apply(self, event: ScenarioEvent) -> str:
         if event.move_object:
             return self.move_object(event.move_object.object, event.move_object.onto).detail
-        self.blocked.append(Polygon(event.block_path.polygon))
-        return f"path blocked at {event.block_path.polygon}"
+        if event.block_path:
+            block = event.block_path
+            self.blocked.append(Blockage(Polygon(block.polygon) if block.polygon else None, block.attempts))
+            return f"path blocked {'at ' + str(block.polygon) if block.polygon else 'ahead'}" + \
+                (f" for {block.attempts} attempt(s)" if block.attempts else "")
+        if event.abort_navigation:
+            self._abort_next = event.abort_navigation.after_fraction
+            return f"the next navigation will abort after {event.abort_navigation.after_fraction:.0%} of its route"
+        if event.slip_grasp:
+            self._slipping.append(event.slip_grasp.object)
+            return f"{event.slip_grasp.object or 'the next object'} will slip from the gripper when lifted"
+        if event.occlude:
+            self._occluded[event.occlude.object] = self.now + event.occlude.duration_s
+            return f"{event.occlude.object} is hidden from the camera for {event.occlude.duration_s:.0f} s"
+        if event.drop_detections:
+            self._dropout_until = self.now + event.drop_detections.duration_s
+            return f"the camera sends no detections for {event.drop_detections.duration_s:.0f} s"
+        self._hang_next.append(event.hang_command.command)
+        return f"the next {event.hang_command.command or 'manipulation'} command will not finish"
 
     # ---- the external agent -----------------------------------------------------------------
     def move_object(self, object_id: str, onto: str) -> Outcome:
         if object_id not in self.positions:
             return Outcome(False, "UNKNOWN_OBJECT", f"no object {object_id!r}")
-        if onto not in {f.id for f in self.world.furniture}:
+        if onto not in self._furniture:
             return Outcome(False, "UNKNOWN_FURNITURE", f"no furniture {onto!r}")
         if object_id in self.held.values():
             return Outcome(False, "OBJECT_HELD", f"{object_id} is in the robot's gripper")
         self._put_on(object_id, onto, self._free_spot(object_id, onto))
-        message = f"external agent moved {object_id} onto {onto}"
-        self.log.append(message)
-        return Outcome(True, detail=message)
+        return Outcome(True, detail=f"external agent moved {object_id} onto {onto}")
 
     def _free_spot(self, object_id: str, onto: str) -> tuple[float, float]:
         """A point on the surface away from what already stands there."""
-        surface = self.world.furniture_by_id(onto)
+        surface = self._furniture[onto]
         others = [p for o, p in self.positions.items() if self.support.get(o) == onto and o != object_id]
         candidates = [(surface.center[0] + dx * surface.size[0] / 4, surface.center[1] + dy * surface.size[1] / 4)
                       for dx, dy in [(0, 0), (-1, 0), (1, 0), (0, -1), (0, 1)]]
         return max(candidates, key=lambda c: min((math.dist(c, p[:2]) for p in others), default=1.0))
 
     def _put_on(self, object_id: str, onto: str, xy: tuple[float, float]) -> None:
-        surface = self.world.furniture_by_id(onto)
-        self.positions[object_id] = (xy[0], xy[1], surface.top_z + self._sizes[object_id][2] / 2)
+        """Things put on furniture with a door or drawer go inside it."""
+        surface = self._furniture[onto]
+        floor = surface.inner_floor_z if surface.openable else surface.top_z
+        self.positions[object_id] = (xy[0], xy[1], floor + self._sizes[object_id][2] / 2)
         self.support[object_id] = onto
+        if surface.openable:
+            self.inside.add(object_id)
+        else:
+            self.inside.discard(object_id)
 
     # ---- manipulation -----------------------------------------------------------------------
     def manipulate(self, operation: str, arm: str, object_id: str, target_id: str,
@@ -259,6 +399,10 @@ class SimulatedWorld:
             return Outcome(False, "UNKNOWN_OPERATION", f"unknown manipulation {operation!r}")
         if arm not in self.held:
             return Outcome(False, "UNKNOWN_ARM", f"no arm {arm!r}")
+        for command in ("", operation):
+            if command in self._hang_next:
+                self._hang_next.remove(command)
+                return Outcome(False, HANG, f"the {operation} command did not answer")
         handler = getattr(self, f"_{operation}")
         return handler(arm, object_id, target_id, point)
 
@@ -273,10 +417,22 @@ class SimulatedWorld:
                            + (f" on {expected_on}" if expected_on else ""))
         if horizontal_distance((self.robot.x, self.robot.y), actual) > self.world.robot.reach_m:
             return Outcome(False, "OUT_OF_REACH", f"{object_id} is beyond the {arm} arm's reach")
+        closed = self.enclosed_in(object_id)
+        if closed:
+            return Outcome(False, "CONTAINER_CLOSED", f"{object_id} is inside {closed}, which is closed")
         return Outcome(True)
 
     def _furniture_under(self, point) -> str:
         return next((f.id for f in self.world.furniture if footprint_contains(f.center, f.size, point[0], point[1])), "")
+
+    def _within_reach(self, arm: str, furniture_id: str) -> Outcome:
+        surface = self._furniture.get(furniture_id)
+        if surface is None:
+            return Outcome(False, "UNKNOWN_FURNITURE", f"no furniture {furniture_id!r}")
+        edge = horizontal_distance((self.robot.x, self.robot.y), surface.center) - min(surface.size[:2]) / 2
+        if edge > self.world.robot.reach_m:
+            return Outcome(False, "OUT_OF_REACH", f"{furniture_id} is beyond the {arm} arm's reach")
+        return Outcome(True)
 
     def _approach(self, arm, object_id, target_id, point) -> Outcome:
         if self.held[arm]:
@@ -288,30 +444,39 @@ class SimulatedWorld:
         if not found.success:
             return found
         self.held[arm] = object_id
+        self._taken_from[object_id] = self.support[object_id], self.positions[object_id][:2]
         self.support[object_id] = None
+        self.inside.discard(object_id)
         self.positions[object_id] = self.gripper_point()
         return Outcome(True, detail=f"{object_id} in the {arm} gripper")
 
     def _lift(self, arm, object_id, target_id, point) -> Outcome:
         if self.held[arm] != object_id:
             return Outcome(False, "GRASP_LOST", f"the {arm} gripper is not holding {object_id}")
+        for slipping in ("", object_id):
+            if slipping in self._slipping:
+                self._slipping.remove(slipping)
+                self.held[arm] = ""
+                source, xy = self._taken_from[object_id]
+                self._put_on(object_id, source, xy)
+                return Outcome(False, "GRASP_LOST", f"{object_id} slipped from the {arm} gripper while lifting "
+                                                    f"and fell back onto {source}")
         return Outcome(True)
 
     def _place_approach(self, arm, object_id, target_id, point) -> Outcome:
         if self.held[arm] != object_id:
             return Outcome(False, "GRASP_LOST", f"the {arm} gripper is not holding {object_id}")
-        surface = next((f for f in self.world.furniture if f.id == target_id), None)
-        if surface is None:
-            return Outcome(False, "UNKNOWN_FURNITURE", f"no furniture {target_id!r}")
-        edge = horizontal_distance((self.robot.x, self.robot.y), surface.center) - min(surface.size[:2]) / 2
-        if edge > self.world.robot.reach_m:
-            return Outcome(False, "OUT_OF_REACH", f"{target_id} is beyond the {arm} arm's reach")
+        reach = self._within_reach(arm, target_id)
+        if not reach.success:
+            return reach
+        if not self.open_state.get(target_id, True):
+            return Outcome(False, "CONTAINER_CLOSED", f"{target_id} is closed")
         return Outcome(True)
 
     def _release(self, arm, object_id, target_id, point) -> Outcome:
         if self.held[arm] != object_id:
             return Outcome(False, "GRASP_LOST", f"the {arm} gripper is not holding {object_id}")
-        surface = self.world.furniture_by_id(target_id)
+        surface = self._furniture[target_id]
         # Put it down on the near side of the surface, inside its edge.
         half_x = max(surface.size[0] / 2 - PLACE_EDGE_INSET_M, 0.0)
         half_y = max(surface.size[1] / 2 - PLACE_EDGE_INSET_M, 0.0)
@@ -319,10 +484,27 @@ class SimulatedWorld:
         y = min(max(self.robot.y, surface.center[1] - half_y), surface.center[1] + half_y)
         self.held[arm] = ""
         self._put_on(object_id, target_id, (x, y))
-        return Outcome(True, detail=f"{object_id} on {target_id}")
+        return Outcome(True, detail=f"{object_id} {'in' if object_id in self.inside else 'on'} {target_id}")
 
     def _retreat(self, arm, object_id, target_id, point) -> Outcome:
         return Outcome(True)
+
+    def _articulate(self, arm, target_id, opened: bool) -> Outcome:
+        if target_id not in self.open_state:
+            return Outcome(False, "NOT_OPENABLE", f"{target_id} has no door or drawer")
+        if self.held[arm]:
+            return Outcome(False, "ARM_OCCUPIED", f"the {arm} arm holds {self.held[arm]}")
+        reach = self._within_reach(arm, target_id)
+        if not reach.success:
+            return reach
+        self.open_state[target_id] = opened
+        return Outcome(True, detail=f"{target_id} {'open' if opened else 'closed'}")
+
+    def _open(self, arm, object_id, target_id, point) -> Outcome:
+        return self._articulate(arm, target_id, True)
+
+    def _close(self, arm, object_id, target_id, point) -> Outcome:
+        return self._articulate(arm, target_id, False)
 
     def carry_held_objects(self) -> None:
         for object_id in self.held.values():
@@ -332,4 +514,3 @@ class SimulatedWorld:
     # ---- checks -----------------------------------------------------------------------------
     def object_on(self, object_id: str) -> str | None:
         return self.support.get(object_id)
-

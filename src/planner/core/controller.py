@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from planner.core.react import FailureInfo
 from planner.core.scene_graph import SceneGraph
+from planner.core.skills import SkillSyntaxError, parse_call
 
 REASONS = {
     "OBJECT_NOT_FOUND": "{object} was not where the map placed it ({detail}); someone may have moved it{where}",
@@ -15,6 +16,7 @@ REASONS = {
     "GOAL_IN_COLLISION": "the navigation goal is inside furniture: {detail}",
     "GRASP_LOST": "the object slipped or is no longer in the gripper: {detail}",
     "TIMEOUT": "the command did not finish in time: {detail}",
+    "NAVIGATION_ABORTED": "navigation stopped before the goal: {detail}",
     "BACKEND_UNAVAILABLE": "the robot did not accept the command: {detail}",
 }
 
@@ -30,6 +32,17 @@ class ExecutionEventInfo:
     state: str      # started | succeeded | failed | refused
     code: str = ""
     detail: str = ""
+
+
+def object_of(skill: str, scene: SceneGraph | None) -> str:
+    """The object a skill call acts on: its first argument that is an object in the map."""
+    try:
+        _, args = parse_call(skill)
+    except SkillSyntaxError:
+        return ""
+    if scene is None:
+        return ""
+    return next((a for a in args if scene.has(a) and scene.entity(a).kind == "object"), "")
 
 
 def describe_failure(event: ExecutionEventInfo, scene: SceneGraph | None, object_id: str = "") -> FailureInfo:

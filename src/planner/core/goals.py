@@ -71,7 +71,7 @@ def goal_met(goal: Goal, scene: SceneGraph) -> bool:
         if obj.label != goal.object or obj.status != "seen":
             continue
         support = scene.support(obj.id)
-        if support and support[0] == "on":
+        if support and support[0] in ("on", "in"):
             surface = scene.entity(support[1])
             if surface.label == goal.target and (not goal.room or surface.room == goal.room):
                 return True
@@ -85,7 +85,10 @@ def _where(scene: SceneGraph, object_id: str) -> str:
     if entity.status == "missing":
         return f"{object_id} was not seen where it was last mapped"
     support = scene.support(object_id)
-    return f"{object_id} is {support[0]} {support[1]} in the {entity.room}" if support else f"{object_id} is in the {entity.room}"
+    if not support:
+        return f"{object_id} is in the {entity.room}"
+    closed = f" ({support[1]} is closed)" if scene.enclosed(object_id) else ""
+    return f"{object_id} is {support[0]} {support[1]} in the {entity.room}{closed}"
 
 
 def goal_status(goal: Goal, scene: SceneGraph) -> tuple[str, list[str]]:

@@ -8,7 +8,8 @@ from planner.core.scene_graph import Entity, RobotSnapshot
 
 def _label(entity: Entity) -> str:
     top = entity.labels.get(entity.label, 1.0)
-    return entity.label if top >= 0.8 else f"{entity.label} {top:.0%}"
+    label = entity.label if top >= 0.8 else f"{entity.label} {top:.0%}"
+    return f"{label}, {entity.state}" if entity.state else label
 
 
 def rooms_text(rooms: list[str]) -> str:

@@ -38,7 +38,7 @@ Objects may not be where the map says: after a failure, read the reason and the 
 Use ids exactly as the observations give them (e.g. table_1). GIVE_UP() only when the request is impossible."""
 
 GOAL_PROMPT = """Turn the user's request into goals that can be checked in the world.
-Kinds: object_on (an object with label `object` ends on furniture with label `target`, in `room` if the request names one),
+Kinds: object_on (an object with label `object` ends on or in furniture with label `target`, in `room` if the request names one),
 holding (the robot ends holding an object with label `object`), robot_in_room (the robot ends in `room`).
 Goals describe only the final state when the request is done; steps on the way (going somewhere first,
 picking something up before placing it) are not goals. Use only the labels and rooms listed. Leave unused fields as "".
@@ -173,8 +173,9 @@ def allowed_actions(scene: SceneGraph, known: set[str], withdrawn: set[str], ski
     # Going into a room helps to see it or when a goal asks for it; furniture is where work happens.
     worth_entering = [r for r in rooms if r not in explored or any(g.kind == "robot_in_room" and g.room == r for g in goals)]
     actions = []
+    openable = [f for f in furniture if scene.entity(f).state]
     candidates = {"object": relevant, "furniture": targets or furniture, "place": [*furniture, *worth_entering],
-                  "arm": scene.robot.arms if scene.robot else [], "text": []}
+                  "openable": openable, "arm": scene.robot.arms if scene.robot else [], "text": []}
     for name, spec in skills.library.skills.items():
         for args in itertools.product(*(candidates[p.type] for p in spec.params)):
             call = SkillCall(name, tuple(args))

@@ -52,6 +52,7 @@ CONTAINER_LABELS = frozenset({
     "oven", "microwave", "sink", "box", "bowl", "basket", "bin", "bag", "pot",
 })
 SUPPORT_ORDER = ("in", "on", "under", "near")
+ARTICULATION_STATES = ("", "open", "closed")
 
 
 @dataclass
@@ -70,6 +71,7 @@ class Entity:
     n_observations: int = 0
     first_seen: float = 0.0
     missed: int = 0                 # frames in a row it should have been seen and was not
+    state: str = ""                 # open | closed for things with a door or drawer
 
     def add_evidence(self, scores: dict[str, float]) -> None:
         for label, score in scores.items():
@@ -108,6 +110,7 @@ class Detection:
     center: tuple[float, float, float]
     size: tuple[float, float, float]
     rotation: np.ndarray | None = None   # the box's axes in its frame (3x3); None: the frame's axes
+    state: str = ""                      # open | closed: an articulated thing (fridge door, drawer) seen
 
     @property
     def label(self) -> str:
@@ -124,6 +127,8 @@ class Detection:
                 return f"labels.{label}: score must be a finite number >= 0, got {score}"
         if sum(self.labels.values()) <= 0:
             return "labels: all scores are zero"
+        if self.state not in ARTICULATION_STATES:
+            return f"state: must be one of {', '.join(repr(s) for s in ARTICULATION_STATES)}, got {self.state!r}"
         for name, values in (("center", self.center), ("size", self.size)):
             for axis, value in zip("xyz", values):
                 if not math.isfinite(value):
@@ -157,7 +162,8 @@ class SensorFrame:
     def in_map(self, frames: FrameTree) -> DetectionFrame:
         """Into the fixed frame; raises FrameError (unknown frame) or TransformNotReady (retry later)."""
         to_map = frames.to_fixed(self.frame_id, self.stamp)
-        moved = [Detection(d.labels, *transform_box(to_map, d.center, d.size, d.rotation)) for d in self.detections]
+        moved = [Detection(d.labels, *transform_box(to_map, d.center, d.size, d.rotation), state=d.state)
+                 for d in self.detections]
         return DetectionFrame(to_planar(to_map @ self.sensor), self.fov_deg, self.range_m, self.stamp, moved)
 
 
@@ -306,7 +312,9 @@ class SceneGraph:
             scene.add_room(room.name, room.polygon)
         prior = dict(last_seen=stamp, first_seen=stamp, n_observations=int(PRIOR_EVIDENCE))
         scene.add_items([Entity(id=item.id, kind="furniture", label=item.label, labels={item.label: 1.0},
-                                center=item.center, size=item.size, **prior) for item in world.furniture])
+                                center=item.center, size=item.size,
+                                state=("open" if item.open else "closed") if item.openable else "", **prior)
+                         for item in world.furniture])
         scene.add_items([Entity(id=obj.id, kind="object", label=obj.label, labels={obj.label: 1.0},
                                 center=world.object_center(obj), size=obj.size, **prior) for obj in world.objects])
         return scene
@@ -424,6 +432,11 @@ class SceneGraph:
 
     def objects(self, room: str | None = None) -> list[Entity]:
         return self._items("object", room)
+
+    def room_contents(self, room: str) -> tuple[list[Entity], list[str]]:
+        """Furniture and objects of a room, and where each object is (get_objects_in_room)."""
+        objects = self.objects(room)
+        return [*self.furniture(room), *objects], [r for e in objects for r in self.relations(e.id)]
 
     def furniture_near(self, x: float, y: float, distance: float) -> list[str]:
         """Furniture whose footprint edge is within `distance` of (x, y), nearest first."""
@@ -617,6 +630,9 @@ class SceneGraph:
         matched: set[str] = set()
         unmatched: list[Detection] = []
         for detection in frame.detections:
+            if detection.state:
+                self._observe_articulation(detection, frame.stamp, report)
+                continue
             entity = self._associate(detection, frame.sensor, matched)
             if entity is None:
                 unmatched.append(detection)
@@ -636,6 +652,28 @@ class SceneGraph:
                 matched.add(self._create(detection, frame.stamp, report))
         self._count_misses(frame, matched, report)
         return report
+
+    def _observe_articulation(self, detection: Detection, stamp: float, report: FusionReport) -> None:
+        """A door or drawer seen open or closed: the state of the furniture it belongs to."""
+        x, y = detection.center[0], detection.center[1]
+        near = self._grid.query((x - ASSOCIATION_GATE_M, y - ASSOCIATION_GATE_M, x + ASSOCIATION_GATE_M, y + ASSOCIATION_GATE_M))
+        candidates = [self._by_id[i] for i in near if i in self._by_id]
+        furniture = [e for e in candidates if e.kind == "furniture" and e.label == detection.label and e.state]
+        if not furniture:
+            return
+        entity = min(furniture, key=lambda e: horizontal_distance(e.center, detection.center))
+        entity.last_seen = stamp
+        if entity.state != detection.state:
+            entity.state = detection.state
+            self.changed.add(entity.id)
+            report.updated.append(entity.id)
+
+    def enclosed(self, object_id: str) -> str:
+        """The closed furniture an object is in (hidden from the camera and the arms), else ""."""
+        support = self.support(object_id)
+        if support and support[0] == "in" and self.entity(support[1]).state == "closed":
+            return support[1]
+        return ""
 
     def _objects_labelled(self, labels: dict[str, float], among: set[str]) -> list[Entity]:
         """Objects of `among` whose labels are compatible with `labels`."""
@@ -663,7 +701,8 @@ class SceneGraph:
                 continue  # merged away meanwhile
             entity = self.entity(object_id)
             if (object_id in matched or entity.kind != "object" or entity.status != "seen" or entity.room != sensor_room
-                    or not in_field_of_view(sensor, frame.fov_deg, reach, entity.center[0], entity.center[1])):
+                    or not in_field_of_view(sensor, frame.fov_deg, reach, entity.center[0], entity.center[1])
+                    or self.enclosed(object_id)):
                 continue
             entity.missed += 1
             if entity.missed >= self.missing_after_frames:

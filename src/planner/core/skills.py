@@ -17,12 +17,21 @@ from planner.core.files import load_model
 from planner.core.geometry import Pose2D, approach_pose, horizontal_distance
 from planner.core.scene_graph import SceneGraph
 
-ParamType = Literal["object", "furniture", "place", "arm", "text"]
-CommandName = Literal["navigate", "approach", "grasp", "lift", "place_approach", "release", "retreat"]
+ParamType = Literal["object", "furniture", "openable", "place", "arm", "text"]
+CommandName = Literal["navigate", "approach", "grasp", "lift", "place_approach", "release", "retreat", "open", "close"]
 
 
 class SkillSyntaxError(ValueError):
     """A skill call that is not `SKILL(arg, ...)` of a known skill with valid arguments."""
+
+
+class SkillRefused(Exception):
+    """A skill that must not start: invalid, or a precondition fails. Carries the failure code."""
+
+    def __init__(self, code: str, reason: str):
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
 
 
 # ---- configuration ---------------------------------------------------------------------------
@@ -155,9 +164,11 @@ class SkillPlanner:
             return "" if value in self.robot.arms else f"not an arm of this robot ({', '.join(self.robot.arms)})"
         if not scene.has(value):
             return "no such thing in the scene graph"
-        entity_kind = scene.entity(value).kind
+        entity = scene.entity(value)
+        if kind == "openable":
+            return "" if entity.state else "has no door or drawer to open or close"
         allowed = {"object": {"object"}, "furniture": {"furniture"}, "place": {"furniture", "room"}}[kind]
-        return "" if entity_kind in allowed else f"is a {entity_kind}, expected {' or '.join(sorted(allowed))}"
+        return "" if entity.kind in allowed else f"is a {entity.kind}, expected {' or '.join(sorted(allowed))}"
 
     def bindings(self, call: SkillCall) -> dict[str, str]:
         spec = self.library.skills[call.name]
@@ -172,13 +183,28 @@ class SkillPlanner:
                 return result
         return Check(True)
 
+    def plan(self, text: str, scene: SceneGraph) -> tuple[SkillCall, list[Command]]:
+        """Parse, check and decompose a skill call; raises SkillRefused with the reason it cannot run."""
+        if scene.robot is None:
+            raise SkillRefused("ROBOT_STATE_UNKNOWN", "no robot state has been received yet")
+        try:
+            call = self.parse(text, scene)
+        except SkillSyntaxError as error:
+            raise SkillRefused("INVALID_SKILL", str(error)) from None
+        check = self.check_preconditions(call, scene)
+        if not check.ok:
+            raise SkillRefused(check.code, check.reason)
+        return call, self.decompose(call, scene)
+
     def decompose(self, call: SkillCall, scene: SceneGraph) -> list[Command]:
         bound = self.bindings(call)
         robot = scene.robot
         commands = []
         for method in self.library.skills[call.name].methods:
             fill = lambda slot: bound[slot.strip("{}")] if slot else ""  # noqa: E731
-            command = Command(name=method.command, arm=fill(method.arm), object_id=fill(method.object),
+            # A skill without an arm parameter (OPEN, CLOSE) uses the first free arm.
+            arm = fill(method.arm) or next((a for a in self.robot.arms if not robot.held.get(a)), self.robot.arms[0])
+            command = Command(name=method.command, arm=arm, object_id=fill(method.object),
                               target_id=fill(method.target), timeout_s=self.library.command_timeouts_s[method.command])
             if command.name == "navigate":
                 command.base_pose = self.navigation_goal(command.target_id, scene, robot.pose)
@@ -227,7 +253,7 @@ def _holding(planner: SkillPlanner, scene: SceneGraph, object_id: str, arm: str)
     return Check(True)
 
 
-def _reachable(planner: SkillPlanner, scene: SceneGraph, node_id: str, arm: str) -> Check:
+def _reachable(planner: SkillPlanner, scene: SceneGraph, node_id: str, arm: str = "") -> Check:
     entity = scene.entity(node_id)
     robot = scene.robot
     distance = horizontal_distance((robot.pose.x, robot.pose.y), entity.center)
@@ -236,7 +262,7 @@ def _reachable(planner: SkillPlanner, scene: SceneGraph, node_id: str, arm: str)
     if distance > planner.robot.reach_m:
         where = "; ".join(scene.relations(node_id)) or f"in {entity.room}"
         return Check(False, "OUT_OF_REACH",
-                     f"{node_id} is {distance:.1f} m from the robot ({where}); the {arm} arm reaches "
+                     f"{node_id} is {distance:.1f} m from the robot ({where}); the {arm or 'robot'}{' arm' if arm else ''} reaches "
                      f"{planner.robot.reach_m:.1f} m. GOTO a place next to it first")
     return Check(True)
 
@@ -258,7 +284,44 @@ def _elsewhere(planner: SkillPlanner, scene: SceneGraph, place_id: str) -> Check
     return Check(True)
 
 
+def _accessible(planner: SkillPlanner, scene: SceneGraph, object_id: str) -> Check:
+    closed = scene.enclosed(object_id)
+    if closed:
+        return Check(False, "CONTAINER_CLOSED", f"{object_id} is in {closed}, which is closed; OPEN({closed}) first")
+    return Check(True)
+
+
+def _open_if_openable(planner: SkillPlanner, scene: SceneGraph, target_id: str) -> Check:
+    """Putting something into a thing with a door or drawer needs it open."""
+    if scene.entity(target_id).state == "closed":
+        return Check(False, "CONTAINER_CLOSED", f"{target_id} is closed; OPEN({target_id}) first")
+    return Check(True)
+
+
+def _closed(planner: SkillPlanner, scene: SceneGraph, target_id: str) -> Check:
+    if scene.entity(target_id).state == "open":
+        return Check(False, "ALREADY_OPEN", f"{target_id} is already open")
+    return Check(True)
+
+
+def _is_open(planner: SkillPlanner, scene: SceneGraph, target_id: str) -> Check:
+    if scene.entity(target_id).state == "closed":
+        return Check(False, "ALREADY_CLOSED", f"{target_id} is already closed")
+    return Check(True)
+
+
+def _hand_free(planner: SkillPlanner, scene: SceneGraph) -> Check:
+    if all(scene.robot.held.get(arm) for arm in planner.robot.arms):
+        return Check(False, "ARM_OCCUPIED", "both hands are full; PLACE something first")
+    return Check(True)
+
+
 PRECONDITIONS: dict[str, Callable[..., Check]] = {
+    "accessible": _accessible,
+    "open_if_openable": _open_if_openable,
+    "closed": _closed,
+    "is_open": _is_open,
+    "hand_free": _hand_free,
     "elsewhere": _elsewhere,
     "location_known": _location_known,
     "arm_free": _arm_free,

@@ -7,11 +7,15 @@ robot has mapped it before (the prior scene graph of perception).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from shapely.geometry import Point, Polygon
 
 from planner.core.files import Point3, Size3, load_model
+
+
+INNER_SHELF_M = 0.1   # height of the lowest inner shelf of cabinets, fridges and drawers
 
 
 class _Strict(BaseModel):
@@ -39,16 +43,31 @@ class Furniture(_Strict):
     label: str
     center: Point3
     size: Size3
+    openable: Literal["", "door", "drawer"] = Field(default="", description="a door or drawer to open before "
+                                                                            "reaching inside")
+    open: bool = Field(default=False, description="initial state of an openable thing")
+
+    @model_validator(mode="after")
+    def _open_needs_openable(self):
+        if self.open and not self.openable:
+            raise ValueError("open: only an openable thing (openable: door or drawer) can be open")
+        return self
 
     @property
     def top_z(self) -> float:
         return self.center[2] + self.size[2] / 2
 
+    @property
+    def inner_floor_z(self) -> float:
+        """Where things stand inside: a shelf a little above the bottom."""
+        return self.center[2] - self.size[2] / 2 + INNER_SHELF_M
+
 
 class WorldObject(_Strict):
     id: str
     label: str
-    placed_on: str = Field(description="id of the furniture the object stands on")
+    placed_on: str = Field(description="id of the furniture the object stands on (or is inside)")
+    inside: bool = Field(default=False, description="inside its (openable) furniture rather than on top")
     offset: tuple[float, float] = (0.0, 0.0)
     size: Size3 = (0.08, 0.08, 0.2)
     mass_kg: float = Field(default=0.5, gt=0)
@@ -103,6 +122,12 @@ class World(_Strict):
         for index, obj in enumerate(self.objects):
             if obj.placed_on not in furniture_ids:
                 raise ValueError(f"objects[{index}] ({obj.id}).placed_on: unknown furniture {obj.placed_on!r}")
+            base = self.furniture_by_id(obj.placed_on)
+            if abs(obj.offset[0]) > base.size[0] / 2 or abs(obj.offset[1]) > base.size[1] / 2:
+                raise ValueError(f"objects[{index}] ({obj.id}).offset: {obj.offset} is off {obj.placed_on} "
+                                 f"(size {base.size[0]} x {base.size[1]})")
+            if obj.inside and not base.openable:
+                raise ValueError(f"objects[{index}] ({obj.id}).inside: {obj.placed_on} has no door or drawer to be inside")
         for index, item in enumerate(self.furniture):
             if self.room_at(item.center[0], item.center[1]) is None:
                 raise ValueError(f"furniture[{index}] ({item.id}).center: not inside any room")
@@ -121,9 +146,10 @@ class World(_Strict):
         return next(f for f in self.furniture if f.id == furniture_id)
 
     def object_center(self, obj: WorldObject) -> tuple[float, float, float]:
-        """Where an object stands: on its furniture's top, shifted by its offset."""
+        """Where an object stands: on its furniture's top (or its lowest inner shelf), shifted by its offset."""
         base = self.furniture_by_id(obj.placed_on)
-        return (base.center[0] + obj.offset[0], base.center[1] + obj.offset[1], base.top_z + obj.size[2] / 2)
+        floor = base.inner_floor_z if obj.inside else base.top_z
+        return (base.center[0] + obj.offset[0], base.center[1] + obj.offset[1], floor + obj.size[2] / 2)
 
 
 def load_world(path: str | Path) -> World:

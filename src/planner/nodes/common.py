@@ -78,14 +78,14 @@ def entity_to_msg(entity: Entity, scene: SceneGraph | None = None) -> SceneNode:
         labels=[LabelScore(label=k, probability=float(v)) for k, v in entity.labels.items()],
         room=entity.room, parent=parent, center=point_msg(entity.center),
         size=Vector3(x=float(entity.size[0]), y=float(entity.size[1]), z=float(entity.size[2])),
-        status=entity.status, last_seen=to_stamp(entity.last_seen),
+        status=entity.status, state=entity.state, last_seen=to_stamp(entity.last_seen),
         outline=[Point(x=float(x), y=float(y), z=0.0) for x, y in entity.polygon])
 
 
 def entity_from_msg(msg: SceneNode) -> Entity:
     return Entity(id=msg.id, kind=msg.kind, label=msg.label, labels={s.label: s.probability for s in msg.labels},
                   center=(msg.center.x, msg.center.y, msg.center.z), size=(msg.size.x, msg.size.y, msg.size.z),
-                  room=msg.room, status=msg.status, last_seen=seconds(msg.last_seen),
+                  room=msg.room, status=msg.status, state=msg.state, last_seen=seconds(msg.last_seen),
                   polygon=[(p.x, p.y) for p in msg.outline])
 
 
@@ -135,7 +135,7 @@ def frame_to_msg(frame: SensorFrame, stamp: Time) -> Detection3DArray:
     orientation.x, orientation.y, orientation.z, orientation.w = float(x), float(y), float(z), float(w)
     for detection in frame.detections:
         item = Detection3D(labels=[LabelScore(label=k, probability=float(v)) for k, v in detection.labels.items()],
-                           center=point_msg(detection.center),
+                           center=point_msg(detection.center), state=detection.state,
                            size=Vector3(x=float(detection.size[0]), y=float(detection.size[1]), z=float(detection.size[2])))
         if detection.rotation is not None:
             w, x, y, z = mat2quat(detection.rotation)
@@ -155,7 +155,7 @@ def frame_from_msg(msg: Detection3DArray) -> tuple[SensorFrame, list[str]]:
         # x = y = z = 0 is no rotation whatever w is (1 by default, 0 when left unset).
         rotation = None if (o.x, o.y, o.z) == (0.0, 0.0, 0.0) else from_quaternion((0, 0, 0), (o.w, o.x, o.y, o.z))[:3, :3]
         detection = Detection({s.label: s.probability for s in item.labels}, (item.center.x, item.center.y, item.center.z),
-                              (item.size.x, item.size.y, item.size.z), rotation)
+                              (item.size.x, item.size.y, item.size.z), rotation, item.state)
         problem = detection.problem()
         if problem is None:
             detections.append(detection)

@@ -7,8 +7,7 @@ import threading
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 
-from planner.core.controller import describe_failure
-from planner.core.skills import SkillSyntaxError, parse_call
+from planner.core.controller import describe_failure, object_of
 from planner.msg import ExecutionEvent, FailureMessage, RobotState, SceneGraph as SceneGraphMsg
 from planner.nodes.common import (LATCHED, RELIABLE, PlannerNode, event_from_msg, failure_to_msg, main_for,
                                   scene_from_msg, stamp_now)
@@ -37,20 +36,9 @@ class ControllerNode(PlannerNode):
             return
         event = event_from_msg(msg)
         scene = scene_from_msg(self.graph, self.robot) if self.graph is not None else None
-        failure = describe_failure(event, scene, self._object_of(msg.skill, scene))
+        failure = describe_failure(event, scene, object_of(msg.skill, scene))
         self.failure_pub.publish(failure_to_msg(failure, stamp_now(self), msg.execution_id, msg.task_id))
         self.get_logger().info(f"{failure.skill} failed [{failure.code}]: {failure.reason}")
-
-    @staticmethod
-    def _object_of(skill: str, scene) -> str:
-        """The object a skill call acts on: its first argument that is an object in the map."""
-        try:
-            _, args = parse_call(skill)
-        except SkillSyntaxError:
-            return ""
-        if scene is None:
-            return ""
-        return next((a for a in args if scene.has(a) and scene.entity(a).kind == "object"), "")
 
 
 def main() -> int:

@@ -275,9 +275,9 @@ class PerceptionNode(PlannerNode):
             if request.room not in self.scene.rooms():
                 response.success, response.message = False, self._unknown_room(request.room)
                 return response
-            items = [*self.scene.furniture(request.room), *self.scene.objects(request.room)]
+            items, relations = self.scene.room_contents(request.room)
             response.objects = [entity_to_msg(e, self.scene) for e in items]
-            response.relations = [r for e in self.scene.objects(request.room) for r in self.scene.relations(e.id)]
+            response.relations = relations
             response.success = True
         return response
 

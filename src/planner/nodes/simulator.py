@@ -13,7 +13,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from std_msgs.msg import String
 
 from planner.action import Manipulate, Navigate
-from planner.backends.simulation import MANIPULATION_SECONDS, SimulatedWorld, load_scenario
+from planner.backends.simulation import HANG, MANIPULATION_SECONDS, SimulatedWorld, load_scenario
 from planner.core.scene_graph import RobotSnapshot
 from planner.msg import Detection3DArray, RobotState
 from planner.nodes.common import (LATCHED, RELIABLE, PlannerNode, frame_to_msg, main_for, pose_from_msg,
@@ -27,7 +27,7 @@ class SimulatorNode(PlannerNode):
     def __init__(self, config=None):
         super().__init__("simulator", config)
         loaded = load_scenario(self.config.path(self.config.scenario))
-        self.sim = SimulatedWorld(loaded.world, list(loaded.scenario.events))
+        self.sim = SimulatedWorld(loaded.world, list(loaded.scenario.events), now=seconds(stamp_now(self)))
         self.time_scale = self.config.simulator.time_scale
         self.lock = threading.RLock()       # guards self.sim
         self.busy = threading.Lock()        # one motion at a time: base or arms
@@ -60,9 +60,11 @@ class SimulatorNode(PlannerNode):
         TF would hold on a robot), so perception can place it in the map."""
         with self.lock:
             stamp = stamp_now(self)
+            self.sim.now = seconds(stamp)
             self._publish_state(stamp)
             frame = self.sim.camera_view(seconds(stamp))
-        self.detections_pub.publish(frame_to_msg(frame, stamp))
+        if frame is not None:  # None: detections drop out (a fault)
+            self.detections_pub.publish(frame_to_msg(frame, stamp))
 
     def _publish_world(self) -> None:
         """State first, then what the camera sees, then ground truth for observers and tests."""
@@ -99,6 +101,8 @@ class SimulatorNode(PlannerNode):
             goal = pose_from_msg(goal_handle.request.goal)
             result = Navigate.Result()
             with self.lock:
+                self.sim.now = seconds(stamp_now(self))
+                self._announce(self.sim.start_command("navigate", ""))
                 route = self.sim.plan_route(goal)
             if not hasattr(route, "waypoints"):
                 goal_handle.abort()
@@ -106,15 +110,22 @@ class SimulatorNode(PlannerNode):
                 return result
             speed = self.sim.world.robot.speed_mps
             travelled = 0.0
-            while travelled < route.length:
+            while travelled < route.drive_length:
                 if not self._sleep(NAVIGATION_TICK_S * self.time_scale, goal_handle):
                     goal_handle.canceled()
                     result.code, result.detail = "CANCELED", "navigation canceled"
                     return result
-                travelled = min(route.length, travelled + speed * NAVIGATION_TICK_S * self.time_scale)
+                travelled = min(route.drive_length, travelled + speed * NAVIGATION_TICK_S * self.time_scale)
                 with self.lock:
                     self.sim.set_robot_pose(route.pose_at(travelled))
                 goal_handle.publish_feedback(Navigate.Feedback(distance_remaining=float(route.length - travelled)))
+            if route.abort_at is not None:
+                with self.lock:
+                    outcome = self.sim.abort(route)
+                self._publish_world()
+                goal_handle.abort()
+                result.code, result.detail = outcome.code, outcome.detail
+                return result
             with self.lock:
                 fired = self.sim.arrive(goal)
             self._announce(fired)
@@ -131,7 +142,8 @@ class SimulatorNode(PlannerNode):
             request = goal_handle.request
             point = (request.point.x, request.point.y, request.point.z)
             with self.lock:
-                fired = self.sim.start_command(request.operation, request.object_id)
+                self.sim.now = seconds(stamp_now(self))
+                fired = self.sim.start_command(request.operation, request.object_id or request.target_id)
             if fired:
                 self._announce(fired)
                 self._publish_world()
@@ -143,6 +155,11 @@ class SimulatorNode(PlannerNode):
                 # Commands without a point (retreat, release) carry zeros.
                 outcome = self.sim.manipulate(request.operation, request.arm, request.object_id, request.target_id,
                                               point if any(point) else None)
+            if outcome.code == HANG:  # a driver that stopped answering: only the executor's timeout ends it
+                while not goal_handle.is_cancel_requested:
+                    time.sleep(NAVIGATION_TICK_S)
+                goal_handle.canceled()
+                return Manipulate.Result(success=False, code="CANCELED", detail=outcome.detail)
             result = Manipulate.Result(success=outcome.success, code=outcome.code, detail=outcome.detail)
             self._publish_world()
             goal_handle.succeed() if outcome.success else goal_handle.abort()

@@ -14,7 +14,7 @@ from planner.action import ExecuteCommands, ExecuteSkill
 from planner.core.files import InputError
 from planner.core.react import FailureInfo
 from planner.config import load_skill_planner
-from planner.core.skills import SkillSyntaxError
+from planner.core.skills import SkillRefused
 from planner.msg import ExecutionEvent, FailureMessage
 from planner.nodes.common import (RELIABLE, ActionCall, CallFailed, PlannerNode, call_service, command_to_msg,
                                   failure_to_msg, main_for, scene_from_msg, stamp_now)
@@ -79,17 +79,10 @@ class SkillPlannerNode(PlannerNode):
             reply = call_service(self.scene_client, GetSceneGraph.Request(), timeout_s=5.0)
         except CallFailed as error:
             return self._refuse(goal_handle, execution_id, "PERCEPTION_UNAVAILABLE", str(error))
-        scene = scene_from_msg(reply.graph, reply.robot)
-        if scene.robot is None:
-            return self._refuse(goal_handle, execution_id, "ROBOT_STATE_UNKNOWN", "no robot state has been received yet")
         try:
-            call = self.planner.parse(goal.skill, scene)
-        except SkillSyntaxError as error:
-            return self._refuse(goal_handle, execution_id, "INVALID_SKILL", str(error))
-        check = self.planner.check_preconditions(call, scene)
-        if not check.ok:
-            return self._refuse(goal_handle, execution_id, check.code, check.reason)
-        commands = self.planner.decompose(call, scene)
+            call, commands = self.planner.plan(goal.skill, scene_from_msg(reply.graph, reply.robot))
+        except SkillRefused as refusal:
+            return self._refuse(goal_handle, execution_id, refusal.code, refusal.reason)
         action = ActionCall(self.executor_client, "/executor/execute_commands")
         self.calls[execution_id] = action
         request = ExecuteCommands.Goal(execution_id=execution_id, task_id=goal.task_id, skill=str(call),

@@ -1,0 +1,162 @@
+"""The whole robot in one process, on simulated time: the built-in simulator's world, the scene
+graph fed by its camera, skills planned, executed and watched with the same core code as the
+nodes, failures described by the controller and explained from the case memory.
+
+The ROS stack runs these parts as nodes on wall-clock time; here simulated seconds pass only
+when the robot does something, so a task takes as long as its LLM calls, and a seed gives the
+same world outcome every time (the task benchmark runs on it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from planner.backends.simulation import HANG, MANIPULATION_SECONDS, Route, ScenarioEvent, SimulatedWorld
+from planner.core.controller import ExecutionEventInfo, describe_failure, object_of
+from planner.core.explainer import CaseMemory
+from planner.core.observations import entity_text, found_text, robot_text, room_contents_text, rooms_text
+from planner.core.react import FailureInfo, Observation, SkillResult, SuggestionInfo
+from planner.core.scene_graph import RobotSnapshot, SceneGraph
+from planner.core.skills import Command, SkillPlanner, SkillRefused
+from planner.core.world import World
+
+LOOK_SECONDS = 1.0      # simulated time a perception call takes (the robot looks while it thinks)
+
+
+@dataclass
+class RobotLog:
+    """What the robot did in an episode, for the benchmark."""
+    skills: list[str] = field(default_factory=list)
+    failures: list[FailureInfo] = field(default_factory=list)
+    suggestions: list[SuggestionInfo] = field(default_factory=list)
+    commands: int = 0
+
+
+class SimulatedRobot:
+    """planner.core.react.Tools over the built-in simulator, in process."""
+
+    def __init__(self, world: World, events: list[ScenarioEvent], skills: SkillPlanner,
+                 memory: CaseMemory | None = None, request: str = ""):
+        self.sim = SimulatedWorld(world, list(events))
+        self.graph = SceneGraph.from_world(world)
+        self.skills = skills
+        self.memory = memory
+        self.request = request
+        self.log = RobotLog()
+        self.camera_period_s = 1.0 / world.robot.camera.rate_hz
+        self._last_frame = -math.inf
+        self._look()
+
+    @property
+    def clock(self) -> float:
+        return self.sim.now
+
+    # ---- time and the camera ----------------------------------------------------------------
+    def _robot_state(self) -> None:
+        sim = self.sim
+        self.graph.set_robot(RobotSnapshot(sim.robot, sim.robot_room, list(sim.held), dict(sim.held)))
+
+    def _look(self) -> None:
+        """The robot state and one camera frame at the current time."""
+        self._robot_state()
+        frame = self.sim.camera_frame(self.sim.now)
+        if frame is not None:
+            self.graph.fuse(frame)
+        self._last_frame = self.sim.now
+
+    def _pass(self, seconds: float) -> None:
+        """Let simulated time pass with the robot still, the camera sending frames at its rate."""
+        end = self.sim.now + seconds
+        while self._last_frame + self.camera_period_s <= end:
+            self.sim.now = self._last_frame + self.camera_period_s
+            self._look()
+        self.sim.now = end
+        self._robot_state()
+
+    def _drive(self, route: Route) -> None:
+        """Along the route at the robot's speed, seeing what the camera sees on the way."""
+        speed = self.sim.world.robot.speed_mps
+        start = self.sim.now
+        duration = route.drive_length / speed
+        while self._last_frame + self.camera_period_s <= start + duration:
+            self.sim.now = self._last_frame + self.camera_period_s
+            self.sim.set_robot_pose(route.pose_at((self.sim.now - start) * speed))
+            self._look()
+        self.sim.now = start + duration
+
+    # ---- Tools --------------------------------------------------------------------------------
+    def scene(self) -> SceneGraph:
+        return self.graph
+
+    def perceive(self, name: str, args: list[str]) -> Observation:
+        self._pass(LOOK_SECONDS)
+        graph = self.graph
+        if name == "get_rooms":
+            return Observation(rooms_text(graph.rooms()))
+        if name == "get_robot_state":
+            return Observation(robot_text(graph.robot), [graph.robot.room])
+        if name == "get_objects_in_room":
+            if args[0] not in graph.rooms():
+                return Observation(f"unknown room {args[0]!r}; rooms: {', '.join(graph.rooms())}")
+            items, relations = graph.room_contents(args[0])
+            return Observation(room_contents_text(args[0], items, relations), [e.id for e in items])
+        if name == "get_object":
+            if not graph.has(args[0]):
+                return Observation(f"unknown object {args[0]!r}")
+            return Observation(entity_text(graph.entity(args[0]), graph.relations(args[0])), [args[0]])
+        if name == "find_objects":
+            found = graph.find(args[0])
+            return Observation(found_text(args[0], found), [e.id for e in found])
+        return Observation(f"unknown perception action {name}")
+
+    def execute_skill(self, text: str) -> SkillResult:
+        self.log.skills.append(text)
+        try:
+            call, commands = self.skills.plan(text, self.graph)
+        except SkillRefused as refusal:
+            return self._failed(text, "preconditions", 0, 0, "refused", refusal.code, refusal.reason)
+        for index, command in enumerate(commands):
+            self.log.commands += 1
+            code, detail = self._run(command)
+            self._look()
+            if code:
+                return self._failed(str(call), command.name, index, len(commands), "failed", code, detail)
+        return SkillResult(True, f"{call} succeeded ({', '.join(c.name for c in commands)})")
+
+    def _run(self, command: Command) -> tuple[str, str]:
+        """One command on the simulator: ("", detail) when it succeeded, else (code, detail)."""
+        sim = self.sim
+        sim.start_command(command.name, command.object_id or command.target_id)
+        if command.name == "navigate":
+            route = sim.plan_route(command.base_pose)
+            if not isinstance(route, Route):
+                return route.code, route.detail
+            self._drive(route)
+            if route.abort_at is not None:
+                outcome = sim.abort(route)
+                return outcome.code, outcome.detail
+            sim.arrive(command.base_pose)
+            return "", "arrived"
+        self._pass(MANIPULATION_SECONDS.get(command.name, 0.0))
+        outcome = sim.manipulate(command.name, command.arm, command.object_id, command.target_id, command.point)
+        if outcome.code == HANG:  # the executor gives up after the command's timeout
+            self._pass(max(command.timeout_s - MANIPULATION_SECONDS.get(command.name, 0.0), 0.0))
+            return "TIMEOUT", f"{command.name} gave no answer within {command.timeout_s:.0f} s"
+        return ("", outcome.detail) if outcome.success else (outcome.code, outcome.detail)
+
+    def _failed(self, skill: str, command: str, index: int, total: int, state: str, code: str, detail: str) -> SkillResult:
+        event = ExecutionEventInfo("episode", "task", skill, command, index, total, state, code, detail)
+        failure = describe_failure(event, self.graph, object_of(skill, self.graph))
+        if code == "OBJECT_NOT_FOUND" and failure.context.get("object"):
+            # As the perception node does on the controller's message: stop trusting that place.
+            self.graph.mark_missing(failure.context["object"]["id"])
+        self.log.failures.append(failure)
+        return SkillResult(False, failure.reason, failure)
+
+    def explain(self, failure: FailureInfo) -> SuggestionInfo | None:
+        if self.memory is None:
+            return None
+        suggestion = self.memory.suggest(failure, self.request)
+        self.log.suggestions.append(suggestion)
+        return suggestion
