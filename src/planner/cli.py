@@ -226,6 +226,62 @@ def bench_perception(args) -> int:
     return 0
 
 
+def bench_tasks(args) -> int:
+    from planner.backends.embeddings import SentenceEmbedder
+    from planner.backends.llm import open_policy
+    from planner.backends.model_store import ModelError
+    from planner.bench import tasks
+    from planner.bench.suite import load_suite
+    from planner.config import load_config
+    from planner.core.explainer import CaseMemory, load_cases
+    from planner.core.react import PolicyError
+    from planner.core.skills import load_skill_library
+
+    config = load_config(args.config)
+    suite = load_suite(_suite_path(args.suite, config))
+    library = load_skill_library(config.path(config.skills))
+    settings = config.planner.model_copy(update={"confirm_timeout_s": 0.0, "robot_state_wait_s": 0.0})
+    llm = config.llm.model_copy(update={"provider": args.llm, **({"base_url": args.base_url} if args.base_url else {}),
+                                        **({"model": args.model} if args.model else {})}).resolved()
+    server = None
+    policy = None
+    if llm.provider != "scripted":
+        try:
+            policy, server = open_policy(llm)
+        except (PolicyError, ModelError) as error:
+            print(f"error: no LLM: {error}", file=sys.stderr)
+            return 1
+    model = llm.embedded.model if llm.provider == "embedded" else llm.model if llm.provider == "openai" else "task scripts"
+    memory = None
+    if args.explainer == "on":
+        print("loading the explainer's failure cases and embedding model ...", file=sys.stderr, flush=True)
+        memory = CaseMemory(load_cases(config.path(config.failure_cases)), SentenceEmbedder(),
+                            config.explainer.threshold, config.explainer.top_k)
+    name = args.name or f"tasks-{suite.suite.name}-{llm.provider}" + (f"-{args.faults}-faults" if args.faults != "none" else "")
+    setup = tasks.BenchSetup(suite, library, settings, policy, memory, args.faults, args.seed)
+    header = {"llm": {"backend": llm.provider, "model": model, "base_url": llm.base_url if llm.provider == "openai" else ""},
+              "explainer": args.explainer}
+    show = (lambda step: print(format_step(step.kind, step.text), file=sys.stderr, flush=True)) if args.verbose else None
+    try:
+        results = tasks.run(setup, Path(args.out), name, args.repeat, header, args.tasks, args.resume,
+                            progress=lambda line: print(line, file=sys.stderr, flush=True), on_step=show)
+    except KeyboardInterrupt:
+        print(f"interrupted; the episodes so far are in {Path(args.out) / (name + '.json')} (--resume carries on)",
+              file=sys.stderr)
+        return 130
+    finally:
+        if server is not None:
+            server.stop()
+    print(Path(args.out, name + ".md").read_text())
+    return 0 if results["episodes"] else 1
+
+
+def _suite_path(suite: str, config) -> Path:
+    """A suite file, or the name of one in the installed config/tasks."""
+    path = Path(suite)
+    return path if path.suffix in (".yaml", ".yml") else config.path(f"tasks/{suite}.yaml")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="planner", description="LLM task planning for service robots on ROS 2")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -272,6 +328,26 @@ def main(argv: list[str] | None = None) -> int:
     perception.add_argument("--seed", type=int, default=0)
     perception.add_argument("--out", default="bench/results", help="folder for perception.json and perception.png")
     perception.set_defaults(run=bench_perception)
+    bench_tasks_parser = bench_sub.add_parser("tasks", help="carry out a task suite in fresh simulated homes and score "
+                                                            "each task by its success predicate")
+    bench_tasks_parser.add_argument("--suite", default="full", help="a suite file, or a name in config/tasks "
+                                                                   "(full, smoke)")
+    bench_tasks_parser.add_argument("--llm", choices=["embedded", "openai", "scripted"], default="embedded",
+                                    help="embedded llama.cpp model, an OpenAI-compatible endpoint, or each task's script")
+    bench_tasks_parser.add_argument("--base-url", help="endpoint for --llm openai (default: config / OPENAI_BASE_URL)")
+    bench_tasks_parser.add_argument("--model", help="model name for --llm openai")
+    bench_tasks_parser.add_argument("--faults", choices=["none", "task", "random"], default="none",
+                                    help="task: the faults each task lists; random: one fault per episode from --seed")
+    bench_tasks_parser.add_argument("--seed", type=int, default=0)
+    bench_tasks_parser.add_argument("--repeat", type=int, default=1, help="episodes per task")
+    bench_tasks_parser.add_argument("--tasks", nargs="+", help="only these task ids")
+    bench_tasks_parser.add_argument("--explainer", choices=["on", "off"], default="on")
+    bench_tasks_parser.add_argument("--config", help="stack config for LLM, planner, skills and explainer settings")
+    bench_tasks_parser.add_argument("--out", default="bench/results")
+    bench_tasks_parser.add_argument("--name", help="results file name (default: tasks-SUITE-LLM[-FAULTS-faults])")
+    bench_tasks_parser.add_argument("--resume", action="store_true", help="keep the episodes an interrupted run wrote")
+    bench_tasks_parser.add_argument("--verbose", action="store_true", help="print every step of every episode")
+    bench_tasks_parser.set_defaults(run=bench_tasks)
 
     args = parser.parse_args(argv)
     from planner.core.files import InputError

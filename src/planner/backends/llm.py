@@ -125,3 +125,26 @@ class EmbeddedServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def open_policy(settings, script_file: Path | None = None):
+    """The policy an LLMSettings (resolved) asks for, and the embedded server it started (stop it
+    when done), or raise PolicyError / ModelError / InputError saying why there is none."""
+    from planner.backends.model_store import MODELS, cache_dir, verified_model
+    from planner.core.files import load_yaml
+    from planner.core.react import ScriptedPolicy
+
+    if settings.provider == "scripted":
+        if script_file is None:
+            raise PolicyError("provider scripted needs llm.script: a YAML list of replies")
+        return ScriptedPolicy(load_yaml(script_file)), None
+    server = None
+    base_url = settings.base_url
+    if settings.provider == "embedded":
+        model_file = verified_model(MODELS[settings.embedded.model])
+        server = EmbeddedServer(model_file, settings.embedded.n_ctx, settings.embedded.threads,
+                                settings.embedded.startup_timeout_s, cache_dir() / "logs" / "llama-server.log")
+        base_url = server.start()
+    policy = OpenAICompatiblePolicy(base_url, settings.api_key, settings.model, settings.structured_output,
+                                    settings.timeout_s, settings.max_retries, settings.temperature, settings.max_tokens)
+    return policy, server

@@ -382,12 +382,13 @@ class SimulatedWorld:
         return max(candidates, key=lambda c: min((math.dist(c, p[:2]) for p in others), default=1.0))
 
     def _put_on(self, object_id: str, onto: str, xy: tuple[float, float]) -> None:
-        """Things put on furniture with a door or drawer go inside it."""
+        """Things put on furniture whose door or drawer is open go inside it, else on top."""
         surface = self._furniture[onto]
-        floor = surface.inner_floor_z if surface.openable else surface.top_z
+        inside = self.open_state.get(onto, False)
+        floor = surface.inner_floor_z if inside else surface.top_z
         self.positions[object_id] = (xy[0], xy[1], floor + self._sizes[object_id][2] / 2)
         self.support[object_id] = onto
-        if surface.openable:
+        if inside:
             self.inside.add(object_id)
         else:
             self.inside.discard(object_id)
@@ -466,12 +467,7 @@ class SimulatedWorld:
     def _place_approach(self, arm, object_id, target_id, point) -> Outcome:
         if self.held[arm] != object_id:
             return Outcome(False, "GRASP_LOST", f"the {arm} gripper is not holding {object_id}")
-        reach = self._within_reach(arm, target_id)
-        if not reach.success:
-            return reach
-        if not self.open_state.get(target_id, True):
-            return Outcome(False, "CONTAINER_CLOSED", f"{target_id} is closed")
-        return Outcome(True)
+        return self._within_reach(arm, target_id)
 
     def _release(self, arm, object_id, target_id, point) -> Outcome:
         if self.held[arm] != object_id:

@@ -6,6 +6,7 @@ import datetime
 import json
 import os
 import platform
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -32,7 +33,9 @@ def machine_info() -> dict:
 
 def write_results(results: dict, out_dir: Path, name: str, plot: Callable[[dict, Path], None]) -> tuple[Path, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    results = {"command": " ".join(["planner", *sys.argv[1:]]) if Path(sys.argv[0]).name == "planner" else None,
+    # `planner ...` or `python -m planner.cli ...`: the command that made these results.
+    by_cli = Path(sys.argv[0]).name == "planner" or sys.argv[0].endswith(("planner/cli.py", "planner.cli"))
+    results = {"command": shlex.join(["planner", *sys.argv[1:]]) if by_cli else None,
                "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), **results}
     json_path, plot_path = out_dir / f"{name}.json", out_dir / f"{name}.png"
     json_path.write_text(json.dumps(results, indent=1) + "\n")

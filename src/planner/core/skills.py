@@ -291,13 +291,6 @@ def _accessible(planner: SkillPlanner, scene: SceneGraph, object_id: str) -> Che
     return Check(True)
 
 
-def _open_if_openable(planner: SkillPlanner, scene: SceneGraph, target_id: str) -> Check:
-    """Putting something into a thing with a door or drawer needs it open."""
-    if scene.entity(target_id).state == "closed":
-        return Check(False, "CONTAINER_CLOSED", f"{target_id} is closed; OPEN({target_id}) first")
-    return Check(True)
-
-
 def _closed(planner: SkillPlanner, scene: SceneGraph, target_id: str) -> Check:
     if scene.entity(target_id).state == "open":
         return Check(False, "ALREADY_OPEN", f"{target_id} is already open")
@@ -318,7 +311,6 @@ def _hand_free(planner: SkillPlanner, scene: SceneGraph) -> Check:
 
 PRECONDITIONS: dict[str, Callable[..., Check]] = {
     "accessible": _accessible,
-    "open_if_openable": _open_if_openable,
     "closed": _closed,
     "is_open": _is_open,
     "hand_free": _hand_free,

@@ -12,13 +12,13 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from std_msgs.msg import String
 
 from planner.action import ExecuteSkill, ExecuteTask
-from planner.backends.llm import EmbeddedServer, OpenAICompatiblePolicy
-from planner.backends.model_store import MODELS, ModelError, cache_dir, verified_model
+from planner.backends.llm import EmbeddedServer, open_policy
+from planner.backends.model_store import ModelError
 from planner.config import load_skill_planner
-from planner.core.files import InputError, load_yaml
+from planner.core.files import InputError
 from planner.core.observations import entity_text, found_text, robot_text, room_contents_text, rooms_text
-from planner.core.react import (EpisodeResult, FailureInfo, Observation, PolicyError, ScriptedPolicy, SkillResult,
-                                SuggestionInfo, TaskPlanner, TraceStep)
+from planner.core.react import (EpisodeResult, FailureInfo, Observation, PolicyError, SkillResult, SuggestionInfo,
+                                TaskPlanner, TraceStep)
 from planner.msg import PlanStep
 from planner.nodes.common import (RELIABLE, ActionCall, CallFailed, PlannerNode, call_service, entity_from_msg,
                                   failure_from_msg, failure_to_msg, main_for, robot_from_msg, scene_from_msg,
@@ -131,22 +131,13 @@ class TaskPlannerNode(PlannerNode):
     def _make_policy(self):
         settings = self.config.llm.resolved()
         try:
-            if settings.provider == "scripted":
-                return ScriptedPolicy(load_yaml(self.config.path(settings.script)))
-            base_url = settings.base_url
-            if settings.provider == "embedded":
-                model_file = verified_model(MODELS[settings.embedded.model])
-                self.embedded = EmbeddedServer(model_file, settings.embedded.n_ctx, settings.embedded.threads,
-                                               settings.embedded.startup_timeout_s,
-                                               cache_dir() / "logs" / "llama-server.log")
-                base_url = self.embedded.start()
-                self.get_logger().info(f"embedded LLM {settings.embedded.model} serving at {base_url}")
-            return OpenAICompatiblePolicy(base_url, settings.api_key, settings.model, settings.structured_output,
-                                          settings.timeout_s, settings.max_retries, settings.temperature,
-                                          settings.max_tokens)
+            policy, self.embedded = open_policy(settings, self.config.path(settings.script) if settings.script else None)
         except (ModelError, PolicyError, InputError) as error:
             self.report("error", f"LLM unavailable: {error}")
             return UnavailablePolicy(f"LLM unavailable: {error}")
+        if self.embedded is not None:
+            self.get_logger().info(f"embedded LLM {settings.embedded.model} serving at {self.embedded.base_url}")
+        return policy
 
     def close(self) -> None:
         if self.embedded is not None:

@@ -1,0 +1,248 @@
+"""`planner bench tasks`: every task of a suite in a fresh simulated home, with the chosen LLM,
+faults and repeats; success judged by each task's predicate over the final world state.
+
+Each episode runs the planner core against the in-process simulated robot (simulated time, the
+same skill, controller and explainer code as the nodes), so a run is as fast as its LLM calls
+and a seed gives the same faults and world outcomes. Results are written after every task, so
+an interrupted run keeps what it measured and `--resume` carries on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from planner.backends.faults import GarbledPolicy, fault_events, random_faults
+from planner.backends.sim_robot import SimulatedRobot
+from planner.bench.common import machine_info, write_results
+from planner.bench.suite import TIERS, FinalState, LoadedSuite, Task, check, predicate_objects, starting_world
+from planner.core.explainer import CaseMemory
+from planner.core.react import Policy, PlannerSettings, ScriptedPolicy, TaskPlanner, TraceStep
+from planner.core.skills import RobotProfile, SkillLibrary, SkillPlanner
+
+# The RoBee paper (Llama 3 70B): success rate per tier and the number of tries behind it.
+ROBEE = {"simple": (0.90, 30), "moderate": (0.75, 20), "complex": (0.25, 10)}
+
+
+@dataclass
+class BenchSetup:
+    suite: LoadedSuite
+    library: SkillLibrary
+    settings: PlannerSettings
+    policy: Policy | None            # None: each task's own script (the scripted policy)
+    memory: CaseMemory | None        # None: explainer off
+    faults: str                      # none | task | random
+    seed: int
+
+
+def episode_rng(seed: int, task_id: str, repeat: int, purpose: str) -> random.Random:
+    """A generator of its own per task, repeat and purpose: adding a task or a fault draw
+    elsewhere does not change what this one gets."""
+    return random.Random(f"{seed}:{task_id}:{repeat}:{purpose}")
+
+
+def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[TraceStep], None] | None = None) -> dict:
+    world = starting_world(setup.suite.worlds[task.world], task.robot_at)
+    objects = predicate_objects(task.success, world)
+    if setup.faults == "task":
+        faults = task.faults
+    elif setup.faults == "random":
+        faults = random_faults(episode_rng(setup.seed, task.id, repeat, "kind"), objects)
+    else:
+        faults = []
+    events, garbage_calls = fault_events(faults, world, objects, episode_rng(setup.seed, task.id, repeat, "where"))
+    skills = SkillPlanner(setup.library, RobotProfile(world.robot.arms, world.robot.reach_m, world.robot.standoff_m))
+    robot = SimulatedRobot(world, events, skills, setup.memory, task.request)
+    policy = setup.policy if setup.policy is not None else ScriptedPolicy(task.script)
+    if garbage_calls:
+        policy = GarbledPolicy(policy, garbage_calls, episode_rng(setup.seed, task.id, repeat, "garbage"))
+    trace: list[list[str]] = []
+
+    def record(step: TraceStep) -> None:
+        trace.append([step.kind, step.text])
+        if on_step:
+            on_step(step)
+
+    planner = TaskPlanner(policy, robot, skills, setup.settings, record)
+    started = time.monotonic()
+    try:
+        result = planner.run(task.request)
+        outcome, steps, summary = result.outcome, result.steps, result.summary
+        calls, prompt, completion = result.llm_calls, result.prompt_tokens, result.completion_tokens
+    except Exception as error:  # a crash is a failed episode with its reason; the run goes on
+        trace.append(["error", traceback.format_exc()])
+        outcome, steps, summary, calls, prompt, completion = "error", 0, f"internal error: {error!r}", 0, 0, 0
+    success, verdict = check(task.success, FinalState(robot.sim, outcome))
+    failures = robot.log.failures
+    return {
+        "task": task.id, "tier": task.tier, "world": task.world, "repeat": repeat, "request": task.request,
+        "success": success, "verdict": verdict, "outcome": outcome, "summary": summary, "steps": steps,
+        "llm_calls": calls, "prompt_tokens": prompt, "completion_tokens": completion,
+        "seconds": round(time.monotonic() - started, 2), "sim_seconds": round(robot.clock, 1),
+        "skills": len(robot.log.skills), "commands": robot.log.commands,
+        "failures": [f"{f.skill} [{f.code}] {f.reason}" for f in failures],
+        # A replan: the planner chose again after a failed skill; a recovery: it then succeeded.
+        "replans": _replans(trace),
+        "recovered": bool(failures) and success,
+        "faults": [fault.model_dump(exclude_defaults=True) for fault in faults],
+        "world_events": list(robot.sim.log), "garbage_calls": sorted(garbage_calls),
+        "trace": trace,
+    }
+
+
+def _replans(trace: list[list[str]]) -> int:
+    kinds = [kind for kind, _ in trace]
+    return sum(1 for i, kind in enumerate(kinds) if kind == "failure" and "thought" in kinds[i + 1:])
+
+
+def summarize(episodes: list[dict]) -> dict:
+    def stats(group: list[dict]) -> dict:
+        if not group:
+            return {"episodes": 0}
+        with_failures = [e for e in group if e["failures"]]
+        return {
+            "episodes": len(group), "successes": sum(e["success"] for e in group),
+            "success_rate": round(sum(e["success"] for e in group) / len(group), 3),
+            "mean_steps": round(statistics.mean(e["steps"] for e in group), 2),
+            "mean_llm_calls": round(statistics.mean(e["llm_calls"] for e in group), 2),
+            "mean_prompt_tokens": round(statistics.mean(e["prompt_tokens"] for e in group)),
+            "mean_completion_tokens": round(statistics.mean(e["completion_tokens"] for e in group)),
+            "mean_seconds": round(statistics.mean(e["seconds"] for e in group), 2),
+            "seconds_per_step": round(sum(e["seconds"] for e in group) / max(sum(e["steps"] for e in group), 1), 2),
+            "replans": sum(e["replans"] for e in group),
+            "episodes_with_failures": len(with_failures),
+            "recoveries": sum(e["recovered"] for e in group),
+            "outcomes": {o: sum(e["outcome"] == o for e in group) for o in sorted({e["outcome"] for e in group})},
+        }
+    return {"all": stats(episodes), **{tier: stats([e for e in episodes if e["tier"] == tier]) for tier in TIERS}}
+
+
+def world_outcomes(results: dict) -> list[tuple]:
+    """What must be equal between two runs with the same seed and the same replies."""
+    return [(e["task"], e["repeat"], e["success"], e["verdict"], tuple(e["world_events"])) for e in results["episodes"]]
+
+
+def run(setup: BenchSetup, out_dir: Path, name: str, repeat: int, header: dict, only: list[str] | None = None,
+        resume: bool = False, progress: Callable[[str], None] = print,
+        on_step: Callable[[TraceStep], None] | None = None) -> dict:
+    tasks = [t for t in setup.suite.suite.tasks if not only or t.id in only]
+    if setup.policy is None:
+        unscripted = [t.id for t in tasks if not t.script]
+        if unscripted:
+            progress(f"skipping {len(unscripted)} task(s) without a script: {', '.join(unscripted)}")
+            tasks = [t for t in tasks if t.script]
+    results = {"benchmark": "tasks", "machine": machine_info(), "suite": setup.suite.suite.name,
+               "suite_file": str(setup.suite.path), "faults": setup.faults, "seed": setup.seed, "repeat": repeat,
+               **header, "reference": {"robee_llama3_70b": {t: {"success_rate": r, "tries": n} for t, (r, n) in ROBEE.items()}},
+               "complete": False, "episodes": []}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    partial = out_dir / f"{name}.json"
+    done: dict[tuple[str, int], dict] = {}
+    if resume and partial.exists():
+        previous = json.loads(partial.read_text())
+        if (previous.get("suite"), previous.get("faults"), previous.get("seed"), previous.get("llm")) == \
+                (results["suite"], results["faults"], results["seed"], results.get("llm")):
+            done = {(e["task"], e["repeat"]): e for e in previous["episodes"]}
+            progress(f"resuming: {len(done)} episode(s) already in {partial}")
+    total = len(tasks) * repeat
+    started = time.monotonic()
+    for number, (r, task) in enumerate(((r, t) for r in range(repeat) for t in tasks), start=1):
+        episode = done.get((task.id, r))
+        if episode is None:
+            episode = run_episode(setup, task, r, on_step)
+            results["episodes"].append(episode)
+            _write_atomic(partial, results)
+        else:
+            results["episodes"].append(episode)
+        elapsed = time.monotonic() - started
+        left = elapsed / number * (total - number)
+        faults = ", ".join(f["kind"] for f in episode["faults"]) or "none"
+        progress(f"[{number:>3}/{total}] {task.id:<6} {task.tier:<8} {'ok  ' if episode['success'] else 'FAIL'} "
+                 f"{episode['outcome']:<16} {episode['steps']:>2} steps {episode['llm_calls']:>2} calls "
+                 f"{episode['prompt_tokens']:>6}+{episode['completion_tokens']:<5} tokens {episode['seconds']:>6.1f} s "
+                 f"faults: {faults:<18} (about {left / 60:.0f} min left)")
+    results["summary"] = summarize(results["episodes"])
+    results["complete"] = True
+    json_path, plot_path = write_results(results, out_dir, name, plot)
+    report_path = out_dir / f"{name}.md"
+    report_path.write_text(report(json.loads(json_path.read_text())))
+    progress(f"results: {json_path}\nplot:    {plot_path}\nreport:  {report_path}")
+    return results
+
+
+def _write_atomic(path: Path, data: dict) -> None:
+    scratch = path.with_suffix(".json.tmp")
+    scratch.write_text(json.dumps(data, indent=1) + "\n")
+    os.replace(scratch, path)
+
+
+def report(results: dict) -> str:
+    summary = results["summary"]
+    llm = results.get("llm", {})
+    lines = [f"# Task benchmark: suite {results['suite']}, {llm.get('backend', '?')} {llm.get('model', '')}".rstrip(),
+             "", f"Command: `{results.get('command')}`  ", f"Machine: {results['machine']['cpu']}, "
+             f"{results['machine']['cores']} cores; faults: {results['faults']}, seed {results['seed']}, "
+             f"repeat {results['repeat']}", "",
+             "| tier | episodes | success | RoBee (Llama 3 70B) | steps | LLM calls | prompt + completion tokens | s / episode | s / step | replans | recoveries |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for tier in (*TIERS, "all"):
+        s = summary[tier]
+        if not s["episodes"]:
+            continue
+        robee = f"{ROBEE[tier][0]:.0%} ({ROBEE[tier][1]})" if tier in ROBEE else ""
+        lines.append(f"| {tier} | {s['episodes']} | {s['success_rate']:.0%} ({s['successes']}) | {robee} | {s['mean_steps']} "
+                     f"| {s['mean_llm_calls']} | {s['mean_prompt_tokens']} + {s['mean_completion_tokens']} "
+                     f"| {s['mean_seconds']} | {s['seconds_per_step']} | {s['replans']} "
+                     f"| {s['recoveries']} / {s['episodes_with_failures']} |")
+    failed = [e for e in results["episodes"] if not e["success"]]
+    if failed:
+        lines += ["", "## Failed episodes", ""]
+        lines += [f"- **{e['task']}** ({e['tier']}, {e['outcome']}): {e['request']} — {e['verdict']}" for e in failed]
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    summary = results["summary"]
+    tiers = [t for t in TIERS if summary[t]["episodes"]]
+    llm = results.get("llm", {})
+    fig, (rates, cost) = plt.subplots(1, 2, figsize=(12, 4.5))
+    x = range(len(tiers))
+    ours = [summary[t]["success_rate"] * 100 for t in tiers]
+    rates.bar([i - 0.2 for i in x], ours, 0.4, label=f"{llm.get('backend', '')} {llm.get('model', '')}".strip())
+    rates.bar([i + 0.2 for i in x], [ROBEE[t][0] * 100 for t in tiers], 0.4, label="RoBee paper (Llama 3 70B)", color="grey")
+    for i, value in zip(x, ours):
+        rates.text(i - 0.2, value + 1, f"{value:.0f}%", ha="center", fontsize=9)
+    rates.set_xticks(list(x), [f"{t}\n({summary[t]['episodes']} episodes)" for t in tiers])
+    rates.set_ylabel("success rate (%)")
+    rates.set_ylim(0, 110)
+    rates.set_title(f"Success per tier (faults: {results['faults']})")
+    rates.legend(loc="lower left", fontsize=8)
+    steps = [summary[t]["mean_steps"] for t in tiers]
+    calls = [summary[t]["mean_llm_calls"] for t in tiers]
+    cost.bar([i - 0.2 for i in x], steps, 0.4, label="steps")
+    cost.bar([i + 0.2 for i in x], calls, 0.4, label="LLM calls")
+    tokens = cost.twinx()
+    tokens.plot(list(x), [summary[t]["mean_prompt_tokens"] / 1000 for t in tiers], "o-", color="tab:red",
+                label="prompt tokens (k)")
+    tokens.set_ylabel("prompt tokens per episode (thousands)")
+    cost.set_xticks(list(x), tiers)
+    cost.set_ylabel("per episode")
+    cost.set_title("Cost per episode")
+    cost.legend(loc="upper left", fontsize=8)
+    tokens.legend(loc="upper right", fontsize=8)
+    fig.suptitle(f"planner bench tasks: suite {results['suite']} on {results['machine']['cpu']}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
