@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from planner.backends.faults import OBJECT_FAULTS, Fault
 from planner.backends.simulation import SimulatedWorld
-from planner.core.files import InputError, exactly_one, load_yaml
+from planner.core.files import InputError, describe_validation_error, exactly_one, load_yaml
 from planner.core.geometry import approach_pose
 from planner.core.world import World, load_world
 
@@ -200,7 +200,7 @@ def _located(loc: tuple, data: object) -> str:
                     parts[-1] += f" ({tasks[part]['id']})"
         else:
             parts.append(str(part))
-    return ".".join(parts) or "(top level)"
+    return ".".join(parts)
 
 
 def load_suite(path: str | Path) -> LoadedSuite:
@@ -209,7 +209,7 @@ def load_suite(path: str | Path) -> LoadedSuite:
     try:
         suite = Suite.model_validate(data)
     except ValidationError as error:
-        raise InputError("\n".join(f"{path}: {_located(e['loc'], data)}: {e['msg']}" for e in error.errors())) from None
+        raise InputError(describe_validation_error(str(path), error, lambda loc: _located(loc, data))) from None
     worlds: dict[str, World] = {}
     for name, relative in suite.worlds.items():
         try:

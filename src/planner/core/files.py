@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, TypeVar
@@ -33,11 +33,13 @@ def bulk_allocation() -> Iterator[None]:
             gc.enable()
 
 
-def describe_validation_error(source: str, error: ValidationError) -> str:
+def describe_validation_error(source: str, error: ValidationError, locate: Callable[[tuple], str] | None = None) -> str:
+    """One line per problem: `source: where: what`; a check of the whole file names no field."""
     lines = []
     for item in error.errors():
-        where = ".".join(str(part) for part in item["loc"]) or "(top level)"
-        lines.append(f"{source}: {where}: {item['msg']}")
+        where = locate(item["loc"]) if locate else ".".join(str(part) for part in item["loc"])
+        message = item["msg"].removeprefix("Value error, ")
+        lines.append(f"{source}: {where}: {message}" if where else f"{source}: {message}")
     return "\n".join(lines)
 
 

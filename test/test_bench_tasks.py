@@ -1,0 +1,160 @@
+"""The task benchmark: suite files, success predicates over the final world state, the scripted
+smoke suite through the command line, and determinism of faults and outcomes."""
+
+import json
+import random
+
+import pytest
+import yaml
+
+from conftest import CONFIG
+from planner.backends.faults import FAULT_KINDS, fault_events
+from planner.backends.simulation import SimulatedWorld
+from planner.bench.suite import FinalState, Predicate, check, load_suite, predicate_objects
+from planner.bench.tasks import world_outcomes
+from planner.cli import main
+from planner.core.files import InputError
+from planner.core.geometry import Pose2D
+
+FULL = CONFIG / "tasks" / "full.yaml"
+SMOKE = CONFIG / "tasks" / "smoke.yaml"
+
+
+def test_the_full_suite_has_three_tiers_over_two_homes_and_every_fault_compiles():
+    loaded = load_suite(FULL)
+    tasks = loaded.suite.tasks
+    tiers = {tier: sum(t.tier == tier for t in tasks) for tier in ("simple", "moderate", "complex")}
+    assert len(tasks) >= 60 and min(tiers.values()) >= 15
+    apartment = loaded.worlds["apartment"]
+    assert len(apartment.rooms) >= 6 and len(apartment.objects) >= 60
+    assert any(f.openable == "door" for f in apartment.furniture) and any(f.openable == "drawer" for f in apartment.furniture)
+    assert {f.kind for t in tasks for f in t.faults} == set(FAULT_KINDS)
+    for task in tasks:
+        world = loaded.worlds[task.world]
+        fault_events(task.faults, world, predicate_objects(task.success, world), random.Random(0))
+
+
+def final_state(world, outcome="succeeded") -> FinalState:
+    return FinalState(SimulatedWorld(world), outcome)
+
+
+def holds(predicate: dict, state: FinalState) -> bool:
+    return check(Predicate.model_validate(predicate), state)[0]
+
+
+def test_predicates_judge_where_things_are_what_is_held_and_what_was_reported(world):
+    state = final_state(world)
+    sim = state.sim
+    assert holds({"object_on": {"object": "bottle", "target": "table", "room": "kitchen"}}, state)
+    assert not holds({"object_on": {"object": "bottle", "target": "table", "room": "bedroom"}}, state)
+    sim.move_object("bottle_1", "table_3")
+    assert holds({"object_on": {"object": "bottle_1", "room": "bedroom"}}, state)
+    ok, verdict = check(Predicate.model_validate({"object_on": {"object": "bottle", "target": "counter"}}), state)
+    assert not ok and verdict == "bottle on counter: no; bottle_1 on table_3"
+    sim.held["left"] = "cup_1"
+    assert holds({"holding": "cup"}, state) and holds({"holding": "cup_1"}, state) and not holds({"holding": "bottle"}, state)
+    sim.set_robot_pose(Pose2D(3.0, 3.0, 0.0))
+    assert holds({"all_of": [{"robot_in": "kitchen"}, {"not": {"robot_in": "bedroom"}}]}, state)
+    assert holds({"any_of": [{"holding": "book"}, {"robot_in": "kitchen"}]}, state)
+    assert not holds({"gave_up": True}, state) and holds({"gave_up": True}, final_state(world, "impossible"))
+
+
+def test_inside_means_behind_the_door(world):
+    apartment = load_suite(FULL).worlds["apartment"]
+    state = final_state(apartment)
+    assert holds({"object_on": {"object": "milk", "target": "fridge", "inside": True}}, state)
+    assert not holds({"object_on": {"object": "apple", "target": "fridge"}}, state)
+    state.sim.move_object("apple_1", "fridge_1")  # someone puts it on top of the closed fridge
+    assert holds({"object_on": {"object": "apple", "target": "fridge"}}, state)
+    assert not holds({"object_on": {"object": "apple", "target": "fridge", "inside": True}}, state)
+
+
+def write_suite(tmp_path, edit) -> str:
+    data = yaml.safe_load(SMOKE.read_text())
+    data["worlds"] = {name: str(CONFIG / "tasks" / path) for name, path in data["worlds"].items()}
+    edit(data)
+    path = tmp_path / "suite.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["tasks"][2]["success"]["object_on"].update(target="tabel"),
+     "tasks[2] (moved).success.object_on.target: unknown furniture id or label 'tabel'"),
+    (lambda d: d["tasks"][0].update(tier="easy"), "tasks[0] (slip).tier: Input should be 'simple', 'moderate' or 'complex'"),
+    (lambda d: d["tasks"][1].update(world="castle"), "tasks[1] (garbage).world: unknown world 'castle'"),
+    (lambda d: d["tasks"][2]["faults"][0].update(object="bottle_7"), "tasks[2] (moved).faults[0].object: unknown object 'bottle_7'"),
+    (lambda d: d["tasks"][3]["success"]["all_of"][1].update(robot_in="attic"),
+     "tasks[3] (aborted).success.all_of[1].robot_in: unknown room 'attic'"),
+    (lambda d: d["tasks"][5].update(success={"gave_up": True, "holding": "hat"}),
+     "tasks[5] (umbrella).success: set exactly one of"),
+    (lambda d: d["tasks"][4].update(id="slip"), "tasks[4] (slip).id: used by an earlier task"),
+    (lambda d: d["tasks"][5].update(faults=[{"kind": "grasp_slip"}]),
+     "tasks[5] (umbrella).faults[0].object: grasp_slip needs an object and the success predicate names none"),
+])
+def test_a_bad_suite_is_rejected_naming_the_file_the_task_and_the_field(tmp_path, edit, message):
+    path = write_suite(tmp_path, edit)
+    with pytest.raises(InputError) as error:
+        load_suite(path)
+    assert f"{path}: {message}" in str(error.value)
+
+
+def test_a_bad_world_is_named_through_the_suite(tmp_path):
+    world = tmp_path / "world.yaml"
+    world.write_text((CONFIG / "worlds" / "apartment.yaml").read_text()
+                     .replace("placed_on: stove_1, inside: false", "")
+                     .replace("{id: pan_1, label: pan, placed_on: stove_1,", "{id: pan_1, label: pan, placed_on: stove_1, inside: true,"))
+    path = write_suite(tmp_path, lambda d: d["worlds"].update(apartment=str(world)))
+    with pytest.raises(InputError) as error:
+        load_suite(path)
+    assert f"{path}: worlds.apartment: {world}: objects[15] (pan_1).inside: stove_1 has no door or drawer" in str(error.value)
+
+
+def test_the_smoke_suite_runs_from_the_command_line(tmp_path, capsys):
+    assert main(["bench", "tasks", "--suite", "smoke", "--llm", "scripted", "--faults", "task", "--explainer", "off",
+                 "--out", str(tmp_path)]) == 0
+    results = json.loads((tmp_path / "tasks-smoke-scripted-task-faults.json").read_text())
+    assert (tmp_path / "tasks-smoke-scripted-task-faults.png").stat().st_size > 10_000
+    episodes = {e["task"]: e for e in results["episodes"]}
+    assert all(e["success"] for e in episodes.values()), [e["verdict"] for e in episodes.values()]
+    assert results["complete"] and results["summary"]["all"]["success_rate"] == 1.0
+    # The faults happened, and the planner replanned around them.
+    assert episodes["moved"]["world_events"] == ["external agent moved bottle_1 onto table_2"]
+    assert "[OBJECT_NOT_FOUND]" in episodes["moved"]["failures"][0] and episodes["moved"]["recovered"]
+    assert "[GRASP_LOST]" in episodes["slip"]["failures"][0]
+    assert "[NAVIGATION_ABORTED]" in episodes["aborted"]["failures"][0]
+    assert episodes["garbage"]["garbage_calls"] == [2]
+    assert any(kind == "error" and "invalid reply" in text for kind, text in episodes["garbage"]["trace"])
+    assert episodes["umbrella"]["outcome"] == "impossible"
+    report = (tmp_path / "tasks-smoke-scripted-task-faults.md").read_text()
+    assert "| moderate | 2 | 100% (2) | 75% (20) |" in report
+    progress = capsys.readouterr().err
+    assert "[  6/6] umbrella" in progress and "faults: object_moved" in progress
+
+
+def test_the_same_seed_gives_the_same_faults_and_world_outcomes(tmp_path):
+    def run(seed: int, name: str) -> dict:
+        main(["bench", "tasks", "--suite", "smoke", "--llm", "scripted", "--faults", "random", "--seed", str(seed),
+              "--repeat", "2", "--explainer", "off", "--out", str(tmp_path), "--name", name])
+        return json.loads((tmp_path / f"{name}.json").read_text())
+
+    first, again, other = run(11, "first"), run(11, "again"), run(12, "other")
+    faults = lambda results: [(e["task"], e["repeat"], e["faults"], e["garbage_calls"]) for e in results["episodes"]]  # noqa: E731
+    assert faults(first) == faults(again)
+    assert world_outcomes(first) == world_outcomes(again)
+    assert faults(first) != faults(other)
+    # Repeats draw their own faults: the two passes over the suite differ.
+    assert [f for f in faults(first) if f[1] == 0] != [(t, 0, fs, g) for t, _, fs, g in faults(first) if _ == 1]
+
+
+def test_an_interrupted_run_resumes_without_redoing_episodes(tmp_path):
+    args = ["bench", "tasks", "--suite", "smoke", "--llm", "scripted", "--explainer", "off", "--out", str(tmp_path),
+            "--name", "resumable"]
+    main([*args, "--tasks", "slip", "garbage"])
+    partial = json.loads((tmp_path / "resumable.json").read_text())
+    partial["episodes"][0]["verdict"] = "kept from the first run"
+    (tmp_path / "resumable.json").write_text(json.dumps(partial))
+    main([*args, "--resume"])
+    results = json.loads((tmp_path / "resumable.json").read_text())
+    assert [e["task"] for e in results["episodes"]] == ["slip", "garbage", "moved", "aborted", "fridge", "umbrella"]
+    assert results["episodes"][0]["verdict"] == "kept from the first run"
