@@ -28,7 +28,22 @@ def machine_info() -> dict:
         pass  # not Linux: platform's answer stands
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {"cpu": cpu, "cores": cores, "memory_gib": memory_gib, "python": platform.python_version(),
-            "platform": platform.platform()}
+            "platform": platform.platform(), "source": source_revision()}
+
+
+def source_revision() -> str:
+    """The git commit the code runs from (with "+changes" when the tree differs), or "" outside git."""
+    import subprocess
+
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True,
+                                timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                               capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return commit + ("+changes" if dirty else "")
 
 
 def write_results(results: dict, out_dir: Path, name: str, plot: Callable[[dict, Path], None]) -> tuple[Path, Path]:

@@ -220,7 +220,13 @@ class SkillPlanner:
         target = scene.entity(target_id)
         if target.kind == "room":
             return Pose2D(target.center[0], target.center[1], start.yaw)
-        return approach_pose(target.center, target.size, start.x, start.y, self.robot.standoff_m)
+        # From another room the robot comes in through a door: face the side towards the room's
+        # middle (furniture stands against walls), not the side towards where it is now.
+        seen_from = start
+        if target.room and scene.has(target.room) and scene.robot and scene.robot.room != target.room:
+            middle = scene.entity(target.room).center
+            seen_from = Pose2D(middle[0], middle[1], 0.0)
+        return approach_pose(target.center, target.size, seen_from.x, seen_from.y, self.robot.standoff_m)
 
 
 # ---- preconditions ---------------------------------------------------------------------------
