@@ -1,0 +1,53 @@
+"""Faults through the ROS stack: the simulator node aborts a navigation and leaves a grasp
+unanswered, the executor's per-command timeout ends it, and the controller names both."""
+
+import pytest
+import yaml
+
+from conftest import CONFIG, RosClient, wait_for, write_config
+from planner.action import ExecuteSkill
+from planner.config import load_config
+from planner.msg import FailureMessage
+from planner.stack import node_class
+
+NODES = ("simulator", "perception", "executor", "controller", "skill_planner")
+
+
+@pytest.fixture(scope="module")
+def stack(ros, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("faults")
+    scenario = directory / "scenario.yaml"
+    scenario.write_text(yaml.safe_dump({
+        "world": str(CONFIG / "worlds" / "kitchen_bedroom.yaml"),
+        "events": [{"trigger": {"command_started": {"command": "navigate"}}, "abort_navigation": {"after_fraction": 0.5}},
+                   {"trigger": {"command_started": {"command": "grasp", "object": "bottle_1"}},
+                    "hang_command": {"command": "grasp"}}]}))
+    skills = yaml.safe_load((CONFIG / "skills.yaml").read_text())
+    skills["command_timeouts_s"]["grasp"] = 2.0  # a short wait for the hung grasp
+    (directory / "skills.yaml").write_text(yaml.safe_dump(skills))
+    config = load_config(write_config(directory, scenario=str(scenario), skills=str(directory / "skills.yaml")))
+    client = RosClient("fault_client")
+    failures = client.collect(FailureMessage, "/controller/failure")
+    for name in NODES:
+        client.add(node_class(name)(config))
+    wait_for(lambda: client.node.count_publishers("/scene_graph") > 0)
+    yield client, failures
+    client.close()
+
+
+def skill(client, call: str):
+    return client.action(ExecuteSkill, "/skill_planner/execute_skill",
+                         ExecuteSkill.Goal(skill=call, task_id="faults", request="fetch the bottle"), timeout=60)
+
+
+def test_an_aborted_navigation_and_a_grasp_that_never_answers(stack):
+    client, failures = stack
+    aborted = skill(client, "GOTO(table_1)")
+    assert not aborted.success and aborted.failure.code == "NAVIGATION_ABORTED"
+    assert aborted.failure.reason.startswith("navigation stopped before the goal: the controller gave up")
+    assert skill(client, "GOTO(table_1)").success  # the fault fired once
+    hung = skill(client, "PICK(bottle_1, right)")
+    assert not hung.success and hung.failure.code == "TIMEOUT" and hung.failure.command == "grasp"
+    wait_for(lambda: {f.code for f in failures} >= {"NAVIGATION_ABORTED", "TIMEOUT"})
+    # The arm answers again: the next grasp works.
+    assert skill(client, "PICK(bottle_1, right)").success
