@@ -88,6 +88,7 @@ def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[T
         "seconds": round(time.monotonic() - started, 2), "sim_seconds": round(robot.clock, 1),
         "skills": len(robot.log.skills), "commands": robot.log.commands,
         "failures": [f"{f.skill} [{f.code}] {f.reason}" for f in failures],
+        "suggestions": [f"{s.text} ({', '.join(s.case_ids) or 'no case'})" for s in robot.log.suggestions],
         # A replan: the planner chose again after a failed skill; a recovery: it then succeeded.
         "replans": _replans(trace),
         "recovered": bool(failures) and success,
