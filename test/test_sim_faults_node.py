@@ -8,6 +8,7 @@ from conftest import CONFIG, RosClient, wait_for, write_config
 from planner.action import ExecuteSkill
 from planner.config import load_config
 from planner.msg import FailureMessage
+from planner.srv import GetRobotState
 from planner.stack import node_class
 
 NODES = ("simulator", "perception", "executor", "controller", "skill_planner")
@@ -31,6 +32,8 @@ def stack(ros, tmp_path_factory):
     for name in NODES:
         client.add(node_class(name)(config))
     wait_for(lambda: client.node.count_publishers("/scene_graph") > 0)
+    # Skills are refused until perception has the robot's state.
+    wait_for(lambda: client.call(GetRobotState, "/perception/get_robot_state", GetRobotState.Request()).state.room)
     yield client, failures
     client.close()
 
@@ -49,5 +52,8 @@ def test_an_aborted_navigation_and_a_grasp_that_never_answers(stack):
     hung = skill(client, "PICK(bottle_1, right)")
     assert not hung.success and hung.failure.code == "TIMEOUT" and hung.failure.command == "grasp"
     wait_for(lambda: {f.code for f in failures} >= {"NAVIGATION_ABORTED", "TIMEOUT"})
-    # The arm answers again: the next grasp works.
-    assert skill(client, "PICK(bottle_1, right)").success
+    # The hung grasp was canceled and the robot is free again; the arm answers, the next grasp works.
+    wait_for(lambda: not client.call(GetRobotState, "/perception/get_robot_state", GetRobotState.Request()).state.busy,
+             timeout=10)
+    again = skill(client, "PICK(bottle_1, right)")
+    assert again.success, again.failure.reason

@@ -214,6 +214,9 @@ def call_service(client, request, timeout_s: float = 5.0) -> Any:
     return wait_future(client.call_async(request), timeout_s, f"service {client.srv_name}")
 
 
+CANCEL_WAIT_S = 5.0   # how long a timed-out goal may take to end after its cancel
+
+
 class ActionCall:
     """Send one goal and wait for its result from a worker thread; cancel() from any thread."""
 
@@ -229,10 +232,17 @@ class ActionCall:
                                        10.0, f"action {self.name} goal")
         if not self.goal_handle.accepted:
             raise CallFailed(f"action {self.name} rejected the goal")
+        result = self.goal_handle.get_result_async()
         try:
-            return wait_future(self.goal_handle.get_result_async(), timeout_s, f"action {self.name}").result
+            return wait_future(result, timeout_s, f"action {self.name}").result
         except CallFailed:
+            # Cancel, and give the server a moment to wind the goal down, so that the next goal
+            # does not find the robot still busy with this one.
             self.cancel()
+            try:
+                wait_future(result, CANCEL_WAIT_S, f"action {self.name} cancel")
+            except CallFailed:
+                pass
             raise
 
     def cancel(self) -> None:
