@@ -197,11 +197,14 @@ def failure_from_msg(msg: FailureMessage) -> FailureInfo:
 
 
 # ---- waiting on ROS futures from worker threads ----------------------------------------------
-def wait_future(future, timeout_s: float, what: str) -> Any:
+def wait_future(future, timeout_s: float, what: str, give_up: bool = True) -> Any:
+    """The future's result; CallFailed after `timeout_s`, when the future is dropped unless
+    `give_up` is False (its answer is still wanted, e.g. an action result after a cancel)."""
     done = threading.Event()
     future.add_done_callback(lambda _: done.set())
     if not done.wait(timeout_s):
-        future.cancel()
+        if give_up:
+            future.cancel()
         raise CallFailed(f"{what}: no answer within {timeout_s:.0f} s")
     if future.exception() is not None:
         raise CallFailed(f"{what}: {future.exception()}")
@@ -234,7 +237,7 @@ class ActionCall:
             raise CallFailed(f"action {self.name} rejected the goal")
         result = self.goal_handle.get_result_async()
         try:
-            return wait_future(result, timeout_s, f"action {self.name}").result
+            return wait_future(result, timeout_s, f"action {self.name}", give_up=False).result
         except CallFailed:
             # Cancel, and give the server a moment to wind the goal down, so that the next goal
             # does not find the robot still busy with this one.
