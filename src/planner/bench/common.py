@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import datetime
-import json
 import os
 import platform
 import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
+
+from planner.core.files import write_json_atomic
 
 
 def machine_info() -> dict:
@@ -53,6 +54,6 @@ def write_results(results: dict, out_dir: Path, name: str, plot: Callable[[dict,
     results = {"command": shlex.join(["planner", *sys.argv[1:]]) if by_cli else None,
                "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), **results}
     json_path, plot_path = out_dir / f"{name}.json", out_dir / f"{name}.png"
-    json_path.write_text(json.dumps(results, indent=1) + "\n")
+    write_json_atomic(json_path, results, indent=1)  # it may replace an interrupted run's episodes
     plot(results, plot_path)
     return json_path, plot_path

@@ -10,7 +10,6 @@ an interrupted run keeps what it measured and `--resume` carries on.
 from __future__ import annotations
 
 import json
-import os
 import random
 import statistics
 import time
@@ -24,6 +23,7 @@ from planner.backends.sim_robot import SimulatedRobot
 from planner.bench.common import machine_info, write_results
 from planner.bench.suite import TIERS, FinalState, LoadedSuite, Task, check, predicate_objects, starting_world
 from planner.core.explainer import CaseMemory
+from planner.core.files import write_json_atomic
 from planner.core.react import Policy, PlannerSettings, ScriptedPolicy, TaskPlanner, TraceStep
 from planner.core.skills import RobotProfile, SkillLibrary, SkillPlanner
 
@@ -159,7 +159,7 @@ def run(setup: BenchSetup, out_dir: Path, name: str, repeat: int, header: dict, 
         if episode is None:
             episode = run_episode(setup, task, r, on_step)
             results["episodes"].append(episode)
-            _write_atomic(partial, results)
+            write_json_atomic(partial, results, indent=1)
         else:
             results["episodes"].append(episode)
         elapsed = time.monotonic() - started
@@ -176,12 +176,6 @@ def run(setup: BenchSetup, out_dir: Path, name: str, repeat: int, header: dict, 
     report_path.write_text(report(json.loads(json_path.read_text())))
     progress(f"results: {json_path}\nplot:    {plot_path}\nreport:  {report_path}")
     return results
-
-
-def _write_atomic(path: Path, data: dict) -> None:
-    scratch = path.with_suffix(".json.tmp")
-    scratch.write_text(json.dumps(data, indent=1) + "\n")
-    os.replace(scratch, path)
 
 
 def report(results: dict) -> str:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gc
+import json
 import math
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -41,6 +43,19 @@ def describe_validation_error(source: str, error: ValidationError, locate: Calla
         message = item["msg"].removeprefix("Value error, ")
         lines.append(f"{source}: {where}: {message}" if where else f"{source}: {message}")
     return "\n".join(lines)
+
+
+def write_json_atomic(path: Path, data: object, indent: int | None = None) -> None:
+    """Write JSON so that a reader (or a crash) sees the old file or the new one, never half of
+    one: a temporary file beside it, flushed to disk, renamed over it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(temporary, "w") as handle:
+        json.dump(data, handle, indent=indent)
+        handle.write("\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
 
 
 def load_yaml(path: Path) -> object:

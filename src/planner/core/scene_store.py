@@ -14,7 +14,7 @@ import os
 import time
 from pathlib import Path
 
-from planner.core.files import InputError, bulk_allocation
+from planner.core.files import InputError, bulk_allocation, write_json_atomic
 from planner.core.scene_graph import SceneGraph
 
 FORMAT_VERSION = 1
@@ -59,10 +59,4 @@ class SceneStore:
                 "saved": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "graph": scene.to_dict()}
 
     def write(self, snapshot: dict) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        with open(temporary, "w") as handle:
-            json.dump(snapshot, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, self.path)
+        write_json_atomic(self.path, snapshot)
