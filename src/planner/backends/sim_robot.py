@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from planner.backends.simulation import HANG, MANIPULATION_SECONDS, Route, ScenarioEvent, SimulatedWorld
 from planner.core.controller import ExecutionEventInfo, describe_failure, object_of
 from planner.core.explainer import CaseMemory
-from planner.core.observations import entity_text, found_text, robot_text, room_contents_text, rooms_text
+from planner.core.observations import (entity_text, found_text, robot_text, room_contents_text, rooms_text,
+                                       unknown_room_text)
 from planner.core.react import FailureInfo, Observation, SkillResult, SuggestionInfo
 from planner.core.scene_graph import RobotSnapshot, SceneGraph
 from planner.core.skills import Command, SkillPlanner, SkillRefused
@@ -65,25 +66,17 @@ class SimulatedRobot:
             self.graph.fuse(frame)
         self._last_frame = self.sim.now
 
-    def _pass(self, seconds: float) -> None:
-        """Let simulated time pass with the robot still, the camera sending frames at its rate."""
-        end = self.sim.now + seconds
-        while self._last_frame + self.camera_period_s <= end:
-            self.sim.now = self._last_frame + self.camera_period_s
-            self._look()
-        self.sim.now = end
-        self._robot_state()
-
-    def _drive(self, route: Route) -> None:
-        """Along the route at the robot's speed, seeing what the camera sees on the way."""
-        speed = self.sim.world.robot.speed_mps
+    def _pass(self, seconds: float, route: Route | None = None, speed: float = 0.0) -> None:
+        """Let simulated time pass, the camera sending frames at its rate; with a route, the robot
+        drives along it at `speed` meanwhile, seeing what the camera sees on the way."""
         start = self.sim.now
-        duration = route.drive_length / speed
-        while self._last_frame + self.camera_period_s <= start + duration:
+        while self._last_frame + self.camera_period_s <= start + seconds:
             self.sim.now = self._last_frame + self.camera_period_s
-            self.sim.set_robot_pose(route.pose_at((self.sim.now - start) * speed))
+            if route is not None:
+                self.sim.set_robot_pose(route.pose_at((self.sim.now - start) * speed))
             self._look()
-        self.sim.now = start + duration
+        self.sim.now = start + seconds
+        self._robot_state()
 
     # ---- Tools --------------------------------------------------------------------------------
     def scene(self) -> SceneGraph:
@@ -98,7 +91,7 @@ class SimulatedRobot:
             return Observation(robot_text(graph.robot), [graph.robot.room])
         if name == "get_objects_in_room":
             if args[0] not in graph.rooms():
-                return Observation(f"unknown room {args[0]!r}; rooms: {', '.join(graph.rooms())}")
+                return Observation(unknown_room_text(args[0], graph.rooms()))
             items, relations = graph.room_contents(args[0])
             return Observation(room_contents_text(args[0], items, relations), [e.id for e in items])
         if name == "get_object":
@@ -132,7 +125,8 @@ class SimulatedRobot:
             route = sim.plan_route(command.base_pose)
             if not isinstance(route, Route):
                 return route.code, route.detail
-            self._drive(route)
+            speed = sim.world.robot.speed_mps
+            self._pass(route.drive_length / speed, route, speed)
             if route.abort_at is not None:
                 outcome = sim.abort(route)
                 return outcome.code, outcome.detail

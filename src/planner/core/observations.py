@@ -12,6 +12,10 @@ def _label(entity: Entity) -> str:
     return f"{label}, {entity.state}" if entity.state else label
 
 
+def unknown_room_text(room: str, rooms: list[str]) -> str:
+    return f"unknown room {room!r}; rooms: {', '.join(rooms)}"
+
+
 def rooms_text(rooms: list[str]) -> str:
     return "Rooms: " + ", ".join(rooms) if rooms else "No rooms are known."
 

@@ -18,6 +18,7 @@ from planner.backends.simulation import load_scenario
 from planner.backends.tf_frames import TfLookup, tf_available
 from planner.core.files import InputError
 from planner.core.frames import FrameError, FrameTree, TransformNotReady, planar, rigid
+from planner.core.observations import unknown_room_text
 from planner.core.scene_graph import Entity, SceneGraph, SensorFrame
 from planner.core.scene_store import SceneStore, fingerprint
 from planner.core.voxeland import load_voxeland
@@ -263,7 +264,7 @@ class PerceptionNode(PlannerNode):
 
     # ---- services -------------------------------------------------------------------------------
     def _unknown_room(self, room: str) -> str:
-        return f"unknown room {room!r}; rooms: {', '.join(self.scene.rooms())}"
+        return unknown_room_text(room, self.scene.rooms())
 
     def _get_rooms(self, request, response):
         with self.lock:

@@ -5,6 +5,7 @@ move objects (scenario events or the /sim/move_object service)."""
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 
@@ -156,8 +157,7 @@ class SimulatorNode(PlannerNode):
                 outcome = self.sim.manipulate(request.operation, request.arm, request.object_id, request.target_id,
                                               point if any(point) else None)
             if outcome.code == HANG:  # a driver that stopped answering: only the executor's timeout ends it
-                while not goal_handle.is_cancel_requested:
-                    time.sleep(NAVIGATION_TICK_S)
+                self._sleep(math.inf, goal_handle)
                 goal_handle.canceled()
                 return Manipulate.Result(success=False, code="CANCELED", detail=outcome.detail)
             result = Manipulate.Result(success=outcome.success, code=outcome.code, detail=outcome.detail)
