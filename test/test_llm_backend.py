@@ -9,7 +9,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from planner.backends import model_store
-from planner.backends.llm import OpenAICompatiblePolicy
+from planner.backends.llm import FallbackPolicy, OpenAICompatiblePolicy, open_policy
+from planner.config import LLMSettings
 from planner.core.react import PolicyError
 
 SCHEMA = {"type": "object", "properties": {"action": {"enum": ["GOTO(kitchen)"]}}, "required": ["action"]}
@@ -67,6 +68,56 @@ def test_an_unreachable_server_raises_a_clear_error():
                                     temperature=0.0, max_tokens=16)
     with pytest.raises(PolicyError, match=r"127.0.0.1:9/v1 failed: APIConnectionError"):
         policy.complete([{"role": "user", "content": "go"}], SCHEMA)
+
+
+def dead_endpoint(**kwargs) -> OpenAICompatiblePolicy:
+    return OpenAICompatiblePolicy("http://127.0.0.1:9/v1", "", "big-model", "json_schema", timeout_s=2, max_retries=0,
+                                  temperature=0.0, max_tokens=16, **kwargs)
+
+
+def test_a_dead_endpoint_falls_back_to_the_next_and_rests_before_it_is_asked_again(server):
+    url, requests = server
+    now = [0.0]
+    dead = dead_endpoint()
+    asked = []
+    original = dead.complete
+
+    def counting(messages, schema):
+        asked.append(now[0])
+        return original(messages, schema)
+
+    dead.complete = counting
+    spare = OpenAICompatiblePolicy(url, "", "small-model", "json_object_schema", timeout_s=5, max_retries=0,
+                                   temperature=0.0, max_tokens=16, label="spare")
+    policy = FallbackPolicy([dead, spare], rest_s=30, clock=lambda: now[0])
+    reply = policy.complete([{"role": "user", "content": "go"}], SCHEMA)
+    assert reply.source == "spare" and json.loads(reply.text) == {"action": "GOTO(kitchen)"}
+    now[0] = 10.0  # still resting: the spare answers without waiting for the dead one
+    policy.complete([{"role": "user", "content": "go"}], SCHEMA)
+    now[0] = 45.0  # rested: the main endpoint is asked first again
+    policy.complete([{"role": "user", "content": "go"}], SCHEMA)
+    assert asked == [0.0, 45.0] and len(requests) == 3
+
+
+def test_when_no_endpoint_answers_the_error_names_every_one():
+    policy = FallbackPolicy([dead_endpoint(), OpenAICompatiblePolicy("http://127.0.0.1:7/v1", "", "m", "json_object_schema",
+                                                                     timeout_s=2, max_retries=0, temperature=0.0,
+                                                                     max_tokens=16)], rest_s=30)
+    with pytest.raises(PolicyError, match=r"no LLM endpoint answered \(2 asked\): .*127.0.0.1:9/v1.*127.0.0.1:7/v1"):
+        policy.complete([{"role": "user", "content": "go"}], SCHEMA)
+    # All resting: asked again rather than failing without trying.
+    with pytest.raises(PolicyError, match=r"\(2 asked\)"):
+        policy.complete([{"role": "user", "content": "go"}], SCHEMA)
+
+
+def test_fallbacks_from_the_config_keep_their_own_structured_output_mode(server):
+    url, requests = server
+    settings = LLMSettings(provider="openai", base_url="http://127.0.0.1:9/v1", max_retries=0, timeout_s=2,
+                           fallbacks=[{"base_url": url, "model": "local"}]).resolved()
+    policy, embedded = open_policy(settings)
+    assert embedded is None and isinstance(policy, FallbackPolicy)
+    assert policy.complete([{"role": "user", "content": "go"}], SCHEMA).source == f"local at {url}"
+    assert requests[-1]["response_format"]["type"] == "json_object"
 
 
 def make_parts(tmp_path, spec_name, data: bytes, parts: int):

@@ -34,6 +34,22 @@ class EmbeddedSettings(_Strict):
     startup_timeout_s: float = Field(default=120, gt=0)
 
 
+def structured_output_for(base_url: str, mode: str) -> StructuredOutput:
+    """`auto` means OpenAI's json_schema form on api.openai.com, llama.cpp's form elsewhere."""
+    if mode != "auto":
+        return mode  # type: ignore[return-value]
+    return "json_schema" if "api.openai.com" in base_url else "json_object_schema"
+
+
+class FallbackEndpoint(_Strict):
+    """Another OpenAI-compatible server, asked when the ones before it do not answer;
+    base_url `embedded` is the embedded llama.cpp server (started with the stack)."""
+    base_url: str = Field(min_length=1)
+    api_key: str = ""
+    model: str = "default"
+    structured_output: Literal["auto"] | StructuredOutput = "auto"
+
+
 class LLMSettings(_Strict):
     # auto: an endpoint if one is configured (here or in OPENAI_BASE_URL), else the embedded server.
     provider: Literal["auto", "embedded", "openai", "scripted"] = "auto"
@@ -41,6 +57,9 @@ class LLMSettings(_Strict):
     api_key: str = ""
     model: str = "default"
     structured_output: Literal["auto"] | StructuredOutput = "auto"
+    fallbacks: list[FallbackEndpoint] = Field(default_factory=list, description="asked in order when the main "
+                                                                                "endpoint does not answer")
+    rest_s: float = Field(default=30, ge=0, description="an endpoint that did not answer is passed over this long")
     temperature: float = Field(default=0.0, ge=0, le=2)
     max_tokens: int = Field(default=256, ge=16)
     timeout_s: float = Field(default=60, gt=0)
@@ -60,9 +79,7 @@ class LLMSettings(_Strict):
             base_url = OPENAI_API_URL
         if provider == "openai" and base_url == OPENAI_API_URL and model == "default":
             model = OPENAI_DEFAULT_MODEL
-        mode = self.structured_output
-        if mode == "auto":
-            mode = "json_schema" if provider == "openai" and "api.openai.com" in base_url else "json_object_schema"
+        mode = structured_output_for(base_url if provider == "openai" else "", self.structured_output)
         return self.model_copy(update={"provider": provider, "base_url": base_url, "api_key": api_key,
                                        "model": model, "structured_output": mode})
 

@@ -12,7 +12,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Literal
+from typing import Callable, Literal
 
 import openai
 
@@ -28,9 +28,10 @@ StructuredOutput = Literal["json_object_schema", "json_schema", "tool_call"]
 
 class OpenAICompatiblePolicy:
     def __init__(self, base_url: str, api_key: str, model: str, structured_output: StructuredOutput,
-                 timeout_s: float, max_retries: int, temperature: float, max_tokens: int):
+                 timeout_s: float, max_retries: int, temperature: float, max_tokens: int, label: str = ""):
         self.base_url = base_url
         self.model = model
+        self.label = label or f"{model} at {base_url}"
         self.structured_output = structured_output
         self.temperature = temperature
         self.max_tokens = max_tokens
@@ -65,7 +66,34 @@ class OpenAICompatiblePolicy:
         usage = response.usage
         return PolicyReply(text=text.strip(), prompt_tokens=usage.prompt_tokens if usage else 0,
                            completion_tokens=usage.completion_tokens if usage else 0,
-                           seconds=time.monotonic() - started)
+                           seconds=time.monotonic() - started, source=self.label)
+
+
+class FallbackPolicy:
+    """Endpoints asked in order until one answers. One that did not answer is passed over for
+    `rest_s`, so a dead server costs its timeout once rather than on every step; when all of
+    them rest, all are asked again."""
+
+    def __init__(self, policies: list[OpenAICompatiblePolicy], rest_s: float, clock: Callable[[], float] = time.monotonic):
+        self.policies = policies
+        self.rest_s = rest_s
+        self.clock = clock
+        self.resting_until: dict[int, float] = {}
+
+    def complete(self, messages: list[dict], schema: dict) -> PolicyReply:
+        now = self.clock()
+        awake = [i for i in range(len(self.policies)) if self.resting_until.get(i, 0.0) <= now] or range(len(self.policies))
+        errors = []
+        for index in awake:
+            try:
+                reply = self.policies[index].complete(messages, schema)
+            except PolicyError as error:
+                self.resting_until[index] = self.clock() + self.rest_s
+                errors.append(str(error))
+                continue
+            self.resting_until.pop(index, None)
+            return reply
+        raise PolicyError(f"no LLM endpoint answered ({len(errors)} asked): " + "; ".join(errors))
 
 
 def _free_port() -> int:
@@ -128,9 +156,10 @@ class EmbeddedServer:
 
 
 def open_policy(settings, script_file: Path | None = None):
-    """The policy an LLMSettings (resolved) asks for, and the embedded server it started (stop it
-    when done), or raise PolicyError / ModelError / InputError saying why there is none."""
-    from planner.backends.model_store import MODELS, cache_dir, verified_model
+    """The policy an LLMSettings (resolved) asks for — its endpoint, then its fallbacks — and the
+    embedded server it started (stop it when done), or raise PolicyError / ModelError /
+    InputError saying why there is none."""
+    from planner.config import structured_output_for
     from planner.core.files import load_yaml
     from planner.core.react import ScriptedPolicy
 
@@ -138,13 +167,33 @@ def open_policy(settings, script_file: Path | None = None):
         if script_file is None:
             raise PolicyError("provider scripted needs llm.script: a YAML list of replies")
         return ScriptedPolicy(load_yaml(script_file)), None
+    main = ("embedded" if settings.provider == "embedded" else settings.base_url, settings.api_key, settings.model,
+            settings.structured_output)
+    endpoints = [main, *((f.base_url, f.api_key, f.model, structured_output_for(f.base_url, f.structured_output))
+                         for f in settings.fallbacks)]
     server = None
-    base_url = settings.base_url
-    if settings.provider == "embedded":
-        model_file = verified_model(MODELS[settings.embedded.model])
-        server = EmbeddedServer(model_file, settings.embedded.n_ctx, settings.embedded.threads,
-                                settings.embedded.startup_timeout_s, cache_dir() / "logs" / "llama-server.log")
-        base_url = server.start()
-    policy = OpenAICompatiblePolicy(base_url, settings.api_key, settings.model, settings.structured_output,
-                                    settings.timeout_s, settings.max_retries, settings.temperature, settings.max_tokens)
-    return policy, server
+    policies = []
+    try:
+        for base_url, api_key, model, mode in endpoints:
+            label = ""
+            if base_url == "embedded":
+                server = server or _start_embedded(settings.embedded)
+                base_url, label = server.base_url, f"embedded {settings.embedded.model}"
+            policies.append(OpenAICompatiblePolicy(base_url, api_key, model, mode, settings.timeout_s,
+                                                   settings.max_retries, settings.temperature, settings.max_tokens,
+                                                   label))
+    except Exception:
+        if server is not None:
+            server.stop()
+        raise
+    return (policies[0] if len(policies) == 1 else FallbackPolicy(policies, settings.rest_s)), server
+
+
+def _start_embedded(embedded) -> EmbeddedServer:
+    from planner.backends.model_store import MODELS, cache_dir, verified_model
+
+    model_file = verified_model(MODELS[embedded.model])
+    server = EmbeddedServer(model_file, embedded.n_ctx, embedded.threads, embedded.startup_timeout_s,
+                            cache_dir() / "logs" / "llama-server.log")
+    server.start()
+    return server

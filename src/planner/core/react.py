@@ -94,6 +94,7 @@ class PolicyReply:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    source: str = ""        # which model and server answered
 
 
 class PolicyError(RuntimeError):
@@ -398,7 +399,8 @@ class TaskPlanner:
         stats["prompt"] += reply.prompt_tokens
         stats["completion"] += reply.completion_tokens
         if reply.prompt_tokens or reply.seconds:  # scripted replies have neither
-            self._emit("llm", f"{reply.prompt_tokens}+{reply.completion_tokens} tokens, {reply.seconds:.2f} s")
+            self._emit("llm", f"{reply.prompt_tokens}+{reply.completion_tokens} tokens, {reply.seconds:.2f} s"
+                              + (f" ({reply.source})" if reply.source else ""))
         return reply
 
     def _validated(self, messages: list[dict], schema: dict, stats: dict, parse: Callable[[str], object]):
