@@ -1,4 +1,5 @@
-"""Canceling /planner/execute_task stops the task between steps and reports it canceled."""
+"""Canceling /planner/execute_task stops the task between steps and reports it canceled; with a
+queue, later requests wait their turn and can be canceled before they start."""
 
 import threading
 
@@ -57,5 +58,43 @@ def test_cancel_a_running_task(ros, tmp_path):
         wait_for(second.done)
         assert second.result().accepted
         second.result().cancel_goal_async()
+    finally:
+        client.close()
+
+
+def test_requests_wait_their_turn_and_beyond_the_queue_are_rejected(ros, tmp_path):
+    config = load_config(write_config(tmp_path, tasks={"queue_size": 1}))
+    client = RosClient("queue_client")
+    try:
+        policy = SlowPolicy()
+        for node in (SimulatorNode(config), PerceptionNode(config), TaskPlannerNode(config, policy=policy)):
+            client.add(node)
+        from rclpy.action import ActionClient
+
+        actions = ActionClient(client.node, ExecuteTask, "/planner/execute_task")
+        assert actions.wait_for_server(timeout_sec=10)
+
+        def send(request, feedback=None):
+            future = actions.send_goal_async(ExecuteTask.Goal(request=request), feedback_callback=feedback)
+            wait_for(future.done)
+            return future.result()
+
+        running = send("bring the bottle to the bedroom")
+        wait_for(policy.thinking.is_set)
+        queued_feedback = []
+        waiting = send("then go to the kitchen", lambda fb: queued_feedback.append(fb.feedback.step))
+        assert waiting.accepted
+        wait_for(lambda: queued_feedback)
+        assert queued_feedback[0].kind == "queued" and "1 task ahead" in queued_feedback[0].text
+        assert not send("and make me a sandwich").accepted  # one runs, one waits: the queue is full
+        waiting.cancel_goal_async()
+        waited = waiting.get_result_async()
+        wait_for(waited.done, timeout=30)
+        assert waited.result().result.outcome == "canceled" and waited.result().result.steps == 0
+        assert not running.get_result_async().done()  # canceling the waiting task left the running one alone
+        running.cancel_goal_async()
+        ran = running.get_result_async()
+        wait_for(ran.done, timeout=30)
+        assert ran.result().result.outcome == "canceled"
     finally:
         client.close()

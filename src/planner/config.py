@@ -116,6 +116,7 @@ class ExplainerSettings(_Strict):
 
 class TaskSettings(_Strict):
     skill_timeout_s: float = Field(default=300, gt=0)
+    queue_size: int = Field(default=0, ge=0, description="requests that wait while a task runs; more are rejected")
 
 
 class StackConfig(_Strict):

@@ -19,6 +19,7 @@ from planner.core.files import InputError
 from planner.core.observations import entity_text, found_text, robot_text, room_contents_text, rooms_text
 from planner.core.react import (EpisodeResult, FailureInfo, Observation, PolicyError, SkillResult, SuggestionInfo,
                                 TaskPlanner, TraceStep)
+from planner.core.task_queue import TaskQueue
 from planner.msg import PlanStep
 from planner.nodes.common import (RELIABLE, ActionCall, CallFailed, PlannerNode, call_service, entity_from_msg,
                                   failure_from_msg, failure_to_msg, main_for, robot_from_msg, scene_from_msg,
@@ -120,8 +121,8 @@ class TaskPlannerNode(PlannerNode):
         }
         self.skill_client = ActionClient(self, ExecuteSkill, "/skill_planner/execute_skill", callback_group=group)
         self.trace_pub = self.create_publisher(PlanStep, "/planner/trace", RELIABLE)
-        self.busy = threading.Lock()
-        self.running: tuple[TaskPlanner, RosTools] | None = None
+        self.queue = TaskQueue(self.config.tasks.queue_size)
+        self.running: tuple[object, TaskPlanner, RosTools] | None = None  # (goal handle or None, planner, tools)
         self.create_subscription(String, "/planner/command", self._on_command, RELIABLE, callback_group=group)
         ActionServer(self, ExecuteTask, "/planner/execute_task", self._execute, callback_group=group,
                      goal_callback=self._on_goal, cancel_callback=self._on_cancel)
@@ -143,40 +144,49 @@ class TaskPlannerNode(PlannerNode):
         if self.embedded is not None:
             self.embedded.stop()
 
-    # ---- requests -------------------------------------------------------------------------------
+    # ---- requests ---------------------------------------------------------------------------------
     def _on_command(self, msg: String) -> None:
         request = msg.data.strip()
         if not request:
             self.report("error", "empty request on /planner/command ignored")
             return
-        if not self.busy.acquire(blocking=False):
+        ticket = self.queue.admit()
+        if ticket is None:
             self._reject(request)
             return
-        threading.Thread(target=self._run_and_release, args=(request, None), daemon=True).start()
+        threading.Thread(target=self._take_turn, args=(ticket, request, None), daemon=True).start()
 
     def _reject(self, request: str) -> None:
-        self.report("warn", f"rejected {request!r}: a task is already running")
-        self.trace_pub.publish(PlanStep(stamp=stamp_now(self), kind="error",
-                                        text=f"rejected {request!r}: a task is already running"))
+        reason = "a task is already running" + (f" and {self.queue.waiting()} wait" if self.queue.capacity else "")
+        self.report("warn", f"rejected {request!r}: {reason}")
+        self.trace_pub.publish(PlanStep(stamp=stamp_now(self), kind="error", text=f"rejected {request!r}: {reason}"))
 
     def _on_goal(self, goal_request) -> GoalResponse:
         if not goal_request.request.strip():
             self.report("error", "empty request rejected")
             return GoalResponse.REJECT
-        if not self.busy.acquire(blocking=False):
+        if not self.queue.has_room():
             self._reject(goal_request.request)
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
     def _on_cancel(self, goal_handle) -> CancelResponse:
-        if self.running is not None:
-            planner, tools = self.running
+        # A waiting goal sees its cancel request in TaskQueue.wait_turn; the running one is stopped here.
+        running = self.running
+        if running is not None and running[0] is not None and \
+                bytes(running[0].goal_id.uuid) == bytes(goal_handle.goal_id.uuid):
+            _, planner, tools = running
             planner.cancel_event.set()
             tools.cancel()
         return CancelResponse.ACCEPT
 
     def _execute(self, goal_handle):
-        result = self._run_and_release(goal_handle.request.request, goal_handle)
+        ticket = self.queue.admit()
+        if ticket is None:  # the queue filled up between accepting the goal and starting it
+            self._reject(goal_handle.request.request)
+            result = EpisodeResult(False, "rejected", "the task queue is full", 0)
+        else:
+            result = self._take_turn(ticket, goal_handle.request.request, goal_handle)
         response = ExecuteTask.Result(success=result.success, outcome=result.outcome, summary=result.summary,
                                       steps=result.steps)
         if result.outcome == "canceled" and goal_handle.is_cancel_requested:
@@ -187,12 +197,24 @@ class TaskPlannerNode(PlannerNode):
             goal_handle.abort()
         return response
 
-    def _run_and_release(self, request: str, goal_handle) -> EpisodeResult:
+    def _take_turn(self, ticket: int, request: str, goal_handle) -> EpisodeResult:
+        ahead = self.queue.position(ticket)
+        if ahead:
+            text = f"queued {request!r}: {ahead} task{'s' if ahead > 1 else ''} ahead"
+            self.report("info", text)
+            step = PlanStep(stamp=stamp_now(self), kind="queued", text=text)
+            self.trace_pub.publish(step)
+            if goal_handle is not None:
+                goal_handle.publish_feedback(ExecuteTask.Feedback(step=step))
+        canceled = (lambda: goal_handle.is_cancel_requested) if goal_handle is not None else (lambda: False)
+        if not self.queue.wait_turn(ticket, canceled):
+            self.report("info", f"canceled {request!r} before it started")
+            return EpisodeResult(False, "canceled", "canceled while waiting in the queue", 0)
         try:
             return self._run(request, goal_handle)
         finally:
             self.running = None
-            self.busy.release()
+            self.queue.finished(ticket)
 
     def _run(self, request: str, goal_handle) -> EpisodeResult:
         task_id = uuid.uuid4().hex[:8]
@@ -210,7 +232,7 @@ class TaskPlannerNode(PlannerNode):
 
         tools = RosTools(self, task_id, request)
         planner = TaskPlanner(self.policy, tools, self.skills, self.config.planner, on_step)
-        self.running = (planner, tools)
+        self.running = (goal_handle, planner, tools)
         self.report("info", f"task {task_id} started: {request}")
         try:
             result = planner.run(request)
