@@ -32,13 +32,16 @@ class RobotLog:
     failures: list[FailureInfo] = field(default_factory=list)
     suggestions: list[SuggestionInfo] = field(default_factory=list)
     commands: int = 0
+    questions: list[str] = field(default_factory=list)
+    said: list[str] = field(default_factory=list)
 
 
 class SimulatedRobot:
     """planner.core.react.Tools over the built-in simulator, in process."""
 
     def __init__(self, world: World, events: list[ScenarioEvent], skills: SkillPlanner,
-                 memory: CaseMemory | None = None, request: str = ""):
+                 memory: CaseMemory | None = None, request: str = "", answers: list[str] = ()):
+        self.answers = list(answers)  # what the simulated user replies to questions, in order
         self.sim = SimulatedWorld(world, list(events))
         self.graph = SceneGraph.from_world(world)
         self.skills = skills
@@ -154,3 +157,14 @@ class SimulatedRobot:
         suggestion = self.memory.suggest(failure, self.request)
         self.log.suggestions.append(suggestion)
         return suggestion
+
+    def ask(self, question: str, timeout_s: float) -> str | None:
+        self.log.questions.append(question)
+        if self.answers:
+            self._pass(LOOK_SECONDS)
+            return self.answers.pop(0)
+        self._pass(timeout_s)
+        return None
+
+    def say(self, text: str) -> None:
+        self.log.said.append(text)

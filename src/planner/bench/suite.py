@@ -5,7 +5,7 @@ the task and the field."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -46,13 +46,15 @@ class Predicate(_Strict):
     is_open: str = Field(default="", description="this furniture ends open")
     is_closed: str = Field(default="", description="this furniture ends closed")
     gave_up: bool = Field(default=False, description="the planner reported the request impossible")
+    asked: bool = Field(default=False, description="the robot asked the user which object they meant")
     all_of: list["Predicate"] = Field(default_factory=list)
     any_of: list["Predicate"] = Field(default_factory=list)
     not_: "Predicate | None" = Field(default=None, alias="not")
 
     @model_validator(mode="after")
     def _one(self):
-        return exactly_one(self, "object_on", "holding", "robot_in", "is_open", "is_closed", "gave_up", "all_of", "any_of", "not_")
+        return exactly_one(self, "object_on", "holding", "robot_in", "is_open", "is_closed", "gave_up", "asked", "all_of",
+                           "any_of", "not_")
 
 
 class Task(_Strict):
@@ -64,6 +66,8 @@ class Task(_Strict):
     success: Predicate
     faults: list[Fault] = Field(default_factory=list, description="injected with --faults task")
     script: list[str | dict] = Field(default_factory=list, description="replies for --llm scripted")
+    answers: list[str] = Field(default_factory=list, description="the user's replies when the robot asks which object "
+                                                                 "is meant; none: no answer (the nearest is taken)")
 
 
 class Suite(_Strict):
@@ -86,6 +90,7 @@ class FinalState:
     """What the predicates look at: the simulator's ground truth after the episode."""
     sim: SimulatedWorld
     outcome: str
+    questions: list[str] = field(default_factory=list)
 
     def objects(self, ref: str) -> list[str]:
         return [o.id for o in self.sim.world.objects if ref in (o.id, o.label)]
@@ -129,6 +134,9 @@ def check(predicate: Predicate, state: FinalState) -> tuple[bool, str]:
     if predicate.gave_up:
         ok = state.outcome == "impossible"
         return ok, f"reported impossible: {'yes' if ok else 'no; ' + state.outcome}"
+    if predicate.asked:
+        ok = bool(state.questions)
+        return ok, "asked which one: " + (f"yes, {state.questions[0]!r}" if ok else "no")
     if predicate.not_ is not None:
         ok, why = check(predicate.not_, state)
         return not ok, f"not ({why})"

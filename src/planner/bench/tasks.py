@@ -59,7 +59,7 @@ def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[T
         faults = []
     events, garbage_calls = fault_events(faults, world, objects, episode_rng(setup.seed, task.id, repeat, "where"))
     skills = SkillPlanner(setup.library, RobotProfile(world.robot.arms, world.robot.reach_m, world.robot.standoff_m))
-    robot = SimulatedRobot(world, events, skills, setup.memory, task.request)
+    robot = SimulatedRobot(world, events, skills, setup.memory, task.request, task.answers)
     policy = setup.policy if setup.policy is not None else ScriptedPolicy(task.script)
     if garbage_calls:
         policy = GarbledPolicy(policy, garbage_calls, episode_rng(setup.seed, task.id, repeat, "garbage"))
@@ -79,7 +79,7 @@ def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[T
     except Exception as error:  # a crash is a failed episode with its reason; the run goes on
         trace.append(["error", traceback.format_exc()])
         outcome, steps, summary, calls, prompt, completion = "error", 0, f"internal error: {error!r}", 0, 0, 0
-    success, verdict = check(task.success, FinalState(robot.sim, outcome))
+    success, verdict = check(task.success, FinalState(robot.sim, outcome, robot.log.questions))
     failures = robot.log.failures
     return {
         "task": task.id, "tier": task.tier, "world": task.world, "repeat": repeat, "request": task.request,
@@ -94,6 +94,7 @@ def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[T
         "recovered": bool(failures) and success,
         "faults": [fault.model_dump(exclude_defaults=True) for fault in faults],
         "world_events": list(robot.sim.log), "garbage_calls": sorted(garbage_calls),
+        "questions": robot.log.questions, "said": robot.log.said,
         "trace": trace,
     }
 

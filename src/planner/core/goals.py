@@ -16,6 +16,7 @@ class Goal(BaseModel):
     object: str = Field(default="", description="label of the object, e.g. bottle")
     target: str = Field(default="", description="label of the furniture to put it on, e.g. table")
     room: str = Field(default="", description="room the target or the robot must be in")
+    object_id: str = Field(default="", description="the one object meant, once the user said which")
 
     @model_validator(mode="after")
     def _complete(self):
@@ -26,10 +27,11 @@ class Goal(BaseModel):
         return self
 
     def __str__(self) -> str:
+        thing = self.object_id or f"a {self.object}"
         if self.kind == "object_on":
-            return f"a {self.object} on a {self.target}" + (f" in the {self.room}" if self.room else "")
+            return f"{thing} on a {self.target}" + (f" in the {self.room}" if self.room else "")
         if self.kind == "holding":
-            return f"the robot holds a {self.object}"
+            return f"the robot holds {thing}"
         return f"the robot is in the {self.room}"
 
 
@@ -61,14 +63,21 @@ def goal_schema(object_labels: list[str], furniture_labels: list[str], rooms: li
     }
 
 
+def goal_objects(goal: Goal, scene: SceneGraph) -> list[str]:
+    """The objects that can satisfy a goal: the one the user chose, or any with its label."""
+    if goal.object_id:
+        return [goal.object_id] if scene.has(goal.object_id) else []
+    return [o.id for o in scene.objects() if o.label == goal.object]
+
+
 def goal_met(goal: Goal, scene: SceneGraph) -> bool:
     if goal.kind == "robot_in_room":
         return scene.robot is not None and scene.robot.room == goal.room
     if goal.kind == "holding":
         held = {obj for obj in (scene.robot.held.values() if scene.robot else []) if obj}
-        return any(scene.has(obj) and scene.entity(obj).label == goal.object for obj in held)
-    for obj in scene.objects():
-        if obj.label != goal.object or obj.status != "seen":
+        return bool(held & set(goal_objects(goal, scene)))
+    for obj in map(scene.entity, goal_objects(goal, scene)):
+        if obj.status != "seen":
             continue
         support = scene.support(obj.id)
         if support and support[0] in ("on", "in"):
@@ -98,7 +107,7 @@ def goal_status(goal: Goal, scene: SceneGraph) -> tuple[str, list[str]]:
     if goal.kind == "robot_in_room":
         room = scene.robot.room if scene.robot else "unknown"
         return f"{goal}: not yet; the robot is in the {room}.", [goal.room]
-    objects = [o.id for o in scene.objects() if o.label == goal.object]
+    objects = goal_objects(goal, scene)
     parts = [_where(scene, o) for o in objects] or [f"no {goal.object} is known"]
     ids = list(objects) + [support[1] for o in objects if (support := scene.support(o))]
     if goal.kind == "object_on":

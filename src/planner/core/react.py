@@ -20,7 +20,8 @@ from typing import Callable, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from planner.core.goals import Goal, GoalReply, goal_met, goal_schema, goal_status
+from planner.core.ambiguity import Question, ambiguous_goals, chosen_candidate
+from planner.core.goals import Goal, GoalReply, goal_met, goal_objects, goal_schema, goal_status
 from planner.core.scene_graph import SceneGraph
 from planner.core.skills import SkillCall, SkillPlanner, parse_call
 
@@ -44,6 +45,12 @@ Goals describe only the final state when the request is done; steps on the way (
 picking something up before placing it) are not goals. Use only the labels and rooms listed. Leave unused fields as "".
 Known object labels: {objects}. Furniture labels: {furniture}. Rooms: {rooms}.
 Example: "put the apple on the desk in the office" -> {{"goals": [{{"kind": "object_on", "object": "apple", "target": "desk", "room": "office"}}]}}"""
+
+
+# What the robot tells the user at the end of a task.
+SPOKEN_OUTCOME = {"succeeded": "Done.", "impossible": "I cannot do that: {summary}",
+                  "budget_exhausted": "I could not finish the task.", "canceled": "Stopped.",
+                  "error": "Something went wrong: {summary}"}
 
 
 # ---- what the loop talks to ------------------------------------------------------------------
@@ -86,6 +93,12 @@ class Tools(Protocol):
     def execute_skill(self, call: str) -> SkillResult: ...
 
     def explain(self, failure: FailureInfo) -> SuggestionInfo | None: ...
+
+    def ask(self, question: str, timeout_s: float) -> str | None:
+        """Put a question to the user; their answer, or None when none came in time."""
+
+    def say(self, text: str) -> None:
+        """Tell the user something (spoken where the robot can speak)."""
 
 
 @dataclass
@@ -130,6 +143,8 @@ class PlannerSettings(BaseModel):
     confirm_timeout_s: float = Field(default=3.0, ge=0, description="wait for perception to confirm goals")
     robot_state_wait_s: float = Field(default=5.0, ge=0, description="wait for a first robot state at task start")
     repeat_failure_limit: int = Field(default=2, ge=1, description="an action failing this often in a row is withdrawn")
+    question_timeout_s: float = Field(default=30.0, ge=0, description="wait for the user to say which object they "
+                                                                       "mean; then the nearest is taken")
 
 
 @dataclass
@@ -168,7 +183,8 @@ def allowed_actions(scene: SceneGraph, known: set[str], withdrawn: set[str], ski
     objects = [o.id for o in scene.objects() if o.id in known]
     goal_labels = sorted({g.object for g in goals if g.object})
     # When the goals name objects, only those are worth handling, and only put where a goal wants them.
-    relevant = [obj for obj in objects if scene.entity(obj).label in goal_labels] if goal_labels else objects
+    wanted = {obj for g in goals if g.object for obj in goal_objects(g, scene)}
+    relevant = [obj for obj in objects if obj in wanted] if goal_labels else objects
     targets = [f for f in furniture if any(g.kind == "object_on" and scene.entity(f).label == g.target
                                            and g.room in ("", scene.entity(f).room) for g in goals)]
     # Going into a room helps to see it or when a goal asks for it; furniture is where work happens.
@@ -184,7 +200,7 @@ def allowed_actions(scene: SceneGraph, known: set[str], withdrawn: set[str], ski
                 actions.append(str(call))
     actions += ["get_rooms()", *(f"get_objects_in_room({room})" for room in rooms)]
     actions += [f"find_objects({label})" for label in goal_labels]
-    actions += [f"get_object({obj})" for obj in objects if scene.entity(obj).label in goal_labels]
+    actions += [f"get_object({obj})" for obj in relevant if goal_labels]
     actions.append(GIVE_UP)
     return [a for a in actions if a not in withdrawn]
 
@@ -305,6 +321,7 @@ class TaskPlanner:
                                    stats["completion"], time.monotonic() - started)
             self._emit("result", f"{outcome}: {summary} ({steps} steps, {result.llm_calls} LLM calls, "
                                  f"{result.prompt_tokens}+{result.completion_tokens} tokens, {result.seconds:.1f} s)")
+            self._say(SPOKEN_OUTCOME[outcome].format(summary=summary))
             return result
 
         if not self._wait_for(lambda: self.tools.scene().robot is not None, self.settings.robot_state_wait_s):
@@ -315,6 +332,8 @@ class TaskPlanner:
         except PolicyError as error:
             self._emit("error", f"could not understand the request: {error}")
             return finish(False, "error", str(error), 0)
+        for question in ambiguous_goals(request, goals, self.tools.scene()):
+            goals[question.goal] = goals[question.goal].model_copy(update={"object_id": self._settle(question)})
         self._emit("goal", "; ".join(str(g) for g in goals))
 
         context = Context()
@@ -391,6 +410,24 @@ class TaskPlanner:
                     return finish(True, "succeeded", "the world state satisfies the request", step)
         return finish(False, "budget_exhausted", f"the step budget of {self.settings.step_budget} is spent",
                       self.settings.step_budget)
+
+    def _say(self, text: str) -> None:
+        self._emit("say", text)
+        self.tools.say(text)
+
+    def _settle(self, question: Question) -> str:
+        """Ask which object the user means; without a clear answer in time, take the nearest."""
+        self._emit("question", question.text)
+        answer = self.tools.ask(question.text, self.settings.question_timeout_s)
+        choice = chosen_candidate(answer, question, self.tools.scene()) if answer else None
+        if choice is None:
+            choice, place = question.candidates[0], question.places[0]
+            why = f"{answer!r} did not say which one" if answer else "no answer"
+            self._emit("answer", f"{why}; taking the nearest {question.label}, the one {place} ({choice})")
+            self._say(f"I will take the {question.label} {place}.")
+        else:
+            self._emit("answer", f"{answer!r}: {choice}")
+        return choice
 
     # ---- one model call, validated --------------------------------------------------------
     def _call(self, messages: list[dict], schema: dict, stats: dict) -> PolicyReply:

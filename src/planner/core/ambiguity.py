@@ -1,0 +1,102 @@
+"""Requests that name one thing when the map holds several ("pick up the cup" with three cups):
+which goals are ambiguous, the question to the user, and how an answer picks a candidate.
+
+A goal is ambiguous when the request uses a definite article for its object ("the cup"), more
+than one object with that label is in the map, and the places the request mentions (rooms,
+furniture) do not single one out. "A cup" is never ambiguous: any will do. Without an answer
+the nearest candidate is taken, which is what a person standing by the robot most likely means.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from planner.core.goals import Goal
+from planner.core.scene_graph import SceneGraph
+
+# "one" is left out: "the one on the counter" names a place, not a number.
+ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "1": 1, "2": 2, "3": 3, "4": 4, "5": 5,
+            "two": 2, "three": 3, "four": 4, "five": 5, "last": -1}
+
+
+@dataclass
+class Question:
+    goal: int                 # index of the goal it settles
+    label: str
+    candidates: list[str]     # object ids, nearest to the robot first
+    places: list[str]         # where each candidate is, in the same order
+
+    @property
+    def text(self) -> str:
+        options = "; ".join(f"{n}) the one {place}" for n, place in enumerate(self.places, 1))
+        return f"Which {self.label} do you mean? {options}"
+
+
+def _words(text: str) -> str:
+    return " " + re.sub(r"[^a-z0-9]+", " ", text.lower()) + " "
+
+
+def _place(scene: SceneGraph, object_id: str) -> tuple[str, list[str]]:
+    """How to describe where an object is, and the words that name that place."""
+    entity = scene.entity(object_id)
+    room = entity.room.replace("_", " ")
+    support = scene.support(object_id)
+    if support:
+        furniture = scene.entity(support[1]).label.replace("_", " ")
+        return f"{support[0]} the {furniture} in the {room}", [furniture, room, support[1]]
+    return f"in the {room}", [room]
+
+
+def _mentions(words: str, names: list[str]) -> bool:
+    return any(f" {_words(name).strip()} " in words for name in names if name)
+
+
+def _distance(scene: SceneGraph, object_id: str) -> float:
+    robot = scene.robot
+    entity = scene.entity(object_id)
+    other_room = 0.0 if robot is None or entity.room == robot.room else 1000.0  # the robot's own room first
+    if robot is None:
+        return other_room
+    return other_room + math.hypot(entity.center[0] - robot.pose.x, entity.center[1] - robot.pose.y)
+
+
+def ambiguous_goals(request: str, goals: list[Goal], scene: SceneGraph) -> list[Question]:
+    words = _words(request)
+    questions = []
+    for index, goal in enumerate(goals):
+        if not goal.object or goal.object_id:
+            continue
+        label = _words(goal.object).strip()
+        if not re.search(rf" the (?:[a-z]+ )?{re.escape(label)}s? ", words):
+            continue
+        candidates = [o.id for o in scene.objects() if o.label == goal.object and o.status != "missing"]
+        places = {c: _place(scene, c) for c in candidates}
+        # Where the object must end up does not say which one is meant.
+        target = {goal.target.replace("_", " ")} if goal.kind == "object_on" else set()
+        named = [c for c in candidates if _mentions(words, [n for n in places[c][1] if n not in target])]
+        if named:
+            candidates = named
+        if len(candidates) > 1:
+            candidates.sort(key=lambda c: _distance(scene, c))
+            questions.append(Question(index, goal.object, candidates, [places[c][0] for c in candidates]))
+    return questions
+
+
+def chosen_candidate(answer: str, question: Question, scene: SceneGraph) -> str | None:
+    """The candidate an answer picks ("the second", "2", "the one on the counter", "cup_3"), or
+    None when it picks none or several."""
+    words = _words(answer)
+    ids = set(re.findall(r"[a-z0-9_]+", answer.lower()))
+    exact = [c for c in question.candidates if c in ids]
+    if len(exact) == 1:
+        return exact[0]
+    numbers = {n for word, n in ORDINALS.items() if f" {word} " in words and n <= len(question.candidates)}
+    if len(numbers) == 1:
+        return question.candidates[numbers.pop() - 1 if -1 not in numbers else -1]
+    # The place named most fully: "on the table in the kitchen" beats a table in the hall.
+    scores = {c: sum(_mentions(words, [name]) for name in _place(scene, c)[1][:2]) for c in question.candidates}
+    best = max(scores.values())
+    picked = [c for c, score in scores.items() if score == best]
+    return picked[0] if best and len(picked) == 1 else None
