@@ -11,10 +11,11 @@ venv=.venv
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 fingerprint() { cat "$@" 2>/dev/null | sha256sum | cut -d' ' -f1; }
 
-# System tools: CMake >= 3.19 and a C/C++ compiler build the interfaces and llama.cpp.
+# System tools: CMake >= 3.19 and a C/C++ compiler build the interfaces and llama.cpp; espeak-ng speaks.
 missing=()
 command -v cmake >/dev/null || missing+=(cmake)
 command -v g++ >/dev/null || missing+=(g++)
+command -v espeak-ng >/dev/null || missing+=(espeak-ng)  # spoken replies
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     say "installing ${missing[*]} with apt-get"

@@ -114,6 +114,14 @@ class ExplainerSettings(_Strict):
     top_k: int = Field(default=3, ge=1)
 
 
+class SpeechSettings(_Strict):
+    voice: str = Field(default="en-us+f2", description="espeak-ng voice for spoken replies")
+    words_per_minute: int = Field(default=160, ge=80, le=400)
+    play_command: str = Field(default="", description="a player reading a WAV on stdin, e.g. `aplay -q`; "
+                                                       "empty: replies go to /speech/audio_out only")
+    max_clip_s: float = Field(default=30.0, gt=0, description="longer clips on /speech/audio are rejected")
+
+
 class TaskSettings(_Strict):
     skill_timeout_s: float = Field(default=300, gt=0)
     queue_size: int = Field(default=0, ge=0, description="requests that wait while a task runs; more are rejected")
@@ -130,6 +138,7 @@ class StackConfig(_Strict):
     perception: PerceptionSettings = Field(default_factory=PerceptionSettings)
     executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
     explainer: ExplainerSettings = Field(default_factory=ExplainerSettings)
+    speech: SpeechSettings = Field(default_factory=SpeechSettings)
     base_dir: Path = Field(default=Path("."), exclude=True)
 
     def path(self, relative: str) -> Path:

@@ -9,7 +9,7 @@ import sys
 import rclpy
 
 # Start order: the world and perception first, the planner (which may start the LLM) last.
-NODES = ("simulator", "perception", "executor", "controller", "explainer", "skill_planner", "task_planner")
+NODES = ("simulator", "perception", "executor", "controller", "explainer", "skill_planner", "speech", "task_planner")
 
 _CLASSES = {
     "simulator": "planner.nodes.simulator:SimulatorNode",
@@ -18,6 +18,7 @@ _CLASSES = {
     "controller": "planner.nodes.controller:ControllerNode",
     "explainer": "planner.nodes.explainer:ExplainerNode",
     "skill_planner": "planner.nodes.skill_planner:SkillPlannerNode",
+    "speech": "planner.nodes.speech:SpeechNode",
     "task_planner": "planner.nodes.task_planner:TaskPlannerNode",
 }
 

@@ -1,17 +1,21 @@
 """Task planner node: takes requests (/planner/command, /planner/execute_task), runs the ReAct
 loop of planner.core.react with the configured LLM, and publishes every step on /planner/trace.
-Perception, skills and the explainer are reached over their ROS services and actions."""
+Perception, skills and the explainer are reached over their ROS services and actions. Questions
+to the user go out on /planner/question (and are spoken through /speech/say when the speech
+node runs); answers come back on /planner/answer."""
 
 from __future__ import annotations
 
+import queue
 import threading
+import time
 import uuid
 
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from std_msgs.msg import String
 
-from planner.action import ExecuteSkill, ExecuteTask
+from planner.action import ExecuteSkill, ExecuteTask, Say
 from planner.backends.llm import EmbeddedServer, open_policy
 from planner.backends.model_store import ModelError
 from planner.config import load_skill_planner
@@ -25,6 +29,9 @@ from planner.nodes.common import (RELIABLE, ActionCall, CallFailed, PlannerNode,
                                   failure_from_msg, failure_to_msg, main_for, robot_from_msg, scene_from_msg,
                                   stamp_now)
 from planner.srv import Explain, FindObjects, GetObject, GetObjectsInRoom, GetRobotState, GetRooms, GetSceneGraph
+
+
+SAY_TIMEOUT_S = 60.0
 
 
 class UnavailablePolicy:
@@ -45,6 +52,7 @@ class RosTools:
         self.task_id = task_id
         self.request = request
         self.current: ActionCall | None = None
+        self.canceled = threading.Event()
 
     def scene(self):
         reply = call_service(self.node.clients_["scene"], GetSceneGraph.Request())
@@ -98,7 +106,31 @@ class RosTools:
             return None
         return SuggestionInfo(suggestion.text, list(suggestion.case_ids), list(suggestion.scores))
 
+    def ask(self, question: str, timeout_s: float) -> str | None:
+        node = self.node
+        while not node.answers.empty():  # an answer from before the question is not an answer to it
+            node.answers.get_nowait()
+        node.question_pub.publish(String(data=question))
+        self.say(question)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and not self.canceled.is_set():
+            try:
+                return node.answers.get(timeout=0.1)
+            except queue.Empty:
+                continue
+        return None
+
+    def say(self, text: str) -> None:
+        """Spoken by the speech node when one runs; the trace carries the text either way."""
+        if not self.node.say_client.server_is_ready():
+            return
+        try:
+            ActionCall(self.node.say_client, "/speech/say").run(Say.Goal(text=text), SAY_TIMEOUT_S)
+        except CallFailed as error:
+            self.node.report("warn", f"could not say {text!r}: {error}")
+
     def cancel(self) -> None:
+        self.canceled.set()
         if self.current is not None:
             self.current.cancel()
 
@@ -121,6 +153,11 @@ class TaskPlannerNode(PlannerNode):
         }
         self.skill_client = ActionClient(self, ExecuteSkill, "/skill_planner/execute_skill", callback_group=group)
         self.trace_pub = self.create_publisher(PlanStep, "/planner/trace", RELIABLE)
+        self.question_pub = self.create_publisher(String, "/planner/question", RELIABLE)
+        self.answers: queue.Queue[str] = queue.Queue()
+        self.create_subscription(String, "/planner/answer", lambda msg: self.answers.put(msg.data.strip()), RELIABLE,
+                                 callback_group=group)
+        self.say_client = ActionClient(self, Say, "/speech/say", callback_group=group)
         self.queue = TaskQueue(self.config.tasks.queue_size)
         self.running: tuple[object, TaskPlanner, RosTools] | None = None  # (goal handle or None, planner, tools)
         self.create_subscription(String, "/planner/command", self._on_command, RELIABLE, callback_group=group)
