@@ -66,8 +66,10 @@ class Stack:
                 process.wait()
 
 
-def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack | None = None) -> int:
-    """Send a request to a running stack, print its trace, return 0 when the task succeeded."""
+def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack | None = None,
+         answer: str | None = None) -> int:
+    """Send a request to a running stack, print its trace, return 0 when the task succeeded.
+    A question from the planner is answered with `answer`, or asked on the terminal."""
     import rclpy
     from rclpy.action import ActionClient
     from rclpy.executors import MultiThreadedExecutor
@@ -83,12 +85,21 @@ def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack |
     printed: set[tuple[str, int]] = set()
     lock = threading.Lock()
 
+    answers = node.create_publisher(String, "/planner/answer", RELIABLE)
+
+    def reply_to_question() -> None:
+        text = answer if answer is not None else input("your answer> ") if sys.stdin.isatty() else ""
+        if text.strip():
+            answers.publish(String(data=text))
+
     def show(step) -> None:
         with lock:
             key = (step.task_id, step.index)
             if key not in printed:
                 printed.add(key)
                 print(format_step(step.kind, step.text), flush=True)
+                if step.kind == "question":
+                    threading.Thread(target=reply_to_question, daemon=True).start()
 
     node.create_subscription(PlanStep, "/planner/trace", show, RELIABLE)
     node.create_subscription(String, "/sim/events", lambda m: print(format_step("world", m.data), flush=True), RELIABLE)
@@ -340,7 +351,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("request")
     p.add_argument("--timeout", type=float, default=900)
     p.add_argument("--wait", type=float, default=30, help="seconds to wait for the planner to appear")
-    p.set_defaults(run=lambda a: send(a.request, a.timeout, a.wait))
+    p.add_argument("--answer", help="the answer if the planner asks which object is meant (default: asked here)")
+    p.set_defaults(run=lambda a: send(a.request, a.timeout, a.wait, answer=a.answer))
 
     p = sub.add_parser("model", help="manage the embedded LLM's weights")
     model_sub = p.add_subparsers(dest="model_command", required=True)
