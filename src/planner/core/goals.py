@@ -9,30 +9,44 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from planner.core.scene_graph import SceneGraph
 
+GoalKind = Literal["object_on", "holding", "bring_to_user", "robot_in_room", "is_open", "is_closed", "clear"]
+# The fields a reply of each kind carries (the schema asks for exactly these) and the ones it must fill.
+# bring_to_user's room is where the user is: the planner fills it in, not the model.
+REPLY_FIELDS: dict[str, tuple[str, ...]] = {
+    "object_on": ("object", "target", "room"), "holding": ("object",), "bring_to_user": ("object",),
+    "robot_in_room": ("room",), "is_open": ("target", "room"), "is_closed": ("target", "room"), "clear": ("target", "room")}
+NEEDED: dict[str, tuple[str, ...]] = {
+    "object_on": ("object", "target"), "holding": ("object",), "bring_to_user": ("object",), "robot_in_room": ("room",),
+    "is_open": ("target",), "is_closed": ("target",), "clear": ("target",)}
+
 
 class Goal(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["object_on", "holding", "robot_in_room"]
+    kind: GoalKind
     object: str = Field(default="", description="label of the object, e.g. bottle")
-    target: str = Field(default="", description="label of the furniture to put it on, e.g. table")
-    room: str = Field(default="", description="room the target or the robot must be in")
+    target: str = Field(default="", description="label of the furniture, e.g. table")
+    room: str = Field(default="", description="room the target, the robot or the user is in")
     object_id: str = Field(default="", description="the one object meant, once the user said which")
 
     @model_validator(mode="after")
     def _complete(self):
-        needed = {"object_on": ("object", "target"), "holding": ("object",), "robot_in_room": ("room",)}[self.kind]
-        missing = [name for name in needed if not getattr(self, name)]
+        missing = [name for name in NEEDED[self.kind] if not getattr(self, name)]
         if missing:
             raise ValueError(f"goal {self.kind} needs {', '.join(missing)}")
         return self
 
     def __str__(self) -> str:
         thing = self.object_id or f"a {self.object}"
-        if self.kind == "object_on":
-            return f"{thing} on a {self.target}" + (f" in the {self.room}" if self.room else "")
-        if self.kind == "holding":
-            return f"the robot holds {thing}"
-        return f"the robot is in the {self.room}"
+        where = f" in the {self.room}" if self.room else ""
+        return {
+            "object_on": f"{thing} on a {self.target}{where}",
+            "holding": f"the robot holds {thing}",
+            "bring_to_user": f"the robot brings {thing} to the user{where}",
+            "robot_in_room": f"the robot is in the {self.room}",
+            "is_open": f"the {self.target}{where} is open",
+            "is_closed": f"the {self.target}{where} is closed",
+            "clear": f"nothing is left on the {self.target}{where} and the robot's hands are empty",
+        }[self.kind]
 
 
 class GoalReply(BaseModel):
@@ -40,42 +54,66 @@ class GoalReply(BaseModel):
     goals: list[Goal] = Field(min_length=1, max_length=4)
 
 
-def goal_schema(object_labels: list[str], furniture_labels: list[str], rooms: list[str]) -> dict:
-    """JSON schema of the goal reply; labels and rooms are enumerated so they exist in the map."""
-    return {
-        "type": "object",
-        "properties": {
-            "goals": {
-                "type": "array", "minItems": 1, "maxItems": 4,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "kind": {"enum": ["object_on", "holding", "robot_in_room"]},
-                        "object": {"enum": sorted(object_labels) + [""]},
-                        "target": {"enum": sorted(furniture_labels) + [""]},
-                        "room": {"enum": sorted(rooms) + [""]},
-                    },
-                    "required": ["kind", "object", "target", "room"],
-                },
-            }
-        },
-        "required": ["goals"],
-    }
+def goal_schema(object_labels: list[str], furniture_labels: list[str], openable_labels: list[str],
+                rooms: list[str]) -> dict:
+    """JSON schema of the goal reply: one alternative per kind with only that kind's fields, and
+    labels and rooms enumerated so that they exist in the map."""
+    values = {"object": sorted(object_labels), "target": sorted(furniture_labels), "room": sorted(rooms)}
+    alternatives = []
+    for kind, fields in REPLY_FIELDS.items():
+        if kind in ("is_open", "is_closed"):
+            if not openable_labels:
+                continue
+            choices = {**values, "target": sorted(openable_labels)}
+        else:
+            choices = values
+        properties = {"kind": {"const": kind}}
+        for name in fields:
+            optional = name not in NEEDED[kind]
+            properties[name] = {"enum": choices[name] + ([""] if optional else [])}
+        alternatives.append({"type": "object", "properties": properties, "required": ["kind", *fields]})
+    return {"type": "object",
+            "properties": {"goals": {"type": "array", "minItems": 1, "maxItems": 4, "items": {"anyOf": alternatives}}},
+            "required": ["goals"]}
+
+
+def _furniture(scene: SceneGraph, goal: Goal) -> list[str]:
+    return [f.id for f in scene.furniture(goal.room or None) if f.label == goal.target]
+
+
+def _held(scene: SceneGraph) -> set[str]:
+    return {obj for obj in (scene.robot.held.values() if scene.robot else []) if obj}
+
+
+def _on(scene: SceneGraph, furniture: list[str]) -> list[str]:
+    return [o.id for o in scene.objects() if o.status == "seen" and (s := scene.support(o.id)) and s[0] in ("on", "in")
+            and s[1] in furniture]
 
 
 def goal_objects(goal: Goal, scene: SceneGraph) -> list[str]:
-    """The objects that can satisfy a goal: the one the user chose, or any with its label."""
+    """The objects a goal is about: the one the user chose or any with its label; for clearing,
+    what stands on the furniture and what the robot holds."""
+    if goal.kind == "clear":
+        return [*_on(scene, _furniture(scene, goal)), *sorted(_held(scene))]
+    if not goal.object:
+        return []
     if goal.object_id:
         return [goal.object_id] if scene.has(goal.object_id) else []
     return [o.id for o in scene.objects() if o.label == goal.object]
 
 
 def goal_met(goal: Goal, scene: SceneGraph) -> bool:
+    robot_room = scene.robot.room if scene.robot else ""
     if goal.kind == "robot_in_room":
-        return scene.robot is not None and scene.robot.room == goal.room
-    if goal.kind == "holding":
-        held = {obj for obj in (scene.robot.held.values() if scene.robot else []) if obj}
-        return bool(held & set(goal_objects(goal, scene)))
+        return robot_room == goal.room
+    if goal.kind in ("holding", "bring_to_user"):
+        holds = bool(_held(scene) & set(goal_objects(goal, scene)))
+        return holds and (goal.kind == "holding" or not goal.room or robot_room == goal.room)
+    if goal.kind in ("is_open", "is_closed"):
+        wanted = "open" if goal.kind == "is_open" else "closed"
+        return any(scene.entity(f).state == wanted for f in _furniture(scene, goal))
+    if goal.kind == "clear":
+        return not _held(scene) and not _on(scene, _furniture(scene, goal))
     for obj in map(scene.entity, goal_objects(goal, scene)):
         if obj.status != "seen":
             continue
@@ -104,14 +142,25 @@ def goal_status(goal: Goal, scene: SceneGraph) -> tuple[str, list[str]]:
     """One line on how far a goal is, grounded in map ids, and the ids it names."""
     if goal_met(goal, scene):
         return f"{goal}: done.", []
+    robot_room = scene.robot.room if scene.robot else "unknown"
     if goal.kind == "robot_in_room":
-        room = scene.robot.room if scene.robot else "unknown"
-        return f"{goal}: not yet; the robot is in the {room}.", [goal.room]
+        return f"{goal}: not yet; the robot is in the {robot_room}.", [goal.room]
+    if goal.kind in ("is_open", "is_closed"):
+        things = _furniture(scene, goal)
+        parts = [f"{f} in the {scene.entity(f).room} is {scene.entity(f).state or 'not openable'}" for f in things]
+        return f"{goal}: not yet; " + ("; ".join(parts) or f"no {goal.target} is known") + ".", things
     objects = goal_objects(goal, scene)
+    if goal.kind == "clear":
+        things = _furniture(scene, goal)
+        parts = [_where(scene, o) for o in objects]
+        return f"{goal}: not yet; " + "; ".join(parts) + ".", [*objects, *things]
     parts = [_where(scene, o) for o in objects] or [f"no {goal.object} is known"]
     ids = list(objects) + [support[1] for o in objects if (support := scene.support(o))]
     if goal.kind == "object_on":
-        targets = [f.id for f in scene.furniture(goal.room or None) if f.label == goal.target]
+        targets = _furniture(scene, goal)
         ids += targets
         parts.append("target: " + (", ".join(f"{t} in the {scene.entity(t).room}" for t in targets) or "none known"))
+    if goal.kind == "bring_to_user" and goal.room:
+        parts.append(f"the user is in the {goal.room}; the robot is in the {robot_room}")
+        ids.append(goal.room)
     return f"{goal}: not yet; " + "; ".join(parts) + ".", ids

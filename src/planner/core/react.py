@@ -33,18 +33,28 @@ Each step, answer with JSON: a short "thought" on what to do next and why, then 
 Perception actions ask the robot's map: get_rooms(), get_objects_in_room(room), get_object(id), find_objects(label), get_robot_state().
 Skills move the robot:
 {skills}
-The robot must be next to a piece of furniture to PICK from it or PLACE on it.
+The robot must be next to a piece of furniture to PICK from it, PLACE on it, OPEN or CLOSE it.
+Things inside a closed fridge, cabinet or drawer can be picked only after OPEN. To bring something to the user,
+hold it and go to the room where the user is.
 Example: to put cup_1 (on desk_1 in the office) on shelf_2 in the hall: GOTO(desk_1), PICK(cup_1, right), GOTO(shelf_2), PLACE(cup_1, shelf_2, right).
 Objects may not be where the map says: after a failure, read the reason and the suggestion, look at the map again, and adapt.
 Use ids exactly as the observations give them (e.g. table_1). GIVE_UP() only when the request is impossible."""
 
-GOAL_PROMPT = """Turn the user's request into goals that can be checked in the world.
-Kinds: object_on (an object with label `object` ends on or in furniture with label `target`, in `room` if the request names one),
-holding (the robot ends holding an object with label `object`), robot_in_room (the robot ends in `room`).
-Goals describe only the final state when the request is done; steps on the way (going somewhere first,
-picking something up before placing it) are not goals. Use only the labels and rooms listed. Leave unused fields as "".
-Known object labels: {objects}. Furniture labels: {furniture}. Rooms: {rooms}.
-Example: "put the apple on the desk in the office" -> {{"goals": [{{"kind": "object_on", "object": "apple", "target": "desk", "room": "office"}}]}}"""
+GOAL_PROMPT = """Turn the user's request into goals that can be checked in the world once the request is done.
+Kinds of goal:
+- holding: the robot ends holding an `object` ("pick up the cup", "take the apple", "grab the keys").
+- bring_to_user: the robot brings an `object` to the user ("bring me the book", and needs: "I'm thirsty" -> something
+  to drink, "I'm hungry" -> something to eat, "I'm cold" -> something warm).
+- object_on: an `object` ends on or in the furniture `target`, in `room` when the request names one ("put the cup on the table").
+- robot_in_room: the robot ends in `room` ("go to the kitchen").
+- is_open / is_closed: the furniture `target` ends open or closed ("open the fridge").
+- clear: nothing is left on the furniture `target` ("clear the table", "tidy the desk").
+Goals describe only the end state, never steps on the way: for "go to the table, take the cup and put it on the
+shelf" the goal is only the cup on the shelf. A goal must not be true already; requests ask for a change.
+Use only these labels. Objects: {objects}. Furniture: {furniture}. Rooms: {rooms}. The user is in the {user_room}.
+Examples: "take the book from the desk" -> {{"goals": [{{"kind": "holding", "object": "book"}}]}};
+"open the drawer" -> {{"goals": [{{"kind": "is_open", "target": "drawer", "room": ""}}]}};
+"put the apple on the desk in the office" -> {{"goals": [{{"kind": "object_on", "object": "apple", "target": "desk", "room": "office"}}]}}"""
 
 
 # What the robot tells the user at the end of a task.
@@ -183,10 +193,15 @@ def allowed_actions(scene: SceneGraph, known: set[str], withdrawn: set[str], ski
     objects = [o.id for o in scene.objects() if o.id in known]
     goal_labels = sorted({g.object for g in goals if g.object})
     # When the goals name objects, only those are worth handling, and only put where a goal wants them.
-    wanted = {obj for g in goals if g.object for obj in goal_objects(g, scene)}
-    relevant = [obj for obj in objects if obj in wanted] if goal_labels else objects
+    about_objects = [g for g in goals if g.object or g.kind == "clear"]
+    wanted = {obj for g in about_objects for obj in goal_objects(g, scene)}
+    relevant = [obj for obj in objects if obj in wanted] if about_objects else objects
     targets = [f for f in furniture if any(g.kind == "object_on" and scene.entity(f).label == g.target
                                            and g.room in ("", scene.entity(f).room) for g in goals)]
+    cleared = {f for f in furniture if any(g.kind == "clear" and scene.entity(f).label == g.target
+                                           and g.room in ("", scene.entity(f).room) for g in goals)}
+    if cleared and not targets:  # what is cleared away may go anywhere else
+        targets = [f for f in furniture if f not in cleared]
     # Going into a room helps to see it or when a goal asks for it; furniture is where work happens.
     worth_entering = [r for r in rooms if r not in explored or any(g.kind == "robot_in_room" and g.room == r for g in goals)]
     actions = []
@@ -200,7 +215,7 @@ def allowed_actions(scene: SceneGraph, known: set[str], withdrawn: set[str], ski
                 actions.append(str(call))
     actions += ["get_rooms()", *(f"get_objects_in_room({room})" for room in rooms)]
     actions += [f"find_objects({label})" for label in goal_labels]
-    actions += [f"get_object({obj})" for obj in relevant if goal_labels]
+    actions += [f"get_object({obj})" for obj in relevant if about_objects]
     actions.append(GIVE_UP)
     return [a for a in actions if a not in withdrawn]
 
@@ -214,8 +229,9 @@ def action_schema(actions: list[str]) -> dict:
 
 def final_goals(goals: list[Goal]) -> list[Goal]:
     """Drop goals that only describe a step on the way and contradict the final state: holding an
-    object that must end on furniture, or being in a room other than where an object must end."""
-    placed = [g for g in goals if g.kind == "object_on"]
+    object that must end on furniture or with the user, or being in a room other than where an
+    object must end."""
+    placed = [g for g in goals if g.kind in ("object_on", "bring_to_user")]
     kept = []
     for goal in goals:
         if goal.kind == "holding" and any(p.object == goal.object for p in placed):
@@ -455,13 +471,16 @@ class TaskPlanner:
 
     def _extract_goals(self, request: str, stats: dict) -> list[Goal]:
         scene = self.tools.scene()
+        user_room = scene.robot.room  # the user asks the robot where it stands
         object_labels = sorted({o.label for o in scene.objects()})
         furniture_labels = sorted({f.label for f in scene.furniture()})
+        openable_labels = sorted({f.label for f in scene.furniture() if f.state})
         rooms = scene.rooms()
         prompt = GOAL_PROMPT.format(objects=", ".join(object_labels), furniture=", ".join(furniture_labels),
-                                    rooms=", ".join(rooms))
+                                    rooms=", ".join(rooms), user_room=user_room)
         messages = [{"role": "system", "content": prompt}, {"role": "user", "content": request}]
-        schema = goal_schema(object_labels, furniture_labels, rooms)
+        schema = goal_schema(object_labels, furniture_labels, openable_labels, rooms)
+        already_true: list[Goal] = []
 
         def parse(text: str) -> list[Goal]:
             goals = GoalReply.model_validate_json(text).goals
@@ -469,12 +488,20 @@ class TaskPlanner:
                 for value, allowed in ((goal.object, object_labels), (goal.target, furniture_labels), (goal.room, rooms)):
                     if value and value not in allowed:
                         raise ValueError(f"{value!r} is not a known label or room")
+            goals = final_goals([g.model_copy(update={"room": user_room}) if g.kind == "bring_to_user" else g
+                                 for g in goals])
+            if all(goal_met(goal, scene) for goal in goals):
+                already_true[:] = goals
+                raise ValueError("all of these goals are true already, so they do not say what the request changes; "
+                                 "give the state the request asks for")
             return goals
 
         goals = self._validated(messages, schema, stats, parse)
+        if goals is None and already_true:  # the model insists: perhaps there is indeed nothing to do
+            return already_true
         if goals is None:
             raise PolicyError("no valid goals after repairs")
-        return final_goals(goals)
+        return goals
 
     def _decide(self, prompt: str, actions: list[str], stats: dict) -> StepReply | None:
         messages = [{"role": "system", "content": self.system_prompt}, *EXAMPLE_TURNS,
@@ -511,13 +538,16 @@ class TaskPlanner:
         return observation, True
 
     def _may_satisfy(self, action: str, goals: list[Goal]) -> bool:
-        """A skill that acted on a goal's object or went to a goal's room may have finished the task."""
+        """A skill that acted on what a goal names, or moved the robot when a goal is about where
+        it is, may have finished the task."""
         name, args = parse_call(action)
         if name in PERCEPTION_ACTIONS:
             return False
         scene = self.tools.scene()
         labels = {scene.entity(a).label for a in args if scene.has(a)} | set(args)
-        return any(goal.object in labels or (goal.room and goal.room in labels) for goal in goals)
+        moved = name == "GOTO"
+        return any(labels & {goal.object, goal.target, goal.room} - {""}
+                   or (moved and goal.kind in ("robot_in_room", "bring_to_user")) for goal in goals)
 
     def _confirm(self, goals: list[Goal]) -> bool:
         """Goals are met once perception shows them; give it a moment to see the result of a skill."""

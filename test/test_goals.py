@@ -1,0 +1,117 @@
+"""Goals the world state can confirm: every kind checked against the map, the reply schema that
+keeps each kind to its own fields, and requests whose goals would already be true."""
+
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from conftest import CONFIG
+from planner.backends.sim_robot import SimulatedRobot
+from planner.bench.suite import starting_world
+from planner.config import load_config, load_skill_planner
+from planner.core.goals import Goal, GoalReply, goal_met, goal_schema, goal_status
+from planner.core.react import PlannerSettings, ScriptedPolicy, TaskPlanner
+from planner.core.world import load_world
+
+APARTMENT = load_world(CONFIG / "worlds" / "apartment.yaml")
+
+
+def robot_at(place: str) -> SimulatedRobot:
+    return SimulatedRobot(starting_world(APARTMENT, place), [], load_skill_planner(load_config(CONFIG / "planner.yaml")))
+
+
+def run(robot: SimulatedRobot, request: str, replies: list):
+    trace = []
+    policy = ScriptedPolicy(replies)
+    planner = TaskPlanner(policy, robot, robot.skills, PlannerSettings(confirm_timeout_s=0),
+                          on_step=lambda step: trace.append((step.kind, step.text)))
+    return planner.run(request), trace, policy
+
+
+def test_the_schema_gives_each_kind_only_its_own_fields_and_openable_targets_only():
+    schema = goal_schema(["cup", "milk"], ["fridge", "table"], ["fridge"], ["kitchen"])
+    kinds = {alt["properties"]["kind"]["const"]: alt for alt in schema["properties"]["goals"]["items"]["anyOf"]}
+    assert set(kinds) == {"object_on", "holding", "bring_to_user", "robot_in_room", "is_open", "is_closed", "clear"}
+    assert kinds["holding"]["required"] == ["kind", "object"]
+    assert kinds["is_open"]["properties"]["target"] == {"enum": ["fridge"]}
+    assert kinds["object_on"]["properties"]["room"] == {"enum": ["kitchen", ""]}  # a room is optional there
+    assert "" not in kinds["object_on"]["properties"]["target"]["enum"]
+    nothing_opens = goal_schema(["cup"], ["table"], [], ["kitchen"])
+    assert "is_open" not in json.dumps(nothing_opens)
+
+
+def test_a_goal_missing_what_its_kind_needs_is_invalid():
+    with pytest.raises(ValidationError, match="goal is_open needs target"):
+        GoalReply.model_validate({"goals": [{"kind": "is_open", "room": "kitchen"}]})
+
+
+def test_open_closed_clear_and_bring_are_judged_on_the_map():
+    robot = robot_at("fridge_1")
+    scene = robot.scene()
+    fridge_open = Goal(kind="is_open", target="fridge")
+    assert not goal_met(fridge_open, scene) and goal_met(Goal(kind="is_closed", target="fridge"), scene)
+    assert "fridge_1 in the kitchen is closed" in goal_status(fridge_open, scene)[0]
+    assert robot.execute_skill("OPEN(fridge_1)").success
+    assert goal_met(fridge_open, robot.scene())
+
+    robot = robot_at("coffee_table_1")
+    clear = Goal(kind="clear", target="coffee_table")
+    line, ids = goal_status(clear, robot.scene())
+    assert not goal_met(clear, robot.scene()) and {"remote_1", "magazine_1", "cup_2", "can_1"} <= set(ids)
+    bring = Goal(kind="bring_to_user", object="cup", room="bedroom")
+    assert robot.execute_skill("PICK(cup_2, right)").success
+    assert not goal_met(bring, robot.scene())  # held, but the user is in the bedroom
+    assert goal_met(bring.model_copy(update={"room": "living_room"}), robot.scene())
+    assert "the user is in the bedroom" in goal_status(bring, robot.scene())[0]
+
+
+def test_a_request_to_open_something_is_done_when_the_map_shows_it_open():
+    robot = robot_at("fridge_1")
+    result, trace, _ = run(robot, "Open the fridge", [
+        {"goals": [{"kind": "is_open", "target": "fridge", "room": ""}]},
+        {"thought": "The fridge is in front of me.", "action": "OPEN(fridge_1)"}])
+    assert result.success and robot.sim.open_state["fridge_1"]
+
+
+def test_clearing_a_table_puts_everything_on_it_somewhere_else():
+    robot = robot_at("side_table_1")
+    on_it = [o.id for o in robot.scene().objects() if (s := robot.scene().support(o.id)) and s[1] == "side_table_1"]
+    replies = [{"goals": [{"kind": "clear", "target": "side_table", "room": ""}]}]
+    for obj in on_it:
+        replies += [{"thought": "take it", "action": f"PICK({obj}, right)"},
+                    {"thought": "put it away", "action": "GOTO(sofa_1)"},
+                    {"thought": "leave it here", "action": f"PLACE({obj}, sofa_1, right)"},
+                    {"thought": "back", "action": "GOTO(side_table_1)"}]
+    result, trace, policy = run(robot, "Clear the side table", replies)
+    assert on_it and result.success, trace
+    assert all(robot.sim.support[obj] == "sofa_1" for obj in on_it)
+    offered = policy.prompts[1][-1]["content"].split("Valid actions: ")[1].split(" | ")
+    assert {f"PICK({obj}, right)" for obj in on_it} <= set(offered)
+    # Cleared things go anywhere but back: next to the table, holding a thing, nothing can be placed.
+    holding = next(p[-1]["content"] for p in policy.prompts if "next to side_table_1; right arm holds" in p[-1]["content"])
+    assert not [a for a in holding.split("Valid actions: ")[1].split(" | ") if a.startswith("PLACE")]
+
+
+def test_goals_that_are_already_true_are_sent_back_once_then_accepted():
+    robot = robot_at("table_2")
+    already = {"goals": [{"kind": "object_on", "object": "orange", "target": "table", "room": ""}]}
+    result, trace, policy = run(robot, "Take the orange", [
+        already, {"goals": [{"kind": "holding", "object": "orange"}]},
+        {"thought": "It is in front of me.", "action": "PICK(orange_1, right)"}])
+    assert result.success and robot.sim.held["right"] == "orange_1"
+    repair = policy.prompts[1][-1]["content"]
+    assert "true already" in repair
+    # A model that insists is believed: the request may really need nothing.
+    result, trace, _ = run(robot_at("table_2"), "Make sure the orange is on the table", [already] * 3)
+    assert result.success and result.steps == 0
+
+
+def test_something_brought_to_the_user_goes_to_the_room_where_they_asked():
+    robot = robot_at("sofa_1")
+    result, trace, _ = run(robot, "I'm thirsty", [
+        {"goals": [{"kind": "bring_to_user", "object": "can"}]},
+        {"thought": "There is a can on the coffee table.", "action": "GOTO(coffee_table_1)"},
+        {"thought": "take it", "action": "PICK(can_1, right)"}])
+    assert ("goal", "the robot brings a can to the user in the living_room") in trace
+    assert result.success and robot.sim.held["right"] == "can_1"
