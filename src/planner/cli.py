@@ -274,41 +274,64 @@ def bench_perception(args) -> int:
     return 0
 
 
-def bench_tasks(args) -> int:
-    from planner.backends.embeddings import SentenceEmbedder
+def _bench_llm(args, config):
+    """The LLM a benchmark asked for: (policy or None for scripted, embedded server or None, the
+    results header's description of it), or None after saying why there is none."""
     from planner.backends.llm import open_policy
-    from planner.backends.model_store import ModelError
-    from planner.bench import tasks
-    from planner.bench.suite import load_suite
-    from planner.config import load_config
-    from planner.core.explainer import CaseMemory, load_cases
+    from planner.backends.model_store import MODELS, ModelError
     from planner.core.react import PolicyError
-    from planner.core.skills import load_skill_library
 
-    config = load_config(args.config)
-    suite = load_suite(_suite_path(args.suite, config))
-    library = load_skill_library(config.path(config.skills))
-    settings = config.planner.model_copy(update={"confirm_timeout_s": 0.0, "robot_state_wait_s": 0.0})
-    llm = config.llm.model_copy(update={"provider": args.llm, **({"base_url": args.base_url} if args.base_url else {}),
-                                        **({"model": args.model} if args.model else {})}).resolved()
-    server = None
-    policy = None
+    update: dict = {"provider": args.llm}
+    if args.base_url:
+        update["base_url"] = args.base_url
+    if args.model and args.llm == "embedded":
+        if args.model not in MODELS:
+            print(f"error: no embedded model {args.model!r}; there are {', '.join(MODELS)}", file=sys.stderr)
+            return None
+        update["embedded"] = config.llm.embedded.model_copy(update={"model": args.model})
+    elif args.model:
+        update["model"] = args.model
+    llm = config.llm.model_copy(update=update).resolved()
+    policy = server = None
     if llm.provider != "scripted":
         try:
             policy, server = open_policy(llm)
         except (PolicyError, ModelError) as error:
             print(f"error: no LLM: {error}", file=sys.stderr)
-            return 1
+            return None
     model = llm.embedded.model if llm.provider == "embedded" else llm.model if llm.provider == "openai" else "task scripts"
+    header = {"backend": llm.provider, "model": model, "base_url": llm.base_url if llm.provider == "openai" else ""}
+    return policy, server, header
+
+
+def _bench_settings(config):
+    """Planner settings for simulated time: perception confirms at once, the robot state is there."""
+    return config.planner.model_copy(update={"confirm_timeout_s": 0.0, "robot_state_wait_s": 0.0})
+
+
+def bench_tasks(args) -> int:
+    from planner.backends.embeddings import SentenceEmbedder
+    from planner.bench import tasks
+    from planner.bench.suite import load_suite
+    from planner.config import load_config
+    from planner.core.explainer import CaseMemory, load_cases
+    from planner.core.skills import load_skill_library
+
+    config = load_config(args.config)
+    suite = load_suite(_suite_path(args.suite, config))
+    library = load_skill_library(config.path(config.skills))
+    opened = _bench_llm(args, config)
+    if opened is None:
+        return 1
+    policy, server, llm = opened
     memory = None
     if args.explainer == "on":
         print("loading the explainer's failure cases and embedding model ...", file=sys.stderr, flush=True)
         memory = CaseMemory(load_cases(config.path(config.failure_cases)), SentenceEmbedder(),
                             config.explainer.threshold, config.explainer.top_k)
-    name = args.name or f"tasks-{suite.suite.name}-{llm.provider}" + (f"-{args.faults}-faults" if args.faults != "none" else "")
-    setup = tasks.BenchSetup(suite, library, settings, policy, memory, args.faults, args.seed)
-    header = {"llm": {"backend": llm.provider, "model": model, "base_url": llm.base_url if llm.provider == "openai" else ""},
-              "explainer": args.explainer}
+    name = args.name or f"tasks-{suite.suite.name}-{llm['backend']}" + (f"-{args.faults}-faults" if args.faults != "none" else "")
+    setup = tasks.BenchSetup(suite, library, _bench_settings(config), policy, memory, args.faults, args.seed)
+    header = {"llm": llm, "explainer": args.explainer}
     show = (lambda step: print(format_step(step.kind, step.text), file=sys.stderr, flush=True)) if args.verbose else None
     try:
         results = tasks.run(setup, Path(args.out), name, args.repeat, header, args.tasks, args.resume,
@@ -324,10 +347,50 @@ def bench_tasks(args) -> int:
     return 0 if results["episodes"] else 1
 
 
+def bench_context(args) -> int:
+    from planner.bench import context, tasks
+    from planner.config import load_config
+    from planner.core.skills import load_skill_library
+
+    config = load_config(args.config)
+    if args.llm == "scripted":
+        print("error: bench context measures a real model's prompt tokens; use --llm embedded or openai", file=sys.stderr)
+        return 2
+    try:
+        suite = context.make_suite(args.rooms, args.objects, args.factor, args.seed)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    opened = _bench_llm(args, config)
+    if opened is None:
+        return 1
+    policy, server, llm = opened
+    setup = tasks.BenchSetup(suite, load_skill_library(config.path(config.skills)), _bench_settings(config), policy,
+                             None, "none", args.seed)
+    name = args.name or f"context-{llm['backend']}-{llm['model']}"
+    try:
+        context.run(setup, Path(args.out), name, {"llm": llm}, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        if server is not None:
+            server.stop()
+    print(Path(args.out, name + ".md").read_text())
+    return 0
+
+
 def _suite_path(suite: str, config) -> Path:
     """A suite file, or the name of one in the installed config/tasks."""
     path = Path(suite)
     return path if path.suffix in (".yaml", ".yml") else config.path(f"tasks/{suite}.yaml")
+
+
+def _llm_arguments(parser) -> None:
+    parser.add_argument("--llm", choices=["embedded", "openai", "scripted"], default="embedded",
+                        help="embedded llama.cpp model, an OpenAI-compatible endpoint, or each task's script")
+    parser.add_argument("--base-url", help="endpoint for --llm openai (default: config / OPENAI_BASE_URL)")
+    parser.add_argument("--model", help="model name: for --llm embedded one of the embedded models "
+                                        "(qwen2.5-coder-1.5b, qwen2.5-coder-0.5b), for --llm openai the server's")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -398,10 +461,7 @@ def main(argv: list[str] | None = None) -> int:
                                                             "each task by its success predicate")
     bench_tasks_parser.add_argument("--suite", default="full", help="a suite file, or a name in config/tasks "
                                                                    "(full, smoke)")
-    bench_tasks_parser.add_argument("--llm", choices=["embedded", "openai", "scripted"], default="embedded",
-                                    help="embedded llama.cpp model, an OpenAI-compatible endpoint, or each task's script")
-    bench_tasks_parser.add_argument("--base-url", help="endpoint for --llm openai (default: config / OPENAI_BASE_URL)")
-    bench_tasks_parser.add_argument("--model", help="model name for --llm openai")
+    _llm_arguments(bench_tasks_parser)
     bench_tasks_parser.add_argument("--faults", choices=["none", "task", "random"], default="none",
                                     help="task: the faults each task lists; random: one fault per episode from --seed")
     bench_tasks_parser.add_argument("--seed", type=int, default=0)
@@ -414,6 +474,17 @@ def main(argv: list[str] | None = None) -> int:
     bench_tasks_parser.add_argument("--resume", action="store_true", help="keep the episodes an interrupted run wrote")
     bench_tasks_parser.add_argument("--verbose", action="store_true", help="print every step of every episode")
     bench_tasks_parser.set_defaults(run=bench_tasks)
+    bench_context_parser = bench_sub.add_parser("context", help="prompt tokens per LLM call in a home and in one with "
+                                                                "N times the objects")
+    bench_context_parser.add_argument("--rooms", type=int, default=12)
+    bench_context_parser.add_argument("--objects", type=int, default=30, help="objects in the small home")
+    bench_context_parser.add_argument("--factor", type=int, default=10, help="the large home has this many times more")
+    bench_context_parser.add_argument("--seed", type=int, default=0)
+    _llm_arguments(bench_context_parser)
+    bench_context_parser.add_argument("--config", help="stack config for LLM, planner and skill settings")
+    bench_context_parser.add_argument("--out", default="bench/results")
+    bench_context_parser.add_argument("--name", help="results file name (default: context-LLM-MODEL)")
+    bench_context_parser.set_defaults(run=bench_context)
 
     args = parser.parse_args(argv)
     from planner.core.files import InputError

@@ -85,7 +85,7 @@ class SimulatedRobot:
     def scene(self) -> SceneGraph:
         return self.graph
 
-    def perceive(self, name: str, args: list[str]) -> Observation:
+    def perceive(self, name: str, args: list[str], focus: frozenset[str] = frozenset()) -> Observation:
         self._pass(LOOK_SECONDS)
         graph = self.graph
         if name == "get_rooms":
@@ -96,7 +96,7 @@ class SimulatedRobot:
             if args[0] not in graph.rooms():
                 return Observation(unknown_room_text(args[0], graph.rooms()))
             items, relations = graph.room_contents(args[0])
-            return Observation(room_contents_text(args[0], items, relations), [e.id for e in items])
+            return Observation(room_contents_text(args[0], items, relations, focus), [e.id for e in items])
         if name == "get_object":
             if not graph.has(args[0]):
                 return Observation(f"unknown object {args[0]!r}")

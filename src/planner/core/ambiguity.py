@@ -9,7 +9,6 @@ the nearest candidate is taken, which is what a person standing by the robot mos
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
@@ -53,15 +52,6 @@ def _mentions(words: str, names: list[str]) -> bool:
     return any(f" {_words(name).strip()} " in words for name in names if name)
 
 
-def _distance(scene: SceneGraph, object_id: str) -> float:
-    robot = scene.robot
-    entity = scene.entity(object_id)
-    other_room = 0.0 if robot is None or entity.room == robot.room else 1000.0  # the robot's own room first
-    if robot is None:
-        return other_room
-    return other_room + math.hypot(entity.center[0] - robot.pose.x, entity.center[1] - robot.pose.y)
-
-
 def ambiguous_goals(request: str, goals: list[Goal], scene: SceneGraph) -> list[Question]:
     words = _words(request)
     questions = []
@@ -79,7 +69,7 @@ def ambiguous_goals(request: str, goals: list[Goal], scene: SceneGraph) -> list[
         if named:
             candidates = named
         if len(candidates) > 1:
-            candidates.sort(key=lambda c: _distance(scene, c))
+            candidates = scene.nearest_to_robot(candidates)
             questions.append(Question(index, goal.object, candidates, [places[c][0] for c in candidates]))
     return questions
 

@@ -9,6 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from planner.core.scene_graph import SceneGraph
 
+LISTED_PER_GOAL = 3   # objects a goal's status line names; the others are counted
+
 GoalKind = Literal["object_on", "holding", "bring_to_user", "robot_in_room", "is_open", "is_closed", "clear"]
 # The fields a reply of each kind carries (the schema asks for exactly these) and the ones it must fill.
 # bring_to_user's room is where the user is: the planner fills it in, not the model.
@@ -154,8 +156,12 @@ def goal_status(goal: Goal, scene: SceneGraph) -> tuple[str, list[str]]:
         things = _furniture(scene, goal)
         parts = [_where(scene, o) for o in objects]
         return f"{goal}: not yet; " + "; ".join(parts) + ".", [*objects, *things]
-    parts = [_where(scene, o) for o in objects] or [f"no {goal.object} is known"]
-    ids = list(objects) + [support[1] for o in objects if (support := scene.support(o))]
+    # The nearest few: the prompt must not grow with the number of cups in the house.
+    listed = scene.nearest_to_robot(objects)[:LISTED_PER_GOAL]
+    parts = [_where(scene, o) for o in listed] or [f"no {goal.object} is known"]
+    if len(objects) > len(listed):
+        parts.append(f"{len(objects) - len(listed)} more {goal.object} further away")
+    ids = list(listed) + [support[1] for o in listed if (support := scene.support(o))]
     if goal.kind == "object_on":
         targets = _furniture(scene, goal)
         ids += targets

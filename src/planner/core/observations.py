@@ -3,6 +3,8 @@ probability when uncertain, and where things are."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from planner.core.scene_graph import Entity, RobotSnapshot
 
 
@@ -20,15 +22,34 @@ def rooms_text(rooms: list[str]) -> str:
     return "Rooms: " + ", ".join(rooms) if rooms else "No rooms are known."
 
 
-def room_contents_text(room: str, entities: list[Entity], relations: list[str]) -> str:
+# A planner's prompt must not grow with the house: past this many objects a room's contents list
+# the ones the planner is after and count the others by label.
+LISTED_OBJECTS = 12
+COUNTED_LABELS = 8
+
+
+def _counted(entities: list[Entity]) -> str:
+    counts = Counter(e.label for e in entities)
+    shown = ", ".join(f"{n} {label}" for label, n in counts.most_common(COUNTED_LABELS))
+    more = len(counts) - COUNTED_LABELS
+    return shown + (f" and {more} other kinds" if more > 0 else "")
+
+
+def room_contents_text(room: str, entities: list[Entity], relations: list[str], focus: frozenset[str] = frozenset()) -> str:
+    """What is in a room; in a crowded room, objects with a label in `focus` by id (at most
+    LISTED_OBJECTS of them) and the rest counted."""
     furniture = [f"{e.id} ({_label(e)})" for e in entities if e.kind == "furniture"]
     objects = [e for e in entities if e.kind == "object"]
     placed = {r.split(" ", 1)[0]: r for r in relations}
     lines = [f"In the {room}: furniture " + (", ".join(furniture) or "none") + "."]
-    if objects:
+    listed = objects if len(objects) <= LISTED_OBJECTS else [e for e in objects if e.label in focus][:LISTED_OBJECTS]
+    if listed:
         lines.append("Objects: " + "; ".join(f"{e.id} ({_label(e)}) " + placed.get(e.id, "").split(" ", 1)[-1]
-                                             for e in objects) + ".")
-    else:
+                                             for e in listed) + ".")
+    others = [e for e in objects if e not in listed]
+    if others:
+        lines.append(("Also " if listed else "Objects: ") + _counted(others) + ".")
+    if not objects:
         lines.append("No objects seen.")
     return " ".join(lines)
 
@@ -39,9 +60,13 @@ def entity_text(entity: Entity, relations: list[str]) -> str:
 
 
 def found_text(query: str, entities: list[Entity]) -> str:
+    """Matches best first; past LISTED_OBJECTS of them, the rest are counted."""
     if not entities:
         return f"Nothing matching {query!r} is known."
-    return f"Matching {query!r}: " + ", ".join(f"{e.id} ({_label(e)}) in the {e.room}" for e in entities) + "."
+    listed = entities[:LISTED_OBJECTS]
+    more = len(entities) - len(listed)
+    return (f"Matching {query!r}: " + ", ".join(f"{e.id} ({_label(e)}) in the {e.room}" for e in listed)
+            + (f", and {more} more" if more else "") + ".")
 
 
 def robot_text(robot: RobotSnapshot | None) -> str:

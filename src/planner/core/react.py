@@ -98,7 +98,9 @@ class Tools(Protocol):
 
     def scene(self) -> SceneGraph: ...
 
-    def perceive(self, name: str, args: list[str]) -> Observation: ...
+    def perceive(self, name: str, args: list[str], focus: frozenset[str] = frozenset()) -> Observation:
+        """A perception action; `focus`: object labels the task is about, listed first when a
+        room is crowded."""
 
     def execute_skill(self, call: str) -> SkillResult: ...
 
@@ -215,9 +217,13 @@ def allowed_actions(scene: SceneGraph, known: set[str], withdrawn: set[str], ski
                 actions.append(str(call))
     actions += ["get_rooms()", *(f"get_objects_in_room({room})" for room in rooms)]
     actions += [f"find_objects({label})" for label in goal_labels]
-    actions += [f"get_object({obj})" for obj in relevant if about_objects]
+    if about_objects:  # the nearest few: asking about each of fifty cups helps nobody
+        actions += [f"get_object({obj})" for obj in scene.nearest_to_robot(relevant)[:ASKED_OBJECTS]]
     actions.append(GIVE_UP)
     return [a for a in actions if a not in withdrawn]
+
+
+ASKED_OBJECTS = 3
 
 
 def action_schema(actions: list[str]) -> dict:
@@ -361,7 +367,8 @@ class TaskPlanner:
         # The robot looks around where it stands before the first step.
         seen_room = self.tools.scene().robot.room
         explored = {seen_room}
-        view = self.tools.perceive("get_objects_in_room", [seen_room])
+        focus = frozenset(g.object for g in goals if g.object)
+        view = self.tools.perceive("get_objects_in_room", [seen_room], focus)
         known |= set(view.entities)
         context.latest = [view.text]
         for step in range(1, self.settings.step_budget + 1):
@@ -392,7 +399,7 @@ class TaskPlanner:
             self._emit("thought", reply.thought)
             if reply.action == GIVE_UP:
                 return finish(False, "impossible", reply.thought, step)
-            observation, failed = self._act(reply.action)
+            observation, failed = self._act(reply.action, focus)
             suggested = failed and "Suggestion:" in observation
             context.latest = [observation]
             is_perception = parse_call(reply.action)[0] in PERCEPTION_ACTIONS
@@ -406,7 +413,7 @@ class TaskPlanner:
             room = scene.robot.room
             if not failed and room != seen_room:
                 # Arriving in a room, the robot sees what is there.
-                view = self.tools.perceive("get_objects_in_room", [room])
+                view = self.tools.perceive("get_objects_in_room", [room], focus)
                 self._emit("observation", view.text)
                 context.latest.append(view.text)
                 known |= set(view.entities)
@@ -516,11 +523,11 @@ class TaskPlanner:
         return self._validated(messages, action_schema(actions), stats, parse)
 
     # ---- acting -----------------------------------------------------------------------------
-    def _act(self, action: str) -> tuple[str, bool]:
+    def _act(self, action: str, focus: frozenset[str]) -> tuple[str, bool]:
         name, args = parse_call(action)
         if name in PERCEPTION_ACTIONS:
             self._emit("perception", action)
-            observation = self.tools.perceive(name, args)
+            observation = self.tools.perceive(name, args, focus)
             self._emit("observation", observation.text)
             return observation.text, False
         self._emit("skill", action)

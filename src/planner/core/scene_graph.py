@@ -438,6 +438,18 @@ class SceneGraph:
         objects = self.objects(room)
         return [*self.furniture(room), *objects], [r for e in objects for r in self.relations(e.id)]
 
+    def nearest_to_robot(self, ids) -> list[str]:
+        """Ids by distance from the robot, those in its room first (as they are when it knows no pose)."""
+        robot = self.robot
+        if robot is None:
+            return list(ids)
+
+        def distance(node_id: str) -> tuple[bool, float]:
+            entity = self.entity(node_id)
+            return entity.room != robot.room, math.hypot(entity.center[0] - robot.pose.x, entity.center[1] - robot.pose.y)
+
+        return sorted(ids, key=distance)
+
     def furniture_near(self, x: float, y: float, distance: float) -> list[str]:
         """Furniture whose footprint edge is within `distance` of (x, y), nearest first."""
         gaps = []

@@ -58,7 +58,7 @@ class RosTools:
         reply = call_service(self.node.clients_["scene"], GetSceneGraph.Request())
         return scene_from_msg(reply.graph, reply.robot)
 
-    def perceive(self, name: str, args: list[str]) -> Observation:
+    def perceive(self, name: str, args: list[str], focus: frozenset[str] = frozenset()) -> Observation:
         clients = self.node.clients_
         try:
             if name == "get_rooms":
@@ -71,7 +71,8 @@ class RosTools:
                 if not reply.success:
                     return Observation(reply.message)
                 entities = [entity_from_msg(o) for o in reply.objects]
-                return Observation(room_contents_text(args[0], entities, list(reply.relations)), [e.id for e in entities])
+                return Observation(room_contents_text(args[0], entities, list(reply.relations), focus),
+                                   [e.id for e in entities])
             if name == "get_object":
                 reply = call_service(clients["object"], GetObject.Request(id=args[0]))
                 if not reply.success:

@@ -1,0 +1,35 @@
+"""The prompt-size benchmark's homes and requests: the same requests in a home and in one with ten
+times the objects, each carried out by the simulated robot when the plan is right."""
+
+import pytest
+
+from planner.bench import context
+from planner.bench.suite import _task_problems
+
+
+@pytest.fixture(scope="module")
+def suite():
+    return context.make_suite(rooms=12, objects=30, factor=10, seed=0)
+
+
+def test_the_two_homes_differ_only_in_their_objects(suite):
+    small, large = suite.worlds["small"], suite.worlds["large"]
+    assert (len(small.objects), len(large.objects)) == (30, 300)
+    assert [f.id for f in small.furniture] == [f.id for f in large.furniture]
+    assert [r.name for r in small.rooms] == [r.name for r in large.rooms]
+
+
+def test_every_request_runs_in_both_homes_and_names_what_they_hold(suite):
+    by_request = {}
+    for task in suite.suite.tasks:
+        assert not _task_problems(task, suite.worlds[task.world]), task.id
+        by_request.setdefault(task.request, set()).add(task.world)
+    assert len(by_request) >= 4 and all(worlds == {"small", "large"} for worlds in by_request.values())
+
+
+def test_growth_is_prompt_tokens_per_call_from_the_small_home_to_the_large():
+    episodes = [{"world": "small", "success": True, "llm_calls": 4, "prompt_tokens": 4000},
+                {"world": "large", "success": True, "llm_calls": 2, "prompt_tokens": 2300}]
+    summary = context.summarize(episodes)
+    assert summary["small"]["prompt_tokens_per_call"] == 1000 and summary["large"]["prompt_tokens_per_call"] == 1150
+    assert summary["growth"] == 0.15 and summary["target_met"]
