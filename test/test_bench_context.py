@@ -33,3 +33,24 @@ def test_growth_is_prompt_tokens_per_call_from_the_small_home_to_the_large():
     summary = context.summarize(episodes)
     assert summary["small"]["prompt_tokens_per_call"] == 1000 and summary["large"]["prompt_tokens_per_call"] == 1150
     assert summary["growth"] == 0.15 and summary["target_met"]
+
+
+def test_a_step_prompt_stays_the_same_size_in_a_home_with_ten_times_the_objects(suite):
+    """Characters as a stand-in for tokens: the model sees the request, the robot, the goals' nearest
+    candidates and a room's contents counted, never the whole map."""
+    from planner.backends.sim_robot import SimulatedRobot
+    from planner.bench.suite import starting_world
+    from planner.config import load_config, load_skill_planner
+    from planner.core.react import PlannerSettings, ScriptedPolicy, TaskPlanner
+    from conftest import CONFIG
+
+    skills = load_skill_planner(load_config(CONFIG / "planner.yaml"))
+    sizes = {}
+    for name, world in suite.worlds.items():
+        robot = SimulatedRobot(starting_world(world, "kitchen"), [], skills)
+        policy = ScriptedPolicy([{"goals": [{"kind": "bring_to_user", "object": "cup"}]},
+                                 {"thought": "look", "action": "get_objects_in_room(kitchen)"}, "stop"])
+        TaskPlanner(policy, robot, skills, PlannerSettings(confirm_timeout_s=0, max_repairs=0, step_budget=2)).run(
+            "Bring me a cup")
+        sizes[name] = [len(prompt[-1]["content"]) for prompt in policy.prompts[1:]]
+    assert all(large <= 1.2 * small for small, large in zip(sizes["small"], sizes["large"])), sizes

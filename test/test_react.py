@@ -106,6 +106,19 @@ def test_a_repeatedly_failing_action_is_withdrawn(skill_planner, monkeypatch):
     assert GIVE_UP in policy.prompts[4][-1]["content"]
 
 
+def test_going_round_in_a_circle_is_broken(skill_planner):
+    """Back in a situation it was in, the robot is not offered the move it made from there last
+    time: that move led back here."""
+    kitchen, bedroom = {"thought": "kitchen", "action": "GOTO(table_1)"}, {"thought": "bedroom", "action": "GOTO(table_3)"}
+    result, trace, robot, policy = run([GOAL, kitchen, bedroom, kitchen, bedroom], skill_planner, max_repairs=0,
+                                       step_budget=4)
+    assert robot.log.skills == ["GOTO(table_1)", "GOTO(table_3)", "GOTO(table_1)"]
+    back_again = policy.prompts[4][-1]["content"].split("Valid actions: ")[1].split(" | ")
+    assert "GOTO(table_3)" not in back_again and "GOTO(table_2)" in back_again
+    assert any(kind == "error" and "GOTO(table_3)" in text and "not one of the valid actions" in text
+               for kind, text in trace)
+
+
 def test_cancel_stops_between_steps(skill_planner):
     robot = InProcessRobot(SCENARIO, skill_planner)
     planner = TaskPlanner(ScriptedPolicy(recorded_plan()), robot, skill_planner, PlannerSettings(confirm_timeout_s=0))

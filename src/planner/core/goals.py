@@ -160,7 +160,7 @@ def goal_status(goal: Goal, scene: SceneGraph) -> tuple[str, list[str]]:
     listed = scene.nearest_to_robot(objects)[:LISTED_PER_GOAL]
     parts = [_where(scene, o) for o in listed] or [f"no {goal.object} is known"]
     if len(objects) > len(listed):
-        parts.append(f"{len(objects) - len(listed)} more {goal.object} further away")
+        parts.append(f"{len(objects) - len(listed)} more further away")
     ids = list(listed) + [support[1] for o in listed if (support := scene.support(o))]
     if goal.kind == "object_on":
         targets = _furniture(scene, goal)

@@ -22,9 +22,10 @@ def rooms_text(rooms: list[str]) -> str:
     return "Rooms: " + ", ".join(rooms) if rooms else "No rooms are known."
 
 
-# A planner's prompt must not grow with the house: past this many objects a room's contents list
-# the ones the planner is after and count the others by label.
+# A planner's prompt must not grow with the house: past LISTED_OBJECTS objects a room's contents
+# list a few of the ones the planner is after and count the others by label.
 LISTED_OBJECTS = 12
+LISTED_IN_FOCUS = 5
 COUNTED_LABELS = 8
 
 
@@ -37,12 +38,12 @@ def _counted(entities: list[Entity]) -> str:
 
 def room_contents_text(room: str, entities: list[Entity], relations: list[str], focus: frozenset[str] = frozenset()) -> str:
     """What is in a room; in a crowded room, objects with a label in `focus` by id (at most
-    LISTED_OBJECTS of them) and the rest counted."""
+    LISTED_IN_FOCUS of them) and the rest counted."""
     furniture = [f"{e.id} ({_label(e)})" for e in entities if e.kind == "furniture"]
     objects = [e for e in entities if e.kind == "object"]
     placed = {r.split(" ", 1)[0]: r for r in relations}
     lines = [f"In the {room}: furniture " + (", ".join(furniture) or "none") + "."]
-    listed = objects if len(objects) <= LISTED_OBJECTS else [e for e in objects if e.label in focus][:LISTED_OBJECTS]
+    listed = objects if len(objects) <= LISTED_OBJECTS else [e for e in objects if e.label in focus][:LISTED_IN_FOCUS]
     if listed:
         lines.append("Objects: " + "; ".join(f"{e.id} ({_label(e)}) " + placed.get(e.id, "").split(" ", 1)[-1]
                                              for e in listed) + ".")
