@@ -2,6 +2,7 @@
 queue, later requests wait their turn and can be canceled before they start."""
 
 import threading
+from contextlib import contextmanager
 
 from conftest import RosClient, wait_for, write_config
 from planner.action import ExecuteTask
@@ -30,17 +31,26 @@ class SlowPolicy:
         return PolicyReply('{"thought": "look", "action": "get_rooms()"}')
 
 
-def test_cancel_a_running_task(ros, tmp_path):
-    config = load_config(write_config(tmp_path))
-    client = RosClient("cancel_client")
+@contextmanager
+def planner_thinking_slowly(tmp_path, name: str, **sections):
+    """A simulator, perception and a task planner with a slow policy, and an action client to it."""
+    from rclpy.action import ActionClient
+
+    config = load_config(write_config(tmp_path, **sections))
+    client = RosClient(name)
     try:
         policy = SlowPolicy()
         for node in (SimulatorNode(config), PerceptionNode(config), TaskPlannerNode(config, policy=policy)):
             client.add(node)
-        from rclpy.action import ActionClient
-
         actions = ActionClient(client.node, ExecuteTask, "/planner/execute_task")
         assert actions.wait_for_server(timeout_sec=10)
+        yield policy, actions
+    finally:
+        client.close()
+
+
+def test_cancel_a_running_task(ros, tmp_path):
+    with planner_thinking_slowly(tmp_path, "cancel_client") as (policy, actions):
         feedback = []
         handle_future = actions.send_goal_async(ExecuteTask.Goal(request="bring the bottle to the bedroom"),
                                                 feedback_callback=lambda fb: feedback.append(fb.feedback.step.kind))
@@ -58,22 +68,10 @@ def test_cancel_a_running_task(ros, tmp_path):
         wait_for(second.done)
         assert second.result().accepted
         second.result().cancel_goal_async()
-    finally:
-        client.close()
 
 
 def test_requests_wait_their_turn_and_beyond_the_queue_are_rejected(ros, tmp_path):
-    config = load_config(write_config(tmp_path, tasks={"queue_size": 1}))
-    client = RosClient("queue_client")
-    try:
-        policy = SlowPolicy()
-        for node in (SimulatorNode(config), PerceptionNode(config), TaskPlannerNode(config, policy=policy)):
-            client.add(node)
-        from rclpy.action import ActionClient
-
-        actions = ActionClient(client.node, ExecuteTask, "/planner/execute_task")
-        assert actions.wait_for_server(timeout_sec=10)
-
+    with planner_thinking_slowly(tmp_path, "queue_client", tasks={"queue_size": 1}) as (policy, actions):
         def send(request, feedback=None):
             future = actions.send_goal_async(ExecuteTask.Goal(request=request), feedback_callback=feedback)
             wait_for(future.done)
@@ -96,5 +94,3 @@ def test_requests_wait_their_turn_and_beyond_the_queue_are_rejected(ros, tmp_pat
         ran = running.get_result_async()
         wait_for(ran.done, timeout=30)
         assert ran.result().result.outcome == "canceled"
-    finally:
-        client.close()

@@ -47,7 +47,10 @@ def source_revision() -> str:
     return commit + ("+changes" if dirty else "")
 
 
-def write_results(results: dict, out_dir: Path, name: str, plot: Callable[[dict, Path], None]) -> tuple[Path, Path]:
+def write_results(results: dict, out_dir: Path, name: str, plot: Callable[[dict, Path], None],
+                  report: Callable[[dict], str] | None = None) -> list[Path]:
+    """The results as JSON (with the command that made them), a plot, and a report (.md) when
+    asked for; the paths written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     # `planner ...` or `python -m planner.cli ...`: the command that made these results.
     by_cli = Path(sys.argv[0]).name == "planner" or sys.argv[0].endswith(("planner/cli.py", "planner.cli"))
@@ -56,4 +59,8 @@ def write_results(results: dict, out_dir: Path, name: str, plot: Callable[[dict,
     json_path, plot_path = out_dir / f"{name}.json", out_dir / f"{name}.png"
     write_json_atomic(json_path, results, indent=1)  # it may replace an interrupted run's episodes
     plot(results, plot_path)
-    return json_path, plot_path
+    if report is None:
+        return [json_path, plot_path]
+    report_path = out_dir / f"{name}.md"
+    report_path.write_text(report(results))
+    return [json_path, plot_path, report_path]

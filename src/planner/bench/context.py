@@ -5,7 +5,6 @@ growth from the small home to the large one (target: under 20% for ten times the
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -79,10 +78,7 @@ def run(setup: BenchSetup, out_dir: Path, name: str, header: dict, progress: Cal
         progress(f"[{number:>2}/{len(tasks)}] {task.id:<18} {'ok  ' if episode['success'] else 'FAIL'} "
                  f"{episode['llm_calls']:>2} calls {per_call:>7.0f} prompt tokens per call (about {left / 60:.0f} min left)")
     results["summary"] = summarize(results["episodes"])
-    json_path, plot_path = write_results(results, out_dir, name, plot)
-    report_path = out_dir / f"{name}.md"
-    report_path.write_text(report(json.loads(json_path.read_text())))
-    progress(f"results: {json_path}\nplot:    {plot_path}\nreport:  {report_path}")
+    progress("written: " + ", ".join(map(str, write_results(results, out_dir, name, plot, report))))
     return results
 
 

@@ -152,8 +152,7 @@ def run(sizes=DEFAULT_SIZES, out_dir: Path = Path("bench/results"), repeat: int 
                      f"get_object median {entry['queries']['get_object']['median_ms']:.3f} ms")
             results["sizes"][str(size)] = entry
     results["summary"] = summarize(results)
-    json_path, plot_path = write_results(results, out_dir, "perception", plot)
-    progress(f"results: {json_path}\nplot:    {plot_path}")
+    progress("written: " + ", ".join(map(str, write_results(results, out_dir, "perception", plot))))
     return results
 
 

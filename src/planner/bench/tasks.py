@@ -172,10 +172,7 @@ def run(setup: BenchSetup, out_dir: Path, name: str, repeat: int, header: dict, 
                  f"faults: {faults:<18} (about {left / 60:.0f} min left)")
     results["summary"] = summarize(results["episodes"])
     results["complete"] = True
-    json_path, plot_path = write_results(results, out_dir, name, plot)
-    report_path = out_dir / f"{name}.md"
-    report_path.write_text(report(json.loads(json_path.read_text())))
-    progress(f"results: {json_path}\nplot:    {plot_path}\nreport:  {report_path}")
+    progress("written: " + ", ".join(map(str, write_results(results, out_dir, name, plot, report))))
     return results
 
 
