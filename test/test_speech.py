@@ -113,5 +113,6 @@ def test_a_spoken_answer_tells_the_planner_which_object_is_meant(ros, tmp_path):
         wait_for(lambda: any(s.kind == "goal" for s in trace), timeout=30)
         assert next(s.text for s in trace if s.kind == "goal") == "the robot holds glass_1"
         assert any(s.kind == "answer" and "kitchen" in s.text for s in trace)
+        wait_for(lambda: any(s.kind == "result" for s in trace), timeout=30)  # the task ends before the nodes do
     finally:
         client.close()
