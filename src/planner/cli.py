@@ -329,7 +329,10 @@ def bench_tasks(args) -> int:
         print("loading the explainer's failure cases and embedding model ...", file=sys.stderr, flush=True)
         memory = CaseMemory(load_cases(config.path(config.failure_cases)), SentenceEmbedder(),
                             config.explainer.threshold, config.explainer.top_k)
-    name = args.name or f"tasks-{suite.suite.name}-{llm['backend']}" + (f"-{args.faults}-faults" if args.faults != "none" else "")
+    # Results of different models must not overwrite each other: the model is in the name.
+    model = "" if llm["backend"] == "scripted" else "-" + llm["model"].replace("/", "_")
+    name = args.name or (f"tasks-{suite.suite.name}-{llm['backend']}{model}"
+                         + (f"-{args.faults}-faults" if args.faults != "none" else ""))
     setup = tasks.BenchSetup(suite, library, _bench_settings(config), policy, memory, args.faults, args.seed)
     header = {"llm": llm, "explainer": args.explainer}
     show = (lambda step: print(format_step(step.kind, step.text), file=sys.stderr, flush=True)) if args.verbose else None
@@ -367,7 +370,7 @@ def bench_context(args) -> int:
     policy, server, llm = opened
     setup = tasks.BenchSetup(suite, load_skill_library(config.path(config.skills)), _bench_settings(config), policy,
                              None, "none", args.seed)
-    name = args.name or f"context-{llm['backend']}-{llm['model']}"
+    name = args.name or f"context-{llm['backend']}-{llm['model'].replace('/', '_')}"
     try:
         context.run(setup, Path(args.out), name, {"llm": llm}, progress=lambda line: print(line, file=sys.stderr, flush=True))
     except KeyboardInterrupt:
@@ -470,7 +473,7 @@ def main(argv: list[str] | None = None) -> int:
     bench_tasks_parser.add_argument("--explainer", choices=["on", "off"], default="on")
     bench_tasks_parser.add_argument("--config", help="stack config for LLM, planner, skills and explainer settings")
     bench_tasks_parser.add_argument("--out", default="bench/results")
-    bench_tasks_parser.add_argument("--name", help="results file name (default: tasks-SUITE-LLM[-FAULTS-faults])")
+    bench_tasks_parser.add_argument("--name", help="results file name (default: tasks-SUITE-LLM[-MODEL][-FAULTS-faults])")
     bench_tasks_parser.add_argument("--resume", action="store_true", help="keep the episodes an interrupted run wrote")
     bench_tasks_parser.add_argument("--verbose", action="store_true", help="print every step of every episode")
     bench_tasks_parser.set_defaults(run=bench_tasks)
