@@ -4,7 +4,7 @@ import yaml
 from conftest import CONFIG, DATA
 from fakes import InProcessRobot
 from planner.core.goals import Goal
-from planner.core.react import (GIVE_UP, PlannerSettings, PolicyError, PolicyReply, ScriptedPolicy, TaskPlanner,
+from planner.core.react import (ASK_USER, GIVE_UP, PlannerSettings, PolicyError, PolicyReply, ScriptedPolicy, TaskPlanner,
                                 final_goals)
 
 SCENARIO = CONFIG / "scenarios" / "kitchen_bottle_moved.yaml"
@@ -65,10 +65,9 @@ def test_schema_enumerates_the_valid_actions(skill_planner):
                           PlannerSettings(confirm_timeout_s=0))
     assert planner.run(REQUEST).outcome == "impossible"
     step_schema = seen[1]
-    assert list(step_schema["properties"]) == ["thought", "action"]
-    assert GIVE_UP in step_schema["properties"]["action"]["enum"]
-    assert set(step_schema["properties"]["action"]["enum"]) == set(
-        seen[1]["properties"]["action"]["enum"])  # deterministic for the same state
+    assert list(step_schema["properties"]) == ["thought", "action", "question"]
+    assert step_schema["required"] == ["thought", "action"]  # a question only with ASK_USER()
+    assert {GIVE_UP, ASK_USER, "GOTO(table_1)"} <= set(step_schema["properties"]["action"]["enum"])
 
 
 def test_saying_done_does_not_finish_a_task(skill_planner):
@@ -119,7 +118,20 @@ def test_going_round_in_a_circle_is_broken(skill_planner):
                for kind, text in trace)
 
 
-def test_cancel_stops_between_steps(skill_planner):
+def test_the_model_may_ask_the_user_once_and_reads_the_answer(skill_planner):
+    robot = InProcessRobot(SCENARIO, skill_planner)
+    robot.answers = ["the one in the kitchen"]
+    ask = {"thought": "unclear", "action": ASK_USER, "question": "Which table in the bedroom?"}
+    policy = ScriptedPolicy([GOAL, ask, {"thought": "stop", "action": GIVE_UP}])
+    trace = []
+    TaskPlanner(policy, robot, skill_planner, PlannerSettings(confirm_timeout_s=0),
+                on_step=lambda step: trace.append((step.kind, step.text))).run(REQUEST)
+    assert robot.log.questions == ["Which table in the bedroom?"]
+    assert ("answer", "the one in the kitchen") in trace
+    after = policy.prompts[2][-1]["content"]
+    assert "The user answered: the one in the kitchen" in after
+    assert ASK_USER not in after.split("Valid actions: ")[1].split(" | ")
+
     robot = InProcessRobot(SCENARIO, skill_planner)
     planner = TaskPlanner(ScriptedPolicy(recorded_plan()), robot, skill_planner, PlannerSettings(confirm_timeout_s=0))
     planner.on_step = lambda step: planner.cancel_event.set() if step.kind == "skill" else None

@@ -26,6 +26,7 @@ from planner.core.scene_graph import SceneGraph
 from planner.core.skills import SkillCall, SkillPlanner, parse_call
 
 GIVE_UP = "GIVE_UP()"
+ASK_USER = "ASK_USER()"
 PERCEPTION_ACTIONS = ("get_rooms", "get_objects_in_room", "get_object", "find_objects", "get_robot_state")
 
 SYSTEM_PROMPT = """You control a household service robot. You plan one step at a time.
@@ -38,7 +39,8 @@ Things inside a closed fridge, cabinet or drawer can be picked only after OPEN. 
 hold it and go to the room where the user is.
 Example: to put cup_1 (on desk_1 in the office) on shelf_2 in the hall: GOTO(desk_1), PICK(cup_1, right), GOTO(shelf_2), PLACE(cup_1, shelf_2, right).
 Objects may not be where the map says: after a failure, read the reason and the suggestion, look at the map again, and adapt.
-Use ids exactly as the observations give them (e.g. table_1). GIVE_UP() only when the request is impossible."""
+Use ids exactly as the observations give them (e.g. table_1). GIVE_UP() only when the request is impossible.
+ASK_USER() puts your "question" to the user, once per task, when the request is unclear and the map cannot tell."""
 
 GOAL_PROMPT = """Turn the user's request into goals that can be checked in the world once the request is done.
 Kinds of goal:
@@ -181,6 +183,7 @@ class StepReply(BaseModel):
     model_config = ConfigDict(extra="forbid")
     thought: str = Field(max_length=1000)
     action: str
+    question: str = Field(default="", max_length=300, description="for ASK_USER()")
 
 
 # ---- the action space ------------------------------------------------------------------------
@@ -219,7 +222,7 @@ def allowed_actions(scene: SceneGraph, known: set[str], withdrawn: set[str], ski
     actions += [f"find_objects({label})" for label in goal_labels]
     if about_objects:  # the nearest few: asking about each of fifty cups helps nobody
         actions += [f"get_object({obj})" for obj in scene.nearest_to_robot(relevant)[:ASKED_OBJECTS]]
-    actions.append(GIVE_UP)
+    actions += [ASK_USER, GIVE_UP]
     return [a for a in actions if a not in withdrawn]
 
 
@@ -228,9 +231,10 @@ ASKED_OBJECTS = 3
 
 def action_schema(actions: list[str]) -> dict:
     """Thought first, then one of the valid actions (ReAct)."""
-    return {"type": "object",
-            "properties": {"thought": {"type": "string", "maxLength": 160}, "action": {"enum": actions}},
-            "required": ["thought", "action"]}
+    properties = {"thought": {"type": "string", "maxLength": 160}, "action": {"enum": actions}}
+    if ASK_USER in actions:
+        properties["question"] = {"type": "string", "maxLength": 160}
+    return {"type": "object", "properties": properties, "required": ["thought", "action"]}
 
 
 def final_goals(goals: list[Goal]) -> list[Goal]:
@@ -363,6 +367,7 @@ class TaskPlanner:
         failures_in_row: dict[str, int] = {}
         looked: set[str] = set()  # perception calls made since the last skill: asking again tells nothing new
         suggested = False
+        asked = False
         taken: dict[tuple, set[str]] = {}  # skills already chosen in a given situation: choosing one again is a loop
         # The robot looks around where it stands before the first step.
         seen_room = self.tools.scene().robot.room
@@ -385,6 +390,8 @@ class TaskPlanner:
             withdrawn |= taken.get(situation, set())
             if suggested:  # a suggestion is tried before giving up
                 withdrawn.add(GIVE_UP)
+            if asked:  # one question per task: a robot that keeps asking is no help
+                withdrawn.add(ASK_USER)
             actions = allowed_actions(scene, known, withdrawn, self.skills, goals, explored)
             prompt = user_message(request, situation[0], list(situation[1]),
                                   context.done_text(self.settings.history_steps), context.latest, actions)
@@ -399,6 +406,11 @@ class TaskPlanner:
             self._emit("thought", reply.thought)
             if reply.action == GIVE_UP:
                 return finish(False, "impossible", reply.thought, step)
+            if reply.action == ASK_USER:
+                context.latest = [self._ask_user(reply.question or reply.thought)]
+                context.done.append(f"{ASK_USER}: asked")
+                asked = True
+                continue
             observation, failed = self._act(reply.action, focus)
             suggested = failed and "Suggestion:" in observation
             context.latest = [observation]
@@ -433,6 +445,12 @@ class TaskPlanner:
                     return finish(True, "succeeded", "the world state satisfies the request", step)
         return finish(False, "budget_exhausted", f"the step budget of {self.settings.step_budget} is spent",
                       self.settings.step_budget)
+
+    def _ask_user(self, question: str) -> str:
+        self._emit("question", question)
+        answer = self.tools.ask(question, self.settings.question_timeout_s)
+        self._emit("answer", answer or "no answer")
+        return f"The user answered: {answer}" if answer else "The user did not answer."
 
     def _say(self, text: str) -> None:
         self._emit("say", text)
