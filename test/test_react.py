@@ -132,6 +132,8 @@ def test_the_model_may_ask_the_user_once_and_reads_the_answer(skill_planner):
     assert "The user answered: the one in the kitchen" in after
     assert ASK_USER not in after.split("Valid actions: ")[1].split(" | ")
 
+
+def test_cancel_stops_between_steps(skill_planner):
     robot = InProcessRobot(SCENARIO, skill_planner)
     planner = TaskPlanner(ScriptedPolicy(recorded_plan()), robot, skill_planner, PlannerSettings(confirm_timeout_s=0))
     planner.on_step = lambda step: planner.cancel_event.set() if step.kind == "skill" else None
