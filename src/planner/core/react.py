@@ -187,6 +187,7 @@ class StepReply(BaseModel):
 
 
 # ---- the action space ------------------------------------------------------------------------
+ASKED_OBJECTS = 3   # get_object is offered for this many of a goal's candidates, the nearest
 def allowed_actions(scene: SceneGraph, known: set[str], withdrawn: set[str], skills: SkillPlanner,
                     goals: list[Goal], explored: set[str]) -> list[str]:
     """Every action valid now: each skill of the library grounded in what the robot has perceived
@@ -224,9 +225,6 @@ def allowed_actions(scene: SceneGraph, known: set[str], withdrawn: set[str], ski
         actions += [f"get_object({obj})" for obj in scene.nearest_to_robot(relevant)[:ASKED_OBJECTS]]
     actions += [ASK_USER, GIVE_UP]
     return [a for a in actions if a not in withdrawn]
-
-
-ASKED_OBJECTS = 3
 
 
 def action_schema(actions: list[str]) -> dict:
