@@ -120,6 +120,30 @@ def test_fallbacks_from_the_config_keep_their_own_structured_output_mode(server)
     assert requests[-1]["response_format"]["type"] == "json_object"
 
 
+def test_a_server_that_never_answers_ends_the_task_with_a_timeout_instead_of_hanging(skill_planner):
+    """The server accepts the connection and then says nothing: the request times out, the retry
+    too, and the task ends with the reason."""
+    import socket
+
+    from fakes import InProcessRobot
+    from conftest import CONFIG
+    from planner.core.react import TaskPlanner
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    try:
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
+        policy = OpenAICompatiblePolicy(url, "", "m", "json_object_schema", timeout_s=1, max_retries=1,
+                                        temperature=0.0, max_tokens=16)
+        robot = InProcessRobot(CONFIG / "scenarios" / "kitchen_bottle_moved.yaml", skill_planner)
+        result = TaskPlanner(policy, robot, skill_planner).run("bring the bottle to the bedroom")
+    finally:
+        silent.close()
+    assert result.outcome == "error" and "APITimeoutError" in result.summary and result.llm_calls == 0
+    assert robot.log.said == [f"Something went wrong: {result.summary}"]
+
+
 def make_parts(tmp_path, spec_name, data: bytes, parts: int):
     spec = model_store.ModelSpec(name=spec_name, file_name=f"{spec_name}.gguf", package="fake-part{n}", version="1.0",
                                  parts=parts, size=len(data), sha256=hashlib.sha256(data).hexdigest())
