@@ -37,6 +37,15 @@ def test_generated_homes_are_valid_reproducible_and_every_object_can_be_fetched(
         assert result.success, f"{obj.id}: {result.message}"
 
 
+def test_the_robot_can_go_into_every_room_of_the_apartment_even_when_furniture_fills_its_middle():
+    world = load_world(CONFIG / "worlds" / "apartment.yaml")
+    robot = SimulatedRobot(world, [], skills_for(world))
+    for room in [r.name for r in world.rooms][1:] + [world.rooms[0].name]:
+        result = robot.execute_skill(f"GOTO({room})")
+        assert result.success, f"{room}: {result.message}"
+        assert robot.scene().robot.room == room
+
+
 def test_a_home_too_small_for_its_objects_is_refused():
     with pytest.raises(ValueError, match="do not fit"):
         generate_world(rooms=1, objects=500)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from shapely.geometry import Point, Polygon, box
+from shapely.ops import nearest_points, unary_union
+
 
 @dataclass(frozen=True)
 class Pose2D:
@@ -56,3 +59,17 @@ def in_field_of_view(sensor: Pose2D, fov_deg: float, range_m: float, x: float, y
 def footprint_contains(center: tuple[float, float, float], size: tuple[float, float, float],
                        x: float, y: float, margin: float = 0.0) -> bool:
     return abs(x - center[0]) <= size[0] / 2 + margin and abs(y - center[1]) <= size[1] / 2 + margin
+
+
+def free_point_in_room(polygon: list[tuple[float, float]], furniture: list[tuple[tuple[float, float, float], tuple[float, float, float]]],
+                       clearance: float) -> tuple[float, float] | None:
+    """The point of a room nearest its middle that keeps `clearance` from the walls and from every
+    furniture footprint (center, size): the middle of a bedroom is often the bed. None when the
+    room has no such space."""
+    room = Polygon(polygon)
+    free = room.buffer(-clearance).difference(unary_union(
+        [box(c[0] - s[0] / 2, c[1] - s[1] / 2, c[0] + s[0] / 2, c[1] + s[1] / 2).buffer(clearance) for c, s in furniture]))
+    if free.is_empty:
+        return None
+    point = nearest_points(free, Point(room.centroid.x, room.centroid.y))[0]
+    return point.x, point.y

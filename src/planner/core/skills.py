@@ -14,7 +14,7 @@ from typing import Callable, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from planner.core.files import load_model
-from planner.core.geometry import Pose2D, approach_pose, horizontal_distance
+from planner.core.geometry import Pose2D, approach_pose, free_point_in_room, horizontal_distance
 from planner.core.scene_graph import SceneGraph
 
 ParamType = Literal["object", "furniture", "openable", "place", "arm", "text"]
@@ -219,7 +219,10 @@ class SkillPlanner:
     def navigation_goal(self, target_id: str, scene: SceneGraph, start: Pose2D) -> Pose2D:
         target = scene.entity(target_id)
         if target.kind == "room":
-            return Pose2D(target.center[0], target.center[1], start.yaw)
+            free = free_point_in_room(target.polygon, [(f.center, f.size) for f in scene.furniture(target_id)],
+                                      self.robot.standoff_m) if target.polygon else None
+            x, y = free or target.center[:2]
+            return Pose2D(x, y, start.yaw)
         # From another room the robot comes in through a door: face the side towards the room's
         # middle (furniture stands against walls), not the side towards where it is now.
         seen_from = start
