@@ -33,6 +33,8 @@ def holding(label: str) -> list[Goal]:
     ("Pick up the glass in the dining room", True),        # one on the table, one in the cabinet
     ("Pick up the glass from the cabinet", False),
     ("Bring me the tall glass", True),
+    # Where it is comes right after it; where it goes later does not make it ambiguous again.
+    ("Pick up the glass in the kitchen and bring it to the dining room", False),
 ])
 def test_a_definite_request_with_several_candidates_is_ambiguous(request_text, asked):
     scene = robot_at("table_2").scene()
@@ -53,6 +55,13 @@ def test_where_an_object_must_end_does_not_pick_which_one_is_meant():
     goals = [Goal(kind="object_on", object="cup", target="counter")]
     question = ambiguous_goals("Put the cup on the counter", goals, scene)
     assert question and set(question[0].candidates) == {"cup_1", "cup_2"}
+
+
+def test_the_place_right_after_the_object_says_which_one_even_when_the_destination_holds_another():
+    scene = robot_at("table_2").scene()
+    request = "Pick up the mug from the desk in the office and bring it to the kitchen counter"
+    assert not ambiguous_goals(request, [Goal(kind="object_on", object="mug", target="counter", room="kitchen")], scene)
+    assert not ambiguous_goals(request, holding("mug"), scene)
 
 
 @pytest.mark.parametrize("answer, chosen", [

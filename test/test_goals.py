@@ -15,6 +15,7 @@ from planner.core.react import PlannerSettings, ScriptedPolicy, TaskPlanner
 from planner.core.world import load_world
 
 APARTMENT = load_world(CONFIG / "worlds" / "apartment.yaml")
+GIVE_UP = {"thought": "stop here", "action": "GIVE_UP()"}
 
 
 def robot_at(place: str) -> SimulatedRobot:
@@ -105,6 +106,23 @@ def test_goals_that_are_already_true_are_sent_back_once_then_accepted():
     # A model that insists is believed: the request may really need nothing.
     result, trace, _ = run(robot_at("table_2"), "Make sure the orange is on the table", [already] * 3)
     assert result.success and result.steps == 0
+
+
+def test_bringing_to_the_user_is_refused_when_the_request_names_furniture_not_the_user():
+    robot = robot_at("table_2")
+    result, trace, policy = run(robot, "Bring the book from the bedroom to a table in the kitchen", [
+        {"goals": [{"kind": "bring_to_user", "object": "book"}]},
+        {"goals": [{"kind": "object_on", "object": "book", "target": "table", "room": "kitchen"}]}, GIVE_UP])
+    assert "use object_on" in policy.prompts[1][-1]["content"]
+    assert ("goal", "a book on a table in the kitchen") in trace
+
+
+def test_an_object_that_must_end_on_furniture_is_not_also_brought_to_the_user():
+    robot = robot_at("table_2")
+    _, trace, _ = run(robot, "Get me the juice from the fridge and put it on the coffee table", [
+        {"goals": [{"kind": "bring_to_user", "object": "juice"},
+                   {"kind": "object_on", "object": "juice", "target": "coffee_table", "room": ""}]}, GIVE_UP])
+    assert ("goal", "a juice on a coffee_table") in trace
 
 
 def test_something_brought_to_the_user_goes_to_the_room_where_they_asked():

@@ -59,13 +59,18 @@ def ambiguous_goals(request: str, goals: list[Goal], scene: SceneGraph) -> list[
         if not goal.object or goal.object_id:
             continue
         label = _words(goal.object).strip()
-        if not re.search(rf" the (?:[a-z]+ )?{re.escape(label)}s? ", words):
+        mention = re.search(rf" the (?:[a-z]+ )?{re.escape(label)}s? ", words)
+        if not mention:
             continue
         candidates = [o.id for o in scene.objects() if o.label == goal.object and o.status != "missing"]
         places = {c: _place(scene, c) for c in candidates}
-        # Where the object must end up does not say which one is meant.
-        target = {goal.target.replace("_", " ")} if goal.kind == "object_on" else set()
-        named = [c for c in candidates if _mentions(words, [n for n in places[c][1] if n not in target])]
+        # Where the object is comes right after it ("the mug from the desk in the office and bring it
+        # to the counter"); where it must end up does not say which one is meant.
+        source = " " + re.split(r" (?:and|to|then|into|onto) ", words[mention.end() - 1:])[0] + " "
+        target = {goal.target.replace("_", " "), goal.room.replace("_", " ")} if goal.kind == "object_on" else set()
+        names = {c: [n for n in places[c][1] if n not in target] for c in candidates}
+        named = ([c for c in candidates if _mentions(source, names[c])]
+                 or [c for c in candidates if _mentions(words, names[c])])
         if named:
             candidates = named
         if len(candidates) > 1:

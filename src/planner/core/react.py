@@ -45,14 +45,16 @@ ASK_USER() puts your "question" to the user, once per task, when the request is 
 GOAL_PROMPT = """Turn the user's request into goals that can be checked in the world once the request is done.
 Kinds of goal:
 - holding: the robot ends holding an `object` ("pick up the cup", "take the apple", "grab the keys").
-- bring_to_user: the robot brings an `object` to the user ("bring me the book", and needs: "I'm thirsty" -> something
-  to drink, "I'm hungry" -> something to eat, "I'm cold" -> something warm).
-- object_on: an `object` ends on or in the furniture `target`, in `room` when the request names one ("put the cup on the table").
+- bring_to_user: the robot brings an `object` to the user, who says me, I or my ("bring me the book", and needs:
+  "I'm thirsty" -> something to drink, "I'm hungry" -> something to eat, "I'm cold" -> something warm).
+- object_on: an `object` ends on or in the furniture `target`, in `room` when the request names one ("put the cup on the
+  table", "bring the book to the bedroom table", "take the milk out of the fridge and put it on the table").
 - robot_in_room: the robot ends in `room` ("go to the kitchen").
 - is_open / is_closed: the furniture `target` ends open or closed ("open the fridge").
 - clear: nothing is left on the furniture `target` ("clear the table", "tidy the desk").
 Goals describe only the end state, never steps on the way: for "go to the table, take the cup and put it on the
-shelf" the goal is only the cup on the shelf. A goal must not be true already; requests ask for a change.
+shelf" the goal is only the cup on the shelf. A request that says where an object must end has an object_on goal for it,
+not holding or bring_to_user. A goal must not be true already; requests ask for a change.
 Use only these labels. Objects: {objects}. Furniture: {furniture}. Rooms: {rooms}. The user is in the {user_room}.
 Examples: "take the book from the desk" -> {{"goals": [{{"kind": "holding", "object": "book"}}]}};
 "open the drawer" -> {{"goals": [{{"kind": "is_open", "target": "drawer", "room": ""}}]}};
@@ -235,14 +237,25 @@ def action_schema(actions: list[str]) -> dict:
     return {"type": "object", "properties": properties, "required": ["thought", "action"]}
 
 
+# Words with which users refer to themselves; a request without any asks for nothing to be brought to them.
+USER_WORDS = frozenset({"i", "i'm", "im", "i've", "i'd", "me", "my", "mine", "we", "we're", "us", "our", "here"})
+
+
+def mentions_user(request: str) -> bool:
+    return bool(USER_WORDS & set(re.findall(r"[a-z']+", request.lower())))
+
+
 def final_goals(goals: list[Goal]) -> list[Goal]:
     """Drop goals that only describe a step on the way and contradict the final state: holding an
-    object that must end on furniture or with the user, or being in a room other than where an
-    object must end."""
+    object (or bringing it to the user) that must end on furniture, holding one that must end with
+    the user, or being in a room other than where an object must end."""
     placed = [g for g in goals if g.kind in ("object_on", "bring_to_user")]
+    put_down = {g.object for g in goals if g.kind == "object_on"}
     kept = []
     for goal in goals:
         if goal.kind == "holding" and any(p.object == goal.object for p in placed):
+            continue
+        if goal.kind == "bring_to_user" and goal.object in put_down:
             continue
         if goal.kind == "robot_in_room" and any(p.room and p.room != goal.room for p in placed):
             continue
@@ -511,12 +524,15 @@ class TaskPlanner:
                 for value, allowed in ((goal.object, object_labels), (goal.target, furniture_labels), (goal.room, rooms)):
                     if value and value not in allowed:
                         raise ValueError(f"{value!r} is not a known label or room")
+                if goal.kind == "bring_to_user" and not mentions_user(request):
+                    raise ValueError("bring_to_user is for requests to bring something to the user (me, I, my), and "
+                                     "this request does not ask that; where it names furniture, use object_on")
             goals = final_goals([g.model_copy(update={"room": user_room}) if g.kind == "bring_to_user" else g
                                  for g in goals])
             if all(goal_met(goal, scene) for goal in goals):
                 already_true[:] = goals
                 raise ValueError("all of these goals are true already, so they do not say what the request changes; "
-                                 "give the state the request asks for")
+                                 "give the state the request asks for (to take or pick up something, that is holding)")
             return goals
 
         goals = self._validated(messages, schema, stats, parse)
