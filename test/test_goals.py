@@ -125,6 +125,30 @@ def test_an_object_that_must_end_on_furniture_is_not_also_brought_to_the_user():
     assert ("goal", "a juice on a coffee_table") in trace
 
 
+def test_a_request_nothing_in_the_map_can_meet_is_looked_at_again_then_declined():
+    umbrella = {"goals": [], "impossible": "There is no umbrella in the map."}
+    result, trace, policy = run(robot_at("table_2"), "Bring me an umbrella", [umbrella, umbrella])
+    assert result.outcome == "impossible" and result.steps == 0 and "no umbrella" in result.summary
+    assert "look again" in policy.prompts[1][-1]["content"]
+    assert ("say", "I cannot do that: There is no umbrella in the map.") in trace
+    # Looking again can find something that does: then the robot goes on with it.
+    result, trace, _ = run(robot_at("table_2"), "I'm thirsty", [
+        {"goals": [], "impossible": "no drinks"}, {"goals": [{"kind": "bring_to_user", "object": "juice"}]}, GIVE_UP])
+    assert ("goal", "the robot brings a juice to the user in the dining_room") in trace
+
+
+def test_giving_up_is_offered_only_when_the_map_cannot_meet_a_goal_or_something_failed():
+    robot = robot_at("table_2")
+    _, _, policy = run(robot, "Pick up the orange", [{"goals": [{"kind": "holding", "object": "orange"}]},
+                                                     {"thought": "look", "action": "get_rooms()"}, GIVE_UP])
+    assert "GIVE_UP()" not in policy.prompts[1][-1]["content"]
+    # The only juice is not where the map had it: nothing is known that could meet the goal.
+    robot = robot_at("table_2")
+    robot.scene().mark_missing("juice_1")
+    _, _, policy = run(robot, "Pick up the juice", [{"goals": [{"kind": "holding", "object": "juice"}]}, GIVE_UP])
+    assert "GIVE_UP()" in policy.prompts[1][-1]["content"]
+
+
 def test_something_brought_to_the_user_goes_to_the_room_where_they_asked():
     robot = robot_at("sofa_1")
     result, trace, _ = run(robot, "I'm thirsty", [

@@ -52,6 +52,16 @@ def test_each_step_offers_only_grounded_valid_actions(skill_planner):
     assert places == {"PLACE(bottle_1, table_3, right)"}  # only with the arm that holds it, only where it must end
 
 
+def test_the_robot_drives_only_where_the_goals_need_it_until_a_goal_object_is_lost(skill_planner):
+    _, _, _, policy = run(recorded_plan(), skill_planner)
+    offered = [prompt[-1]["content"].split("Valid actions: ")[1].split(" | ") for prompt in policy.prompts[1:]
+               if "Valid actions: " in prompt[-1]["content"]]
+    # bottle_1 on table_1 goes to table_3: table_2 is nothing to the task while the bottle is where mapped.
+    assert "GOTO(table_1)" in offered[0] and "GOTO(table_3)" in offered[0] and "GOTO(table_2)" not in offered[0]
+    # The simulator moves the bottle; once the map has lost it, every piece of furniture is worth a look.
+    assert any("GOTO(table_2)" in actions for actions in offered)
+
+
 def test_schema_enumerates_the_valid_actions(skill_planner):
     robot = InProcessRobot(SCENARIO, skill_planner)
     seen = []
@@ -61,13 +71,15 @@ def test_schema_enumerates_the_valid_actions(skill_planner):
             seen.append(schema)
             return super().complete(messages, schema)
 
-    planner = TaskPlanner(Recorder([GOAL, {"thought": "stop", "action": GIVE_UP}]), robot, skill_planner,
-                          PlannerSettings(confirm_timeout_s=0))
-    assert planner.run(REQUEST).outcome == "impossible"
+    planner = TaskPlanner(Recorder([GOAL, {"thought": "look", "action": "get_rooms()"}]), robot, skill_planner,
+                          PlannerSettings(confirm_timeout_s=0, step_budget=1))
+    assert planner.run(REQUEST).outcome == "budget_exhausted"
     step_schema = seen[1]
     assert list(step_schema["properties"]) == ["thought", "action", "question"]
     assert step_schema["required"] == ["thought", "action"]  # a question only with ASK_USER()
-    assert {GIVE_UP, ASK_USER, "GOTO(table_1)"} <= set(step_schema["properties"]["action"]["enum"])
+    assert {ASK_USER, "GOTO(table_1)"} <= set(step_schema["properties"]["action"]["enum"])
+    # Nothing has failed and the bottle is where the map says: giving up is no option yet.
+    assert GIVE_UP not in step_schema["properties"]["action"]["enum"]
 
 
 def test_saying_done_does_not_finish_a_task(skill_planner):
@@ -113,7 +125,7 @@ def test_going_round_in_a_circle_is_broken(skill_planner):
                                        step_budget=4)
     assert robot.log.skills == ["GOTO(table_1)", "GOTO(table_3)", "GOTO(table_1)"]
     back_again = policy.prompts[4][-1]["content"].split("Valid actions: ")[1].split(" | ")
-    assert "GOTO(table_3)" not in back_again and "GOTO(table_2)" in back_again
+    assert "GOTO(table_3)" not in back_again and "PICK(bottle_1, right)" in back_again
     assert any(kind == "error" and "GOTO(table_3)" in text and "not one of the valid actions" in text
                for kind, text in trace)
 

@@ -52,8 +52,16 @@ class Goal(BaseModel):
 
 
 class GoalReply(BaseModel):
+    """Goals, or why the request cannot be done with what is in the map and what the robot can do."""
     model_config = ConfigDict(extra="forbid")
-    goals: list[Goal] = Field(min_length=1, max_length=4)
+    goals: list[Goal] = Field(default_factory=list, max_length=4)
+    impossible: str = Field(default="", max_length=200)
+
+    @model_validator(mode="after")
+    def _one_answer(self):
+        if bool(self.goals) == bool(self.impossible):
+            raise ValueError("give either goals or why the request is impossible")
+        return self
 
 
 def goal_schema(object_labels: list[str], furniture_labels: list[str], openable_labels: list[str],
@@ -74,8 +82,10 @@ def goal_schema(object_labels: list[str], furniture_labels: list[str], openable_
             optional = name not in NEEDED[kind]
             properties[name] = {"enum": choices[name] + ([""] if optional else [])}
         alternatives.append({"type": "object", "properties": properties, "required": ["kind", *fields]})
+    # One object at the root, as OpenAI's strict mode and tool calls require; "impossible" goes with no goals.
     return {"type": "object",
-            "properties": {"goals": {"type": "array", "minItems": 1, "maxItems": 4, "items": {"anyOf": alternatives}}},
+            "properties": {"goals": {"type": "array", "maxItems": 4, "items": {"anyOf": alternatives}},
+                           "impossible": {"type": "string", "maxLength": 160}},
             "required": ["goals"]}
 
 
@@ -170,3 +180,15 @@ def goal_status(goal: Goal, scene: SceneGraph) -> tuple[str, list[str]]:
         parts.append(f"the user is in the {goal.room}; the robot is in the {robot_room}")
         ids.append(goal.room)
     return f"{goal}: not yet; " + "; ".join(parts) + ".", ids
+
+
+def goal_lacks(goal: Goal, scene: SceneGraph) -> bool:
+    """The map holds nothing that could meet the goal now: no object of its label that is where the
+    map says, or no furniture for it. Only then is giving up a reasonable thought."""
+    if goal.kind == "robot_in_room" or goal_met(goal, scene):
+        return False
+    if goal.target and not _furniture(scene, goal):
+        return True
+    if goal.kind == "clear":
+        return False
+    return not any(scene.entity(o).status != "missing" for o in goal_objects(goal, scene))

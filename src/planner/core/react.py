@@ -21,7 +21,7 @@ from typing import Callable, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.core.ambiguity import Question, ambiguous_goals, chosen_candidate
-from planner.core.goals import Goal, GoalReply, goal_met, goal_objects, goal_schema, goal_status
+from planner.core.goals import Goal, GoalReply, goal_lacks, goal_met, goal_objects, goal_schema, goal_status
 from planner.core.scene_graph import SceneGraph
 from planner.core.skills import SkillCall, SkillPlanner, parse_call
 
@@ -56,6 +56,8 @@ Goals describe only the end state, never steps on the way: for "go to the table,
 shelf" the goal is only the cup on the shelf. A request that says where an object must end has an object_on goal for it,
 not holding or bring_to_user. A goal must not be true already; requests ask for a change.
 Use only these labels. Objects: {objects}. Furniture: {furniture}. Rooms: {rooms}. The user is in the {user_room}.
+The robot can go somewhere, pick, place, open and close; when nothing in the map can meet the request or it needs
+another ability, answer {{"goals": [], "impossible": "why"}}.
 Examples: "take the book from the desk" -> {{"goals": [{{"kind": "holding", "object": "book"}}]}};
 "open the drawer" -> {{"goals": [{{"kind": "is_open", "target": "drawer", "room": ""}}]}};
 "put the apple on the desk in the office" -> {{"goals": [{{"kind": "object_on", "object": "apple", "target": "desk", "room": "office"}}]}}"""
@@ -128,6 +130,10 @@ class PolicyReply:
 
 class PolicyError(RuntimeError):
     """The policy could not answer (server unreachable, out of replies, ...)."""
+
+
+class RequestImpossible(Exception):
+    """The model found, and confirmed when asked again, that the request cannot be done."""
 
 
 class Policy(Protocol):
@@ -211,10 +217,19 @@ def allowed_actions(scene: SceneGraph, known: set[str], withdrawn: set[str], ski
     if cleared and not targets:  # what is cleared away may go anywhere else
         targets = [f for f in furniture if f not in cleared]
     # Going into a room helps to see it or when a goal asks for it; furniture is where work happens.
-    worth_entering = [r for r in rooms if r not in explored or any(g.kind == "robot_in_room" and g.room == r for g in goals)]
+    worth_entering = [r for r in rooms if r not in explored
+                      or any(g.kind in ("robot_in_room", "bring_to_user") and g.room == r for g in goals)]
     actions = []
     openable = [f for f in furniture if scene.entity(f).state]
-    candidates = {"object": relevant, "furniture": targets or furniture, "place": [*furniture, *worth_entering],
+    # Where the goals' objects are, where they go and what must open or close: while every goal
+    # object is where the map says, driving anywhere else is wandering.
+    switched = [f for f in openable if any(g.kind in ("is_open", "is_closed") and scene.entity(f).label == g.target
+                                           and g.room in ("", scene.entity(f).room) for g in goals)]
+    supports = {s[1] for obj in relevant if (s := scene.support(obj))}
+    lost = any(scene.entity(obj).status == "missing" for obj in relevant)
+    worth_going = [f for f in furniture if f in supports or f in targets or f in cleared or f in switched]
+    candidates = {"object": relevant, "furniture": targets or furniture,
+                  "place": [*(furniture if lost or not worth_going else worth_going), *worth_entering],
                   "openable": openable, "arm": scene.robot.arms if scene.robot else [], "text": []}
     for name, spec in skills.library.skills.items():
         for args in itertools.product(*(candidates[p.type] for p in spec.params)):
@@ -366,6 +381,8 @@ class TaskPlanner:
             return finish(False, "error", "the robot state is unknown", 0)
         try:
             goals = self._extract_goals(request, stats)
+        except RequestImpossible as why:
+            return finish(False, "impossible", str(why), 0)
         except PolicyError as error:
             self._emit("error", f"could not understand the request: {error}")
             return finish(False, "error", str(error), 0)
@@ -376,6 +393,7 @@ class TaskPlanner:
         context = Context()
         known: set[str] = set()
         failures_in_row: dict[str, int] = {}
+        failures_in_task = 0
         looked: set[str] = set()  # perception calls made since the last skill: asking again tells nothing new
         suggested = False
         asked = False
@@ -399,7 +417,8 @@ class TaskPlanner:
             situation = (robot_line(scene, self.skills.robot.reach_m), tuple(line for line, _ in status))
             withdrawn = {a for a, n in failures_in_row.items() if n >= self.settings.repeat_failure_limit} | looked
             withdrawn |= taken.get(situation, set())
-            if suggested:  # a suggestion is tried before giving up
+            # Giving up is for a request the map cannot meet or after failures, and a suggestion is tried first.
+            if suggested or not (failures_in_task or any(goal_lacks(goal, scene) for goal in goals)):
                 withdrawn.add(GIVE_UP)
             if asked:  # one question per task: a robot that keeps asking is no help
                 withdrawn.add(ASK_USER)
@@ -444,6 +463,7 @@ class TaskPlanner:
                 explored.add(room)
             known |= mentioned_ids(observation, scene)
             if failed:
+                failures_in_task += 1
                 failures_in_row[reply.action] = failures_in_row.get(reply.action, 0) + 1
                 context.done.append(f"{reply.action}: FAILED")
                 if failures_in_row[reply.action] >= self.settings.repeat_failure_limit:
@@ -517,9 +537,17 @@ class TaskPlanner:
         messages = [{"role": "system", "content": prompt}, {"role": "user", "content": request}]
         schema = goal_schema(object_labels, furniture_labels, openable_labels, rooms)
         already_true: list[Goal] = []
+        impossible: list[str] = []
 
         def parse(text: str) -> list[Goal]:
-            goals = GoalReply.model_validate_json(text).goals
+            reply = GoalReply.model_validate_json(text)
+            if reply.impossible:
+                if impossible:  # said twice: believed
+                    raise RequestImpossible(reply.impossible)
+                impossible[:] = [reply.impossible]
+                raise ValueError("look again at the labels: if something in the map can meet the request, give goals "
+                                 "with it; if not, answer impossible again")
+            goals = reply.goals
             for goal in goals:
                 for value, allowed in ((goal.object, object_labels), (goal.target, furniture_labels), (goal.room, rooms)):
                     if value and value not in allowed:
@@ -536,8 +564,11 @@ class TaskPlanner:
             return goals
 
         goals = self._validated(messages, schema, stats, parse)
-        if goals is None and already_true:  # the model insists: perhaps there is indeed nothing to do
+        # The model insists: perhaps there is indeed nothing to do, or nothing that can be done.
+        if goals is None and already_true:
             return already_true
+        if goals is None and impossible:
+            raise RequestImpossible(impossible[0])
         if goals is None:
             raise PolicyError("no valid goals after repairs")
         return goals
