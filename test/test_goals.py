@@ -103,6 +103,16 @@ def test_goals_that_are_already_true_are_sent_back_once_then_accepted():
     assert result.success and robot.sim.held["right"] == "orange_1"
     repair = policy.prompts[1][-1]["content"]
     assert "true already" in repair
+    # One goal of several true already is named with why: often the model took where the object is
+    # for where it must go.
+    robot = robot_at("table_2")
+    result, trace, policy = run(robot, "Take the orange from the table and bring it to the kitchen counter", [
+        {"goals": [{"kind": "object_on", "object": "orange", "target": "table", "room": ""},
+                   {"kind": "robot_in_room", "room": "kitchen"}]},
+        {"goals": [{"kind": "object_on", "object": "orange", "target": "counter", "room": "kitchen"}]}, GIVE_UP])
+    assert "'a orange on a table' is true already, so table is not where the request wants the orange" in \
+        policy.prompts[1][-1]["content"]
+    assert ("goal", "a orange on a counter in the kitchen") in trace
     # A model that insists is believed: the request may really need nothing.
     result, trace, _ = run(robot_at("table_2"), "Make sure the orange is on the table", [already] * 3)
     assert result.success and result.steps == 0

@@ -59,6 +59,8 @@ Use only these labels. Objects: {objects}. Furniture: {furniture}. Rooms: {rooms
 The robot can go somewhere, pick, place, open and close; when nothing in the map can meet the request or it needs
 another ability, answer {{"goals": [], "impossible": "why"}}.
 Examples: "take the book from the desk" -> {{"goals": [{{"kind": "holding", "object": "book"}}]}};
+"go to the shelf, take the vase and bring it to the hall desk" -> {{"goals": [{{"kind": "object_on", "object": "vase",
+"target": "desk", "room": "hall"}}]}} (the shelf is where the vase is now, not where it goes);
 "open the drawer" -> {{"goals": [{{"kind": "is_open", "target": "drawer", "room": ""}}]}};
 "put the apple on the desk in the office" -> {{"goals": [{{"kind": "object_on", "object": "apple", "target": "desk", "room": "office"}}]}}"""
 
@@ -393,7 +395,7 @@ class TaskPlanner:
         context = Context()
         known: set[str] = set()
         failures_in_row: dict[str, int] = {}
-        failures_in_task = 0
+        skill_failing = False  # the last skill failed; looking around since does not change that
         looked: set[str] = set()  # perception calls made since the last skill: asking again tells nothing new
         suggested = False
         asked = False
@@ -417,10 +419,12 @@ class TaskPlanner:
             situation = (robot_line(scene, self.skills.robot.reach_m), tuple(line for line, _ in status))
             withdrawn = {a for a, n in failures_in_row.items() if n >= self.settings.repeat_failure_limit} | looked
             withdrawn |= taken.get(situation, set())
-            # Giving up is for a request the map cannot meet or after failures, and a suggestion is tried first.
-            if suggested or not (failures_in_task or any(goal_lacks(goal, scene) for goal in goals)):
+            # Giving up is for a request the map cannot meet or after a failure, and a suggestion is tried first;
+            # a question only when the map cannot tell, once per task: a robot that keeps asking is no help.
+            lacking = any(goal_lacks(goal, scene) for goal in goals)
+            if suggested or not (skill_failing or lacking):
                 withdrawn.add(GIVE_UP)
-            if asked:  # one question per task: a robot that keeps asking is no help
+            if asked or not lacking:
                 withdrawn.add(ASK_USER)
             actions = allowed_actions(scene, known, withdrawn, self.skills, goals, explored)
             prompt = user_message(request, situation[0], list(situation[1]),
@@ -449,6 +453,7 @@ class TaskPlanner:
                 looked.add(reply.action)
             else:
                 looked.clear()
+                skill_failing = failed
                 if not failed:
                     taken.setdefault(situation, set()).add(reply.action)
             scene = self.tools.scene()
@@ -463,7 +468,6 @@ class TaskPlanner:
                 explored.add(room)
             known |= mentioned_ids(observation, scene)
             if failed:
-                failures_in_task += 1
                 failures_in_row[reply.action] = failures_in_row.get(reply.action, 0) + 1
                 context.done.append(f"{reply.action}: FAILED")
                 if failures_in_row[reply.action] >= self.settings.repeat_failure_limit:
@@ -536,7 +540,7 @@ class TaskPlanner:
                                     rooms=", ".join(rooms), user_room=user_room)
         messages = [{"role": "system", "content": prompt}, {"role": "user", "content": request}]
         schema = goal_schema(object_labels, furniture_labels, openable_labels, rooms)
-        already_true: list[Goal] = []
+        told_true = False
         impossible: list[str] = []
 
         def parse(text: str) -> list[Goal]:
@@ -547,26 +551,32 @@ class TaskPlanner:
                 impossible[:] = [reply.impossible]
                 raise ValueError("look again at the labels: if something in the map can meet the request, give goals "
                                  "with it; if not, answer impossible again")
-            goals = reply.goals
+            goals = final_goals([g.model_copy(update={"room": user_room}) if g.kind == "bring_to_user" else g
+                                 for g in reply.goals])
+            problems = []
             for goal in goals:
                 for value, allowed in ((goal.object, object_labels), (goal.target, furniture_labels), (goal.room, rooms)):
                     if value and value not in allowed:
-                        raise ValueError(f"{value!r} is not a known label or room")
+                        problems.append(f"{value!r} is not a known label or room")
                 if goal.kind == "bring_to_user" and not mentions_user(request):
-                    raise ValueError("bring_to_user is for requests to bring something to the user (me, I, my), and "
-                                     "this request does not ask that; where it names furniture, use object_on")
-            goals = final_goals([g.model_copy(update={"room": user_room}) if g.kind == "bring_to_user" else g
-                                 for g in goals])
-            if all(goal_met(goal, scene) for goal in goals):
-                already_true[:] = goals
-                raise ValueError("all of these goals are true already, so they do not say what the request changes; "
-                                 "give the state the request asks for (to take or pick up something, that is holding)")
+                    problems.append("bring_to_user is for requests to bring something to the user (me, I, my), and "
+                                    "this request does not ask that; where it names furniture, use object_on")
+            nonlocal told_true
+            # Being back in this room at the end is a fair goal beside others, though true now.
+            true_now = [goal for goal in goals if goal_met(goal, scene)
+                        and not (goal.kind == "robot_in_room" and len(goals) > 1)]
+            if true_now and not told_true:  # sent back once; a model that insists is believed
+                told_true = True
+                problems += [f"'{goal}' is true already" + (f", so {goal.target} is not where the request wants the "
+                                                             f"{goal.object}" if goal.kind == "object_on" else "")
+                             for goal in true_now]
+                problems.append("goals give the state the request asks for (to take or pick up something: holding)")
+            if problems:
+                raise ValueError("; ".join(problems))
             return goals
 
         goals = self._validated(messages, schema, stats, parse)
         # The model insists: perhaps there is indeed nothing to do, or nothing that can be done.
-        if goals is None and already_true:
-            return already_true
         if goals is None and impossible:
             raise RequestImpossible(impossible[0])
         if goals is None:
