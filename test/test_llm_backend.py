@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import signal
 import threading
 import zipfile
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -118,6 +119,22 @@ def test_fallbacks_from_the_config_keep_their_own_structured_output_mode(server)
     assert embedded is None and isinstance(policy, FallbackPolicy)
     assert policy.complete([{"role": "user", "content": "go"}], SCHEMA).source == f"local at {url}"
     assert requests[-1]["response_format"]["type"] == "json_object"
+
+
+@pytest.mark.embedded
+@pytest.mark.timeout(600)
+def test_an_embedded_server_that_died_is_started_again_and_the_call_answered():
+    settings = LLMSettings(max_tokens=16, embedded={"n_ctx": 1024}).resolved()  # the model set-up installs
+    policy, server = open_policy(settings)
+    try:
+        messages = [{"role": "user", "content": "Where should the robot go? Answer with JSON."}]
+        assert json.loads(policy.complete(messages, SCHEMA).text) == {"action": "GOTO(kitchen)"}
+        server.process.send_signal(signal.SIGKILL)  # as when llama.cpp crashed
+        server.process.wait()
+        assert json.loads(policy.complete(messages, SCHEMA).text) == {"action": "GOTO(kitchen)"}
+        assert policy.restarts == 1 and server.exit_code() is None
+    finally:
+        server.stop()
 
 
 def test_a_server_that_never_answers_ends_the_task_with_a_timeout_instead_of_hanging(skill_planner):

@@ -62,6 +62,15 @@ def test_the_robot_drives_only_where_the_goals_need_it_until_a_goal_object_is_lo
     assert any("GOTO(table_2)" in actions for actions in offered)
 
 
+def test_with_every_action_tried_the_task_ends_without_asking_the_model_to_choose_from_nothing(skill_planner, monkeypatch):
+    monkeypatch.setattr("planner.core.react.allowed_actions", lambda *args: [])
+    policy = ScriptedPolicy([GOAL])
+    result = TaskPlanner(policy, InProcessRobot(SCENARIO, skill_planner), skill_planner,
+                         PlannerSettings(confirm_timeout_s=0)).run(REQUEST)
+    assert result.outcome == "impossible" and "every action possible here has been tried" in result.summary
+    assert len(policy.prompts) == 1  # only the goal step
+
+
 def test_schema_enumerates_the_valid_actions(skill_planner):
     robot = InProcessRobot(SCENARIO, skill_planner)
     seen = []

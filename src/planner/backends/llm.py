@@ -5,6 +5,7 @@ starts itself when no endpoint is configured."""
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import subprocess
 import sys
@@ -16,8 +17,10 @@ from typing import Callable, Literal
 
 import openai
 
-from planner.core.react import PolicyError, PolicyReply
+from planner.core.react import Policy, PolicyError, PolicyReply
 from planner.processes import DIE_WITH_PARENT
+
+log = logging.getLogger(__name__)
 
 # How a server is asked for output that follows a JSON schema.
 #  json_object_schema: llama.cpp's {"type": "json_object", "schema": ...} (grammar-constrained)
@@ -74,7 +77,7 @@ class FallbackPolicy:
     `rest_s`, so a dead server costs its timeout once rather than on every step; when all of
     them rest, all are asked again."""
 
-    def __init__(self, policies: list[OpenAICompatiblePolicy], rest_s: float, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, policies: list[Policy], rest_s: float, clock: Callable[[], float] = time.monotonic):
         self.policies = policies
         self.rest_s = rest_s
         self.clock = clock
@@ -96,6 +99,29 @@ class FallbackPolicy:
         raise PolicyError(f"no LLM endpoint answered ({len(errors)} asked): " + "; ".join(errors))
 
 
+class RevivingPolicy:
+    """The embedded server's policy: a server that died (llama.cpp can crash, e.g. on a grammar it
+    cannot parse) is started again and the call repeated once, so one crash does not end every
+    task that follows."""
+
+    def __init__(self, policy: OpenAICompatiblePolicy, server: "EmbeddedServer"):
+        self.policy = policy
+        self.server = server
+        self.restarts = 0
+
+    def complete(self, messages: list[dict], schema: dict) -> PolicyReply:
+        try:
+            return self.policy.complete(messages, schema)
+        except PolicyError as error:
+            code = self.server.exit_code()
+            if code is None:
+                raise
+            log.warning("the embedded LLM server exited with code %s (%s); starting it again", code, error)
+            self.restarts += 1
+            self.server.start()
+            return self.policy.complete(messages, schema)
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -112,10 +138,12 @@ class EmbeddedServer:
         self.startup_timeout_s = startup_timeout_s
         self.log_file = log_file
         self.process: subprocess.Popen | None = None
+        self.port = 0
         self.base_url = ""
 
     def start(self) -> str:
-        port = _free_port()
+        self.port = self.port or _free_port()  # the same port after a restart: clients keep their URL
+        port = self.port
         self.base_url = f"http://127.0.0.1:{port}/v1"
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_file.open("ab")
@@ -147,6 +175,10 @@ class EmbeddedServer:
                 self.process.wait()
         self.process = None
 
+    def exit_code(self) -> int | None:
+        """The code the server exited with, or None while it runs."""
+        return self.process.poll() if self.process else None
+
     def __enter__(self) -> "EmbeddedServer":
         self.start()
         return self
@@ -176,12 +208,13 @@ def open_policy(settings, script_file: Path | None = None):
     try:
         for base_url, api_key, model, mode in endpoints:
             label = ""
-            if base_url == "embedded":
+            embedded = base_url == "embedded"
+            if embedded:
                 server = server or _start_embedded(settings.embedded)
                 base_url, label = server.base_url, f"embedded {settings.embedded.model}"
-            policies.append(OpenAICompatiblePolicy(base_url, api_key, model, mode, settings.timeout_s,
-                                                   settings.max_retries, settings.temperature, settings.max_tokens,
-                                                   label))
+            policy = OpenAICompatiblePolicy(base_url, api_key, model, mode, settings.timeout_s, settings.max_retries,
+                                            settings.temperature, settings.max_tokens, label)
+            policies.append(RevivingPolicy(policy, server) if embedded else policy)
     except Exception:
         if server is not None:
             server.stop()

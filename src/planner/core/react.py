@@ -427,6 +427,9 @@ class TaskPlanner:
             if asked or not lacking:
                 withdrawn.add(ASK_USER)
             actions = allowed_actions(scene, known, withdrawn, self.skills, goals, explored)
+            if not actions:  # an empty choice is no schema a server accepts (llama.cpp crashed on one)
+                return finish(False, "impossible", "every action possible here has been tried without reaching "
+                                                   "the goals", step - 1)
             prompt = user_message(request, situation[0], list(situation[1]),
                                   context.done_text(self.settings.history_steps), context.latest, actions)
             try:
