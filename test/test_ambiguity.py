@@ -64,6 +64,18 @@ def test_the_place_right_after_the_object_says_which_one_even_when_the_destinati
     assert not ambiguous_goals(request, holding("mug"), scene)
 
 
+def test_the_object_the_request_singles_out_is_the_goal_so_another_already_there_does_not_count():
+    robot = robot_at("table_2")
+    request = "Pick up the mug from the desk in the office and bring it to the kitchen counter"
+    trace = []
+    policy = ScriptedPolicy([{"goals": [{"kind": "object_on", "object": "mug", "target": "counter", "room": "kitchen"}]},
+                             {"thought": "stop", "action": "GIVE_UP()"}])
+    result = TaskPlanner(policy, robot, robot.skills, PlannerSettings(confirm_timeout_s=0, step_budget=1),
+                         on_step=lambda step: trace.append((step.kind, step.text))).run(request)
+    # mug_1 stands on the kitchen counter already; the request is about mug_2 on the desk.
+    assert ("goal", "mug_2 on a counter in the kitchen") in trace and not result.success
+
+
 @pytest.mark.parametrize("answer, chosen", [
     ("the second one", 1), ("3", 2), ("glass_1", "glass_1"), ("the one in the kitchen", "glass_1"),
     ("the one on the table in the dining room", "glass_2"), ("the last", 2), ("from the cabinet", "glass_3"),

@@ -124,7 +124,7 @@ def test_bringing_to_the_user_is_refused_when_the_request_names_furniture_not_th
         {"goals": [{"kind": "bring_to_user", "object": "book"}]},
         {"goals": [{"kind": "object_on", "object": "book", "target": "table", "room": "kitchen"}]}, GIVE_UP])
     assert "use object_on" in policy.prompts[1][-1]["content"]
-    assert ("goal", "a book on a table in the kitchen") in trace
+    assert ("goal", "book_3 on a table in the kitchen") in trace  # the one book in the bedroom
 
 
 def test_an_object_that_must_end_on_furniture_is_not_also_brought_to_the_user():

@@ -52,30 +52,47 @@ def _mentions(words: str, names: list[str]) -> bool:
     return any(f" {_words(name).strip()} " in words for name in names if name)
 
 
+def named_candidates(request: str, goal: Goal, scene: SceneGraph) -> list[str]:
+    """The objects a goal's label may mean, narrowed by the places the request names, nearest first."""
+    words = _words(request)
+    label = _words(goal.object).strip()
+    candidates = [o.id for o in scene.objects() if o.label == goal.object and o.status != "missing"]
+    places = {c: _place(scene, c) for c in candidates}
+    # Where the object is comes right after it ("the mug from the desk in the office and bring it
+    # to the counter"); where it must end up does not say which one is meant.
+    mention = re.search(rf" {re.escape(label)}s? ", words)
+    source = " " + re.split(r" (?:and|to|then|into|onto) ", words[mention.end() - 1:])[0] + " " if mention else " "
+    target = {goal.target.replace("_", " "), goal.room.replace("_", " ")} if goal.kind == "object_on" else set()
+    names = {c: [n for n in places[c][1] if n not in target] for c in candidates}
+    named = ([c for c in candidates if _mentions(source, names[c])]
+             or [c for c in candidates if _mentions(words, names[c])])
+    return scene.nearest_to_robot(named or candidates)
+
+
+def pin_named_objects(request: str, goals: list[Goal], scene: SceneGraph) -> list[Goal]:
+    """Goals whose request singles out one of several objects ("the mug from the desk") keep that
+    one: another mug already on the counter must not count as done."""
+    pinned = []
+    for goal in goals:
+        if goal.object and not goal.object_id:
+            named = named_candidates(request, goal, scene)
+            if len(named) == 1 and sum(o.label == goal.object for o in scene.objects()) > 1:
+                goal = goal.model_copy(update={"object_id": named[0]})
+        pinned.append(goal)
+    return pinned
+
+
 def ambiguous_goals(request: str, goals: list[Goal], scene: SceneGraph) -> list[Question]:
     words = _words(request)
     questions = []
     for index, goal in enumerate(goals):
         if not goal.object or goal.object_id:
             continue
-        label = _words(goal.object).strip()
-        mention = re.search(rf" the (?:[a-z]+ )?{re.escape(label)}s? ", words)
-        if not mention:
+        if not re.search(rf" the (?:[a-z]+ )?{re.escape(_words(goal.object).strip())}s? ", words):
             continue
-        candidates = [o.id for o in scene.objects() if o.label == goal.object and o.status != "missing"]
-        places = {c: _place(scene, c) for c in candidates}
-        # Where the object is comes right after it ("the mug from the desk in the office and bring it
-        # to the counter"); where it must end up does not say which one is meant.
-        source = " " + re.split(r" (?:and|to|then|into|onto) ", words[mention.end() - 1:])[0] + " "
-        target = {goal.target.replace("_", " "), goal.room.replace("_", " ")} if goal.kind == "object_on" else set()
-        names = {c: [n for n in places[c][1] if n not in target] for c in candidates}
-        named = ([c for c in candidates if _mentions(source, names[c])]
-                 or [c for c in candidates if _mentions(words, names[c])])
-        if named:
-            candidates = named
+        candidates = named_candidates(request, goal, scene)
         if len(candidates) > 1:
-            candidates = scene.nearest_to_robot(candidates)
-            questions.append(Question(index, goal.object, candidates, [places[c][0] for c in candidates]))
+            questions.append(Question(index, goal.object, candidates, [_place(scene, c)[0] for c in candidates]))
     return questions
 
 

@@ -20,7 +20,7 @@ from typing import Callable, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from planner.core.ambiguity import Question, ambiguous_goals, chosen_candidate
+from planner.core.ambiguity import Question, ambiguous_goals, chosen_candidate, pin_named_objects
 from planner.core.goals import Goal, GoalReply, goal_lacks, goal_met, goal_objects, goal_schema, goal_status
 from planner.core.scene_graph import SceneGraph
 from planner.core.skills import SkillCall, SkillPlanner, parse_call
@@ -554,8 +554,8 @@ class TaskPlanner:
                 impossible[:] = [reply.impossible]
                 raise ValueError("look again at the labels: if something in the map can meet the request, give goals "
                                  "with it; if not, answer impossible again")
-            goals = final_goals([g.model_copy(update={"room": user_room}) if g.kind == "bring_to_user" else g
-                                 for g in reply.goals])
+            goals = pin_named_objects(request, final_goals(
+                [g.model_copy(update={"room": user_room}) if g.kind == "bring_to_user" else g for g in reply.goals]), scene)
             problems = []
             for goal in goals:
                 for value, allowed in ((goal.object, object_labels), (goal.target, furniture_labels), (goal.room, rooms)):
