@@ -127,6 +127,15 @@ def test_bringing_to_the_user_is_refused_when_the_request_names_furniture_not_th
     assert ("goal", "book_3 on a table in the kitchen") in trace  # the one book in the bedroom
 
 
+def test_a_destination_the_request_does_not_name_is_sent_back():
+    robot = robot_at("table_2")
+    _, trace, policy = run(robot, "Go to the counter, take the cup and bring it to the bedroom table", [
+        {"goals": [{"kind": "object_on", "object": "cup", "target": "bed", "room": "bedroom"}]},
+        {"goals": [{"kind": "object_on", "object": "cup", "target": "table", "room": "bedroom"}]}, GIVE_UP])
+    assert "the request names no bed; it names counter, table" in policy.prompts[1][-1]["content"]
+    assert any(kind == "goal" and "on a table in the bedroom" in text for kind, text in trace)
+
+
 def test_an_object_that_must_end_on_furniture_is_not_also_brought_to_the_user():
     robot = robot_at("table_2")
     _, trace, _ = run(robot, "Get me the juice from the fridge and put it on the coffee table", [

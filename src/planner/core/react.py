@@ -544,6 +544,8 @@ class TaskPlanner:
         messages = [{"role": "system", "content": prompt}, {"role": "user", "content": request}]
         schema = goal_schema(object_labels, furniture_labels, openable_labels, rooms)
         told_true = False
+        words = " " + " ".join(re.findall(r"[a-z]+", request.lower())) + " "
+        named_furniture = {label for label in furniture_labels if f" {label.replace('_', ' ')} " in words}
         impossible: list[str] = []
 
         def parse(text: str) -> list[Goal]:
@@ -561,6 +563,8 @@ class TaskPlanner:
                 for value, allowed in ((goal.object, object_labels), (goal.target, furniture_labels), (goal.room, rooms)):
                     if value and value not in allowed:
                         problems.append(f"{value!r} is not a known label or room")
+                if goal.kind == "object_on" and named_furniture and goal.target not in named_furniture:
+                    problems.append(f"the request names no {goal.target}; it names {', '.join(sorted(named_furniture))}")
                 if goal.kind == "bring_to_user" and not mentions_user(request):
                     problems.append("bring_to_user is for requests to bring something to the user (me, I, my), and "
                                     "this request does not ask that; where it names furniture, use object_on")
