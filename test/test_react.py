@@ -127,15 +127,17 @@ def test_a_repeatedly_failing_action_is_withdrawn(skill_planner, monkeypatch):
 
 
 def test_going_round_in_a_circle_is_broken(skill_planner):
-    """Back in a situation it was in, the robot is not offered the move it made from there last
-    time: that move led back here."""
+    """The move that brought the robot back to a situation it was in is not offered there again;
+    the first move of the circle stays (it was often right)."""
     kitchen, bedroom = {"thought": "kitchen", "action": "GOTO(table_1)"}, {"thought": "bedroom", "action": "GOTO(table_3)"}
-    result, trace, robot, policy = run([GOAL, kitchen, bedroom, kitchen, bedroom], skill_planner, max_repairs=0,
-                                       step_budget=4)
-    assert robot.log.skills == ["GOTO(table_1)", "GOTO(table_3)", "GOTO(table_1)"]
-    back_again = policy.prompts[4][-1]["content"].split("Valid actions: ")[1].split(" | ")
-    assert "GOTO(table_3)" not in back_again and "PICK(bottle_1, right)" in back_again
-    assert any(kind == "error" and "GOTO(table_3)" in text and "not one of the valid actions" in text
+    result, trace, robot, policy = run([GOAL, kitchen, bedroom, kitchen, bedroom, kitchen], skill_planner, max_repairs=0,
+                                       step_budget=5)
+    assert robot.log.skills == ["GOTO(table_1)", "GOTO(table_3)", "GOTO(table_1)", "GOTO(table_3)"]
+    # At table_3 again: going back to table_1 closed the circle last time.
+    offered = [prompt[-1]["content"].split("Valid actions: ")[1].split(" | ") for prompt in policy.prompts[1:]]
+    assert "GOTO(table_3)" in offered[3]  # at table_1 again: going on to table_3 did not close a circle
+    assert "GOTO(table_1)" not in offered[4]
+    assert any(kind == "error" and "GOTO(table_1)" in text and "not one of the valid actions" in text
                for kind, text in trace)
 
 

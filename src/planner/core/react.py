@@ -399,7 +399,13 @@ class TaskPlanner:
         looked: set[str] = set()  # perception calls made since the last skill: asking again tells nothing new
         suggested = False
         asked = False
-        taken: dict[tuple, set[str]] = {}  # skills already chosen in a given situation: choosing one again is a loop
+        # A skill that led from a situation back to one the robot was in before goes round in a
+        # circle: it is not offered in that situation again. The move that closes the circle is
+        # withdrawn, not the first one, which often was right ("go to the table" before "go back"
+        # without picking anything up).
+        circular: dict[tuple, set[str]] = {}
+        visited: set[tuple] = set()
+        last_move: tuple[tuple, str] | None = None
         # The robot looks around where it stands before the first step.
         seen_room = self.tools.scene().robot.room
         explored = {seen_room}
@@ -418,7 +424,11 @@ class TaskPlanner:
                 known |= set(ids)
             situation = (robot_line(scene, self.skills.robot.reach_m), tuple(line for line, _ in status))
             withdrawn = {a for a, n in failures_in_row.items() if n >= self.settings.repeat_failure_limit} | looked
-            withdrawn |= taken.get(situation, set())
+            if last_move and situation in visited:
+                circular.setdefault(last_move[0], set()).add(last_move[1])
+            visited.add(situation)
+            last_move = None
+            withdrawn |= circular.get(situation, set())
             # Giving up is for a request the map cannot meet or after a failure, and a suggestion is tried first;
             # a question only when the map cannot tell, once per task: a robot that keeps asking is no help.
             lacking = any(goal_lacks(goal, scene) for goal in goals)
@@ -458,7 +468,7 @@ class TaskPlanner:
                 looked.clear()
                 skill_failing = failed
                 if not failed:
-                    taken.setdefault(situation, set()).add(reply.action)
+                    last_move = (situation, reply.action)
             scene = self.tools.scene()
             room = scene.robot.room
             if not failed and room != seen_room:
