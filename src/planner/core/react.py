@@ -218,20 +218,20 @@ def allowed_actions(scene: SceneGraph, known: set[str], withdrawn: set[str], ski
                                            and g.room in ("", scene.entity(f).room) for g in goals)}
     if cleared and not targets:  # what is cleared away may go anywhere else
         targets = [f for f in furniture if f not in cleared]
-    # Going into a room helps to see it or when a goal asks for it; furniture is where work happens.
-    worth_entering = [r for r in rooms if r not in explored
-                      or any(g.kind in ("robot_in_room", "bring_to_user") and g.room == r for g in goals)]
     actions = []
     openable = [f for f in furniture if scene.entity(f).state]
     # Where the goals' objects are, where they go and what must open or close: while every goal
-    # object is where the map says, driving anywhere else is wandering.
+    # object is where the map says, driving anywhere else, or into rooms not seen yet, is wandering.
     switched = [f for f in openable if any(g.kind in ("is_open", "is_closed") and scene.entity(f).label == g.target
                                            and g.room in ("", scene.entity(f).room) for g in goals)]
     supports = {s[1] for obj in relevant if (s := scene.support(obj))}
     lost = any(scene.entity(obj).status == "missing" for obj in relevant)
     worth_going = [f for f in furniture if f in supports or f in targets or f in cleared or f in switched]
+    searching = lost or not worth_going
+    goal_rooms = {g.room for g in goals if g.kind in ("robot_in_room", "bring_to_user")}
+    worth_entering = [r for r in rooms if r in goal_rooms or (searching and r not in explored)]
     candidates = {"object": relevant, "furniture": targets or furniture,
-                  "place": [*(furniture if lost or not worth_going else worth_going), *worth_entering],
+                  "place": [*(furniture if searching else worth_going), *worth_entering],
                   "openable": openable, "arm": scene.robot.arms if scene.robot else [], "text": []}
     for name, spec in skills.library.skills.items():
         for args in itertools.product(*(candidates[p.type] for p in spec.params)):
