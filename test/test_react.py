@@ -3,9 +3,13 @@ import yaml
 
 from conftest import CONFIG, DATA
 from fakes import InProcessRobot
+from planner.backends.sim_robot import SimulatedRobot
+from planner.bench.suite import starting_world
+from planner.config import load_config, load_skill_planner
 from planner.core.goals import Goal
 from planner.core.react import (ASK_USER, GIVE_UP, PlannerSettings, PolicyError, PolicyReply, ScriptedPolicy, TaskPlanner,
                                 final_goals)
+from planner.core.world import load_world
 
 SCENARIO = CONFIG / "scenarios" / "kitchen_bottle_moved.yaml"
 REQUEST = "Go to the table in the kitchen, pick up the bottle, and place it on the table in the bedroom"
@@ -127,18 +131,21 @@ def test_a_repeatedly_failing_action_is_withdrawn(skill_planner, monkeypatch):
     assert GIVE_UP in policy.prompts[4][-1]["content"]
 
 
-def test_going_round_in_a_circle_is_broken(skill_planner):
+def test_going_round_in_a_circle_is_broken():
     """The move that brought the robot back to a situation it was in is not offered there again;
     the first move of the circle stays (it was often right)."""
-    kitchen, bedroom = {"thought": "kitchen", "action": "GOTO(table_1)"}, {"thought": "bedroom", "action": "GOTO(table_3)"}
-    result, trace, robot, policy = run([GOAL, kitchen, bedroom, kitchen, bedroom, kitchen], skill_planner, max_repairs=0,
-                                       step_budget=5)
-    assert robot.log.skills == ["GOTO(table_1)", "GOTO(table_3)", "GOTO(table_1)", "GOTO(table_3)"]
-    # At table_3 again: going back to table_1 closed the circle last time.
+    robot = SimulatedRobot(starting_world(load_world(CONFIG / "worlds" / "apartment.yaml"), "fridge_1"), [],
+                           load_skill_planner(load_config(CONFIG / "planner.yaml")))
+    opening, closing = {"thought": "open", "action": "OPEN(fridge_1)"}, {"thought": "close", "action": "CLOSE(fridge_1)"}
+    policy = ScriptedPolicy([{"goals": [{"kind": "holding", "object": "juice"}]}, opening, closing, opening, closing])
+    trace = []
+    TaskPlanner(policy, robot, robot.skills, PlannerSettings(confirm_timeout_s=0, max_repairs=0, step_budget=4),
+                on_step=lambda step: trace.append((step.kind, step.text))).run("Take the juice")
+    assert robot.log.skills == ["OPEN(fridge_1)", "CLOSE(fridge_1)", "OPEN(fridge_1)"]
     offered = [prompt[-1]["content"].split("Valid actions: ")[1].split(" | ") for prompt in policy.prompts[1:]]
-    assert "GOTO(table_3)" in offered[3]  # at table_1 again: going on to table_3 did not close a circle
-    assert "GOTO(table_1)" not in offered[4]
-    assert any(kind == "error" and "GOTO(table_1)" in text and "not one of the valid actions" in text
+    assert "OPEN(fridge_1)" in offered[2]  # closed again: opening did not close a circle
+    assert "CLOSE(fridge_1)" not in offered[3] and "PICK(juice_1, right)" in offered[3]
+    assert any(kind == "error" and "CLOSE(fridge_1)" in text and "not one of the valid actions" in text
                for kind, text in trace)
 
 

@@ -227,17 +227,28 @@ def allowed_actions(scene: SceneGraph, known: set[str], withdrawn: set[str], ski
     supports = {s[1] for obj in relevant if (s := scene.support(obj))}
     lost = any(scene.entity(obj).status == "missing" for obj in relevant)
     worth_going = [f for f in furniture if f in supports or f in targets or f in cleared or f in switched]
-    searching = lost or not worth_going
+    held = any(scene.entity(obj).status == "held" for obj in relevant)
+    searching = lost or not (worth_going or held)
     goal_rooms = {g.room for g in goals if g.kind in ("robot_in_room", "bring_to_user")}
     worth_entering = [r for r in rooms if r in goal_rooms or (searching and r not in explored)]
     candidates = {"object": relevant, "furniture": targets or furniture,
                   "place": [*(furniture if searching else worth_going), *worth_entering],
                   "openable": openable, "arm": scene.robot.arms if scene.robot else [], "text": []}
+    moves, handling = [], []
     for name, spec in skills.library.skills.items():
+        moving = any(p.type == "place" for p in spec.params)
         for args in itertools.product(*(candidates[p.type] for p in spec.params)):
             call = SkillCall(name, tuple(args))
             if str(call) not in withdrawn and skills.check_preconditions(call, scene).ok:
                 actions.append(str(call))
+                put_on = [a for p, a in zip(spec.params, args) if p.type == "furniture"]
+                if moving:
+                    moves.append(str(call))
+                elif about_objects and set(args) & set(relevant) and all(f in targets for f in put_on):
+                    handling.append(str(call))
+    # A goal object can be taken, or put where a goal wants it, here and now: driving off first helps nothing.
+    if handling:
+        actions = [a for a in actions if a not in moves]
     actions += ["get_rooms()", *(f"get_objects_in_room({room})" for room in rooms)]
     actions += [f"find_objects({label})" for label in goal_labels]
     if about_objects:  # the nearest few: asking about each of fifty cups helps nobody
