@@ -96,11 +96,11 @@ def test_clearing_a_table_puts_everything_on_it_somewhere_else():
     assert "GOTO(sofa_1)" in offered[2]  # both hands full
 
 
-def test_goals_that_are_already_true_are_sent_back_once_then_accepted():
+def test_goals_that_are_already_true_are_sent_back_until_every_repair_is_spent():
     robot = robot_at("table_2")
     already = {"goals": [{"kind": "object_on", "object": "orange", "target": "table", "room": ""}]}
     result, trace, policy = run(robot, "Take the orange", [
-        already, {"goals": [{"kind": "holding", "object": "orange"}]},
+        already, already, {"goals": [{"kind": "holding", "object": "orange"}]},
         {"thought": "It is in front of me.", "action": "PICK(orange_1, right)"}])
     assert result.success and robot.sim.held["right"] == "orange_1"
     repair = policy.prompts[1][-1]["content"]
@@ -115,7 +115,7 @@ def test_goals_that_are_already_true_are_sent_back_once_then_accepted():
     assert "'a orange on a table' is true already, so table is not where the request wants the orange" in \
         policy.prompts[1][-1]["content"]
     assert ("goal", "a orange on a counter in the kitchen") in trace
-    # A model that insists is believed: the request may really need nothing.
+    # A model that insists to the last repair is believed: the request may really need nothing.
     result, trace, _ = run(robot_at("table_2"), "Make sure the orange is on the table", [already] * 3)
     assert result.success and result.steps == 0
 

@@ -564,7 +564,7 @@ class TaskPlanner:
                                     rooms=", ".join(rooms), user_room=user_room)
         messages = [{"role": "system", "content": prompt}, {"role": "user", "content": request}]
         schema = goal_schema(object_labels, furniture_labels, openable_labels, rooms)
-        told_true = False
+        insisted_true: list[Goal] = []  # the last reply's goals, when their only fault was being true already
         words = " " + " ".join(re.findall(r"[a-z]+", request.lower())) + " "
         named_furniture = {label for label in furniture_labels if f" {label.replace('_', ' ')} " in words}
         impossible: list[str] = []
@@ -589,12 +589,11 @@ class TaskPlanner:
                 if goal.kind == "bring_to_user" and not mentions_user(request):
                     problems.append("bring_to_user is for requests to bring something to the user (me, I, my), and "
                                     "this request does not ask that; where it names furniture, use object_on")
-            nonlocal told_true
             # Being back in this room at the end is a fair goal beside others, though true now.
             true_now = [goal for goal in goals if goal_met(goal, scene)
                         and not (goal.kind == "robot_in_room" and len(goals) > 1)]
-            if true_now and not told_true:  # sent back once; a model that insists is believed
-                told_true = True
+            insisted_true[:] = goals if true_now and not problems else []
+            if true_now:
                 problems += [f"'{goal}' is true already" + (f", so {goal.target} is not where the request wants the "
                                                              f"{goal.object}" if goal.kind == "object_on" else "")
                              for goal in true_now]
@@ -605,6 +604,8 @@ class TaskPlanner:
 
         goals = self._validated(messages, schema, stats, parse)
         # The model insists: perhaps there is indeed nothing to do, or nothing that can be done.
+        if goals is None and insisted_true:
+            return insisted_true
         if goals is None and impossible:
             raise RequestImpossible(impossible[0])
         if goals is None:
