@@ -104,7 +104,8 @@ def test_goals_that_are_already_true_are_sent_back_until_every_repair_is_spent()
         {"thought": "It is in front of me.", "action": "PICK(orange_1, right)"}])
     assert result.success and robot.sim.held["right"] == "orange_1"
     repair = policy.prompts[1][-1]["content"]
-    assert "true already" in repair
+    assert 'true already, so table is not where the request wants the orange; if the request is to take it, the goal ' \
+           'is {"kind": "holding", "object": "orange"}' in repair
     # One goal of several true already is named with why: often the model took where the object is
     # for where it must go.
     robot = robot_at("table_2")
@@ -120,6 +121,14 @@ def test_goals_that_are_already_true_are_sent_back_until_every_repair_is_spent()
     assert result.success and result.steps == 0
 
 
+def test_furniture_that_is_not_in_the_room_is_sent_back():
+    _, trace, policy = run(robot_at("table_2"), "Take the towel", [
+        {"goals": [{"kind": "object_on", "object": "towel", "target": "table", "room": "bathroom"}]},
+        {"goals": [{"kind": "holding", "object": "towel"}]}, GIVE_UP])
+    assert "there is no table in the bathroom" in policy.prompts[1][-1]["content"]
+    assert ("goal", "the robot holds a towel") in trace
+
+
 def test_bringing_to_the_user_is_refused_when_the_request_names_furniture_not_the_user():
     robot = robot_at("table_2")
     result, trace, policy = run(robot, "Bring the book from the bedroom to a table in the kitchen", [
@@ -131,11 +140,11 @@ def test_bringing_to_the_user_is_refused_when_the_request_names_furniture_not_th
 
 def test_a_destination_the_request_does_not_name_is_sent_back():
     robot = robot_at("table_2")
-    _, trace, policy = run(robot, "Go to the counter, take the cup and bring it to the bedroom table", [
-        {"goals": [{"kind": "object_on", "object": "cup", "target": "bed", "room": "bedroom"}]},
-        {"goals": [{"kind": "object_on", "object": "cup", "target": "table", "room": "bedroom"}]}, GIVE_UP])
-    assert "the request names no bed; it names counter, table" in policy.prompts[1][-1]["content"]
-    assert any(kind == "goal" and "on a table in the bedroom" in text for kind, text in trace)
+    _, trace, policy = run(robot, "Go to the counter, take the cup and bring it to the hallway table", [
+        {"goals": [{"kind": "object_on", "object": "cup", "target": "bench", "room": "hallway"}]},
+        {"goals": [{"kind": "object_on", "object": "cup", "target": "table", "room": "hallway"}]}, GIVE_UP])
+    assert "the request names no bench; it names counter, table" in policy.prompts[1][-1]["content"]
+    assert any(kind == "goal" and "on a table in the hallway" in text for kind, text in trace)
 
 
 def test_an_object_that_must_end_on_furniture_is_not_also_brought_to_the_user():

@@ -584,6 +584,8 @@ class TaskPlanner:
                 for value, allowed in ((goal.object, object_labels), (goal.target, furniture_labels), (goal.room, rooms)):
                     if value and value not in allowed:
                         problems.append(f"{value!r} is not a known label or room")
+                if goal.target and not any(f.label == goal.target for f in scene.furniture(goal.room or None)):
+                    problems.append(f"there is no {goal.target}" + (f" in the {goal.room}" if goal.room else ""))
                 if goal.kind == "object_on" and named_furniture and goal.target not in named_furniture:
                     problems.append(f"the request names no {goal.target}; it names {', '.join(sorted(named_furniture))}")
                 if goal.kind == "bring_to_user" and not mentions_user(request):
@@ -595,9 +597,11 @@ class TaskPlanner:
             insisted_true[:] = goals if true_now and not problems else []
             if true_now:
                 problems += [f"'{goal}' is true already" + (f", so {goal.target} is not where the request wants the "
-                                                             f"{goal.object}" if goal.kind == "object_on" else "")
+                                                             f"{goal.object}; if the request is to take it, the goal is "
+                                                             f'{{"kind": "holding", "object": "{goal.object}"}}'
+                                                             if goal.kind == "object_on" else "")
                              for goal in true_now]
-                problems.append("goals give the state the request asks for (to take or pick up something: holding)")
+                problems.append("goals give the state the request asks for")
             if problems:
                 raise ValueError("; ".join(problems))
             return goals
