@@ -4,6 +4,7 @@ import math
 import numpy as np
 import pytest
 
+from conftest import CONFIG
 from planner.core.files import InputError
 from planner.core.frames import FrameError, FrameTree, TransformNotReady, planar, rigid
 from planner.core.geometry import Pose2D
@@ -205,6 +206,20 @@ def test_relations_on_stacked_in_under_and_near_come_from_the_boxes():
     assert scene.support("obj9") == ("under", "obj1")   # basket under the table
     assert scene.relations("obj10") == ["obj10 near obj1"]
     assert scene.graph.has_edge("obj0", "obj3")          # every object is in a room
+
+
+def test_things_in_furniture_with_a_door_or_drawer_are_in_it_whatever_its_label():
+    """The medicine in the nightstand's drawer, and a sock in a locker (no container label, but it opens)."""
+    from planner.core.scene_graph import Entity, spatial_relation
+    from planner.core.world import load_world
+
+    apartment = SceneGraph.from_world(load_world(CONFIG / "worlds" / "apartment.yaml"))
+    assert apartment.support("medicine_1") == ("in", "nightstand_1")
+    sock = Entity("sock", "object", "sock", center=(0.0, 0.0, 0.5), size=(0.1, 0.1, 0.05))
+    locker = Entity("locker", "furniture", "locker", center=(0.0, 0.0, 0.6), size=(0.5, 0.5, 1.2))
+    assert spatial_relation(sock, locker) == "under"  # a box reaching the floor without an inside
+    locker.state = "closed"
+    assert spatial_relation(sock, locker) == "in"
 
 
 def test_rooms_from_polygons_and_objects_outside_every_room_go_to_the_nearest():

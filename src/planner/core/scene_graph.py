@@ -46,9 +46,10 @@ DEFAULT_FURNITURE_LABELS = frozenset({
     "sink", "nightstand", "dresser", "stove", "bench", "tv_stand", "bookshelf", "wardrobe",
     "dishwasher", "oven", "microwave", "drawer",
 })
-# Things with an inside: an object within their box is "in" them rather than "under" them.
+# Things with an inside: an object within their box is "in" them rather than "under" them. So is
+# anything with a door or a drawer (an open/closed state), whatever its label.
 CONTAINER_LABELS = frozenset({
-    "fridge", "cabinet", "drawer", "shelf", "bookshelf", "wardrobe", "dresser", "dishwasher",
+    "fridge", "cabinet", "drawer", "nightstand", "shelf", "bookshelf", "wardrobe", "dresser", "dishwasher",
     "oven", "microwave", "sink", "box", "bowl", "basket", "bin", "bag", "pot",
 })
 SUPPORT_ORDER = ("in", "on", "under", "near")
@@ -215,10 +216,11 @@ def spatial_relation(subject: Entity, reference: Entity) -> str | None:
         return None
     if abs(subject.bottom - reference.top) <= ON_TOLERANCE_M:
         return "on"
+    container = reference.label in CONTAINER_LABELS or bool(reference.state)
     inside = reference.bottom - ON_TOLERANCE_M <= subject.center[2] <= reference.top
-    if inside and reference.label in CONTAINER_LABELS and _box_overlap_ratio(subject, reference) >= 0.5:
+    if inside and container and _box_overlap_ratio(subject, reference) >= 0.5:
         return "in"
-    if subject.top <= reference.top - UNDER_CLEARANCE_M and reference.label not in CONTAINER_LABELS:
+    if subject.top <= reference.top - UNDER_CLEARANCE_M and not container:
         return "under"
     return None
 
