@@ -33,13 +33,15 @@ def run(robot: SimulatedRobot, request: str, replies: list):
 def test_the_schema_gives_each_kind_only_its_own_fields_and_openable_targets_only():
     schema = goal_schema(["cup", "milk"], ["fridge", "table"], ["fridge"], ["kitchen"])
     kinds = {alt["properties"]["kind"]["const"]: alt for alt in schema["properties"]["goals"]["items"]["anyOf"]}
-    assert set(kinds) == {"object_on", "holding", "bring_to_user", "robot_in_room", "is_open", "is_closed", "clear"}
+    assert set(kinds) == {"object_on", "object_in", "holding", "bring_to_user", "robot_in_room", "is_open", "is_closed",
+                          "clear"}
     assert kinds["holding"]["required"] == ["kind", "object"]
     assert kinds["is_open"]["properties"]["target"] == {"enum": ["fridge"]}
+    assert kinds["object_in"]["properties"]["target"] == {"enum": ["fridge"]}
     assert kinds["object_on"]["properties"]["room"] == {"enum": ["kitchen", ""]}  # a room is optional there
     assert "" not in kinds["object_on"]["properties"]["target"]["enum"]
     nothing_opens = goal_schema(["cup"], ["table"], [], ["kitchen"])
-    assert "is_open" not in json.dumps(nothing_opens)
+    assert "is_open" not in json.dumps(nothing_opens) and "object_in" not in json.dumps(nothing_opens)
 
 
 def test_a_goal_missing_what_its_kind_needs_is_invalid():
@@ -104,7 +106,7 @@ def test_goals_that_are_already_true_are_sent_back_until_every_repair_is_spent()
         {"thought": "It is in front of me.", "action": "PICK(orange_1, right)"}])
     assert result.success and robot.sim.held["right"] == "orange_1"
     repair = policy.prompts[1][-1]["content"]
-    assert 'true already, so table is not where the request wants the orange; if the request is to take it, the goal ' \
+    assert 'true already, so table is not where the request wants the orange; if the request is to take the orange, the goal ' \
            'is {"kind": "holding", "object": "orange"}' in repair
     # One goal of several true already is named with why: often the model took where the object is
     # for where it must go.
@@ -127,6 +129,50 @@ def test_furniture_that_is_not_in_the_room_is_sent_back():
         {"goals": [{"kind": "holding", "object": "towel"}]}, GIVE_UP])
     assert "there is no table in the bathroom" in policy.prompts[1][-1]["content"]
     assert ("goal", "the robot holds a towel") in trace
+    # The room given is often where the object is now: the repair says where the target is.
+    _, trace, policy = run(robot_at("table_2"), "Go to the bathroom, pick up the towel and put it on the bed", [
+        {"goals": [{"kind": "object_on", "object": "towel", "target": "bed", "room": "bathroom"}]},
+        {"goals": [{"kind": "object_on", "object": "towel", "target": "bed", "room": "bedroom"}]}, GIVE_UP])
+    assert "there is no bed in the bathroom (room is where the bed is; a bed is in the bedroom)" in \
+        policy.prompts[1][-1]["content"]
+    assert ("goal", "a towel on a bed in the bedroom") in trace
+
+
+def test_putting_something_into_furniture_that_opens_is_an_object_in_goal_met_only_inside():
+    robot = robot_at("table_1")
+    put_in = {"goals": [{"kind": "object_in", "object": "apple", "target": "fridge", "room": ""}]}
+    result, trace, policy = run(robot, "Put the apple from the kitchen table into the fridge", [
+        {"goals": [{"kind": "object_on", "object": "apple", "target": "fridge", "room": ""}]}, put_in,
+        {"thought": "take it", "action": "PICK(apple_1, right)"},
+        {"thought": "to the fridge", "action": "GOTO(fridge_1)"},
+        {"thought": "open it", "action": "OPEN(fridge_1)"},
+        {"thought": "put it in", "action": "PLACE(apple_1, fridge_1, right)"}])
+    assert "the request puts the apple inside the fridge: that is object_in" in policy.prompts[1][-1]["content"]
+    assert result.success and robot.sim.support["apple_1"] == "fridge_1" and "apple_1" in robot.sim.inside
+    offered = [prompt[-1]["content"].split("Valid actions: ")[1].split(" | ") for prompt in policy.prompts[2:]]
+    # At the closed fridge: putting the apple on top of it is not offered, opening it is, and driving off is not.
+    assert "OPEN(fridge_1)" in offered[2] and not any(a.startswith(("PLACE", "GOTO")) for a in offered[2])
+    assert "PLACE(apple_1, fridge_1, right)" in offered[3]
+    scene = robot.scene()
+    on_top = Goal(kind="object_in", object="apple", target="table")
+    assert not goal_met(on_top, scene) and goal_met(Goal(kind="object_in", object="apple", target="fridge"), scene)
+
+
+def test_furniture_is_opened_only_when_a_goal_object_is_in_it_or_goes_in_it():
+    """Glasses to be put on the nightstand: opening its drawer first would put them inside it."""
+    robot = robot_at("side_table_1")
+    _, _, policy = run(robot, "Take the glasses from the side table and put them on the nightstand", [
+        {"goals": [{"kind": "object_on", "object": "glasses", "target": "nightstand", "room": ""}]},
+        {"thought": "take them", "action": "PICK(glasses_1, left)"},
+        {"thought": "to the nightstand", "action": "GOTO(nightstand_1)"},
+        {"thought": "put them down", "action": "PLACE(glasses_1, nightstand_1, left)"}])
+    at_nightstand = policy.prompts[3][-1]["content"].split("Valid actions: ")[1].split(" | ")
+    assert "PLACE(glasses_1, nightstand_1, left)" in at_nightstand and "OPEN(nightstand_1)" not in at_nightstand
+    assert robot.sim.support["glasses_1"] == "nightstand_1" and "glasses_1" not in robot.sim.inside
+    # The medicine is in the nightstand's drawer: there, opening it is the way.
+    robot = robot_at("nightstand_1")
+    _, _, policy = run(robot, "Take the medicine", [{"goals": [{"kind": "holding", "object": "medicine"}]}, GIVE_UP])
+    assert "OPEN(nightstand_1)" in policy.prompts[1][-1]["content"].split("Valid actions: ")[1].split(" | ")
 
 
 def test_bringing_to_the_user_is_refused_when_the_request_names_furniture_not_the_user():
@@ -163,8 +209,15 @@ def test_a_request_nothing_in_the_map_can_meet_is_looked_at_again_then_declined(
     assert ("say", "I cannot do that: There is no umbrella in the map.") in trace
     # Looking again can find something that does: then the robot goes on with it.
     result, trace, _ = run(robot_at("table_2"), "I'm thirsty", [
-        {"goals": [], "impossible": "no drinks"}, {"goals": [{"kind": "bring_to_user", "object": "juice"}]}, GIVE_UP])
+        {"goals": [], "impossible": "there are no drinks"}, {"goals": [{"kind": "bring_to_user", "object": "juice"}]},
+        GIVE_UP])
     assert ("goal", "the robot brings a juice to the user in the dining_room") in trace
+    # A reason that says nothing (a small model copying a placeholder) is not believed.
+    placeholder = {"goals": [], "impossible": "why"}
+    result, _, policy = run(robot_at("table_2"), "Take the towel", [
+        placeholder, placeholder, {"goals": [{"kind": "holding", "object": "towel"}]}, GIVE_UP])
+    assert "say in a few words why" in policy.prompts[1][-1]["content"]
+    assert result.outcome != "impossible"
 
 
 def test_giving_up_is_offered_only_when_the_map_cannot_meet_a_goal_or_something_failed():

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from planner.core.goals import Goal
+from planner.core.goals import PLACING_KINDS, Goal
 from planner.core.scene_graph import SceneGraph
 
 # "one" is left out: "the one on the counter" names a place, not a number.
@@ -62,7 +62,7 @@ def named_candidates(request: str, goal: Goal, scene: SceneGraph) -> list[str]:
     # to the counter"); where it must end up does not say which one is meant.
     mention = re.search(rf" {re.escape(label)}s? ", words)
     source = " " + re.split(r" (?:and|to|then|into|onto) ", words[mention.end() - 1:])[0] + " " if mention else " "
-    target = {goal.target.replace("_", " "), goal.room.replace("_", " ")} if goal.kind == "object_on" else set()
+    target = {goal.target.replace("_", " "), goal.room.replace("_", " ")} if goal.kind in PLACING_KINDS else set()
     names = {c: [n for n in places[c][1] if n not in target] for c in candidates}
     named = ([c for c in candidates if _mentions(source, names[c])]
              or [c for c in candidates if _mentions(words, names[c])])

@@ -11,14 +11,20 @@ from planner.core.scene_graph import SceneGraph
 
 LISTED_PER_GOAL = 3   # objects a goal's status line names; the others are counted
 
-GoalKind = Literal["object_on", "holding", "bring_to_user", "robot_in_room", "is_open", "is_closed", "clear"]
+GoalKind = Literal["object_on", "object_in", "holding", "bring_to_user", "robot_in_room", "is_open", "is_closed", "clear"]
+# Goals that put an object somewhere; object_in only behind a door or in a drawer.
+PLACING_KINDS = ("object_on", "object_in")
+# Goals whose target must be furniture that opens.
+OPENABLE_TARGET_KINDS = ("object_in", "is_open", "is_closed")
 # The fields a reply of each kind carries (the schema asks for exactly these) and the ones it must fill.
 # bring_to_user's room is where the user is: the planner fills it in, not the model.
 REPLY_FIELDS: dict[str, tuple[str, ...]] = {
-    "object_on": ("object", "target", "room"), "holding": ("object",), "bring_to_user": ("object",),
-    "robot_in_room": ("room",), "is_open": ("target", "room"), "is_closed": ("target", "room"), "clear": ("target", "room")}
+    "object_on": ("object", "target", "room"), "object_in": ("object", "target", "room"), "holding": ("object",),
+    "bring_to_user": ("object",), "robot_in_room": ("room",), "is_open": ("target", "room"),
+    "is_closed": ("target", "room"), "clear": ("target", "room")}
 NEEDED: dict[str, tuple[str, ...]] = {
-    "object_on": ("object", "target"), "holding": ("object",), "bring_to_user": ("object",), "robot_in_room": ("room",),
+    "object_on": ("object", "target"), "object_in": ("object", "target"), "holding": ("object",),
+    "bring_to_user": ("object",), "robot_in_room": ("room",),
     "is_open": ("target",), "is_closed": ("target",), "clear": ("target",)}
 
 
@@ -42,6 +48,7 @@ class Goal(BaseModel):
         where = f" in the {self.room}" if self.room else ""
         return {
             "object_on": f"{thing} on a {self.target}{where}",
+            "object_in": f"{thing} inside a {self.target}{where}",
             "holding": f"the robot holds {thing}",
             "bring_to_user": f"the robot brings {thing} to the user{where}",
             "robot_in_room": f"the robot is in the {self.room}",
@@ -71,7 +78,7 @@ def goal_schema(object_labels: list[str], furniture_labels: list[str], openable_
     values = {"object": sorted(object_labels), "target": sorted(furniture_labels), "room": sorted(rooms)}
     alternatives = []
     for kind, fields in REPLY_FIELDS.items():
-        if kind in ("is_open", "is_closed"):
+        if kind in OPENABLE_TARGET_KINDS:
             if not openable_labels:
                 continue
             choices = {**values, "target": sorted(openable_labels)}
@@ -126,11 +133,12 @@ def goal_met(goal: Goal, scene: SceneGraph) -> bool:
         return any(scene.entity(f).state == wanted for f in _furniture(scene, goal))
     if goal.kind == "clear":
         return not _held(scene) and not _on(scene, _furniture(scene, goal))
+    relations = ("in",) if goal.kind == "object_in" else ("on", "in")
     for obj in map(scene.entity, goal_objects(goal, scene)):
         if obj.status != "seen":
             continue
         support = scene.support(obj.id)
-        if support and support[0] in ("on", "in"):
+        if support and support[0] in relations:
             surface = scene.entity(support[1])
             if surface.label == goal.target and (not goal.room or surface.room == goal.room):
                 return True
@@ -172,10 +180,12 @@ def goal_status(goal: Goal, scene: SceneGraph) -> tuple[str, list[str]]:
     if len(objects) > len(listed):
         parts.append(f"{len(objects) - len(listed)} more further away")
     ids = list(listed) + [support[1] for o in listed if (support := scene.support(o))]
-    if goal.kind == "object_on":
+    if goal.kind in PLACING_KINDS:
         targets = _furniture(scene, goal)
         ids += targets
-        parts.append("target: " + (", ".join(f"{t} in the {scene.entity(t).room}" for t in targets) or "none known"))
+        state = (lambda t: f", {scene.entity(t).state}" if goal.kind == "object_in" else "")
+        parts.append("target: " + (", ".join(f"{t} in the {scene.entity(t).room}{state(t)}" for t in targets)
+                                   or "none known"))
     if goal.kind == "bring_to_user" and goal.room:
         parts.append(f"the user is in the {goal.room}; the robot is in the {robot_room}")
         ids.append(goal.room)

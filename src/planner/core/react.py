@@ -21,7 +21,8 @@ from typing import Callable, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.core.ambiguity import Question, ambiguous_goals, chosen_candidate, pin_named_objects
-from planner.core.goals import Goal, GoalReply, goal_lacks, goal_met, goal_objects, goal_schema, goal_status
+from planner.core.goals import (PLACING_KINDS, Goal, GoalReply, goal_lacks, goal_met, goal_objects, goal_schema,
+                                goal_status)
 from planner.core.scene_graph import SceneGraph
 from planner.core.skills import SkillCall, SkillPlanner, parse_call
 
@@ -47,8 +48,9 @@ Kinds of goal:
 - holding: the robot ends holding an `object` ("pick up the cup", "take the apple", "grab the keys").
 - bring_to_user: the robot brings an `object` to the user, who says me, I or my ("bring me the book", and needs:
   "I'm thirsty" -> something to drink, "I'm hungry" -> something to eat, "I'm cold" -> something warm).
-- object_on: an `object` ends on or in the furniture `target`, in `room` when the request names one ("put the cup on the
+- object_on: an `object` ends on the furniture `target`, in `room` when the request names one ("put the cup on the
   table", "bring the book to the bedroom table", "take the milk out of the fridge and put it on the table").
+- object_in: an `object` ends inside a `target` with a door or drawer ({openable}): "put the milk in the fridge".
 - robot_in_room: the robot ends in `room` ("go to the kitchen").
 - is_open / is_closed: the furniture `target` ends open or closed ("open the fridge").
 - clear: nothing is left on the furniture `target` ("clear the table", "tidy the desk").
@@ -57,7 +59,8 @@ shelf" the goal is only the cup on the shelf. A request that says where an objec
 not holding or bring_to_user. A goal must not be true already; requests ask for a change.
 Use only these labels. Objects: {objects}. Furniture: {furniture}. Rooms: {rooms}. The user is in the {user_room}.
 The robot can go somewhere, pick, place, open and close; when nothing in the map can meet the request or it needs
-another ability, answer {{"goals": [], "impossible": "why"}}.
+another ability, say why: "bring me the piano" when no piano is listed -> {{"goals": [], "impossible": "there is no piano
+in the map"}}.
 Examples: "take the book from the desk" -> {{"goals": [{{"kind": "holding", "object": "book"}}]}};
 "go to the shelf, take the vase and bring it to the hall desk" -> {{"goals": [{{"kind": "object_on", "object": "vase",
 "target": "desk", "room": "hall"}}]}} (the shelf is where the vase is now, not where it goes);
@@ -212,40 +215,54 @@ def allowed_actions(scene: SceneGraph, known: set[str], withdrawn: set[str], ski
     about_objects = [g for g in goals if g.object or g.kind == "clear"]
     wanted = {obj for g in about_objects for obj in goal_objects(g, scene)}
     relevant = [obj for obj in objects if obj in wanted] if about_objects else objects
-    targets = [f for f in furniture if any(g.kind == "object_on" and scene.entity(f).label == g.target
-                                           and g.room in ("", scene.entity(f).room) for g in goals)]
-    cleared = {f for f in furniture if any(g.kind == "clear" and scene.entity(f).label == g.target
-                                           and g.room in ("", scene.entity(f).room) for g in goals)}
+
+    def aimed_at(kinds: tuple[str, ...]) -> list[str]:
+        """The furniture that goals of these kinds name."""
+        return [f for f in furniture if any(g.kind in kinds and scene.entity(f).label == g.target
+                                            and g.room in ("", scene.entity(f).room) for g in goals)]
+    targets = aimed_at(PLACING_KINDS)
+    cleared = set(aimed_at(("clear",)))
     if cleared and not targets:  # what is cleared away may go anywhere else
         targets = [f for f in furniture if f not in cleared]
     actions = []
     openable = [f for f in furniture if scene.entity(f).state]
     # Where the goals' objects are, where they go and what must open or close: while every goal
     # object is where the map says, driving anywhere else, or into rooms not seen yet, is wandering.
-    switched = [f for f in openable if any(g.kind in ("is_open", "is_closed") and scene.entity(f).label == g.target
-                                           and g.room in ("", scene.entity(f).room) for g in goals)]
+    switched = [f for f in aimed_at(("is_open", "is_closed")) if f in openable]
+    filled = [f for f in aimed_at(("object_in",)) if f in openable]
+    # Put on a closed one, a thing would end on top of it, not inside.
+    on_top = set(aimed_at(("object_on",)))
+    shut = {f for f in filled if scene.entity(f).state == "closed" and f not in on_top}
     supports = {s[1] for obj in relevant if (s := scene.support(obj))}
+    enclosing = {s[1] for obj in relevant if (s := scene.support(obj)) and s[0] == "in"}
     lost = any(scene.entity(obj).status == "missing" for obj in relevant)
     worth_going = [f for f in furniture if f in supports or f in targets or f in cleared or f in switched]
     held = any(scene.entity(obj).status == "held" for obj in relevant)
     searching = lost or not (worth_going or held)
+    # Opening what holds no goal object and receives none is a detour (and what is put into an
+    # open nightstand ends inside it, not on it).
+    to_open = [f for f in openable if searching or f in switched or f in filled or f in supports]
+    opening_helps = {f for f in [*filled, *enclosing] if scene.entity(f).state == "closed"}
     goal_rooms = {g.room for g in goals if g.kind in ("robot_in_room", "bring_to_user")}
     worth_entering = [r for r in rooms if r in goal_rooms or (searching and r not in explored)]
     candidates = {"object": relevant, "furniture": targets or furniture,
                   "place": [*(furniture if searching else worth_going), *worth_entering],
-                  "openable": openable, "arm": scene.robot.arms if scene.robot else [], "text": []}
+                  "openable": to_open, "arm": scene.robot.arms if scene.robot else [], "text": []}
     moves, handling = [], []
     for name, spec in skills.library.skills.items():
         moving = any(p.type == "place" for p in spec.params)
         for args in itertools.product(*(candidates[p.type] for p in spec.params)):
             call = SkillCall(name, tuple(args))
-            if str(call) not in withdrawn and skills.check_preconditions(call, scene).ok:
-                actions.append(str(call))
-                put_on = [a for p, a in zip(spec.params, args) if p.type == "furniture"]
-                if moving:
-                    moves.append(str(call))
-                elif about_objects and set(args) & set(relevant) and all(f in targets for f in put_on):
-                    handling.append(str(call))
+            put_on = [a for p, a in zip(spec.params, args) if p.type == "furniture"]
+            if str(call) in withdrawn or set(put_on) & shut or not skills.check_preconditions(call, scene).ok:
+                continue
+            actions.append(str(call))
+            if moving:
+                moves.append(str(call))
+            elif about_objects and set(args) & set(relevant) and all(f in targets for f in put_on):
+                handling.append(str(call))
+            elif set(args) & opening_helps:  # while it is closed, the valid call on it opens it
+                handling.append(str(call))
     # A goal object can be taken, or put where a goal wants it, here and now: driving off first helps nothing.
     if handling:
         actions = [a for a in actions if a not in moves]
@@ -277,8 +294,8 @@ def final_goals(goals: list[Goal]) -> list[Goal]:
     """Drop goals that only describe a step on the way and contradict the final state: holding an
     object (or bringing it to the user) that must end on furniture, holding one that must end with
     the user, or being in a room other than where an object must end."""
-    placed = [g for g in goals if g.kind in ("object_on", "bring_to_user")]
-    put_down = {g.object for g in goals if g.kind == "object_on"}
+    placed = [g for g in goals if g.kind in (*PLACING_KINDS, "bring_to_user")]
+    put_down = {g.object for g in goals if g.kind in PLACING_KINDS}
     kept = []
     for goal in goals:
         if goal.kind == "holding" and any(p.object == goal.object for p in placed):
@@ -290,6 +307,52 @@ def final_goals(goals: list[Goal]) -> list[Goal]:
         if goal not in kept:
             kept.append(goal)
     return kept
+
+
+def _phrase(label: str) -> str:
+    return label.replace("_", " ")
+
+
+def _take_instead(goal: Goal) -> str:
+    return f'if the request is to take the {goal.object}, the goal is {{"kind": "holding", "object": "{goal.object}"}}'
+
+
+def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[list[str], list[str]]:
+    """What is wrong with goals read from a request (unknown labels, furniture not where the goal
+    says, a kind that contradicts the request's words), and what is only doubtful (a goal true
+    already, a place the request does not name): the model may insist on doubtful goals."""
+    words = " " + " ".join(re.findall(r"[a-z]+", request.lower())) + " "
+    furniture = scene.furniture()
+    named_furniture = sorted({f.label for f in furniture if f" {_phrase(f.label)} " in words})
+    known = ({o.label for o in scene.objects()}, {f.label for f in furniture}, set(scene.rooms()))
+    problems, doubts = [], []
+    for goal in goals:
+        for value, allowed in zip((goal.object, goal.target, goal.room), known):
+            if value and value not in allowed:
+                problems.append(f"{value!r} is not a known label or room")
+        if goal.target and not any(f.label == goal.target for f in scene.furniture(goal.room or None)):
+            rooms_with = sorted({f.room for f in furniture if f.label == goal.target})
+            problems.append(f"there is no {goal.target}" + (f" in the {goal.room} (room is where the {goal.target} is; "
+                                                             f"a {goal.target} is in the {', '.join(rooms_with)})"
+                                                             if goal.room and rooms_with else ""))
+        if goal.kind in PLACING_KINDS and named_furniture and goal.target not in named_furniture:
+            problems.append(f"the request names no {goal.target}; it names {', '.join(named_furniture)}")
+        if goal.kind in PLACING_KINDS and not named_furniture and not goal_met(goal, scene):
+            doubts.append(f"the request names no furniture for the {goal.object} to go to; {_take_instead(goal)}")
+        if goal.kind == "object_on" and re.search(rf" (?:in|into|inside) (?:the |a |an )?{_phrase(goal.target)} ", words) \
+                and any(f.label == goal.target and f.state for f in furniture):
+            problems.append(f"the request puts the {goal.object} inside the {goal.target}: that is object_in")
+        if goal.kind == "bring_to_user" and not mentions_user(request):
+            problems.append("bring_to_user is for requests to bring something to the user (me, I, my), and "
+                            "this request does not ask that; where it names furniture, use object_on")
+    # Being back in this room at the end is a fair goal beside others, though true now.
+    true_now = [goal for goal in goals if goal_met(goal, scene) and not (goal.kind == "robot_in_room" and len(goals) > 1)]
+    doubts += [f"'{goal}' is true already" + (f", so {goal.target} is not where the request wants the {goal.object}; "
+                                              f"{_take_instead(goal)}" if goal.kind in PLACING_KINDS else "")
+               for goal in true_now]
+    if true_now:
+        doubts.append("goals give the state the request asks for")
+    return problems, doubts
 
 
 @dataclass
@@ -561,17 +624,18 @@ class TaskPlanner:
         openable_labels = sorted({f.label for f in scene.furniture() if f.state})
         rooms = scene.rooms()
         prompt = GOAL_PROMPT.format(objects=", ".join(object_labels), furniture=", ".join(furniture_labels),
-                                    rooms=", ".join(rooms), user_room=user_room)
+                                    rooms=", ".join(rooms), user_room=user_room,
+                                    openable=", ".join(openable_labels) or "none in this map")
         messages = [{"role": "system", "content": prompt}, {"role": "user", "content": request}]
         schema = goal_schema(object_labels, furniture_labels, openable_labels, rooms)
-        insisted_true: list[Goal] = []  # the last reply's goals, when their only fault was being true already
-        words = " " + " ".join(re.findall(r"[a-z]+", request.lower())) + " "
-        named_furniture = {label for label in furniture_labels if f" {label.replace('_', ' ')} " in words}
+        doubted: list[Goal] = []  # the last reply's goals, when they were only doubted, not wrong
         impossible: list[str] = []
 
         def parse(text: str) -> list[Goal]:
             reply = GoalReply.model_validate_json(text)
             if reply.impossible:
+                if len(reply.impossible.split()) < 3:
+                    raise ValueError("say in a few words why the request is impossible: what is missing")
                 if impossible:  # said twice: believed
                     raise RequestImpossible(reply.impossible)
                 impossible[:] = [reply.impossible]
@@ -579,37 +643,16 @@ class TaskPlanner:
                                  "with it; if not, answer impossible again")
             goals = pin_named_objects(request, final_goals(
                 [g.model_copy(update={"room": user_room}) if g.kind == "bring_to_user" else g for g in reply.goals]), scene)
-            problems = []
-            for goal in goals:
-                for value, allowed in ((goal.object, object_labels), (goal.target, furniture_labels), (goal.room, rooms)):
-                    if value and value not in allowed:
-                        problems.append(f"{value!r} is not a known label or room")
-                if goal.target and not any(f.label == goal.target for f in scene.furniture(goal.room or None)):
-                    problems.append(f"there is no {goal.target}" + (f" in the {goal.room}" if goal.room else ""))
-                if goal.kind == "object_on" and named_furniture and goal.target not in named_furniture:
-                    problems.append(f"the request names no {goal.target}; it names {', '.join(sorted(named_furniture))}")
-                if goal.kind == "bring_to_user" and not mentions_user(request):
-                    problems.append("bring_to_user is for requests to bring something to the user (me, I, my), and "
-                                    "this request does not ask that; where it names furniture, use object_on")
-            # Being back in this room at the end is a fair goal beside others, though true now.
-            true_now = [goal for goal in goals if goal_met(goal, scene)
-                        and not (goal.kind == "robot_in_room" and len(goals) > 1)]
-            insisted_true[:] = goals if true_now and not problems else []
-            if true_now:
-                problems += [f"'{goal}' is true already" + (f", so {goal.target} is not where the request wants the "
-                                                             f"{goal.object}; if the request is to take it, the goal is "
-                                                             f'{{"kind": "holding", "object": "{goal.object}"}}'
-                                                             if goal.kind == "object_on" else "")
-                             for goal in true_now]
-                problems.append("goals give the state the request asks for")
-            if problems:
-                raise ValueError("; ".join(problems))
+            problems, doubts = goal_problems(request, goals, scene)
+            doubted[:] = goals if doubts and not problems else []
+            if problems or doubts:
+                raise ValueError("; ".join([*problems, *doubts]))
             return goals
 
         goals = self._validated(messages, schema, stats, parse)
         # The model insists: perhaps there is indeed nothing to do, or nothing that can be done.
-        if goals is None and insisted_true:
-            return insisted_true
+        if goals is None and doubted:
+            return doubted
         if goals is None and impossible:
             raise RequestImpossible(impossible[0])
         if goals is None:
