@@ -154,17 +154,18 @@ def run(setup: BenchSetup, out_dir: Path, name: str, repeat: int, header: dict, 
             done = {(e["task"], e["repeat"]): e for e in previous["episodes"]}
             progress(f"resuming: {len(done)} episode(s) already in {partial}")
     total = len(tasks) * repeat
-    started = time.monotonic()
+    started, ran = time.monotonic(), 0
     for number, (r, task) in enumerate(((r, t) for r in range(repeat) for t in tasks), start=1):
         episode = done.get((task.id, r))
         if episode is None:
             episode = run_episode(setup, task, r, on_step)
+            ran += 1
             results["episodes"].append(episode)
             write_json_atomic(partial, results, indent=1)
         else:
             results["episodes"].append(episode)
-        elapsed = time.monotonic() - started
-        left = elapsed / number * (total - number)
+        # Episodes taken over from a resumed file cost no time here: the estimate comes from the ones run.
+        left = (time.monotonic() - started) / max(ran, 1) * (total - number)
         faults = ", ".join(f["kind"] for f in episode["faults"]) or "none"
         progress(f"[{number:>3}/{total}] {task.id:<6} {task.tier:<8} {'ok  ' if episode['success'] else 'FAIL'} "
                  f"{episode['outcome']:<16} {episode['steps']:>2} steps {episode['llm_calls']:>2} calls "
