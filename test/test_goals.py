@@ -138,6 +138,15 @@ def test_furniture_that_is_not_in_the_room_is_sent_back():
     assert ("goal", "a towel on a bed in the bedroom") in trace
 
 
+def test_a_room_named_in_front_of_the_furniture_is_the_target_room():
+    _, trace, policy = run(robot_at("counter_1"), "Take the plate from the counter and put it on the dining table", [
+        {"goals": [{"kind": "object_on", "object": "plate", "target": "table", "room": "kitchen"}]},
+        {"goals": [{"kind": "object_on", "object": "plate", "target": "table", "room": "dining_room"}]}, GIVE_UP])
+    assert "the request says which table: the one in the dining_room, so room is dining_room" in \
+        policy.prompts[1][-1]["content"]
+    assert ("goal", "plate_1 on a table in the dining_room") in trace
+
+
 def test_putting_something_into_furniture_that_opens_is_an_object_in_goal_met_only_inside():
     robot = robot_at("table_1")
     put_in = {"goals": [{"kind": "object_in", "object": "apple", "target": "fridge", "room": ""}]}

@@ -335,6 +335,12 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
             problems.append(f"there is no {goal.target}" + (f" in the {goal.room} (room is where the {goal.target} is; "
                                                              f"a {goal.target} is in the {', '.join(rooms_with)})"
                                                              if goal.room and rooms_with else ""))
+        # "the dining table", "the kitchen sink": the room is named in front of the furniture.
+        rooms_named = [room for room in scene.rooms() if goal.target
+                       and f" {_phrase(room).split()[0]} {_phrase(goal.target)} " in words]
+        if rooms_named and goal.room not in rooms_named:
+            problems.append(f"the request says which {goal.target}: the one in the {' or '.join(rooms_named)}, so room "
+                            f"is {rooms_named[0]}")
         if goal.kind in PLACING_KINDS and named_furniture and goal.target not in named_furniture:
             problems.append(f"the request names no {goal.target}; it names {', '.join(named_furniture)}")
         if goal.kind in PLACING_KINDS and not named_furniture and not goal_met(goal, scene):
