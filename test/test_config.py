@@ -39,3 +39,15 @@ def test_config_errors_name_file_and_field(tmp_path):
         load_config(path)
     assert f"{path}: llm.provider: Input should be" in str(error.value)
     assert f"{path}: llm.temprature: Extra inputs are not permitted" in str(error.value)
+
+
+def test_the_robot_backend_settings_are_checked_at_start_up(tmp_path):
+    config = load_config(CONFIG / "planner.yaml")
+    assert config.executor.moveit.arms["left"].gripper_group == "left_hand"
+    path = tmp_path / "planner.yaml"
+    path.write_text("scenario: s.yaml\nskills: k.yaml\nfailure_cases: f.yaml\nexecutor:\n  backend: nav3\n"
+                    "  moveit: {arms: {left: {group: left_arm}}}\n")
+    with pytest.raises(InputError) as error:
+        load_config(path)
+    assert f"{path}: executor.backend: Input should be 'simulator' or 'robot'" in str(error.value)
+    assert "executor.moveit.arms.left.tool_link: Field required" in str(error.value)

@@ -105,8 +105,36 @@ class PerceptionSettings(_Strict):
                                                                     "pose of its stamp before it is dropped")
 
 
+class ArmSettings(_Strict):
+    group: str = Field(description="MoveIt planning group of the arm, e.g. left_arm")
+    tool_link: str = Field(description="link whose pose the goals give, e.g. left_tool0")
+    gripper_group: str = Field(description="planning group of the gripper, e.g. left_hand")
+    open_state: str = "open"
+    closed_state: str = "closed"
+    rest_state: str = Field(default="home", description="named arm state it retreats to")
+
+
+class MoveItSettings(_Strict):
+    node_name: str = "planner_moveit"
+    planning_frame: str = Field(default="base_link", description="frame of the pose goals: the robot's base")
+    arms: dict[str, ArmSettings] = Field(default_factory=dict, description="by the arm names of the robot profile")
+    hover_m: float = Field(default=0.10, gt=0, description="above an object before the grasp and after the lift")
+    tool_down_xyzw: tuple[float, float, float, float] = Field(
+        default=(1.0, 0.0, 0.0, 0.0), description="tool orientation for top-down grasps, in the planning frame")
+
+
+class Nav2Settings(_Strict):
+    node_name: str = "planner_navigator"
+    frame_id: str = Field(default="map", description="frame of the navigation goals")
+    stall_window_s: float = Field(default=20.0, gt=0, description="a goal is canceled as stalled when the distance "
+                                                                   "to go has not shrunk by stall_min_progress_m in this time")
+    stall_min_progress_m: float = Field(default=0.1, gt=0)
+
+
 class ExecutorSettings(_Strict):
-    backend: Literal["simulator"] = "simulator"
+    backend: Literal["simulator", "robot"] = Field(default="simulator", description="robot: Nav2 and MoveIt 2")
+    nav2: Nav2Settings = Field(default_factory=Nav2Settings)
+    moveit: MoveItSettings = Field(default_factory=MoveItSettings)
 
 
 class ExplainerSettings(_Strict):

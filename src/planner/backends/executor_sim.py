@@ -3,20 +3,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from rclpy.action import ActionClient
 
 from planner.action import Manipulate, Navigate
+from planner.core.controller import CommandOutcome
 from planner.core.skills import Command
 from planner.nodes.common import ActionCall, CallFailed, point_msg, pose_to_msg
-
-
-@dataclass
-class CommandOutcome:
-    success: bool
-    code: str = ""
-    detail: str = ""
 
 
 class SimulatorBackend:

@@ -18,7 +18,36 @@ REASONS = {
     "TIMEOUT": "the command did not finish in time: {detail}",
     "NAVIGATION_ABORTED": "navigation stopped before the goal: {detail}",
     "BACKEND_UNAVAILABLE": "the robot did not accept the command: {detail}",
+    "STALLED": "the robot stopped making progress: {detail}",
+    "LOCALIZATION_LOST": "the robot does not know where it is: {detail}",
+    "START_BLOCKED": "the robot's own position is blocked or off the map: {detail}",
+    "GOAL_OUTSIDE_MAP": "the navigation goal is outside the map: {detail}",
 }
+
+
+@dataclass
+class CommandOutcome:
+    """How one command ended on a backend; code is one of REASONS' keys when it failed."""
+    success: bool
+    code: str = ""
+    detail: str = ""
+
+
+class StallDetector:
+    """Progress from feedback (a distance still to go): stalled when it has not come down by
+    min_progress within window seconds."""
+
+    def __init__(self, window_s: float, min_progress: float):
+        self.window_s = window_s
+        self.min_progress = min_progress
+        self._best: float | None = None
+        self._since = 0.0
+
+    def update(self, now: float, remaining: float) -> bool:
+        if self._best is None or remaining <= self._best - self.min_progress:
+            self._best, self._since = remaining, now
+            return False
+        return now - self._since > self.window_s
 
 
 @dataclass

@@ -7,6 +7,7 @@ from rclpy.action import ActionServer, CancelResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 
 from planner.action import ExecuteCommands
+from planner.backends.executor_robot import RobotBackend
 from planner.backends.executor_sim import SimulatorBackend
 from planner.core.geometry import Pose2D
 from planner.core.skills import Command
@@ -21,8 +22,8 @@ def command_from_msg(msg) -> Command:
                    point=point if any(point) else None, timeout_s=msg.timeout_s or 60.0)
 
 
-# Backends by their config name; Nav2 and MoveIt 2 join with issue 6.
-BACKENDS = {"simulator": SimulatorBackend}
+# Backends by their config name (executor.backend).
+BACKENDS = {"simulator": SimulatorBackend, "robot": RobotBackend}
 
 
 class ExecutorNode(PlannerNode):

@@ -1,0 +1,50 @@
+"""Executor backend for a real robot: navigate commands go to Nav2, arm and gripper commands to
+MoveIt 2. The base pose that arm goals are expressed from comes from /robot/state."""
+
+from __future__ import annotations
+
+import threading
+
+from planner.backends.moveit import MoveItArms
+from planner.backends.nav2 import Nav2Navigation
+from planner.core.controller import CommandOutcome
+from planner.core.geometry import Pose2D
+from planner.core.skills import Command
+from planner.msg import RobotState
+from planner.nodes.common import RELIABLE, pose_from_msg
+
+
+class RobotBackend:
+    def __init__(self, node, callback_group):
+        settings = node.config.executor
+        self._pose: Pose2D | None = None
+        self._lock = threading.Lock()
+        node.create_subscription(RobotState, "/robot/state", self._on_state, RELIABLE, callback_group=callback_group)
+        try:
+            self.navigation = Nav2Navigation.connect(**settings.nav2.model_dump())
+            self.arms = MoveItArms.connect(settings.moveit, self.robot_pose)
+        except ImportError as error:
+            raise ValueError(f"executor.backend robot needs Nav2's nav2_simple_commander and MoveIt 2's moveit_py "
+                             f"(a ROS 2 install with both): {error}") from error
+
+    def _on_state(self, msg: RobotState) -> None:
+        with self._lock:
+            self._pose = pose_from_msg(msg.base_pose)
+
+    def robot_pose(self) -> Pose2D:
+        with self._lock:
+            if self._pose is None:
+                raise RuntimeError("no /robot/state yet: arm goals need the base pose")
+            return self._pose
+
+    def run(self, command: Command) -> CommandOutcome:
+        if command.name == "navigate":
+            return self.navigation.run(command)
+        try:
+            return self.arms.run(command)
+        except RuntimeError as error:
+            return CommandOutcome(False, "BACKEND_UNAVAILABLE", str(error))
+
+    def cancel(self) -> None:
+        self.navigation.cancel()
+        self.arms.cancel()

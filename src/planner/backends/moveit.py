@@ -1,0 +1,114 @@
+"""Arm and gripper commands through MoveIt 2's Python API (moveit_py): pose goals for the arm's
+tool link in the planning frame, named states for the gripper and the arm's rest pose, each
+planned and executed in turn; MoveIt's error codes become our failure codes.
+
+moveit_py is imported only when this backend is chosen; tests drive the adapter with a double
+of MoveItPy's planning-component interface."""
+
+from __future__ import annotations
+
+import math
+import threading
+from typing import Callable
+
+from geometry_msgs.msg import PoseStamped
+
+from planner.config import ArmSettings, MoveItSettings
+from planner.core.controller import CommandOutcome
+from planner.core.geometry import Pose2D
+from planner.core.skills import Command
+
+# moveit_msgs/MoveItErrorCodes values → our failure codes; anything else is a planning failure.
+MOVEIT_ERRORS = {
+    -31: "OUT_OF_REACH", -12: "ARM_GOAL_IN_COLLISION", -10: "ARM_IN_COLLISION", -7: "TIMEOUT", -8: "CANCELED",
+    -5: "ARM_EXECUTION_FAILED", -4: "WORLD_CHANGED", -21: "LOCALIZATION_LOST",
+}
+
+
+def to_base_frame(point: tuple[float, float, float], base: Pose2D) -> tuple[float, float, float]:
+    """A map point in the frame of a planar base at `base` (x forward, z up)."""
+    dx, dy = point[0] - base.x, point[1] - base.y
+    cos, sin = math.cos(base.yaw), math.sin(base.yaw)
+    return dx * cos + dy * sin, -dx * sin + dy * cos, point[2]
+
+
+class MoveItArms:
+    """Runs manipulation commands: approach (hover above the object), grasp (down, close the
+    gripper), lift (up), place_approach (hover above the place), release (down, open),
+    retreat (the arm's rest state)."""
+
+    def __init__(self, moveit, settings: MoveItSettings, robot_pose: Callable[[], Pose2D]):
+        self.moveit = moveit
+        self.settings = settings
+        self.robot_pose = robot_pose
+        self._cancel = threading.Event()
+
+    @classmethod
+    def connect(cls, settings: MoveItSettings, robot_pose: Callable[[], Pose2D]) -> "MoveItArms":
+        from moveit.planning import MoveItPy
+
+        return cls(MoveItPy(node_name=settings.node_name), settings, robot_pose)
+
+    def cancel(self) -> None:
+        self._cancel.set()
+        manager = getattr(self.moveit, "get_trajectory_execution_manager", None)
+        if manager is not None:
+            manager().stop_execution()
+
+    def run(self, command: Command) -> CommandOutcome:
+        self._cancel.clear()
+        arm = self.settings.arms.get(command.arm)
+        if arm is None:
+            return CommandOutcome(False, "BACKEND_UNAVAILABLE", f"no MoveIt group is configured for the "
+                                                                f"{command.arm or 'unnamed'} arm")
+        hover = self.settings.hover_m
+        steps = {
+            "approach": [("pose", arm.group, hover)],
+            "grasp": [("pose", arm.group, 0.0), ("state", arm.gripper_group, arm.closed_state)],
+            "lift": [("pose", arm.group, hover)],
+            "place_approach": [("pose", arm.group, hover)],
+            "release": [("pose", arm.group, 0.0), ("state", arm.gripper_group, arm.open_state)],
+            "retreat": [("state", arm.group, arm.rest_state)],
+        }.get(command.name)
+        if steps is None:
+            return CommandOutcome(False, "BACKEND_UNAVAILABLE", f"MoveIt has no motion for {command.name!r}: "
+                                                                f"opening doors and drawers needs a skill of the robot's own")
+        for kind, group, value in steps:
+            if self._cancel.is_set():
+                return CommandOutcome(False, "CANCELED", "canceled")
+            outcome = self._move(group, arm, command, kind, value)
+            if not outcome.success:
+                return outcome
+        return CommandOutcome(True)
+
+    def pose_goal(self, point: tuple[float, float, float], above_m: float) -> PoseStamped:
+        x, y, z = to_base_frame(point, self.robot_pose())
+        goal = PoseStamped()
+        goal.header.frame_id = self.settings.planning_frame
+        goal.pose.position.x, goal.pose.position.y, goal.pose.position.z = x, y, z + above_m
+        q = goal.pose.orientation
+        q.x, q.y, q.z, q.w = self.settings.tool_down_xyzw
+        return goal
+
+    def _move(self, group: str, arm: ArmSettings, command: Command, kind: str, value) -> CommandOutcome:
+        component = self.moveit.get_planning_component(group)
+        component.set_start_state_to_current_state()
+        if kind == "pose":
+            if command.point is None:
+                return CommandOutcome(False, "BACKEND_UNAVAILABLE", f"{command.name} has no point to move to")
+            component.set_goal_state(pose_stamped_msg=self.pose_goal(command.point, value), pose_link=arm.tool_link)
+            goal = f"{arm.tool_link} to {command.object_id or command.target_id or 'the point'}"
+        else:
+            component.set_goal_state(configuration_name=value)
+            goal = f"{group} to {value!r}"
+        plan = component.plan()
+        if not plan:
+            code = int(getattr(getattr(plan, "error_code", None), "val", -1))
+            return CommandOutcome(False, MOVEIT_ERRORS.get(code, "ARM_PLANNING_FAILED"),
+                                  f"MoveIt could not plan {goal} (error {code})")
+        status = self.moveit.execute(plan.trajectory, controllers=[])
+        if status is not None and not status:  # Humble returns nothing; later an ExecutionStatus
+            name = str(getattr(status, "status", status))
+            code = {"TIMED_OUT": "TIMEOUT", "PREEMPTED": "CANCELED"}.get(name, "ARM_EXECUTION_FAILED")
+            return CommandOutcome(False, code, f"moving {goal} ended {name}")
+        return CommandOutcome(True)

@@ -1,0 +1,112 @@
+"""Navigation through Nav2's Simple Commander (nav2_simple_commander.BasicNavigator): a navigate
+command becomes a NavigateToPose goal in the map frame, its feedback is watched for timeouts and
+stalls, and its result and error code become our failure codes.
+
+nav2_simple_commander is imported only when this backend is chosen; tests drive the adapter
+with a double of BasicNavigator's methods."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import Callable
+
+from geometry_msgs.msg import PoseStamped
+
+from planner.core.controller import CommandOutcome, StallDetector
+from planner.core.geometry import Pose2D
+from planner.core.skills import Command
+
+# Nav2 error codes (nav2_msgs actions: FollowPath 1xx, ComputePathToPose 2xx,
+# ComputePathThroughPoses 3xx, NavigateToPose 9xxx) → our failure codes.
+NAV2_ERRORS = {
+    102: "LOCALIZATION_LOST", 202: "LOCALIZATION_LOST", 302: "LOCALIZATION_LOST", 9002: "LOCALIZATION_LOST",
+    104: "PATH_BLOCKED", 105: "PATH_BLOCKED", 106: "PATH_BLOCKED",
+    107: "TIMEOUT", 9003: "TIMEOUT",
+    203: "START_BLOCKED", 205: "START_BLOCKED", 303: "START_BLOCKED", 305: "START_BLOCKED",
+    204: "GOAL_OUTSIDE_MAP", 304: "GOAL_OUTSIDE_MAP",
+    206: "GOAL_IN_COLLISION", 306: "GOAL_IN_COLLISION",
+    207: "NO_PATH", 208: "NO_PATH", 307: "NO_PATH", 308: "NO_PATH",
+}
+
+
+def pose_stamped(pose: Pose2D, frame_id: str, stamp) -> PoseStamped:
+    """A planar base pose as a PoseStamped: yaw about z as a quaternion (x, y, z, w)."""
+    msg = PoseStamped()
+    msg.header.frame_id = frame_id
+    msg.header.stamp = stamp
+    msg.pose.position.x, msg.pose.position.y = float(pose.x), float(pose.y)
+    msg.pose.orientation.z, msg.pose.orientation.w = math.sin(pose.yaw / 2), math.cos(pose.yaw / 2)
+    return msg
+
+
+def task_error(navigator) -> tuple[int, str]:
+    """The failed task's error code and message: getTaskError() where the Simple Commander has it
+    (Jazzy and later), else the result message of the action."""
+    if hasattr(navigator, "getTaskError"):
+        code, message = navigator.getTaskError()
+        return int(code or 0), str(message or "")
+    future = getattr(navigator, "result_future", None)
+    result = getattr(future.result(), "result", None) if future is not None and future.done() else None
+    return int(getattr(result, "error_code", 0) or 0), str(getattr(result, "error_msg", "") or "")
+
+
+class Nav2Navigation:
+    """Runs navigate commands on a BasicNavigator; one goal at a time, cancelable from another thread."""
+
+    def __init__(self, navigator, frame_id: str = "map", stall_window_s: float = 20.0, stall_min_progress_m: float = 0.1,
+                 clock: Callable[[], float] = time.monotonic):
+        self.navigator = navigator
+        self.frame_id = frame_id
+        self.stall_window_s = stall_window_s
+        self.stall_min_progress_m = stall_min_progress_m
+        self.clock = clock
+        self._cancel = threading.Event()
+
+    @classmethod
+    def connect(cls, node_name: str, **settings) -> "Nav2Navigation":
+        from nav2_simple_commander.robot_navigator import BasicNavigator
+
+        navigator = BasicNavigator(node_name=node_name)
+        navigator.waitUntilNav2Active()
+        return cls(navigator, **settings)
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    def run(self, command: Command) -> CommandOutcome:
+        self._cancel.clear()
+        goal = pose_stamped(command.base_pose, self.frame_id, self.navigator.get_clock().now().to_msg())
+        where = f"({command.base_pose.x:.2f}, {command.base_pose.y:.2f})"
+        if not self.navigator.goToPose(goal):
+            return CommandOutcome(False, "BACKEND_UNAVAILABLE", f"Nav2 rejected the goal {where}")
+        started = self.clock()
+        stall = StallDetector(self.stall_window_s, self.stall_min_progress_m)
+        while not self.navigator.isTaskComplete():
+            now = self.clock()
+            stopped = None
+            if self._cancel.is_set():
+                stopped = CommandOutcome(False, "CANCELED", "canceled")
+            elif now - started > command.timeout_s:
+                stopped = CommandOutcome(False, "TIMEOUT", f"no arrival at {where} within {command.timeout_s:.0f} s")
+            elif (feedback := self.navigator.getFeedback()) is not None and \
+                    stall.update(now, float(feedback.distance_remaining)):
+                stopped = CommandOutcome(False, "STALLED", f"{feedback.distance_remaining:.2f} m from {where}, less "
+                                                           f"than {self.stall_min_progress_m} m closer in "
+                                                           f"{self.stall_window_s:.0f} s")
+            if stopped is not None:
+                self.navigator.cancelTask()
+                return stopped
+        return self._outcome(where)
+
+    def _outcome(self, where: str) -> CommandOutcome:
+        result = self.navigator.getResult()
+        status = getattr(result, "name", str(result))  # a TaskResult enum member
+        if status == "SUCCEEDED":
+            return CommandOutcome(True)
+        if status == "CANCELED":
+            return CommandOutcome(False, "CANCELED", "Nav2 canceled the goal")
+        code, message = task_error(self.navigator)
+        detail = f"Nav2 error {code} on the way to {where}" + (f": {message}" if message else "")
+        return CommandOutcome(False, NAV2_ERRORS.get(code, "NAVIGATION_ABORTED"), detail)

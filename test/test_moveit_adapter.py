@@ -1,0 +1,126 @@
+"""The MoveIt 2 adapter against a double of moveit_py's MoveItPy: the goals each manipulation
+command becomes, in the robot's base frame, and how planning and execution failures map."""
+
+import math
+from types import SimpleNamespace
+
+import pytest
+
+from planner.backends.moveit import MoveItArms, to_base_frame
+from planner.config import MoveItSettings
+from planner.core.geometry import Pose2D
+from planner.core.skills import Command
+
+SETTINGS = MoveItSettings(arms={"left": {"group": "left_arm", "tool_link": "left_tool0", "gripper_group": "left_hand"}})
+
+
+class Plan(SimpleNamespace):
+    def __bool__(self):
+        return self.error_code.val == 1
+
+
+class FakeMoveIt:
+    """MoveItPy's planning components: every goal set is recorded with its group; plans fail
+    with `plan_error` for the groups in `failing`; execution ends with `execution`."""
+
+    def __init__(self, plan_error=-31, failing=(), execution=None):
+        self.goals, self.executed, self.stopped = [], 0, 0
+        self.plan_error, self.failing, self.execution = plan_error, set(failing), execution
+
+    def get_planning_component(self, group):
+        moveit = self
+
+        class Component:
+            def set_start_state_to_current_state(self):
+                pass
+
+            def set_goal_state(self, **goal):
+                moveit.goals.append((group, goal))
+
+            def plan(self):
+                ok = group not in moveit.failing
+                return Plan(error_code=SimpleNamespace(val=1 if ok else moveit.plan_error), trajectory=f"{group} path")
+        return Component()
+
+    def execute(self, trajectory, controllers):
+        self.executed += 1
+        return self.execution
+
+    def get_trajectory_execution_manager(self):
+        return SimpleNamespace(stop_execution=lambda: setattr(self, "stopped", self.stopped + 1))
+
+
+def run(moveit, name, robot=Pose2D(2.0, 1.0, math.pi / 2), **command):
+    arms = MoveItArms(moveit, SETTINGS, lambda: robot)
+    return arms.run(Command(name, arm="left", **command))
+
+
+def test_map_points_become_points_in_front_of_the_base():
+    # The robot at (2, 1) faces +y: a point 0.5 m further along y is 0.5 m straight ahead.
+    assert to_base_frame((2.0, 1.5, 0.8), Pose2D(2.0, 1.0, math.pi / 2)) == pytest.approx((0.5, 0.0, 0.8))
+    assert to_base_frame((1.0, 1.0, 0.0), Pose2D(2.0, 1.0, math.pi / 2)) == pytest.approx((0.0, 1.0, 0.0))
+
+
+def test_a_pick_is_hover_then_down_and_close_then_up_and_a_place_ends_opening_and_resting():
+    moveit = FakeMoveIt()
+    cup = (2.0, 1.6, 0.8)
+    for name in ("approach", "grasp", "lift", "place_approach", "release", "retreat"):
+        assert run(moveit, name, object_id="cup_1", point=cup).success
+    poses = [(group, goal["pose_stamped_msg"].pose.position.z, goal["pose_link"])
+             for group, goal in moveit.goals if "pose_stamped_msg" in goal]
+    assert [z for _, z, _ in poses] == pytest.approx([0.9, 0.8, 0.9, 0.9, 0.8])
+    assert {(group, link) for group, _, link in poses} == {("left_arm", "left_tool0")}
+    named = [(group, goal["configuration_name"]) for group, goal in moveit.goals if "configuration_name" in goal]
+    assert named == [("left_hand", "closed"), ("left_hand", "open"), ("left_arm", "home")]
+    goal = next(goal["pose_stamped_msg"] for _, goal in moveit.goals if "pose_stamped_msg" in goal)
+    assert goal.header.frame_id == "base_link"
+    assert (goal.pose.position.x, goal.pose.position.y) == pytest.approx((0.6, 0.0))
+    assert (goal.pose.orientation.x, goal.pose.orientation.w) == (1.0, 0.0)  # tool pointing down
+    assert moveit.executed == 8
+
+
+@pytest.mark.parametrize("error, code", [(-31, "OUT_OF_REACH"), (-12, "ARM_GOAL_IN_COLLISION"),
+                                         (-10, "ARM_IN_COLLISION"), (-2, "ARM_PLANNING_FAILED"),
+                                         (-4, "WORLD_CHANGED")])
+def test_planning_failures_map_to_reasons_and_nothing_moves(error, code):
+    moveit = FakeMoveIt(plan_error=error, failing={"left_arm"})
+    outcome = run(moveit, "approach", object_id="cup_1", point=(2.0, 1.6, 0.8))
+    assert (outcome.success, outcome.code) == (False, code)
+    assert f"MoveIt could not plan left_tool0 to cup_1 (error {error})" == outcome.detail
+    assert moveit.executed == 0
+
+
+def test_a_gripper_that_cannot_close_fails_the_grasp_after_the_arm_moved():
+    moveit = FakeMoveIt(plan_error=-2, failing={"left_hand"})
+    outcome = run(moveit, "grasp", object_id="cup_1", point=(2.0, 1.6, 0.8))
+    assert outcome.code == "ARM_PLANNING_FAILED" and "left_hand to 'closed'" in outcome.detail
+    assert moveit.executed == 1
+
+
+@pytest.mark.parametrize("status, code", [("ABORTED", "ARM_EXECUTION_FAILED"), ("TIMED_OUT", "TIMEOUT"),
+                                          ("PREEMPTED", "CANCELED")])
+def test_execution_failures_map_to_reasons(status, code):
+    failed = type("ExecutionStatus", (), {"status": status, "__bool__": lambda self: False})()
+    outcome = run(FakeMoveIt(execution=failed), "retreat")
+    assert outcome.code == code and outcome.detail == f"moving left_arm to 'home' ended {status}"
+
+
+def test_an_unconfigured_arm_or_motion_is_refused_with_the_reason():
+    arms = MoveItArms(FakeMoveIt(), SETTINGS, lambda: Pose2D(0, 0, 0))
+    outcome = arms.run(Command("approach", arm="right", point=(1, 0, 1)))
+    assert outcome.code == "BACKEND_UNAVAILABLE" and "right arm" in outcome.detail
+    outcome = arms.run(Command("open", arm="left", target_id="fridge_1"))
+    assert outcome.code == "BACKEND_UNAVAILABLE" and "'open'" in outcome.detail
+
+
+def test_cancel_stops_the_trajectory_and_the_remaining_motions():
+    moveit = FakeMoveIt()
+    arms = MoveItArms(moveit, SETTINGS, lambda: Pose2D(0, 0, 0))
+    original = moveit.execute
+
+    def execute_then_cancel(trajectory, controllers):
+        arms.cancel()
+        return original(trajectory, controllers)
+    moveit.execute = execute_then_cancel
+    outcome = arms.run(Command("grasp", arm="left", object_id="cup_1", point=(0.5, 0, 0.8)))
+    assert outcome.code == "CANCELED" and moveit.stopped == 1 and moveit.executed == 1

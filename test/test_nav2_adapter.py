@@ -1,0 +1,145 @@
+"""The Nav2 adapter against a double of nav2_simple_commander's BasicNavigator: the goal it
+sends, and how Nav2's results, error codes, feedback and our cancel become command outcomes."""
+
+import enum
+import math
+import threading
+from types import SimpleNamespace
+
+import pytest
+from builtin_interfaces.msg import Time
+
+from planner.backends.nav2 import Nav2Navigation
+from planner.core.geometry import Pose2D
+from planner.core.skills import Command
+
+
+class TaskResult(enum.Enum):  # as nav2_simple_commander.robot_navigator.TaskResult
+    UNKNOWN = 0
+    SUCCEEDED = 1
+    CANCELED = 2
+    FAILED = 3
+
+
+class FakeNavigator:
+    """BasicNavigator's polling interface: each isTaskComplete() call is one 0.1 s feedback tick
+    with the next distance remaining; the task ends after the last one with `result`."""
+
+    def __init__(self, distances=(3.0, 2.0, 1.0), result=TaskResult.SUCCEEDED, error=(0, ""), accept=True,
+                 old_api=False):
+        self.distances = list(distances)
+        self.result, self.error, self.accept = result, error, accept
+        self.now = 0.0
+        self.goals, self.canceled = [], 0
+        self.feedback = None
+        if old_api:  # before Jazzy: no getTaskError, the error code is in the action result
+            self.result_future = SimpleNamespace(done=lambda: True, result=lambda: SimpleNamespace(
+                result=SimpleNamespace(error_code=error[0], error_msg=error[1])))
+        else:
+            self.getTaskError = lambda: self.error
+
+    def get_clock(self):
+        return SimpleNamespace(now=lambda: SimpleNamespace(to_msg=lambda: Time(sec=int(self.now))))
+
+    def goToPose(self, pose, behavior_tree=""):
+        self.goals.append(pose)
+        return self.accept
+
+    def isTaskComplete(self):
+        if self.canceled:
+            return True
+        if not self.distances:
+            return True
+        self.now += 0.1
+        self.feedback = SimpleNamespace(distance_remaining=self.distances.pop(0))
+        return False
+
+    def getFeedback(self):
+        return self.feedback
+
+    def cancelTask(self):
+        self.canceled += 1
+        self.result = TaskResult.CANCELED
+
+    def getResult(self):
+        return self.result
+
+
+def navigate(navigator, timeout_s=60.0, **settings):
+    adapter = Nav2Navigation(navigator, clock=lambda: navigator.now, **settings)
+    return adapter, adapter.run(Command("navigate", base_pose=Pose2D(1.5, -2.0, math.pi / 2), timeout_s=timeout_s))
+
+
+def test_the_goal_is_the_approach_pose_in_the_map_frame():
+    navigator = FakeNavigator()
+    _, outcome = navigate(navigator)
+    assert outcome.success
+    goal = navigator.goals[0]
+    assert goal.header.frame_id == "map"
+    assert (goal.pose.position.x, goal.pose.position.y, goal.pose.position.z) == (1.5, -2.0, 0.0)
+    q = goal.pose.orientation
+    assert (q.x, q.y) == (0.0, 0.0) and q.z == pytest.approx(math.sqrt(0.5)) and q.w == pytest.approx(math.sqrt(0.5))
+
+
+@pytest.mark.parametrize("code, ours", [
+    (208, "NO_PATH"), (206, "GOAL_IN_COLLISION"), (204, "GOAL_OUTSIDE_MAP"), (105, "PATH_BLOCKED"),
+    (104, "PATH_BLOCKED"), (102, "LOCALIZATION_LOST"), (205, "START_BLOCKED"), (9003, "TIMEOUT"),
+    (9000, "NAVIGATION_ABORTED"), (0, "NAVIGATION_ABORTED")])
+def test_nav2_error_codes_become_failure_codes_with_nav2s_message(code, ours):
+    _, outcome = navigate(FakeNavigator(result=TaskResult.FAILED, error=(code, "planner says no")))
+    assert (outcome.success, outcome.code) == (False, ours)
+    assert f"Nav2 error {code} on the way to (1.50, -2.00)" in outcome.detail and "planner says no" in outcome.detail
+
+
+def test_older_simple_commanders_give_the_error_code_in_the_action_result():
+    _, outcome = navigate(FakeNavigator(result=TaskResult.FAILED, error=(208, "no path"), old_api=True))
+    assert outcome.code == "NO_PATH" and "no path" in outcome.detail
+
+
+def test_a_rejected_goal_is_reported_not_waited_for():
+    navigator = FakeNavigator(accept=False)
+    _, outcome = navigate(navigator)
+    assert outcome.code == "BACKEND_UNAVAILABLE" and "rejected" in outcome.detail and navigator.canceled == 0
+
+
+def test_no_arrival_in_time_cancels_the_goal():
+    navigator = FakeNavigator(distances=[5.0 - 0.01 * i for i in range(100)])
+    _, outcome = navigate(navigator, timeout_s=2.0)
+    assert outcome.code == "TIMEOUT" and navigator.canceled == 1 and navigator.now == pytest.approx(2.0, abs=0.11)
+
+
+def test_a_robot_that_stops_getting_closer_is_stalled_and_its_goal_canceled():
+    navigator = FakeNavigator(distances=[3.0, 2.5, 2.0] + [1.98] * 60)
+    _, outcome = navigate(navigator, stall_window_s=5.0, stall_min_progress_m=0.1)
+    assert outcome.code == "STALLED" and navigator.canceled == 1
+    assert "1.98 m from (1.50, -2.00)" in outcome.detail
+    assert navigator.now == pytest.approx(0.3 + 5.1)  # progress ended at 2.0 m, 0.3 s in
+    # Slow but steady progress is not a stall.
+    _, outcome = navigate(FakeNavigator(distances=[3.0 - 0.03 * i for i in range(90)]), stall_window_s=5.0)
+    assert outcome.success
+
+
+def test_cancel_from_another_thread_stops_nav2():
+    navigator = FakeNavigator(distances=[3.0] * 1000)
+    adapter = Nav2Navigation(navigator, clock=lambda: navigator.now, stall_window_s=1e9)
+    original = navigator.isTaskComplete
+
+    def tick():
+        if navigator.now > 1.0:
+            threading.Thread(target=adapter.cancel).start()
+            threading.Event().wait(0.05)
+        return original()
+    navigator.isTaskComplete = tick
+    outcome = adapter.run(Command("navigate", base_pose=Pose2D(0, 0, 0), timeout_s=60))
+    assert outcome.code == "CANCELED" and navigator.canceled == 1
+
+
+def test_choosing_the_robot_backend_where_nav2_is_not_installed_says_what_is_missing(ros, tmp_path):
+    from conftest import write_config
+    from planner.config import load_config
+    from planner.nodes.executor import ExecutorNode
+
+    config = load_config(write_config(tmp_path, executor={"backend": "robot"}))
+    with pytest.raises(ValueError, match="executor.backend robot needs Nav2's nav2_simple_commander and MoveIt 2's "
+                                         "moveit_py"):
+        ExecutorNode(config)
