@@ -11,7 +11,7 @@ from planner.backends.sim_robot import SimulatedRobot
 from planner.bench.suite import starting_world
 from planner.config import load_config, load_skill_planner
 from planner.core.goals import Goal, GoalReply, goal_met, goal_schema, goal_status
-from planner.core.react import PlannerSettings, ScriptedPolicy, TaskPlanner
+from planner.core.react import PlannerSettings, ScriptedPolicy, TaskPlanner, allowed_actions
 from planner.core.world import load_world
 
 APARTMENT = load_world(CONFIG / "worlds" / "apartment.yaml")
@@ -165,6 +165,33 @@ def test_putting_something_into_furniture_that_opens_is_an_object_in_goal_met_on
     scene = robot.scene()
     on_top = Goal(kind="object_in", object="apple", target="table")
     assert not goal_met(on_top, scene) and goal_met(Goal(kind="object_in", object="apple", target="fridge"), scene)
+
+
+def test_a_hand_stays_free_while_the_fridge_the_fruit_goes_into_is_closed():
+    """Both hands full at the closed fridge, nothing could open it: the second fruit waits."""
+    robot = robot_at("table_1")
+    into_fridge = {"goals": [{"kind": "object_in", "object": "apple", "target": "fridge", "room": ""},
+                             {"kind": "object_in", "object": "banana", "target": "fridge", "room": ""}]}
+    steps = ["PICK(apple_1, left)", "GOTO(fridge_1)", "OPEN(fridge_1)", "PLACE(apple_1, fridge_1, left)", "GOTO(table_1)",
+             "PICK(banana_1, left)", "GOTO(fridge_1)", "PLACE(banana_1, fridge_1, left)"]
+    result, _, policy = run(robot, "The fruit on the kitchen table should go in the fridge",
+                            [into_fridge, *({"thought": "next", "action": step} for step in steps)])
+    assert result.success and {"apple_1", "banana_1"} <= robot.sim.inside
+    holding_apple = policy.prompts[2][-1]["content"].split("Valid actions: ")[1].split(" | ")
+    assert not any(action.startswith("PICK(banana_1") for action in holding_apple)
+    at_the_table_again = policy.prompts[6][-1]["content"].split("Valid actions: ")[1].split(" | ")
+    assert "PICK(banana_1, left)" in at_the_table_again  # the fridge is open now
+
+
+def test_with_every_skill_ruled_out_for_the_goals_the_robot_may_still_put_things_down():
+    robot = robot_at("table_1")
+    for call in ("PICK(apple_1, left)", "PICK(banana_1, right)", "GOTO(fridge_1)"):
+        assert robot.execute_skill(call).success
+    scene = robot.scene()
+    goals = [Goal(kind="object_in", object=label, target="fridge") for label in ("apple", "banana")]
+    actions = allowed_actions(scene, {e.id for e in scene.objects()} | {f.id for f in scene.furniture()}, set(),
+                              robot.skills, goals, set())
+    assert any(action.startswith("PLACE(apple_1") for action in actions) and "OPEN(fridge_1)" not in actions
 
 
 def test_furniture_is_opened_only_when_a_goal_object_is_in_it_or_goes_in_it():

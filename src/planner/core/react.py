@@ -211,9 +211,10 @@ def allowed_actions(scene: SceneGraph, known: set[str], withdrawn: set[str], ski
     furniture = [f.id for f in scene.furniture() if f.id in known]
     objects = [o.id for o in scene.objects() if o.id in known]
     goal_labels = sorted({g.object for g in goals if g.object})
-    # When the goals name objects, only those are worth handling, and only put where a goal wants them.
+    # When the goals name objects, only those are worth handling, and only put where a goal wants
+    # them; an object whose goal is met already stays where it is.
     about_objects = [g for g in goals if g.object or g.kind == "clear"]
-    wanted = {obj for g in about_objects for obj in goal_objects(g, scene)}
+    wanted = {obj for g in about_objects if not goal_met(g, scene) for obj in goal_objects(g, scene)}
     relevant = [obj for obj in objects if obj in wanted] if about_objects else objects
 
     def aimed_at(kinds: tuple[str, ...]) -> list[str]:
@@ -229,10 +230,10 @@ def allowed_actions(scene: SceneGraph, known: set[str], withdrawn: set[str], ski
     # Where the goals' objects are, where they go and what must open or close: while every goal
     # object is where the map says, driving anywhere else, or into rooms not seen yet, is wandering.
     switched = [f for f in aimed_at(("is_open", "is_closed")) if f in openable]
-    filled = [f for f in aimed_at(("object_in",)) if f in openable]
+    receiving = [f for f in aimed_at(("object_in",)) if f in openable]
     # Put on a closed one, a thing would end on top of it, not inside.
     on_top = set(aimed_at(("object_on",)))
-    shut = {f for f in filled if scene.entity(f).state == "closed" and f not in on_top}
+    shut = {f for f in receiving if scene.entity(f).state == "closed" and f not in on_top}
     supports = {s[1] for obj in relevant if (s := scene.support(obj))}
     enclosing = {s[1] for obj in relevant if (s := scene.support(obj)) and s[0] == "in"}
     lost = any(scene.entity(obj).status == "missing" for obj in relevant)
@@ -241,20 +242,26 @@ def allowed_actions(scene: SceneGraph, known: set[str], withdrawn: set[str], ski
     searching = lost or not (worth_going or held)
     # Opening what holds no goal object and receives none is a detour (and what is put into an
     # open nightstand ends inside it, not on it).
-    to_open = [f for f in openable if searching or f in switched or f in filled or f in supports]
-    opening_helps = {f for f in [*filled, *enclosing] if scene.entity(f).state == "closed"}
+    to_open = [f for f in openable if searching or f in switched or f in receiving or f in supports]
+    opening_helps = {f for f in [*receiving, *enclosing] if scene.entity(f).state == "closed"}
     goal_rooms = {g.room for g in goals if g.kind in ("robot_in_room", "bring_to_user")}
     worth_entering = [r for r in rooms if r in goal_rooms or (searching and r not in explored)]
     candidates = {"object": relevant, "furniture": targets or furniture,
                   "place": [*(furniture if searching else worth_going), *worth_entering],
                   "openable": to_open, "arm": scene.robot.arms if scene.robot else [], "text": []}
+    # Opening takes a free hand: while something must still be opened, the last one is not filled.
+    free_arms = [arm for arm in candidates["arm"] if not scene.robot.held.get(arm)]
+    keep_free = free_arms if opening_helps and len(free_arms) == 1 else []
     moves, handling = [], []
     for name, spec in skills.library.skills.items():
         moving = any(p.type == "place" for p in spec.params)
+        fills_arm = any(pre.check == "arm_free" for pre in spec.preconditions)
         for args in itertools.product(*(candidates[p.type] for p in spec.params)):
             call = SkillCall(name, tuple(args))
             put_on = [a for p, a in zip(spec.params, args) if p.type == "furniture"]
-            if str(call) in withdrawn or set(put_on) & shut or not skills.check_preconditions(call, scene).ok:
+            arms_taken = [a for p, a in zip(spec.params, args) if fills_arm and p.type == "arm"]
+            if str(call) in withdrawn or set(put_on) & shut or set(arms_taken) & set(keep_free) \
+                    or not skills.check_preconditions(call, scene).ok:
                 continue
             actions.append(str(call))
             if moving:
@@ -263,6 +270,10 @@ def allowed_actions(scene: SceneGraph, known: set[str], withdrawn: set[str], ski
                 handling.append(str(call))
             elif set(args) & opening_helps:  # while it is closed, the valid call on it opens it
                 handling.append(str(call))
+    # With every skill ruled out while goals remain (both hands full at a closed fridge), the
+    # narrowing has gone too far: every skill valid here is offered.
+    if not actions and goals:
+        return allowed_actions(scene, known, withdrawn, skills, [], explored)
     # A goal object can be taken, or put where a goal wants it, here and now: driving off first helps nothing.
     if handling:
         actions = [a for a in actions if a not in moves]
