@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 
 from planner.backends.simulation import HANG, MANIPULATION_SECONDS, Route, ScenarioEvent, SimulatedWorld
-from planner.core.controller import ExecutionEventInfo, describe_failure, object_of
+from planner.core.controller import ExecutionEventInfo, check_after, check_before, describe_failure, object_of
 from planner.core.explainer import CaseMemory
 from planner.core.observations import (entity_text, found_text, robot_text, room_contents_text, rooms_text,
                                        unknown_room_text)
@@ -114,8 +114,12 @@ class SimulatedRobot:
             return self._failed(text, "preconditions", 0, 0, "refused", refusal.code, refusal.reason)
         for index, command in enumerate(commands):
             self.log.commands += 1
-            code, detail = self._run(command)
+            # The controller's checks around each command, as the executor asks the controller node.
+            before = check_before(command, self.graph)
+            code, detail = (before.code, before.reason) if not before.ok else self._run(command)
             self._look()
+            if not code and not (after := check_after(command, self.graph)).ok:
+                code, detail = after.code, after.reason
             if code:
                 return self._failed(str(call), command.name, index, len(commands), "failed", code, detail)
         return SkillResult(True, f"{call} succeeded ({', '.join(c.name for c in commands)})")

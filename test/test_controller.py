@@ -1,0 +1,82 @@
+"""The controller's checks around each command: the world still as planned before it, the effect
+seen by perception after it; and a failure found that way reaching the planner with its reason."""
+
+from conftest import CONFIG
+from planner.backends.sim_robot import SimulatedRobot
+from planner.bench.suite import starting_world
+from planner.config import load_config, load_skill_planner
+from planner.core.controller import check_after, check_before
+from planner.core.geometry import Pose2D
+from planner.core.skills import Command
+from planner.core.world import load_world
+
+APARTMENT = load_world(CONFIG / "worlds" / "apartment.yaml")
+
+
+def robot_at(place: str) -> SimulatedRobot:
+    return SimulatedRobot(starting_world(APARTMENT, place), [], load_skill_planner(load_config(CONFIG / "planner.yaml")))
+
+
+def test_an_object_moved_or_gone_since_planning_is_a_world_change():
+    robot = robot_at("table_1")
+    scene = robot.scene()
+    apple = scene.entity("apple_1").center
+    assert check_before(Command("grasp", "left", "apple_1", point=apple), scene).ok
+    check = check_before(Command("grasp", "left", "apple_1", point=(apple[0] + 0.6, apple[1], apple[2])), scene)
+    assert (check.ok, check.code) == (False, "WORLD_CHANGED") and "apple_1 moved 0.60 m since the skill was planned" \
+        in check.reason and "apple_1 on table_1" in check.reason
+    scene.mark_missing("apple_1")
+    check = check_before(Command("approach", "left", "apple_1", point=apple), scene)
+    assert check.code == "WORLD_CHANGED" and "no longer seen" in check.reason
+    assert check_before(Command("navigate", base_pose=Pose2D(0, 0)), scene).ok  # nothing to compare
+
+
+def test_each_commands_effect_must_be_seen():
+    robot = robot_at("table_1")
+    scene = robot.scene()
+    pose = scene.robot.pose
+    assert check_after(Command("navigate", base_pose=Pose2D(pose.x + 0.1, pose.y)), scene).ok
+    far = check_after(Command("navigate", base_pose=Pose2D(pose.x + 1.0, pose.y)), scene)
+    assert far.code == "NOT_AT_GOAL" and "1.00 m from the goal" in far.reason
+    grasp = check_after(Command("grasp", "left", "apple_1"), scene)
+    assert grasp.code == "GRASP_NOT_CONFIRMED" and grasp.reason == "the left gripper holds nothing, not apple_1"
+    assert check_after(Command("lift", "left", "apple_1"), scene).code == "GRASP_LOST"
+    placed = check_after(Command("release", "left", "apple_1", "counter_1"), scene)
+    assert placed.code == "PLACE_NOT_CONFIRMED" and "apple_1 is not seen on counter_1 (apple_1 on table_1)" in placed.reason
+    assert check_after(Command("release", "left", "apple_1", "table_1"), scene).ok
+    opened = check_after(Command("open", target_id="fridge_1"), scene)
+    assert opened.code == "ARTICULATION_NOT_CONFIRMED" and "fridge_1 is closed, not open" in opened.reason
+    assert check_after(Command("close", target_id="fridge_1"), scene).ok
+
+
+def test_a_grasp_the_camera_does_not_confirm_fails_the_skill_with_the_reason(monkeypatch):
+    robot = robot_at("table_1")
+    manipulate = robot.sim.manipulate
+
+    def empty_handed(operation, arm, object_id, target_id, point):
+        outcome = manipulate(operation, arm, object_id, target_id, point)
+        if operation == "grasp":  # the gripper closed on nothing, yet the driver says fine
+            robot.sim.held[arm] = ""
+        return outcome
+    monkeypatch.setattr(robot.sim, "manipulate", empty_handed)
+    result = robot.execute_skill("PICK(apple_1, left)")
+    assert not result.success and result.failure.code == "GRASP_NOT_CONFIRMED"
+    assert result.failure.command == "grasp"
+    assert result.failure.reason == "the grasp reported success, but the left gripper holds nothing, not apple_1"
+
+
+def test_an_object_moved_while_the_arm_reaches_for_it_stops_the_grasp():
+    robot = robot_at("table_1")
+    run = robot._run
+
+    def someone_takes_it(command):
+        outcome = run(command)
+        if command.name == "approach":
+            robot.sim.move_object("apple_1", "counter_1")
+            robot._pass(3.0)  # the camera watches meanwhile
+        return outcome
+    robot._run = someone_takes_it
+    result = robot.execute_skill("PICK(apple_1, left)")
+    assert not result.success and result.failure.code == "WORLD_CHANGED" and result.failure.command == "grasp"
+    assert "apple_1 moved" in result.failure.reason and "apple_1 on counter_1" in result.failure.reason, result.failure
+    assert robot.sim.held["left"] == ""  # it never closed the gripper on thin air
