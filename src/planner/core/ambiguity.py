@@ -33,7 +33,8 @@ class Question:
         return f"Which {self.label} do you mean? {options}"
 
 
-def _words(text: str) -> str:
+def words_of(text: str) -> str:
+    """Lower-case words with a space on either side, for whole-word phrase matching."""
     return " " + re.sub(r"[^a-z0-9]+", " ", text.lower()) + " "
 
 
@@ -49,13 +50,13 @@ def _place(scene: SceneGraph, object_id: str) -> tuple[str, list[str]]:
 
 
 def _mentions(words: str, names: list[str]) -> bool:
-    return any(f" {_words(name).strip()} " in words for name in names if name)
+    return any(f" {words_of(name).strip()} " in words for name in names if name)
 
 
 def named_candidates(request: str, goal: Goal, scene: SceneGraph) -> list[str]:
     """The objects a goal's label may mean, narrowed by the places the request names, nearest first."""
-    words = _words(request)
-    label = _words(goal.object).strip()
+    words = words_of(request)
+    label = words_of(goal.object).strip()
     candidates = [o.id for o in scene.objects() if o.label == goal.object and o.status != "missing"]
     places = {c: _place(scene, c) for c in candidates}
     # Where the object is comes right after it ("the mug from the desk in the office and bring it
@@ -83,12 +84,12 @@ def pin_named_objects(request: str, goals: list[Goal], scene: SceneGraph) -> lis
 
 
 def ambiguous_goals(request: str, goals: list[Goal], scene: SceneGraph) -> list[Question]:
-    words = _words(request)
+    words = words_of(request)
     questions = []
     for index, goal in enumerate(goals):
         if not goal.object or goal.object_id:
             continue
-        if not re.search(rf" the (?:[a-z]+ )?{re.escape(_words(goal.object).strip())}s? ", words):
+        if not re.search(rf" the (?:[a-z]+ )?{re.escape(words_of(goal.object).strip())}s? ", words):
             continue
         candidates = named_candidates(request, goal, scene)
         if len(candidates) > 1:
@@ -99,7 +100,7 @@ def ambiguous_goals(request: str, goals: list[Goal], scene: SceneGraph) -> list[
 def chosen_candidate(answer: str, question: Question, scene: SceneGraph) -> str | None:
     """The candidate an answer picks ("the second", "2", "the one on the counter", "cup_3"), or
     None when it picks none or several."""
-    words = _words(answer)
+    words = words_of(answer)
     ids = set(re.findall(r"[a-z0-9_]+", answer.lower()))
     exact = [c for c in question.candidates if c in ids]
     if len(exact) == 1:

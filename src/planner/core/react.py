@@ -20,7 +20,7 @@ from typing import Callable, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from planner.core.ambiguity import Question, ambiguous_goals, chosen_candidate, pin_named_objects
+from planner.core.ambiguity import Question, ambiguous_goals, chosen_candidate, pin_named_objects, words_of
 from planner.core.goals import (PLACING_KINDS, Goal, GoalReply, goal_lacks, goal_met, goal_objects, goal_schema,
                                 goal_status)
 from planner.core.scene_graph import SceneGraph
@@ -324,6 +324,30 @@ def _phrase(label: str) -> str:
     return label.replace("_", " ")
 
 
+def rooms_named_for(furniture_label: str, words: str, rooms: list[str]) -> list[str]:
+    """Rooms a request names for a piece of furniture: "the dining table", "the table in the kitchen"."""
+    thing = _phrase(furniture_label)
+    return [room for room in rooms if f" {_phrase(room).split()[0]} {thing} " in words
+            or re.search(rf" {thing} (?:\w+ ){{0,2}}in the {_phrase(room)} ", words)]
+
+
+def rooms_from_request(request: str, goals: list[Goal], scene: SceneGraph) -> list[Goal]:
+    """Each goal's furniture in the room the request names for it. The model often gives the room
+    the object is in now ("go to the bathroom, take the towel and put it on the bed"); a room that
+    has no such furniture and that the request does not name for it means any room."""
+    words = words_of(request)
+    fixed = []
+    for goal in goals:
+        if goal.target and goal.kind != "bring_to_user":
+            named = rooms_named_for(goal.target, words, scene.rooms())
+            if named and goal.room not in named:  # where it goes is usually named last
+                goal = goal.model_copy(update={"room": named[-1]})
+            elif not named and goal.room and not any(f.label == goal.target for f in scene.furniture(goal.room)):
+                goal = goal.model_copy(update={"room": ""})
+        fixed.append(goal)
+    return fixed
+
+
 def _take_instead(goal: Goal) -> str:
     return f'if the request is to take the {goal.object}, the goal is {{"kind": "holding", "object": "{goal.object}"}}'
 
@@ -332,7 +356,7 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
     """What is wrong with goals read from a request (unknown labels, furniture not where the goal
     says, a kind that contradicts the request's words), and what is only doubtful (a goal true
     already, a place the request does not name): the model may insist on doubtful goals."""
-    words = " " + " ".join(re.findall(r"[a-z]+", request.lower())) + " "
+    words = words_of(request)
     furniture = scene.furniture()
     named_furniture = sorted({f.label for f in furniture if f" {_phrase(f.label)} " in words})
     known = ({o.label for o in scene.objects()}, {f.label for f in furniture}, set(scene.rooms()))
@@ -346,12 +370,6 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
             problems.append(f"there is no {goal.target}" + (f" in the {goal.room} (room is where the {goal.target} is; "
                                                              f"a {goal.target} is in the {', '.join(rooms_with)})"
                                                              if goal.room and rooms_with else ""))
-        # "the dining table", "the kitchen sink": the room is named in front of the furniture.
-        rooms_named = [room for room in scene.rooms() if goal.target
-                       and f" {_phrase(room).split()[0]} {_phrase(goal.target)} " in words]
-        if rooms_named and goal.room not in rooms_named:
-            problems.append(f"the request says which {goal.target}: the one in the {' or '.join(rooms_named)}, so room "
-                            f"is {rooms_named[0]}")
         if goal.kind in PLACING_KINDS and named_furniture and goal.target not in named_furniture:
             problems.append(f"the request names no {goal.target}; it names {', '.join(named_furniture)}")
         if goal.kind in PLACING_KINDS and not named_furniture and not goal_met(goal, scene):
@@ -658,8 +676,9 @@ class TaskPlanner:
                 impossible[:] = [reply.impossible]
                 raise ValueError("look again at the labels: if something in the map can meet the request, give goals "
                                  "with it; if not, answer impossible again")
-            goals = pin_named_objects(request, final_goals(
-                [g.model_copy(update={"room": user_room}) if g.kind == "bring_to_user" else g for g in reply.goals]), scene)
+            goals = pin_named_objects(request, rooms_from_request(request, final_goals(
+                [g.model_copy(update={"room": user_room}) if g.kind == "bring_to_user" else g for g in reply.goals]),
+                scene), scene)
             problems, doubts = goal_problems(request, goals, scene)
             doubted[:] = goals if doubts and not problems else []
             if problems or doubts:
