@@ -62,7 +62,9 @@ class RosClient:
         from rclpy.executors import MultiThreadedExecutor
 
         self.node = rclpy.create_node(name)
-        self.executor = MultiThreadedExecutor(num_threads=4)
+        # Every node of a stack spins here, and calls block threads in chains (skill planner →
+        # executor → controller → perception): one process needs the threads of several.
+        self.executor = MultiThreadedExecutor(num_threads=16)
         self.executor.add_node(self.node)
         self.extra = []
         import threading

@@ -24,7 +24,7 @@ def robot_for(world, faults=(), at="", seed=0, objects=("bottle_1",)):
     world = starting_world(world, at)
     events, _ = fault_events(list(faults), world, list(objects), random.Random(seed))
     skills = SkillPlanner(load_skill_library(CONFIG / "skills.yaml"),
-                          RobotProfile(world.robot.arms, world.robot.reach_m, world.robot.standoff_m))
+                          RobotProfile.of(world.robot))
     return SimulatedRobot(world, events, skills)
 
 

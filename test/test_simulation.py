@@ -46,6 +46,17 @@ def test_pick_and_place_change_the_world(sim):
     assert sim.object_on("bottle_1") == "table_3" and sim.held["right"] == ""
 
 
+def test_an_object_too_heavy_for_the_arm_is_put_back_at_the_lift(sim):
+    sim.arrive(Pose2D(3.55, 1.5, 0.0))
+    sim._mass["bottle_1"] = 9.0  # a full crate of bottles, say
+    bottle = sim.positions["bottle_1"]
+    for operation in ("approach", "grasp"):
+        assert sim.manipulate(operation, "right", "bottle_1", "", bottle).success
+    lift = sim.manipulate("lift", "right", "bottle_1", "", bottle)
+    assert lift.code == "TOO_HEAVY" and "9.0 kg" in lift.detail and "5.0 kg" in lift.detail
+    assert sim.held["right"] == "" and sim.object_on("bottle_1") == "table_1"
+
+
 def test_an_object_not_where_expected_or_out_of_reach(sim):
     sim.arrive(Pose2D(3.55, 1.5, 0.0))
     expected = sim.positions["bottle_1"]

@@ -43,6 +43,19 @@ def test_pick_preconditions(skill_planner, scene):
     assert check(skill_planner, at(scene, 3.55, 1.5), "PICK(bottle_1, right)").code == "OBJECT_LOCATION_UNKNOWN"
 
 
+def test_an_object_heavier_than_the_arm_lifts_is_refused_before_the_robot_moves(skill_planner, scene):
+    near = at(scene, 3.55, 1.5)
+    assert near.entity("bottle_1").mass_kg == 0.6  # from the world file
+    near.entity("bottle_1").mass_kg = 7.5
+    refused = check(skill_planner, near, "PICK(bottle_1, right)")
+    assert refused.code == "TOO_HEAVY" and refused.reason == "bottle_1 weighs about 7.5 kg; the right arm lifts at most 5.0 kg"
+    # Mass unknown to perception: the library's typical mass of the label decides.
+    near.entity("bottle_1").mass_kg = 0.0
+    assert check(skill_planner, near, "PICK(bottle_1, right)").ok  # a bottle: about 0.8 kg
+    near.entity("bottle_1").label = "dumbbell"
+    assert check(skill_planner, near, "PICK(bottle_1, right)").code == "TOO_HEAVY"
+
+
 def test_place_preconditions(skill_planner, scene):
     assert check(skill_planner, at(scene, -1.15, 4.0), "PLACE(bottle_1, table_3, right)").code == "NOT_HOLDING"
     assert check(skill_planner, at(scene, 3.0, 2.0, held={"right": "bottle_1"}), "PLACE(bottle_1, table_3, right)").code == "OUT_OF_REACH"

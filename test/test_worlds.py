@@ -14,7 +14,7 @@ from planner.core.worldgen import generate_world, world_yaml
 
 def skills_for(world):
     return SkillPlanner(load_skill_library(CONFIG / "skills.yaml"),
-                        RobotProfile(world.robot.arms, world.robot.reach_m, world.robot.standoff_m))
+                        RobotProfile.of(world.robot))
 
 
 def test_generated_homes_are_valid_reproducible_and_every_object_can_be_fetched(tmp_path):

@@ -150,6 +150,11 @@ class SpeechSettings(_Strict):
     max_clip_s: float = Field(default=30.0, gt=0, description="longer clips on /speech/audio are rejected")
 
 
+class ControllerSettings(_Strict):
+    confirm_timeout_s: float = Field(default=3.0, ge=0, description="how long the controller waits for perception "
+                                                                     "to show a command's effect before it fails it")
+
+
 class TaskSettings(_Strict):
     skill_timeout_s: float = Field(default=300, gt=0)
     queue_size: int = Field(default=0, ge=0, description="requests that wait while a task runs; more are rejected")
@@ -165,6 +170,7 @@ class StackConfig(_Strict):
     simulator: SimulatorSettings = Field(default_factory=SimulatorSettings)
     perception: PerceptionSettings = Field(default_factory=PerceptionSettings)
     executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
+    controller: ControllerSettings = Field(default_factory=ControllerSettings)
     explainer: ExplainerSettings = Field(default_factory=ExplainerSettings)
     speech: SpeechSettings = Field(default_factory=SpeechSettings)
     base_dir: Path = Field(default=Path("."), exclude=True)
@@ -199,4 +205,4 @@ def load_skill_planner(config: StackConfig):
 
     library = load_skill_library(config.path(config.skills))
     robot = load_scenario(config.path(config.scenario)).world.robot
-    return SkillPlanner(library, RobotProfile(robot.arms, robot.reach_m, robot.standoff_m))
+    return SkillPlanner(library, RobotProfile.of(robot))

@@ -217,6 +217,7 @@ class SimulatedWorld:
         self._sizes = {o.id: o.size for o in self.world.objects}
         self._labels = {o.id: o.label for o in self.world.objects}
         self._furniture = {f.id: f for f in self.world.furniture}
+        self._mass = {o.id: o.mass_kg for o in self.world.objects}
         self._doors = nx.Graph()
         for door in self.world.doors:
             self._doors.add_edge(*door.rooms, position=door.position)
@@ -462,6 +463,12 @@ class SimulatedWorld:
                 self._put_on(object_id, source, xy)
                 return Outcome(False, "GRASP_LOST", f"{object_id} slipped from the {arm} gripper while lifting "
                                                     f"and fell back onto {source}")
+        if self._mass[object_id] > self.world.robot.payload_kg:  # the arm stalls: it lets go
+            self.held[arm] = ""
+            source, xy = self._taken_from[object_id]
+            self._put_on(object_id, source, xy)
+            return Outcome(False, "TOO_HEAVY", f"{object_id} ({self._mass[object_id]:.1f} kg) is beyond the {arm} "
+                                               f"arm's {self.world.robot.payload_kg:.1f} kg; it was put back")
         return Outcome(True)
 
     def _place_approach(self, arm, object_id, target_id, point) -> Outcome:

@@ -58,7 +58,7 @@ def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[T
     else:
         faults = []
     events, garbage_calls = fault_events(faults, world, objects, episode_rng(setup.seed, task.id, repeat, "where"))
-    skills = SkillPlanner(setup.library, RobotProfile(world.robot.arms, world.robot.reach_m, world.robot.standoff_m))
+    skills = SkillPlanner(setup.library, RobotProfile.of(world.robot))
     robot = SimulatedRobot(world, events, skills, setup.memory, task.request, task.answers)
     policy = setup.policy if setup.policy is not None else ScriptedPolicy(task.script)
     if garbage_calls:

@@ -33,6 +33,8 @@ REASONS = {
     "ARTICULATION_NOT_CONFIRMED": "the door or drawer did not move: {detail}",
     "EMERGENCY_STOP": "the emergency stop is engaged: {detail}",
     "CANCELED": "the command was canceled: {detail}",
+    "TOO_HEAVY": "the object is too heavy for the arm: {detail}",
+    "PERCEPTION_UNAVAILABLE": "perception did not answer, so the command could not be checked: {detail}",
 }
 
 

@@ -73,6 +73,7 @@ class Entity:
     first_seen: float = 0.0
     missed: int = 0                 # frames in a row it should have been seen and was not
     state: str = ""                 # open | closed for things with a door or drawer
+    mass_kg: float = 0.0            # objects: 0 when unknown
 
     def add_evidence(self, scores: dict[str, float]) -> None:
         for label, score in scores.items():
@@ -318,7 +319,8 @@ class SceneGraph:
                                 state=("open" if item.open else "closed") if item.openable else "", **prior)
                          for item in world.furniture])
         scene.add_items([Entity(id=obj.id, kind="object", label=obj.label, labels={obj.label: 1.0},
-                                center=world.object_center(obj), size=obj.size, **prior) for obj in world.objects])
+                                center=world.object_center(obj), size=obj.size, mass_kg=obj.mass_kg, **prior)
+                         for obj in world.objects])
         return scene
 
     @classmethod

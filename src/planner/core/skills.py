@@ -65,6 +65,8 @@ class SkillSpec(_Strict):
 
 class SkillLibrary(_Strict):
     command_timeouts_s: dict[CommandName, float]
+    typical_mass_kg: dict[str, float] = Field(default_factory=dict, description="by label, for objects whose mass "
+                                                                                 "perception does not know")
     skills: dict[str, SkillSpec]
 
     @model_validator(mode="after")
@@ -136,6 +138,12 @@ class RobotProfile:
     arms: list[str]
     reach_m: float
     standoff_m: float
+    payload_kg: float = 5.0
+
+    @classmethod
+    def of(cls, robot) -> "RobotProfile":
+        """The profile of a world file's robot (planner.core.world.Robot)."""
+        return cls(list(robot.arms), robot.reach_m, robot.standoff_m, robot.payload_kg)
 
 
 @dataclass
@@ -276,6 +284,15 @@ def _reachable(planner: SkillPlanner, scene: SceneGraph, node_id: str, arm: str 
     return Check(True)
 
 
+def _payload(planner: SkillPlanner, scene: SceneGraph, object_id: str, arm: str) -> Check:
+    entity = scene.entity(object_id)
+    mass = entity.mass_kg or planner.library.typical_mass_kg.get(entity.label, 0.0)
+    if mass > planner.robot.payload_kg:
+        return Check(False, "TOO_HEAVY", f"{object_id} weighs about {mass:.1f} kg; the {arm} arm lifts at most "
+                                         f"{planner.robot.payload_kg:.1f} kg")
+    return Check(True)
+
+
 def _surface(planner: SkillPlanner, scene: SceneGraph, target_id: str) -> Check:
     if scene.entity(target_id).kind != "furniture":
         return Check(False, "NOT_A_SURFACE", f"{target_id} is not a piece of furniture to put things on")
@@ -327,6 +344,7 @@ PRECONDITIONS: dict[str, Callable[..., Check]] = {
     "location_known": _location_known,
     "arm_free": _arm_free,
     "not_held": _not_held,
+    "payload": _payload,
     "holding": _holding,
     "reachable": _reachable,
     "surface": _surface,

@@ -34,6 +34,7 @@ from planner.msg import (Command as CommandMsg, Detection3D, Detection3DArray, E
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
 RELIABLE = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
 STATUS_TOPIC = "/planner/status"
+ESTOP_TOPIC = "/emergency_stop"   # std_msgs/Bool: true stops every motion and task, false releases
 
 
 class CallFailed(RuntimeError):
@@ -78,14 +79,14 @@ def entity_to_msg(entity: Entity, scene: SceneGraph | None = None) -> SceneNode:
         labels=[LabelScore(label=k, probability=float(v)) for k, v in entity.labels.items()],
         room=entity.room, parent=parent, center=point_msg(entity.center),
         size=Vector3(x=float(entity.size[0]), y=float(entity.size[1]), z=float(entity.size[2])),
-        status=entity.status, state=entity.state, last_seen=to_stamp(entity.last_seen),
+        status=entity.status, state=entity.state, mass_kg=float(entity.mass_kg), last_seen=to_stamp(entity.last_seen),
         outline=[Point(x=float(x), y=float(y), z=0.0) for x, y in entity.polygon])
 
 
 def entity_from_msg(msg: SceneNode) -> Entity:
     return Entity(id=msg.id, kind=msg.kind, label=msg.label, labels={s.label: s.probability for s in msg.labels},
                   center=(msg.center.x, msg.center.y, msg.center.z), size=(msg.size.x, msg.size.y, msg.size.z),
-                  room=msg.room, status=msg.status, state=msg.state, last_seen=seconds(msg.last_seen),
+                  room=msg.room, status=msg.status, state=msg.state, mass_kg=msg.mass_kg, last_seen=seconds(msg.last_seen),
                   polygon=[(p.x, p.y) for p in msg.outline])
 
 
@@ -174,6 +175,13 @@ def command_to_msg(command: Command) -> CommandMsg:
     if command.point is not None:
         msg.point = point_msg(command.point)
     return msg
+
+
+def command_from_msg(msg: CommandMsg) -> Command:
+    point = (msg.point.x, msg.point.y, msg.point.z)
+    return Command(name=msg.name, arm=msg.arm, object_id=msg.object_id, target_id=msg.target_id,
+                   base_pose=Pose2D(msg.base_pose.x, msg.base_pose.y, msg.base_pose.theta) if msg.name == "navigate" else None,
+                   point=point if any(point) else None, timeout_s=msg.timeout_s or 60.0)
 
 
 def event_from_msg(msg: ExecutionEvent) -> ExecutionEventInfo:

@@ -1,26 +1,24 @@
 """Executor node: runs a skill's commands in order through the configured backend, publishing
-an event per command on /executor/feedback; the first failed command fails the skill."""
+an event per command on /executor/feedback; the first failed command fails the skill. The
+controller checks each command before it runs and confirms its effect after it. True on
+/emergency_stop cancels the motion at once and refuses commands until False."""
 
 from __future__ import annotations
 
+import threading
+
 from rclpy.action import ActionServer, CancelResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
+from std_msgs.msg import Bool
 
 from planner.action import ExecuteCommands
 from planner.backends.executor_robot import RobotBackend
 from planner.backends.executor_sim import SimulatorBackend
-from planner.core.geometry import Pose2D
-from planner.core.skills import Command
+from planner.core.controller import CommandOutcome
 from planner.msg import ExecutionEvent
-from planner.nodes.common import RELIABLE, PlannerNode, main_for, stamp_now
-
-
-def command_from_msg(msg) -> Command:
-    point = (msg.point.x, msg.point.y, msg.point.z)
-    return Command(name=msg.name, arm=msg.arm, object_id=msg.object_id, target_id=msg.target_id,
-                   base_pose=Pose2D(msg.base_pose.x, msg.base_pose.y, msg.base_pose.theta) if msg.name == "navigate" else None,
-                   point=point if any(point) else None, timeout_s=msg.timeout_s or 60.0)
-
+from planner.nodes.common import (ESTOP_TOPIC, RELIABLE, CallFailed, PlannerNode, call_service, command_from_msg,
+                                  main_for, stamp_now)
+from planner.srv import CheckCommand
 
 # Backends by their config name (executor.backend).
 BACKENDS = {"simulator": SimulatorBackend, "robot": RobotBackend}
@@ -32,8 +30,21 @@ class ExecutorNode(PlannerNode):
         group = ReentrantCallbackGroup()
         self.backend = BACKENDS[self.config.executor.backend](self, group)
         self.feedback_pub = self.create_publisher(ExecutionEvent, "/executor/feedback", RELIABLE)
+        self.check_client = self.create_client(CheckCommand, "/controller/check_command", callback_group=group)
+        self.unchecked_reported = False
+        self.estop = threading.Event()
+        self.create_subscription(Bool, ESTOP_TOPIC, self._on_estop, RELIABLE, callback_group=group)
         ActionServer(self, ExecuteCommands, "/executor/execute_commands", self._execute, callback_group=group,
                      cancel_callback=self._cancel)
+
+    def _on_estop(self, msg: Bool) -> None:
+        if msg.data and not self.estop.is_set():
+            self.estop.set()
+            self.backend.cancel()
+            self.report("warn", "emergency stop: motion canceled; commands are refused until it is released")
+        elif not msg.data and self.estop.is_set():
+            self.estop.clear()
+            self.report("info", "emergency stop released")
 
     def _cancel(self, goal_handle) -> CancelResponse:
         self.backend.cancel()
@@ -46,6 +57,31 @@ class ExecutorNode(PlannerNode):
         self.feedback_pub.publish(event)
         return event
 
+    def _check(self, goal, phase: str, msg) -> CommandOutcome:
+        """The controller's verdict; without a controller the command goes unchecked (said once)."""
+        wait = self.config.controller.confirm_timeout_s + 5.0
+        try:
+            reply = call_service(self.check_client, CheckCommand.Request(
+                phase=phase, execution_id=goal.execution_id, skill=goal.skill, command=msg), timeout_s=wait)
+        except CallFailed as error:
+            if not self.unchecked_reported:
+                self.report("warn", f"commands run unchecked: {error}")
+                self.unchecked_reported = True
+            return CommandOutcome(True)
+        return CommandOutcome(reply.ok, reply.code, reply.reason)
+
+    def _run(self, goal, msg) -> CommandOutcome:
+        stopped = CommandOutcome(False, "EMERGENCY_STOP", f"{msg.name} not started")
+        if self.estop.is_set():
+            return stopped
+        before = self._check(goal, "before", msg)
+        if not before.success:
+            return before
+        outcome = self.backend.run(command_from_msg(msg))
+        if self.estop.is_set():
+            return CommandOutcome(False, "EMERGENCY_STOP", f"{msg.name} stopped")
+        return self._check(goal, "after", msg) if outcome.success else outcome
+
     def _execute(self, goal_handle):
         goal = goal_handle.request
         result = ExecuteCommands.Result(success=True)
@@ -54,7 +90,7 @@ class ExecutorNode(PlannerNode):
                 goal_handle.canceled()
                 return ExecuteCommands.Result(success=False, failed_index=index, code="CANCELED", detail="canceled")
             goal_handle.publish_feedback(ExecuteCommands.Feedback(event=self._event(goal, index, msg.name, "started")))
-            outcome = self.backend.run(command_from_msg(msg))
+            outcome = self._run(goal, msg)
             state = "succeeded" if outcome.success else "failed"
             goal_handle.publish_feedback(ExecuteCommands.Feedback(
                 event=self._event(goal, index, msg.name, state, outcome.code, outcome.detail)))

@@ -13,7 +13,7 @@ import uuid
 
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from std_msgs.msg import String
+from std_msgs.msg import Bool, String
 
 from planner.action import ExecuteSkill, ExecuteTask, Say
 from planner.backends.llm import EmbeddedServer, open_policy
@@ -25,7 +25,7 @@ from planner.core.react import (EpisodeResult, FailureInfo, Observation, PolicyE
                                 TaskPlanner, TraceStep)
 from planner.core.task_queue import TaskQueue
 from planner.msg import PlanStep
-from planner.nodes.common import (RELIABLE, ActionCall, CallFailed, PlannerNode, call_service, entity_from_msg,
+from planner.nodes.common import (ESTOP_TOPIC, RELIABLE, ActionCall, CallFailed, PlannerNode, call_service, entity_from_msg,
                                   failure_from_msg, failure_to_msg, main_for, robot_from_msg, scene_from_msg,
                                   stamp_now)
 from planner.srv import Explain, FindObjects, GetObject, GetObjectsInRoom, GetRobotState, GetRooms, GetSceneGraph
@@ -162,6 +162,8 @@ class TaskPlannerNode(PlannerNode):
         self.queue = TaskQueue(self.config.tasks.queue_size)
         self.running: tuple[object, TaskPlanner, RosTools] | None = None  # (goal handle or None, planner, tools)
         self.create_subscription(String, "/planner/command", self._on_command, RELIABLE, callback_group=group)
+        self.estop = threading.Event()
+        self.create_subscription(Bool, ESTOP_TOPIC, self._on_estop, RELIABLE, callback_group=group)
         ActionServer(self, ExecuteTask, "/planner/execute_task", self._execute, callback_group=group,
                      goal_callback=self._on_goal, cancel_callback=self._on_cancel)
         self.report("info", "ready for requests")
@@ -183,10 +185,27 @@ class TaskPlannerNode(PlannerNode):
             self.embedded.stop()
 
     # ---- requests ---------------------------------------------------------------------------------
+    def _on_estop(self, msg: Bool) -> None:
+        """The emergency stop ends the running task and every waiting one; requests are refused until release."""
+        if msg.data and not self.estop.is_set():
+            self.estop.set()
+            running = self.running
+            if running is not None:
+                _, planner, tools = running
+                planner.cancel_event.set()
+                tools.cancel()
+            self.report("warn", "emergency stop: tasks canceled; requests are refused until it is released")
+        elif not msg.data and self.estop.is_set():
+            self.estop.clear()
+            self.report("info", "emergency stop released: ready for requests")
+
     def _on_command(self, msg: String) -> None:
         request = msg.data.strip()
         if not request:
             self.report("error", "empty request on /planner/command ignored")
+            return
+        if self.estop.is_set():
+            self._reject(request)
             return
         ticket = self.queue.admit()
         if ticket is None:
@@ -195,7 +214,8 @@ class TaskPlannerNode(PlannerNode):
         threading.Thread(target=self._take_turn, args=(ticket, request, None), daemon=True).start()
 
     def _reject(self, request: str) -> None:
-        reason = "a task is already running" + (f" and {self.queue.waiting()} wait" if self.queue.capacity else "")
+        reason = ("the emergency stop is engaged" if self.estop.is_set() else
+                  "a task is already running" + (f" and {self.queue.waiting()} wait" if self.queue.capacity else ""))
         self.report("warn", f"rejected {request!r}: {reason}")
         self.trace_pub.publish(PlanStep(stamp=stamp_now(self), kind="error", text=f"rejected {request!r}: {reason}"))
 
@@ -203,7 +223,7 @@ class TaskPlannerNode(PlannerNode):
         if not goal_request.request.strip():
             self.report("error", "empty request rejected")
             return GoalResponse.REJECT
-        if not self.queue.has_room():
+        if self.estop.is_set() or not self.queue.has_room():
             self._reject(goal_request.request)
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
@@ -244,7 +264,7 @@ class TaskPlannerNode(PlannerNode):
             self.trace_pub.publish(step)
             if goal_handle is not None:
                 goal_handle.publish_feedback(ExecuteTask.Feedback(step=step))
-        canceled = (lambda: goal_handle.is_cancel_requested) if goal_handle is not None else (lambda: False)
+        canceled = lambda: self.estop.is_set() or (goal_handle is not None and goal_handle.is_cancel_requested)  # noqa: E731
         if not self.queue.wait_turn(ticket, canceled):
             self.report("info", f"canceled {request!r} before it started")
             return EpisodeResult(False, "canceled", "canceled while waiting in the queue", 0)
