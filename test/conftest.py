@@ -54,6 +54,21 @@ def write_config(directory: Path, **sections) -> Path:
     return path
 
 
+def config_with_events(directory: Path, events: list[dict], grasp_timeout_s: float, **sections):
+    """A stack config over the kitchen_bedroom world with scripted world events (faults) and the
+    grasp's command timeout set."""
+    import yaml
+
+    from planner.config import load_config
+
+    scenario = directory / "scenario.yaml"
+    scenario.write_text(yaml.safe_dump({"world": str(CONFIG / "worlds" / "kitchen_bedroom.yaml"), "events": events}))
+    skills = yaml.safe_load((CONFIG / "skills.yaml").read_text())
+    skills["command_timeouts_s"]["grasp"] = grasp_timeout_s
+    (directory / "skills.yaml").write_text(yaml.safe_dump(skills))
+    return load_config(write_config(directory, scenario=str(scenario), skills=str(directory / "skills.yaml"), **sections))
+
+
 class RosClient:
     """A test node spun in the background, with helpers to call and collect."""
 

@@ -6,12 +6,10 @@ import threading
 import time
 
 import pytest
-import yaml
 from std_msgs.msg import Bool, String
 
-from conftest import CONFIG, RosClient, wait_for, write_config
+from conftest import RosClient, config_with_events, wait_for
 from planner.action import ExecuteSkill
-from planner.config import load_config
 from planner.msg import ExecutionEvent, PlanStep
 from planner.srv import GetRobotState
 from planner.stack import NODES, node_class
@@ -21,17 +19,9 @@ GRASP_HANGS_S = 60.0
 
 @pytest.fixture(scope="module")
 def stack(ros, tmp_path_factory):
-    directory = tmp_path_factory.mktemp("estop")
-    scenario = directory / "scenario.yaml"
-    scenario.write_text(yaml.safe_dump({
-        "world": str(CONFIG / "worlds" / "kitchen_bedroom.yaml"),
-        "events": [{"trigger": {"command_started": {"command": "grasp", "object": "book_1"}},
-                    "hang_command": {"command": "grasp"}}]}))
-    skills = yaml.safe_load((CONFIG / "skills.yaml").read_text())
-    skills["command_timeouts_s"]["grasp"] = GRASP_HANGS_S
-    (directory / "skills.yaml").write_text(yaml.safe_dump(skills))
-    config = load_config(write_config(directory, scenario=str(scenario), skills=str(directory / "skills.yaml"),
-                                      simulator={"time_scale": 2.0}))
+    config = config_with_events(tmp_path_factory.mktemp("estop"), [
+        {"trigger": {"command_started": {"command": "grasp", "object": "book_1"}}, "hang_command": {"command": "grasp"}}],
+        grasp_timeout_s=GRASP_HANGS_S, simulator={"time_scale": 2.0})
     client = RosClient("estop_client")
     topics = {"events": client.collect(ExecutionEvent, "/executor/feedback"),
               "trace": client.collect(PlanStep, "/planner/trace"),

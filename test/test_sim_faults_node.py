@@ -2,11 +2,9 @@
 unanswered, the executor's per-command timeout ends it, and the controller names both."""
 
 import pytest
-import yaml
 
-from conftest import CONFIG, RosClient, wait_for, write_config
+from conftest import RosClient, config_with_events, wait_for
 from planner.action import ExecuteSkill
-from planner.config import load_config
 from planner.msg import FailureMessage
 from planner.srv import GetRobotState
 from planner.stack import node_class
@@ -16,17 +14,10 @@ NODES = ("simulator", "perception", "executor", "controller", "skill_planner")
 
 @pytest.fixture(scope="module")
 def stack(ros, tmp_path_factory):
-    directory = tmp_path_factory.mktemp("faults")
-    scenario = directory / "scenario.yaml"
-    scenario.write_text(yaml.safe_dump({
-        "world": str(CONFIG / "worlds" / "kitchen_bedroom.yaml"),
-        "events": [{"trigger": {"command_started": {"command": "navigate"}}, "abort_navigation": {"after_fraction": 0.5}},
-                   {"trigger": {"command_started": {"command": "grasp", "object": "bottle_1"}},
-                    "hang_command": {"command": "grasp"}}]}))
-    skills = yaml.safe_load((CONFIG / "skills.yaml").read_text())
-    skills["command_timeouts_s"]["grasp"] = 2.0  # a short wait for the hung grasp
-    (directory / "skills.yaml").write_text(yaml.safe_dump(skills))
-    config = load_config(write_config(directory, scenario=str(scenario), skills=str(directory / "skills.yaml")))
+    config = config_with_events(tmp_path_factory.mktemp("faults"), [
+        {"trigger": {"command_started": {"command": "navigate"}}, "abort_navigation": {"after_fraction": 0.5}},
+        {"trigger": {"command_started": {"command": "grasp", "object": "bottle_1"}}, "hang_command": {"command": "grasp"}}],
+        grasp_timeout_s=2.0)  # a short wait for the hung grasp
     client = RosClient("fault_client")
     failures = client.collect(FailureMessage, "/controller/failure")
     for name in NODES:
