@@ -67,6 +67,7 @@ def test_estop_during_navigation_stops_the_robot_and_refuses_motion_until_releas
     thread.join(timeout=10)
     result = outcome["value"]
     assert not result.success and result.failure.code == "EMERGENCY_STOP"
+    time.sleep(0.5)  # the last robot state of the drive reaches perception
     stopped_at = robot_pose(client)
     time.sleep(1.0)
     assert robot_pose(client) == pytest.approx(stopped_at, abs=0.05)  # it does not drive on
@@ -79,7 +80,8 @@ def test_estop_during_navigation_stops_the_robot_and_refuses_motion_until_releas
 
 def test_estop_during_a_grasp_ends_it_at_once_not_at_its_timeout(stack):
     client, topics, estop = stack
-    assert skill(client, "GOTO(table_3)").success
+    to_the_book = skill(client, "GOTO(table_3)")
+    assert to_the_book.success or to_the_book.failure.code == "ALREADY_THERE"
     mark = len(topics["events"])
     began = time.monotonic()
     thread, outcome = in_background(skill, client, "PICK(book_1, right)")
