@@ -458,18 +458,21 @@ class SimulatedWorld:
         for slipping in ("", object_id):
             if slipping in self._slipping:
                 self._slipping.remove(slipping)
-                self.held[arm] = ""
-                source, xy = self._taken_from[object_id]
-                self._put_on(object_id, source, xy)
+                source = self._drop_back(arm, object_id)
                 return Outcome(False, "GRASP_LOST", f"{object_id} slipped from the {arm} gripper while lifting "
                                                     f"and fell back onto {source}")
         if self._mass[object_id] > self.world.robot.payload_kg:  # the arm stalls: it lets go
-            self.held[arm] = ""
-            source, xy = self._taken_from[object_id]
-            self._put_on(object_id, source, xy)
+            self._drop_back(arm, object_id)
             return Outcome(False, "TOO_HEAVY", f"{object_id} ({self._mass[object_id]:.1f} kg) is beyond the {arm} "
                                                f"arm's {self.world.robot.payload_kg:.1f} kg; it was put back")
         return Outcome(True)
+
+    def _drop_back(self, arm: str, object_id: str) -> str:
+        """The gripper lets go while lifting: the object lands where it was taken from (returned)."""
+        self.held[arm] = ""
+        source, xy = self._taken_from[object_id]
+        self._put_on(object_id, source, xy)
+        return source
 
     def _place_approach(self, arm, object_id, target_id, point) -> Outcome:
         if self.held[arm] != object_id:
