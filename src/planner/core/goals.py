@@ -96,7 +96,8 @@ def goal_schema(object_labels: list[str], furniture_labels: list[str], openable_
             "required": ["goals"]}
 
 
-def _furniture(scene: SceneGraph, goal: Goal) -> list[str]:
+def goal_furniture(scene: SceneGraph, goal: Goal) -> list[str]:
+    """The furniture a goal names: its target label, in its room when it gives one."""
     return [f.id for f in scene.furniture(goal.room or None) if f.label == goal.target]
 
 
@@ -113,7 +114,7 @@ def goal_objects(goal: Goal, scene: SceneGraph) -> list[str]:
     """The objects a goal is about: the one the user chose or any with its label; for clearing,
     what stands on the furniture and what the robot holds."""
     if goal.kind == "clear":
-        return [*_on(scene, _furniture(scene, goal)), *sorted(_held(scene))]
+        return [*_on(scene, goal_furniture(scene, goal)), *sorted(_held(scene))]
     if not goal.object:
         return []
     if goal.object_id:
@@ -130,9 +131,9 @@ def goal_met(goal: Goal, scene: SceneGraph) -> bool:
         return holds and (goal.kind == "holding" or not goal.room or robot_room == goal.room)
     if goal.kind in ("is_open", "is_closed"):
         wanted = "open" if goal.kind == "is_open" else "closed"
-        return any(scene.entity(f).state == wanted for f in _furniture(scene, goal))
+        return any(scene.entity(f).state == wanted for f in goal_furniture(scene, goal))
     if goal.kind == "clear":
-        return not _held(scene) and not _on(scene, _furniture(scene, goal))
+        return not _held(scene) and not _on(scene, goal_furniture(scene, goal))
     relations = ("in",) if goal.kind == "object_in" else ("on", "in")
     for obj in map(scene.entity, goal_objects(goal, scene)):
         if obj.status != "seen":
@@ -166,12 +167,12 @@ def goal_status(goal: Goal, scene: SceneGraph) -> tuple[str, list[str]]:
     if goal.kind == "robot_in_room":
         return f"{goal}: not yet; the robot is in the {robot_room}.", [goal.room]
     if goal.kind in ("is_open", "is_closed"):
-        things = _furniture(scene, goal)
+        things = goal_furniture(scene, goal)
         parts = [f"{f} in the {scene.entity(f).room} is {scene.entity(f).state or 'not openable'}" for f in things]
         return f"{goal}: not yet; " + ("; ".join(parts) or f"no {goal.target} is known") + ".", things
     objects = goal_objects(goal, scene)
     if goal.kind == "clear":
-        things = _furniture(scene, goal)
+        things = goal_furniture(scene, goal)
         parts = [_where(scene, o) for o in objects]
         return f"{goal}: not yet; " + "; ".join(parts) + ".", [*objects, *things]
     # The nearest few: the prompt must not grow with the number of cups in the house.
@@ -181,7 +182,7 @@ def goal_status(goal: Goal, scene: SceneGraph) -> tuple[str, list[str]]:
         parts.append(f"{len(objects) - len(listed)} more further away")
     ids = list(listed) + [support[1] for o in listed if (support := scene.support(o))]
     if goal.kind in PLACING_KINDS:
-        targets = _furniture(scene, goal)
+        targets = goal_furniture(scene, goal)
         ids += targets
         state = (lambda t: f", {scene.entity(t).state}" if goal.kind == "object_in" else "")
         parts.append("target: " + (", ".join(f"{t} in the {scene.entity(t).room}{state(t)}" for t in targets)
@@ -197,7 +198,7 @@ def goal_lacks(goal: Goal, scene: SceneGraph) -> bool:
     map says, or no furniture for it. Only then is giving up a reasonable thought."""
     if goal.kind == "robot_in_room" or goal_met(goal, scene):
         return False
-    if goal.target and not _furniture(scene, goal):
+    if goal.target and not goal_furniture(scene, goal):
         return True
     if goal.kind == "clear":
         return False

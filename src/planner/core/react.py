@@ -21,8 +21,8 @@ from typing import Callable, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.core.ambiguity import Question, ambiguous_goals, chosen_candidate, pin_named_objects, words_of
-from planner.core.goals import (PLACING_KINDS, Goal, GoalReply, goal_lacks, goal_met, goal_objects, goal_schema,
-                                goal_status)
+from planner.core.goals import (PLACING_KINDS, Goal, GoalReply, goal_furniture, goal_lacks, goal_met, goal_objects,
+                                goal_schema, goal_status)
 from planner.core.scene_graph import SceneGraph
 from planner.core.skills import SkillCall, SkillPlanner, parse_call
 
@@ -218,9 +218,9 @@ def allowed_actions(scene: SceneGraph, known: set[str], withdrawn: set[str], ski
     relevant = [obj for obj in objects if obj in wanted] if about_objects else objects
 
     def aimed_at(kinds: tuple[str, ...]) -> list[str]:
-        """The furniture that goals of these kinds name."""
-        return [f for f in furniture if any(g.kind in kinds and scene.entity(f).label == g.target
-                                            and g.room in ("", scene.entity(f).room) for g in goals)]
+        """The perceived furniture that goals of these kinds name."""
+        named = {f for g in goals if g.kind in kinds for f in goal_furniture(scene, g)}
+        return [f for f in furniture if f in named]
     targets = aimed_at(PLACING_KINDS)
     cleared = set(aimed_at(("clear",)))
     if cleared and not targets:  # what is cleared away may go anywhere else
