@@ -2,6 +2,7 @@
 command becomes, in the robot's base frame, and how planning and execution failures map."""
 
 import math
+import threading
 from types import SimpleNamespace
 
 import pytest
@@ -24,7 +25,7 @@ class FakeMoveIt:
     with `plan_error` for the groups in `failing`; execution ends with `execution`."""
 
     def __init__(self, plan_error=-31, failing=(), execution=None):
-        self.goals, self.executed, self.stopped = [], 0, 0
+        self.goals, self.executed = [], 0
         self.plan_error, self.failing, self.execution = plan_error, set(failing), execution
 
     def get_planning_component(self, group):
@@ -46,13 +47,10 @@ class FakeMoveIt:
         self.executed += 1
         return self.execution
 
-    def get_trajectory_execution_manager(self):
-        return SimpleNamespace(stop_execution=lambda: setattr(self, "stopped", self.stopped + 1))
-
 
 def run(moveit, name, robot=Pose2D(2.0, 1.0, math.pi / 2), **command):
     arms = MoveItArms(moveit, SETTINGS, lambda: robot)
-    return arms.run(Command(name, arm="left", **command))
+    return arms.run(Command(name, arm="left", **command), threading.Event())
 
 
 def test_map_points_become_points_in_front_of_the_base():
@@ -107,20 +105,22 @@ def test_execution_failures_map_to_reasons(status, code):
 
 def test_an_unconfigured_arm_or_motion_is_refused_with_the_reason():
     arms = MoveItArms(FakeMoveIt(), SETTINGS, lambda: Pose2D(0, 0, 0))
-    outcome = arms.run(Command("approach", arm="right", point=(1, 0, 1)))
+    outcome = arms.run(Command("approach", arm="right", point=(1, 0, 1)), threading.Event())
     assert outcome.code == "BACKEND_UNAVAILABLE" and "right arm" in outcome.detail
-    outcome = arms.run(Command("open", arm="left", target_id="fridge_1"))
+    outcome = arms.run(Command("open", arm="left", target_id="fridge_1"), threading.Event())
     assert outcome.code == "BACKEND_UNAVAILABLE" and "'open'" in outcome.detail
 
 
-def test_cancel_stops_the_trajectory_and_the_remaining_motions():
+def test_a_stop_ends_the_running_trajectory_and_the_remaining_motions():
     moveit = FakeMoveIt()
     arms = MoveItArms(moveit, SETTINGS, lambda: Pose2D(0, 0, 0))
-    original = moveit.execute
+    stop, stopped = threading.Event(), threading.Event()
+    moveit.get_trajectory_execution_manager = lambda: SimpleNamespace(stop_execution=stopped.set)
 
-    def execute_then_cancel(trajectory, controllers):
-        arms.cancel()
-        return original(trajectory, controllers)
-    moveit.execute = execute_then_cancel
-    outcome = arms.run(Command("grasp", arm="left", object_id="cup_1", point=(0.5, 0, 0.8)))
-    assert outcome.code == "CANCELED" and moveit.stopped == 1 and moveit.executed == 1
+    def execute_until_stopped(trajectory, controllers):  # a trajectory that takes its time
+        moveit.executed += 1
+        threading.Timer(0.1, stop.set).start()
+        assert stopped.wait(5.0)
+    moveit.execute = execute_until_stopped
+    outcome = arms.run(Command("grasp", arm="left", object_id="cup_1", point=(0.5, 0, 0.8)), stop)
+    assert outcome.code == "CANCELED" and moveit.executed == 1  # the gripper never closed

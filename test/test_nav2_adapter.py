@@ -67,7 +67,8 @@ class FakeNavigator:
 
 def navigate(navigator, timeout_s=60.0, **settings):
     adapter = Nav2Navigation(navigator, clock=lambda: navigator.now, **settings)
-    return adapter, adapter.run(Command("navigate", base_pose=Pose2D(1.5, -2.0, math.pi / 2), timeout_s=timeout_s))
+    command = Command("navigate", base_pose=Pose2D(1.5, -2.0, math.pi / 2), timeout_s=timeout_s)
+    return adapter, adapter.run(command, threading.Event())
 
 
 def test_the_goal_is_the_approach_pose_in_the_map_frame():
@@ -119,19 +120,25 @@ def test_a_robot_that_stops_getting_closer_is_stalled_and_its_goal_canceled():
     assert outcome.success
 
 
-def test_cancel_from_another_thread_stops_nav2():
+def test_a_stop_from_another_thread_cancels_nav2s_goal():
     navigator = FakeNavigator(distances=[3.0] * 1000)
     adapter = Nav2Navigation(navigator, clock=lambda: navigator.now, stall_window_s=1e9)
+    stop = threading.Event()
     original = navigator.isTaskComplete
 
     def tick():
-        if navigator.now > 1.0:
-            threading.Thread(target=adapter.cancel).start()
+        if navigator.now > 1.0 and not stop.is_set():
+            threading.Thread(target=stop.set).start()
             threading.Event().wait(0.05)
         return original()
     navigator.isTaskComplete = tick
-    outcome = adapter.run(Command("navigate", base_pose=Pose2D(0, 0, 0), timeout_s=60))
+    outcome = adapter.run(Command("navigate", base_pose=Pose2D(0, 0, 0), timeout_s=60), stop)
     assert outcome.code == "CANCELED" and navigator.canceled == 1
+    # A stop that came before the command started still cancels it: it never drives on.
+    navigator = FakeNavigator(distances=[3.0] * 1000)
+    outcome = Nav2Navigation(navigator, clock=lambda: navigator.now).run(
+        Command("navigate", base_pose=Pose2D(0, 0, 0), timeout_s=60), stop)
+    assert outcome.code == "CANCELED" and navigator.canceled == 1 and navigator.now == pytest.approx(0.1)
 
 
 def test_choosing_the_robot_backend_where_nav2_is_not_installed_says_what_is_missing(ros, tmp_path):

@@ -37,14 +37,10 @@ class RobotBackend:
                 raise RuntimeError("no /robot/state yet: arm goals need the base pose")
             return self._pose
 
-    def run(self, command: Command) -> CommandOutcome:
+    def run(self, command: Command, stop: threading.Event) -> CommandOutcome:
         if command.name == "navigate":
-            return self.navigation.run(command)
+            return self.navigation.run(command, stop)
         try:
-            return self.arms.run(command)
+            return self.arms.run(command, stop)
         except RuntimeError as error:
             return CommandOutcome(False, "BACKEND_UNAVAILABLE", str(error))
-
-    def cancel(self) -> None:
-        self.navigation.cancel()
-        self.arms.cancel()

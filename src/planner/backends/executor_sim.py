@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from rclpy.action import ActionClient
 
 from planner.action import Manipulate, Navigate
@@ -15,9 +17,9 @@ class SimulatorBackend:
     def __init__(self, node, callback_group):
         self.navigate = ActionClient(node, Navigate, "/sim/navigate", callback_group=callback_group)
         self.manipulate = ActionClient(node, Manipulate, "/sim/manipulate", callback_group=callback_group)
-        self.current: ActionCall | None = None
 
-    def run(self, command: Command) -> CommandOutcome:
+    def run(self, command: Command, stop: threading.Event) -> CommandOutcome:
+        """One command; `stop` set at any time, even before it started, cancels it."""
         if command.name == "navigate":
             call = ActionCall(self.navigate, "/sim/navigate")
             goal = Navigate.Goal(goal=pose_to_msg(command.base_pose))
@@ -27,16 +29,10 @@ class SimulatorBackend:
                                    target_id=command.target_id)
             if command.point is not None:
                 goal.point = point_msg(command.point)
-        self.current = call
         try:
-            result = call.run(goal, command.timeout_s)
+            result = call.run(goal, command.timeout_s, stop=stop)
         except CallFailed as error:
-            code = "TIMEOUT" if "no answer within" in str(error) else "BACKEND_UNAVAILABLE"
+            code = ("CANCELED" if stop.is_set() else "TIMEOUT" if "no answer within" in str(error)
+                    else "BACKEND_UNAVAILABLE")
             return CommandOutcome(False, code, str(error))
-        finally:
-            self.current = None
         return CommandOutcome(result.success, result.code, result.detail)
-
-    def cancel(self) -> None:
-        if self.current is not None:
-            self.current.cancel()

@@ -18,6 +18,8 @@ from planner.core.controller import CommandOutcome
 from planner.core.geometry import Pose2D
 from planner.core.skills import Command
 
+STOP_POLL_S = 0.05   # how often a running trajectory looks at the stop
+
 # moveit_msgs/MoveItErrorCodes values → our failure codes; anything else is a planning failure.
 MOVEIT_ERRORS = {
     -31: "OUT_OF_REACH", -12: "ARM_GOAL_IN_COLLISION", -10: "ARM_IN_COLLISION", -7: "TIMEOUT", -8: "CANCELED",
@@ -41,7 +43,6 @@ class MoveItArms:
         self.moveit = moveit
         self.settings = settings
         self.robot_pose = robot_pose
-        self._cancel = threading.Event()
 
     @classmethod
     def connect(cls, settings: MoveItSettings, robot_pose: Callable[[], Pose2D]) -> "MoveItArms":
@@ -49,14 +50,8 @@ class MoveItArms:
 
         return cls(MoveItPy(node_name=settings.node_name), settings, robot_pose)
 
-    def cancel(self) -> None:
-        self._cancel.set()
-        manager = getattr(self.moveit, "get_trajectory_execution_manager", None)
-        if manager is not None:
-            manager().stop_execution()
-
-    def run(self, command: Command) -> CommandOutcome:
-        self._cancel.clear()
+    def run(self, command: Command, stop: threading.Event) -> CommandOutcome:
+        """One manipulation command; `stop` set at any time stops the arm and what is left of it."""
         arm = self.settings.arms.get(command.arm)
         if arm is None:
             return CommandOutcome(False, "BACKEND_UNAVAILABLE", f"no MoveIt group is configured for the "
@@ -74,9 +69,9 @@ class MoveItArms:
             return CommandOutcome(False, "BACKEND_UNAVAILABLE", f"MoveIt has no motion for {command.name!r}: "
                                                                 f"opening doors and drawers needs a skill of the robot's own")
         for kind, group, value in steps:
-            if self._cancel.is_set():
+            if stop.is_set():
                 return CommandOutcome(False, "CANCELED", "canceled")
-            outcome = self._move(group, arm, command, kind, value)
+            outcome = self._move(group, arm, command, kind, value, stop)
             if not outcome.success:
                 return outcome
         return CommandOutcome(True)
@@ -90,7 +85,8 @@ class MoveItArms:
         q.x, q.y, q.z, q.w = self.settings.tool_down_xyzw
         return goal
 
-    def _move(self, group: str, arm: ArmSettings, command: Command, kind: str, value) -> CommandOutcome:
+    def _move(self, group: str, arm: ArmSettings, command: Command, kind: str, value,
+              stop: threading.Event) -> CommandOutcome:
         component = self.moveit.get_planning_component(group)
         component.set_start_state_to_current_state()
         if kind == "pose":
@@ -106,9 +102,26 @@ class MoveItArms:
             code = int(getattr(getattr(plan, "error_code", None), "val", -1))
             return CommandOutcome(False, MOVEIT_ERRORS.get(code, "ARM_PLANNING_FAILED"),
                                   f"MoveIt could not plan {goal} (error {code})")
-        status = self.moveit.execute(plan.trajectory, controllers=[])
+        status = self._execute(plan.trajectory, stop)
         if status is not None and not status:  # Humble returns nothing; later an ExecutionStatus
             name = str(getattr(status, "status", status))
             code = {"TIMED_OUT": "TIMEOUT", "PREEMPTED": "CANCELED"}.get(name, "ARM_EXECUTION_FAILED")
             return CommandOutcome(False, code, f"moving {goal} ended {name}")
         return CommandOutcome(True)
+
+    def _execute(self, trajectory, stop: threading.Event):
+        """Execute (it blocks), stopping the trajectory as soon as `stop` is set."""
+        finished = threading.Event()
+
+        def watch() -> None:
+            while not finished.wait(STOP_POLL_S):
+                if stop.is_set():
+                    self.moveit.get_trajectory_execution_manager().stop_execution()
+                    return
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            return self.moveit.execute(trajectory, controllers=[])
+        finally:
+            finished.set()
+            watcher.join()

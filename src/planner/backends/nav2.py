@@ -53,7 +53,7 @@ def task_error(navigator) -> tuple[int, str]:
 
 
 class Nav2Navigation:
-    """Runs navigate commands on a BasicNavigator; one goal at a time, cancelable from another thread."""
+    """Runs navigate commands on a BasicNavigator, one goal at a time."""
 
     def __init__(self, navigator, frame_id: str = "map", stall_window_s: float = 20.0, stall_min_progress_m: float = 0.1,
                  clock: Callable[[], float] = time.monotonic):
@@ -62,7 +62,6 @@ class Nav2Navigation:
         self.stall_window_s = stall_window_s
         self.stall_min_progress_m = stall_min_progress_m
         self.clock = clock
-        self._cancel = threading.Event()
 
     @classmethod
     def connect(cls, node_name: str, **settings) -> "Nav2Navigation":
@@ -72,11 +71,8 @@ class Nav2Navigation:
         navigator.waitUntilNav2Active()
         return cls(navigator, **settings)
 
-    def cancel(self) -> None:
-        self._cancel.set()
-
-    def run(self, command: Command) -> CommandOutcome:
-        self._cancel.clear()
+    def run(self, command: Command, stop: threading.Event) -> CommandOutcome:
+        """One navigate command; `stop` set at any time, even before it started, cancels it."""
         goal = pose_stamped(command.base_pose, self.frame_id, self.navigator.get_clock().now().to_msg())
         where = f"({command.base_pose.x:.2f}, {command.base_pose.y:.2f})"
         if not self.navigator.goToPose(goal):
@@ -86,7 +82,7 @@ class Nav2Navigation:
         while not self.navigator.isTaskComplete():
             now = self.clock()
             stopped = None
-            if self._cancel.is_set():
+            if stop.is_set():
                 stopped = CommandOutcome(False, "CANCELED", "canceled")
             elif now - started > command.timeout_s:
                 stopped = CommandOutcome(False, "TIMEOUT", f"no arrival at {where} within {command.timeout_s:.0f} s")

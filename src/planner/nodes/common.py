@@ -205,15 +205,29 @@ def failure_from_msg(msg: FailureMessage) -> FailureInfo:
 
 
 # ---- waiting on ROS futures from worker threads ----------------------------------------------
-def wait_future(future, timeout_s: float, what: str, give_up: bool = True) -> Any:
-    """The future's result; CallFailed after `timeout_s`, when the future is dropped unless
-    `give_up` is False (its answer is still wanted, e.g. an action result after a cancel)."""
+STOP_POLL_S = 0.05
+
+
+def wait_future(future, timeout_s: float, what: str, give_up: bool = True, stop: threading.Event | None = None) -> Any:
+    """The future's result; CallFailed after `timeout_s`, or as soon as `stop` is set, when the
+    future is dropped unless `give_up` is False (its answer is still wanted, e.g. an action
+    result after a cancel)."""
     done = threading.Event()
     future.add_done_callback(lambda _: done.set())
-    if not done.wait(timeout_s):
+    deadline = time.monotonic() + timeout_s
+    problem = ""
+    while not done.is_set() and not problem:
+        remaining = deadline - time.monotonic()
+        if stop is not None and stop.is_set():
+            problem = "stopped"
+        elif remaining <= 0:
+            problem = f"no answer within {timeout_s:.0f} s"
+        else:
+            done.wait(min(remaining, STOP_POLL_S) if stop is not None else remaining)
+    if problem:
         if give_up:
             future.cancel()
-        raise CallFailed(f"{what}: no answer within {timeout_s:.0f} s")
+        raise CallFailed(f"{what}: {problem}")
     if future.exception() is not None:
         raise CallFailed(f"{what}: {future.exception()}")
     return future.result()
@@ -236,7 +250,9 @@ class ActionCall:
         self.name = name
         self.goal_handle = None
 
-    def run(self, goal, timeout_s: float, feedback_callback=None):
+    def run(self, goal, timeout_s: float, feedback_callback=None, stop: threading.Event | None = None):
+        """The result; the goal is canceled when it takes longer than `timeout_s` or `stop` is set,
+        even if that happened before the goal was sent."""
         if not self.client.wait_for_server(timeout_sec=5.0):
             raise CallFailed(f"action {self.name} is not available")
         self.goal_handle = wait_future(self.client.send_goal_async(goal, feedback_callback=feedback_callback),
@@ -245,7 +261,7 @@ class ActionCall:
             raise CallFailed(f"action {self.name} rejected the goal")
         result = self.goal_handle.get_result_async()
         try:
-            return wait_future(result, timeout_s, f"action {self.name}", give_up=False).result
+            return wait_future(result, timeout_s, f"action {self.name}", give_up=False, stop=stop).result
         except CallFailed:
             # Cancel, and give the server a moment to wind the goal down, so that the next goal
             # does not find the robot still busy with this one.

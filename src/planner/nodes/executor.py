@@ -33,6 +33,10 @@ class ExecutorNode(PlannerNode):
         self.check_client = self.create_client(CheckCommand, "/controller/check_command", callback_group=group)
         self.unchecked_reported = False
         self.estop = threading.Event()
+        # One stop per running goal: set by its cancel or by the emergency stop, the backend ends
+        # the command at once, or never starts it.
+        self.stops: dict[bytes, threading.Event] = {}
+        self.stops_lock = threading.Lock()
         self.create_subscription(Bool, ESTOP_TOPIC, self._on_estop, RELIABLE, callback_group=group)
         ActionServer(self, ExecuteCommands, "/executor/execute_commands", self._execute, callback_group=group,
                      cancel_callback=self._cancel)
@@ -40,14 +44,19 @@ class ExecutorNode(PlannerNode):
     def _on_estop(self, msg: Bool) -> None:
         if msg.data and not self.estop.is_set():
             self.estop.set()
-            self.backend.cancel()
+            with self.stops_lock:
+                for stop in self.stops.values():
+                    stop.set()
             self.report("warn", "emergency stop: motion canceled; commands are refused until it is released")
         elif not msg.data and self.estop.is_set():
             self.estop.clear()
             self.report("info", "emergency stop released")
 
     def _cancel(self, goal_handle) -> CancelResponse:
-        self.backend.cancel()
+        with self.stops_lock:
+            stop = self.stops.get(bytes(goal_handle.goal_id.uuid))
+        if stop is not None:
+            stop.set()
         return CancelResponse.ACCEPT
 
     def _event(self, goal, index: int, command: str, state: str, code: str = "", detail: str = "") -> ExecutionEvent:
@@ -70,19 +79,28 @@ class ExecutorNode(PlannerNode):
             return CommandOutcome(True)
         return CommandOutcome(reply.ok, reply.code, reply.reason)
 
-    def _run(self, goal, msg) -> CommandOutcome:
-        stopped = CommandOutcome(False, "EMERGENCY_STOP", f"{msg.name} not started")
+    def _run(self, goal, msg, stop: threading.Event) -> CommandOutcome:
         if self.estop.is_set():
-            return stopped
+            return CommandOutcome(False, "EMERGENCY_STOP", f"{msg.name} not started")
         before = self._check(goal, "before", msg)
         if not before.success:
             return before
-        outcome = self.backend.run(command_from_msg(msg))
+        outcome = self.backend.run(command_from_msg(msg), stop)
         if self.estop.is_set():
             return CommandOutcome(False, "EMERGENCY_STOP", f"{msg.name} stopped")
         return self._check(goal, "after", msg) if outcome.success else outcome
 
     def _execute(self, goal_handle):
+        key = bytes(goal_handle.goal_id.uuid)
+        with self.stops_lock:
+            self.stops[key] = threading.Event()
+        try:
+            return self._commands(goal_handle, self.stops[key])
+        finally:
+            with self.stops_lock:
+                del self.stops[key]
+
+    def _commands(self, goal_handle, stop: threading.Event):
         goal = goal_handle.request
         result = ExecuteCommands.Result(success=True)
         for index, msg in enumerate(goal.commands):
@@ -90,7 +108,7 @@ class ExecutorNode(PlannerNode):
                 goal_handle.canceled()
                 return ExecuteCommands.Result(success=False, failed_index=index, code="CANCELED", detail="canceled")
             goal_handle.publish_feedback(ExecuteCommands.Feedback(event=self._event(goal, index, msg.name, "started")))
-            outcome = self._run(goal, msg)
+            outcome = self._run(goal, msg, stop)
             state = "succeeded" if outcome.success else "failed"
             goal_handle.publish_feedback(ExecuteCommands.Feedback(
                 event=self._event(goal, index, msg.name, state, outcome.code, outcome.detail)))
