@@ -189,11 +189,7 @@ class TaskPlannerNode(PlannerNode):
         """The emergency stop ends the running task and every waiting one; requests are refused until release."""
         if msg.data and not self.estop.is_set():
             self.estop.set()
-            running = self.running
-            if running is not None:
-                _, planner, tools = running
-                planner.cancel_event.set()
-                tools.cancel()
+            self._stop_running()
             self.report("warn", "emergency stop: tasks canceled; requests are refused until it is released")
         elif not msg.data and self.estop.is_set():
             self.estop.clear()
@@ -230,13 +226,19 @@ class TaskPlannerNode(PlannerNode):
 
     def _on_cancel(self, goal_handle) -> CancelResponse:
         # A waiting goal sees its cancel request in TaskQueue.wait_turn; the running one is stopped here.
-        running = self.running
-        if running is not None and running[0] is not None and \
-                bytes(running[0].goal_id.uuid) == bytes(goal_handle.goal_id.uuid):
-            _, planner, tools = running
-            planner.cancel_event.set()
-            tools.cancel()
+        self._stop_running(only=goal_handle)
         return CancelResponse.ACCEPT
+
+    def _stop_running(self, only=None) -> None:
+        """Stop the running task (if it is `only`'s, when given): its planner and its skill."""
+        running = self.running
+        if running is None:
+            return
+        handle, planner, tools = running
+        if only is not None and (handle is None or bytes(handle.goal_id.uuid) != bytes(only.goal_id.uuid)):
+            return
+        planner.cancel_event.set()
+        tools.cancel()
 
     def _execute(self, goal_handle):
         ticket = self.queue.admit()
