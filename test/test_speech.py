@@ -51,10 +51,11 @@ def test_a_file_that_is_not_a_wav_is_named_as_such():
         read_wav(b"RIFF....not audio")
 
 
-@pytest.fixture(scope="module")
-def speech(ros, tmp_path_factory):
-    """The speech node, with the planner's question topic and the command it forwards watched."""
-    config = load_config(write_config(tmp_path_factory.mktemp("speech")))
+@pytest.fixture
+def speech(ros, tmp_path):
+    """The speech node, with the planner's question topic and the command it forwards watched. One
+    per test: a second speech node left running would hear, and answer, what the next test says."""
+    config = load_config(write_config(tmp_path))
     client = RosClient("speech_client")
     topics = {name: client.collect(String, topic) for name, topic in
               (("commands", "/planner/command"), ("transcripts", "/speech/transcript"), ("status", "/planner/status"))}
