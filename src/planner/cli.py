@@ -215,7 +215,7 @@ def model_install(args) -> int:
 
 
 def map_show(args) -> int:
-    from planner.map_view import draw, load_scene
+    from planner.map_view import census, draw, load_scene
 
     path = Path(args.file)
     scene, problems = load_scene(path, Path(args.rooms) if args.rooms else None)
@@ -223,8 +223,7 @@ def map_show(args) -> int:
         print(f"skipped: {problem}", file=sys.stderr)
     out = Path(args.out)
     draw(scene, out, title=path.name)
-    print(f"{out}: {len(scene.rooms())} rooms, {len(scene.furniture())} furniture, {len(scene.objects())} objects"
-          + (f"; {len(problems)} entries skipped (see above)" if problems else ""))
+    print(f"{out}: {census(scene)}" + (f"; {len(problems)} entries skipped (see above)" if problems else ""))
     return 0
 
 

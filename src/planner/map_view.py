@@ -66,13 +66,20 @@ def load_rooms(path: Path) -> dict[str, list[tuple[float, float]]]:
     return {room.name: [tuple(p) for p in room.polygon] for room in rooms}
 
 
+def census(scene: SceneGraph) -> str:
+    """What a scene graph holds, counted: "2 rooms, 5 furniture, 4 objects, 1 person"."""
+    people = len(scene.people())
+    return (f"{len(scene.rooms())} rooms, {len(scene.furniture())} furniture, {len(scene.objects())} objects"
+            + (f", {people} {'person' if people == 1 else 'people'}" if people else ""))
+
+
 def draw(scene: SceneGraph, out: Path, title: str = "") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
-    from matplotlib.patches import Polygon as PolygonPatch, Rectangle
+    from matplotlib.patches import Circle, Polygon as PolygonPatch, Rectangle
 
     rooms = [scene.entity(r) for r in scene.rooms()]
     furniture, objects = scene.furniture(), scene.objects()
@@ -91,6 +98,10 @@ def draw(scene: SceneGraph, out: Path, title: str = "") -> None:
                                item.size[1], facecolor="burlywood", edgecolor="saddlebrown", lw=1))
         ax.text(item.center[0], item.center[1] - item.size[1] / 2 - 0.05, f"{item.id} ({item.label})", ha="center",
                 va="top", fontsize=7, color="saddlebrown")
+    for person in scene.people():
+        ax.add_patch(Circle(person.center[:2], person.size[0] / 2, facecolor="gold", edgecolor="darkgoldenrod", zorder=3))
+        ax.text(person.center[0], person.center[1] + person.size[1] / 2 + 0.05, person.id, ha="center", va="bottom",
+                fontsize=7, color="darkgoldenrod")
     labels = sorted({o.label for o in objects})
     colors = plt.get_cmap("tab20")
     color_of = {label: colors(i % 20) for i, label in enumerate(labels)}
@@ -112,6 +123,7 @@ def draw(scene: SceneGraph, out: Path, title: str = "") -> None:
                         textcoords="offset points", fontsize=6, zorder=4)
     handles = [Line2D([], [], color=c, ls=s, label=r) for r, (c, s) in RELATION_STYLES.items()]
     handles += [Rectangle((0, 0), 1, 1, facecolor="burlywood", edgecolor="saddlebrown", label="furniture"),
+                Circle((0, 0), 1, facecolor="gold", edgecolor="darkgoldenrod", label="person"),
                 Rectangle((0, 0), 1, 1, facecolor="none", edgecolor="k", ls="--", label="missing / held")]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, title="relations", title_fontsize=8)
     ax.set_aspect("equal")
@@ -120,7 +132,7 @@ def draw(scene: SceneGraph, out: Path, title: str = "") -> None:
     ax.set_xlabel("x (m, map frame)")
     ax.set_ylabel("y (m)")
     note = "" if len(objects) <= LABELLED_OBJECTS_MAX else f"; labels hidden above {LABELLED_OBJECTS_MAX} objects"
-    ax.set_title(f"{title}\n{len(rooms)} rooms, {len(furniture)} furniture, {len(objects)} objects{note}", fontsize=10)
+    ax.set_title(f"{title}\n{census(scene)}{note}", fontsize=10)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=130)

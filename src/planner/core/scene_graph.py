@@ -26,7 +26,7 @@ from planner.core.frames import FrameTree, to_planar, transform_box
 from planner.core.geometry import Pose2D, horizontal_distance, in_field_of_view
 from planner.core.spatial import GridIndex
 from planner.core.voxeland import VoxelandMap, label_distribution
-from planner.core.world import World
+from planner.core.world import World, person_box
 
 ON_TOLERANCE_M = 0.06        # an object's bottom within this of a top stands on it
 UNDER_CLEARANCE_M = 0.05     # an object whose top is this far below a top, inside its footprint, is under it
@@ -53,13 +53,14 @@ CONTAINER_LABELS = frozenset({
     "oven", "microwave", "sink", "box", "bowl", "basket", "bin", "bag", "pot",
 })
 SUPPORT_ORDER = ("in", "on", "under", "near")
+PERSON_LABELS = frozenset({"person"})   # detections of people become person nodes, not objects
 ARTICULATION_STATES = ("", "open", "closed")
 
 
 @dataclass
 class Entity:
     id: str
-    kind: str                       # room | furniture | object
+    kind: str                       # room | furniture | object | person
     label: str
     labels: dict[str, float] = field(default_factory=dict)      # distribution of the top labels
     center: tuple[float, float, float] = (0.0, 0.0, 0.0)
@@ -321,6 +322,9 @@ class SceneGraph:
         scene.add_items([Entity(id=obj.id, kind="object", label=obj.label, labels={obj.label: 1.0},
                                 center=world.object_center(obj), size=obj.size, mass_kg=obj.mass_kg, **prior)
                          for obj in world.objects])
+        scene.add_items([Entity(id=person.id, kind="person", label="person", labels={"person": 1.0},
+                                center=person_box(person)[0], size=person_box(person)[1], **prior)
+                         for person in world.people])
         return scene
 
     @classmethod
@@ -436,6 +440,9 @@ class SceneGraph:
 
     def objects(self, room: str | None = None) -> list[Entity]:
         return self._items("object", room)
+
+    def people(self, room: str | None = None) -> list[Entity]:
+        return self._items("person", room)
 
     def room_contents(self, room: str) -> tuple[list[Entity], list[str]]:
         """Furniture and objects of a room, and where each object is (get_objects_in_room)."""
@@ -699,7 +706,7 @@ class SceneGraph:
 
     def _create(self, detection: Detection, stamp: float, report: FusionReport) -> str:
         label = detection.label
-        kind = "furniture" if label in self.furniture_labels else "object"
+        kind = "furniture" if label in self.furniture_labels else "person" if label in PERSON_LABELS else "object"
         new_id = self._new_id(label)
         self._created.add(new_id)
         self.add_item(Entity(id=new_id, kind=kind, label=label, labels=label_distribution(detection.labels),

@@ -16,6 +16,7 @@ from planner.core.files import Point3, Size3, load_model
 
 
 INNER_SHELF_M = 0.1   # height of the lowest inner shelf of cabinets, fridges and drawers
+PERSON_WIDTH_M = 0.5  # a standing person's footprint, each way
 
 
 class _Strict(BaseModel):
@@ -73,6 +74,12 @@ class WorldObject(_Strict):
     mass_kg: float = Field(default=0.5, gt=0)
 
 
+class Person(_Strict):
+    id: str
+    position: tuple[float, float] = Field(description="x, y in the map frame, standing")
+    height_m: float = Field(default=1.7, gt=0)
+
+
 class Camera(_Strict):
     # A head camera that sweeps the room: 360 degrees, walls occlude (only the robot's room).
     fov_deg: float = Field(default=360.0, gt=0, le=360)
@@ -87,6 +94,8 @@ class Robot(_Strict):
     pose: tuple[float, float, float] = Field(description="x, y, yaw (rad) in the map frame")
     arms: list[str] = Field(default_factory=lambda: ["left", "right"], min_length=1)
     reach_m: float = Field(default=0.9, gt=0)
+    workspace_z_m: tuple[float, float] = Field(default=(0.0, 1.9), description="lowest and highest point the "
+                                                                                "hands reach, above the floor")
     payload_kg: float = Field(default=5.0, gt=0)
     speed_mps: float = Field(default=0.5, gt=0)
     standoff_m: float = Field(default=0.45, gt=0, description="base distance kept from furniture")
@@ -104,12 +113,14 @@ class World(_Strict):
     doors: list[Door] = Field(default_factory=list)
     furniture: list[Furniture] = Field(default_factory=list)
     objects: list[WorldObject] = Field(default_factory=list)
+    people: list[Person] = Field(default_factory=list, description="people the robot can hand things to")
     robot: Robot
 
     @model_validator(mode="after")
     def _consistent(self):
         seen: set[str] = set()
-        for entry in [*(r.name for r in self.rooms), *(f.id for f in self.furniture), *(o.id for o in self.objects)]:
+        for entry in [*(r.name for r in self.rooms), *(f.id for f in self.furniture), *(o.id for o in self.objects),
+                      *(p.id for p in self.people)]:
             if entry in seen:
                 raise ValueError(f"id {entry!r} is used twice")
             seen.add(entry)
@@ -131,6 +142,9 @@ class World(_Strict):
         for index, item in enumerate(self.furniture):
             if self.room_at(item.center[0], item.center[1]) is None:
                 raise ValueError(f"furniture[{index}] ({item.id}).center: not inside any room")
+        for index, person in enumerate(self.people):
+            if self.room_at(*person.position) is None:
+                raise ValueError(f"people[{index}] ({person.id}).position: not inside any room")
         if self.room_at(self.robot.pose[0], self.robot.pose[1]) is None:
             raise ValueError("robot.pose: not inside any room")
         return self
@@ -150,6 +164,11 @@ class World(_Strict):
         base = self.furniture_by_id(obj.placed_on)
         floor = base.inner_floor_z if obj.inside else base.top_z
         return (base.center[0] + obj.offset[0], base.center[1] + obj.offset[1], floor + obj.size[2] / 2)
+
+
+def person_box(person: Person) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+    """Where a standing person is, as a box: centre and size."""
+    return (person.position[0], person.position[1], person.height_m / 2), (PERSON_WIDTH_M, PERSON_WIDTH_M, person.height_m)
 
 
 def load_world(path: str | Path) -> World:

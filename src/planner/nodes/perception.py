@@ -32,7 +32,8 @@ from planner.srv import FindObjects, GetObject, GetObjectsInRoom, GetRobotState,
 TICK_S = 0.1
 PENDING_FRAMES_MAX = 20
 BASE_FRAME = "base_link"
-KIND_COLORS = {"room": (0.6, 0.6, 0.6, 0.3), "furniture": (0.55, 0.35, 0.2, 0.8), "object": (0.1, 0.5, 0.9, 0.9)}
+KIND_COLORS = {"room": (0.6, 0.6, 0.6, 0.3), "furniture": (0.55, 0.35, 0.2, 0.8), "object": (0.1, 0.5, 0.9, 0.9),
+               "person": (0.95, 0.75, 0.1, 0.9)}
 MISSING_COLOR = (0.9, 0.2, 0.2, 0.4)
 
 
