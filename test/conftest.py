@@ -64,7 +64,7 @@ def config_with_events(directory: Path, events: list[dict], grasp_timeout_s: flo
     scenario = directory / "scenario.yaml"
     scenario.write_text(yaml.safe_dump({"world": str(CONFIG / "worlds" / "kitchen_bedroom.yaml"), "events": events}))
     skills = yaml.safe_load((CONFIG / "skills.yaml").read_text())
-    skills["command_timeouts_s"]["grasp"] = grasp_timeout_s
+    skills["commands"]["grasp"]["timeout_s"] = grasp_timeout_s
     (directory / "skills.yaml").write_text(yaml.safe_dump(skills))
     return load_config(write_config(directory, scenario=str(scenario), skills=str(directory / "skills.yaml"), **sections))
 

@@ -7,7 +7,7 @@ import sys
 import pytest
 from std_msgs.msg import String
 
-from conftest import RosClient, wait_for, write_config
+from conftest import CONFIG, RosClient, wait_for, write_config
 from planner.action import ExecuteTask
 from planner.config import load_config
 from planner.msg import Detection3DArray
@@ -79,3 +79,17 @@ def test_a_malformed_config_stops_the_node_with_the_file_and_field(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert node.returncode == 2
     assert f"{path}: planner.step_budget: Input should be greater than or equal to 1" in node.stderr
+
+
+def test_a_malformed_skill_library_stops_the_skill_planner_at_start_up_naming_file_skill_and_field(tmp_path):
+    import yaml
+
+    library = yaml.safe_load((CONFIG / "skills.yaml").read_text())
+    library["skills"]["PLACE"]["methods"][0]["steps"].append("fling(arm, object)")
+    skills = tmp_path / "skills.yaml"
+    skills.write_text(yaml.safe_dump(library))
+    path = write_config(tmp_path, skills=str(skills))
+    node = subprocess.run([sys.executable, "-m", "planner.stack", "skill_planner", "--ros-args", "-p", f"config:={path}"],
+                          capture_output=True, text=True, timeout=60)
+    assert node.returncode == 2
+    assert f"{skills}: skills.PLACE.methods[0].steps[4]: 'fling' is no command, task or skill" in node.stderr

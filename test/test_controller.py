@@ -1,11 +1,13 @@
 """The controller's checks around each command: the world still as planned before it, the effect
 seen by perception after it; and a failure found that way reaching the planner with its reason."""
 
+import pytest
+
 from conftest import CONFIG
 from planner.backends.sim_robot import SimulatedRobot
 from planner.bench.suite import starting_world
 from planner.config import load_config, load_skill_planner
-from planner.core.controller import check_after, check_before
+from planner.core.controller import REASONS, check_after, check_before
 from planner.core.geometry import Pose2D
 from planner.core.skills import Command
 from planner.core.world import load_world
@@ -47,6 +49,12 @@ def test_each_commands_effect_must_be_seen():
     opened = check_after(Command("open", target_id="fridge_1"), scene)
     assert opened.code == "ARTICULATION_NOT_CONFIRMED" and "fridge_1 is closed, not open" in opened.reason
     assert check_after(Command("close", target_id="fridge_1"), scene).ok
+    verified = check_after(Command("verify_grasp", "left", "apple_1"), scene)
+    assert verified.code == "GRASP_NOT_CONFIRMED" and verified.reason == "the left gripper holds nothing, not apple_1"
+    scene.robot.held["left"] = "apple_1"
+    assert check_after(Command("verify_grasp", "left", "apple_1"), scene).ok
+    kept = check_after(Command("wait_for_take", "left", "apple_1", "anna"), scene)
+    assert kept.code == "HANDOVER_NOT_CONFIRMED" and kept.reason == "the left gripper still holds apple_1"
 
 
 def test_a_grasp_the_camera_does_not_confirm_fails_the_skill_with_the_reason(monkeypatch):
@@ -80,3 +88,35 @@ def test_an_object_moved_while_the_arm_reaches_for_it_stops_the_grasp():
     assert not result.success and result.failure.code == "WORLD_CHANGED" and result.failure.command == "grasp"
     assert "apple_1 moved" in result.failure.reason and "apple_1 on counter_1" in result.failure.reason, result.failure
     assert robot.sim.held["left"] == ""  # it never closed the gripper on thin air
+
+
+def test_a_handover_the_person_does_not_take_fails_with_the_reason(monkeypatch):
+    """Anna does not take the apple: the gripper reports open, but the camera still sees it held."""
+    from planner.core.world import Person
+
+    world = starting_world(APARTMENT, "table_1").model_copy(update={"people": [Person(id="anna", position=(3.0, 7.0))]})
+    robot = SimulatedRobot(world, [], load_skill_planner(load_config(CONFIG / "planner.yaml")))
+    assert robot.execute_skill("PICK(apple_1, left)").success
+    monkeypatch.setattr(robot.sim, "_wait_for_take", lambda *args: robot.sim._hand_out(*args))
+    result = robot.execute_skill("HANDOVER(apple_1, anna)")
+    assert not result.success and result.failure.code == "HANDOVER_NOT_CONFIRMED"
+    assert result.failure.command == "wait_for_take" and result.failure.skill == "HANDOVER(apple_1, anna)"
+    assert result.failure.reason == "the person did not take the object: the left gripper still holds apple_1"
+    assert result.failure.context["robot"]["held"] == {"left": "apple_1"}
+
+
+@pytest.mark.parametrize("code", sorted(REASONS))
+def test_every_failure_code_reaches_the_planner_as_a_message_with_skill_command_reason_and_context(code):
+    """Whatever command fails with whatever code, the planner gets the code, the skill and the
+    command it happened in, the code's reason with the backend's detail, and where it happened."""
+    robot = robot_at("table_1")
+    support = robot.scene().support("apple_1")
+    run = robot._run
+    robot._run = lambda command: (code, "the detail") if command.name == "grasp" else run(command)
+    result = robot.execute_skill("PICK(apple_1, left)")
+    failure = result.failure
+    assert not result.success and (failure.code, failure.skill, failure.command) == (code, "PICK(apple_1, left)", "grasp")
+    where = f"; the map now shows it {support[0]} {support[1]}" if support else ""
+    assert failure.reason == REASONS[code].format(object="apple_1", where=where, detail="the detail")
+    assert failure.context["stage"] == "execution" and failure.context["command_index"] == 3
+    assert failure.context["robot"]["room"] == "kitchen" and failure.context["object"]["id"] == "apple_1"

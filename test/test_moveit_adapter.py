@@ -77,6 +77,24 @@ def test_a_pick_is_hover_then_down_and_close_then_up_and_a_place_ends_opening_an
     assert moveit.executed == 8
 
 
+def test_gripper_handover_and_wiping_motions():
+    moveit = FakeMoveIt()
+    assert run(moveit, "open_gripper").success and moveit.goals == [("left_hand", {"configuration_name": "open"})]
+    moveit.goals.clear()
+    for name in ("look_at", "verify_grasp"):  # nothing moves: a fixed camera; the controller checks the grasp
+        assert run(moveit, name, object_id="cup_1", point=(2.0, 1.6, 0.8)).success
+    assert moveit.goals == [] and moveit.executed == 1
+    anna = (2.0, 1.8, 0.85)
+    assert run(moveit, "hand_out", object_id="cup_1", target_id="anna", point=anna).success
+    assert run(moveit, "wait_for_take", object_id="cup_1", target_id="anna").success
+    out, opened = moveit.goals
+    assert out[1]["pose_stamped_msg"].pose.position.x == pytest.approx(0.8) and opened == ("left_hand", {"configuration_name": "open"})
+    moveit.goals.clear()
+    assert run(moveit, "sweep", target_id="table_1", point=(2.0, 1.6, 0.75)).success
+    heights = [goal["pose_stamped_msg"].pose.position.z for _, goal in moveit.goals]
+    assert heights == pytest.approx([0.85, 0.77, 0.85])  # over the top, down close to it, and up again
+
+
 @pytest.mark.parametrize("error, code", [(-31, "OUT_OF_REACH"), (-12, "ARM_GOAL_IN_COLLISION"),
                                          (-10, "ARM_IN_COLLISION"), (-2, "ARM_PLANNING_FAILED"),
                                          (-4, "WORLD_CHANGED")])

@@ -45,6 +45,10 @@ class FakeNavigator:
         self.goals.append(pose)
         return self.accept
 
+    def spin(self, spin_dist=1.57, time_allowance=10, disable_collision_checks=False):
+        self.goals.append(("spin", spin_dist, time_allowance))
+        return self.accept
+
     def isTaskComplete(self):
         if self.canceled:
             return True
@@ -89,7 +93,7 @@ def test_the_goal_is_the_approach_pose_in_the_map_frame():
 def test_nav2_error_codes_become_failure_codes_with_nav2s_message(code, ours):
     _, outcome = navigate(FakeNavigator(result=TaskResult.FAILED, error=(code, "planner says no")))
     assert (outcome.success, outcome.code) == (False, ours)
-    assert f"Nav2 error {code} on the way to (1.50, -2.00)" in outcome.detail and "planner says no" in outcome.detail
+    assert f"Nav2 error {code} during the drive to (1.50, -2.00)" in outcome.detail and "planner says no" in outcome.detail
 
 
 def test_older_simple_commanders_give_the_error_code_in_the_action_result():
@@ -113,11 +117,22 @@ def test_a_robot_that_stops_getting_closer_is_stalled_and_its_goal_canceled():
     navigator = FakeNavigator(distances=[3.0, 2.5, 2.0] + [1.98] * 60)
     _, outcome = navigate(navigator, stall_window_s=5.0, stall_min_progress_m=0.1)
     assert outcome.code == "STALLED" and navigator.canceled == 1
-    assert "1.98 m from (1.50, -2.00)" in outcome.detail
+    assert "1.98 m still to go on the drive to (1.50, -2.00)" in outcome.detail
     assert navigator.now == pytest.approx(0.3 + 5.1)  # progress ended at 2.0 m, 0.3 s in
     # Slow but steady progress is not a stall.
     _, outcome = navigate(FakeNavigator(distances=[3.0 - 0.03 * i for i in range(90)]), stall_window_s=5.0)
     assert outcome.success
+
+
+def test_looking_around_is_a_full_turn_on_the_spot_within_the_commands_time():
+    navigator = FakeNavigator(distances=[])
+    outcome = Nav2Navigation(navigator, clock=lambda: navigator.now).run(
+        Command("look_around", target_id="kitchen", timeout_s=30), threading.Event())
+    assert outcome.success and navigator.goals == [("spin", pytest.approx(2 * math.pi), 30)]
+    navigator = FakeNavigator(distances=[], result=TaskResult.FAILED, error=(701, "collision ahead"))
+    outcome = Nav2Navigation(navigator, clock=lambda: navigator.now).run(
+        Command("look_around", target_id="kitchen", timeout_s=30), threading.Event())
+    assert not outcome.success and outcome.detail == "Nav2 error 701 during the turn on the spot: collision ahead"
 
 
 def test_a_stop_from_another_thread_cancels_nav2s_goal():

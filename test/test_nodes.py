@@ -10,7 +10,7 @@ from visualization_msgs.msg import MarkerArray
 from conftest import RosClient, wait_for, write_config
 from planner.action import ExecuteCommands, ExecuteSkill
 from planner.config import load_config
-from planner.msg import Command, ExecutionEvent, FailureMessage, PlanStep, SceneGraph, Suggestion
+from planner.msg import AudioClip, Command, ExecutionEvent, FailureMessage, PlanStep, SceneGraph, Suggestion
 from planner.nodes.common import LATCHED
 from planner.srv import (Explain, FindObjects, GetObject, GetObjectsInRoom, GetRobotState, GetRooms, GetSceneGraph,
                          MoveObject)
@@ -54,7 +54,8 @@ def test_perception_services(stack):
     assert [o.id for o in found.objects] == ["bottle_1"]
     wait_for(lambda: client.call(GetRobotState, "/perception/get_robot_state", GetRobotState.Request()).state.room == "bedroom")
     graph = client.call(GetSceneGraph, "/perception/get_scene_graph", GetSceneGraph.Request())
-    assert {n.kind for n in graph.graph.nodes} == {"room", "furniture", "object"}
+    assert {n.kind for n in graph.graph.nodes} == {"room", "furniture", "object", "person"}
+    assert [n.id for n in graph.graph.nodes if n.kind == "person"] == ["user"]
     assert any(e.source == "bottle_1" and e.relation == "on" and e.target == "table_1" for e in graph.graph.edges)
 
 
@@ -63,7 +64,7 @@ def test_scene_graph_and_markers_reach_late_joiners(stack):
     graphs = client.collect(SceneGraph, "/scene_graph", LATCHED)
     markers = client.collect(MarkerArray, "/scene_graph/markers", LATCHED)
     wait_for(lambda: graphs and markers)
-    assert len(graphs[-1].nodes) == 11
+    assert len(graphs[-1].nodes) == 12  # 2 rooms, 5 furniture, 4 objects and the user
     assert any(m.text == "bottle_1: bottle 1.00" for m in markers[-1].markers)
 
 
@@ -96,6 +97,20 @@ def test_executor_runs_commands_and_reports_each(stack):
     failed = client.action(ExecuteCommands, "/executor/execute_commands",
                            ExecuteCommands.Goal(execution_id="e2", skill="PICK(cup_1, left)", commands=[grasp]))
     assert not failed.success and failed.code == "OUT_OF_REACH"
+
+
+def test_say_and_look_around_skills_run_through_the_executor(stack):
+    client, topics = stack
+    spoken = client.collect(AudioClip, "/speech/audio_out")
+    said = client.action(ExecuteSkill, "/skill_planner/execute_skill",
+                         ExecuteSkill.Goal(skill='SAY("Hello, I am here")', task_id="t3"))
+    assert said.success, said.failure.reason
+    wait_for(lambda: spoken)  # the executor sent the text to the speech node, which spoke it
+    assert [(e.command, e.state) for e in topics["events"] if e.task_id == "t3"] == [("say", "started"), ("say", "succeeded")]
+    looked = client.action(ExecuteSkill, "/skill_planner/execute_skill", ExecuteSkill.Goal(skill="LOOK_AROUND(bedroom)",
+                                                                                           task_id="t4"))
+    assert looked.success, looked.failure.reason
+    assert [e.command for e in topics["events"] if e.task_id == "t4" and e.state == "succeeded"] == ["look_around"]
 
 
 def test_simulator_external_agent_moves_objects_and_perception_follows(stack):

@@ -78,7 +78,7 @@ def test_scenario_events_fire_once_at_their_moment():
 
 def test_the_camera_sees_its_room_and_what_the_robot_holds(sim):
     labels = sorted(d.label for d in sim.camera_frame(0.0).detections)
-    assert labels == ["book"]  # the robot starts in the bedroom
+    assert labels == ["book", "person"]  # the robot starts in the bedroom, with the user
     sim.arrive(Pose2D(3.55, 1.5, 0.0))
     assert sorted(d.label for d in sim.camera_frame(0.0).detections) == ["apple", "bottle", "cup"]
 
@@ -97,3 +97,34 @@ def test_bad_world_and_scenario_files_name_file_entry_and_field(tmp_path):
         Trigger()
     with pytest.raises(ValidationError, match="set exactly one of move_object or block_path or abort_navigation"):
         ScenarioEvent(trigger=Trigger(arrived_in_room="kitchen"))
+
+
+def test_a_person_is_seen_and_takes_what_is_handed_to_them():
+    from planner.backends.sim_robot import SimulatedRobot
+    from planner.bench.suite import starting_world
+    from planner.config import load_config, load_skill_planner
+    from planner.core.world import Person
+
+    apartment = load_world(CONFIG / "worlds" / "apartment.yaml")
+    world = starting_world(apartment, "table_1").model_copy(update={"people": [Person(id="anna", position=(8.0, 8.5))]})
+    robot = SimulatedRobot(world, [], load_skill_planner(load_config(CONFIG / "planner.yaml")))
+    assert robot.execute_skill("PICK(apple_1, left)").success
+    result = robot.execute_skill("HANDOVER(apple_1, anna)")  # Anna is in the living room: the robot goes to her
+    assert result.success, result.message
+    assert "navigate, look_at, hand_out, wait_for_take, retreat" in result.message
+    assert robot.sim.given == {"apple_1": "anna"} and robot.sim.held["left"] == ""
+    scene = robot.scene()
+    assert [p.id for p in scene.people("living_room")] == ["anna"] and scene.robot.held["left"] == ""
+    # A new person in view becomes a person in the scene graph, not an object to pick.
+    robot.sim.world.people.append(Person(id="ben", position=(11.0, 8.0)))
+    robot.sim._people["ben"] = robot.sim.world.people[-1]
+    robot._pass(2.0)
+    assert len(scene.people("living_room")) == 2 and not [o for o in scene.objects() if o.label == "person"]
+
+
+def test_looking_around_and_saying_take_time_and_change_nothing(sim):
+    before = dict(sim.positions)
+    assert sim.manipulate("look_around", "", "", "bedroom", None).success
+    assert sim.manipulate("look_at", "", "", "table_1", None).success
+    assert sim.manipulate("look_at", "", "", "unicorn_1", None).code == "UNKNOWN_OBJECT"
+    assert sim.positions == before

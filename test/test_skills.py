@@ -1,8 +1,9 @@
 import pytest
 
+from conftest import CONFIG, write_config
 from planner.core.files import InputError
 from planner.core.geometry import Pose2D
-from planner.core.skills import SkillSyntaxError, load_skill_library, parse_call
+from planner.core.skills import SkillRefused, SkillSyntaxError, load_skill_library, parse_call
 
 
 def at(scene, x, y, yaw=0.0, held=None):
@@ -68,36 +69,203 @@ def test_goto_preconditions(skill_planner, scene):
     assert check(skill_planner, at(scene, 3.55, 1.5), "GOTO(table_1)").code == "ALREADY_THERE"
 
 
+def names(commands):
+    return [c.name for c in commands]
+
+
 def test_decomposition_into_commands(skill_planner, scene):
     at(scene, -3.0, 3.0)
     goto = skill_planner.decompose(skill_planner.parse("GOTO(table_1)", scene), scene)
-    assert [c.name for c in goto] == ["navigate"]
+    assert names(goto) == ["navigate"]
     # The approach pose faces table_1 from the side the robot comes from, at the standoff.
     assert goto[0].base_pose.x == pytest.approx(4.5 - 0.6 - 0.35) and goto[0].base_pose.y == pytest.approx(1.5)
     assert goto[0].base_pose.yaw == pytest.approx(0.0)
     pick = skill_planner.decompose(skill_planner.parse("PICK(bottle_1, right)", scene), scene)
-    assert [(c.name, c.arm, c.object_id) for c in pick] == [("approach", "right", "bottle_1"), ("grasp", "right", "bottle_1"),
-                                                            ("lift", "right", "bottle_1")]
-    assert pick[0].point == scene.entity("bottle_1").center
-    place = skill_planner.decompose(skill_planner.parse("PLACE(bottle_1, table_3, right)", scene), scene)
-    assert [c.name for c in place] == ["place_approach", "release", "retreat"]
-    assert place[0].point[2] == pytest.approx(0.75)
+    assert [(c.name, c.arm, c.object_id or c.target_id) for c in pick] == [
+        ("look_at", "", "bottle_1"), ("open_gripper", "right", ""), ("approach", "right", "bottle_1"),
+        ("grasp", "right", "bottle_1"), ("verify_grasp", "right", "bottle_1"), ("lift", "right", "bottle_1")]
+    assert pick[0].point == pick[2].point == scene.entity("bottle_1").center
+    place = skill_planner.plan("PLACE(bottle_1, table_3, right)", at(scene, -1.15, 4.0, held={"right": "bottle_1"}))[1]
+    assert names(place) == ["look_at", "place_approach", "release", "retreat"]
+    assert place[1].point[2] == pytest.approx(0.75)  # the middle of the table's top
     assert all(c.timeout_s > 0 for c in goto + pick + place)
 
 
-def test_a_malformed_library_is_rejected_naming_skill_and_field(tmp_path):
+@pytest.fixture
+def with_person(world):
+    """The kitchen-bedroom world with Anna standing in the kitchen, and milk in a closed fridge."""
+    from planner.core.geometry import Pose2D
+    from planner.core.scene_graph import RobotSnapshot, SceneGraph
+    from planner.core.world import Furniture, Person, WorldObject
+
+    fridge = Furniture(id="fridge_1", label="fridge", center=(3.0, 0.45, 0.9), size=(0.8, 0.7, 1.8), openable="door")
+    milk = WorldObject(id="milk_1", label="milk", placed_on="fridge_1", inside=True)
+    cupboard = Furniture(id="wall_cupboard_1", label="cabinet", center=(5.8, 1.0, 2.1), size=(0.35, 0.8, 0.4))
+    vase = WorldObject(id="vase_1", label="vase", placed_on="wall_cupboard_1")
+    graph = SceneGraph.from_world(world.model_copy(update={
+        "people": [Person(id="anna", position=(3.0, 3.0))], "furniture": [*world.furniture, fridge, cupboard],
+        "objects": [*world.objects, milk, vase]}))
+    graph.set_robot(RobotSnapshot(Pose2D(-3.0, 3.0, 0.0), "bedroom", ["left", "right"], {"left": "", "right": ""}))
+    return graph
+
+
+def test_methods_are_chosen_by_the_state_look_around_goes_to_the_room_only_from_elsewhere(skill_planner, with_person):
+    scene = at(with_person, -3.0, 3.0)
+    assert names(skill_planner.plan("LOOK_AROUND(bedroom)", scene)[1]) == ["look_around"]
+    there = skill_planner.plan("LOOK_AROUND(kitchen)", scene)[1]
+    assert names(there) == ["navigate", "look_around"] and scene.room_at(there[0].base_pose.x, there[0].base_pose.y) == "kitchen"
+
+
+def test_a_handover_goes_to_the_person_when_needed_and_uses_the_arm_that_holds_the_object(skill_planner, with_person):
+    scene = at(with_person, -3.0, 3.0, held={"left": "bottle_1"})
+    assert with_person.entity("anna").kind == "person" and [p.id for p in scene.people("kitchen")] == ["anna"]
+    far = skill_planner.plan("HANDOVER(bottle_1, anna)", scene)[1]
+    assert [(c.name, c.arm) for c in far] == [("navigate", ""), ("look_at", ""), ("hand_out", "left"),
+                                              ("wait_for_take", "left"), ("retreat", "left")]
+    assert far[2].point == scene.entity("anna").center  # held out towards the person
+    near = skill_planner.plan("HANDOVER(bottle_1, anna)", at(with_person, 2.4, 3.0, held={"left": "bottle_1"}))[1]
+    assert names(near) == ["look_at", "hand_out", "wait_for_take", "retreat"]
+
+
+def test_opening_and_closing_use_a_free_hand(skill_planner, with_person):
+    opening = skill_planner.plan("OPEN(fridge_1)", at(with_person, 3.0, 1.4, held={"left": "cup_1"}))[1]
+    assert [(c.name, c.arm, c.target_id) for c in opening] == [("look_at", "", "fridge_1"), ("open", "right", "fridge_1")]
+    with_person.entity("fridge_1").state = "open"
+    closing = skill_planner.plan("CLOSE(fridge_1)", at(with_person, 3.0, 1.4, held={"right": "cup_1"}))[1]
+    assert [(c.name, c.arm, c.target_id) for c in closing] == [("look_at", "", "fridge_1"), ("close", "left", "fridge_1")]
+
+
+def test_say_takes_any_text_quoted_when_it_holds_commas(skill_planner, scene):
+    call, commands = skill_planner.plan('SAY("Hello, I brought your bottle")', at(scene, -3.0, 3.0))
+    assert [(c.name, c.text) for c in commands] == [("say", "Hello, I brought your bottle")]
+    assert str(call) == 'SAY("Hello, I brought your bottle")' and parse_call(str(call))[1] == ["Hello, I brought your bottle"]
+    with pytest.raises(SkillSyntaxError, match="No closing quotation"):
+        parse_call("SAY(it's me)")
+    with pytest.raises(SkillSyntaxError, match="SAY takes 1 argument"):
+        skill_planner.parse("SAY(Hello, there)", scene)
+
+
+# Every precondition, failing and then passing: (call, robot at (x, y), held, what changes the scene, code).
+PRECONDITION_CASES = [
+    ("PICK(bottle_1, right)", (3.55, 1.5), {"left": "bottle_1"}, None, "ALREADY_HOLDING"),                   # not_held
+    ("PICK(bottle_1, right)", (3.55, 1.5), {}, lambda s: s.mark_missing("bottle_1"), "OBJECT_LOCATION_UNKNOWN"),
+    ("PICK(bottle_1, right)", (3.55, 1.5), {"right": "cup_1"}, None, "ARM_OCCUPIED"),                        # arm_free
+    ("PICK(bottle_1, right)", (3.55, 1.5), {}, lambda s: setattr(s.entity("bottle_1"), "mass_kg", 9.0), "TOO_HEAVY"),
+    ("PICK(bottle_1, right)", (-3.0, 3.0), {}, None, "OUT_OF_REACH"),                                        # reachable
+    ("PICK(vase_1, right)", (5.0, 1.0), {}, None, "OUT_OF_WORKSPACE"),                          # reachable: too high
+    ("PICK(milk_1, right)", (3.0, 1.4), {}, None, "CONTAINER_CLOSED"),                                       # accessible
+    ("PLACE(bottle_1, table_3, right)", (-1.15, 4.0), {}, None, "NOT_HOLDING"),                              # holding
+    ("GOTO(bedroom)", (-3.0, 3.0), {}, None, "ALREADY_THERE"),                                               # elsewhere
+    ("OPEN(fridge_1)", (3.0, 1.4), {}, lambda s: setattr(s.entity("fridge_1"), "state", "open"), "ALREADY_OPEN"),
+    ("CLOSE(fridge_1)", (3.0, 1.4), {}, None, "ALREADY_CLOSED"),                                             # is_open
+    ("OPEN(fridge_1)", (3.0, 1.4), {"left": "cup_1", "right": "bottle_1"}, None, "ARM_OCCUPIED"),            # hand_free
+    ("HANDOVER(bottle_1, anna)", (2.4, 3.0), {}, None, "NOT_HOLDING"),                                       # held
+    ("HANDOVER(bottle_1, anna)", (2.4, 3.0), {"left": "bottle_1"}, lambda s: s.mark_missing("anna"), "PERSON_NOT_FOUND"),
+]
+
+
+@pytest.mark.parametrize("call, where, held, change, code", PRECONDITION_CASES, ids=[c[-1] for c in PRECONDITION_CASES])
+def test_every_precondition_refuses_with_its_code_and_a_reason(skill_planner, with_person, call, where, held, change, code):
+    scene = at(with_person, *where, held=held)
+    if change:
+        change(scene)
+    with pytest.raises(SkillRefused) as refused:
+        skill_planner.plan(call, scene)
+    assert refused.value.code == code and refused.value.reason
+    if code == "OUT_OF_WORKSPACE":
+        assert refused.value.reason == "vase_1 is 2.40 m above the floor; the right arm works between 0.00 and 1.90 m"
+
+
+PASSING_CASES = [("PICK(bottle_1, right)", (3.55, 1.5), {}), ("PLACE(bottle_1, table_3, right)", (-1.15, 4.0), {"right": "bottle_1"}),
+                 ("GOTO(kitchen)", (-3.0, 3.0), {}), ("OPEN(fridge_1)", (3.0, 1.4), {"left": "cup_1"}),
+                 ("HANDOVER(bottle_1, anna)", (2.4, 3.0), {"right": "bottle_1"}), ("LOOK_AROUND(kitchen)", (-3.0, 3.0), {}),
+                 ("SAY(hello)", (-3.0, 3.0), {})]
+
+
+@pytest.mark.parametrize("call, where, held", PASSING_CASES, ids=[c[0] for c in PASSING_CASES])
+def test_a_skill_whose_preconditions_hold_decomposes(skill_planner, with_person, call, where, held):
+    _, commands = skill_planner.plan(call, at(with_person, *where, held=held))
+    assert commands
+
+
+def write_library(tmp_path, change) -> str:
+    import yaml
+
+    library = yaml.safe_load((CONFIG / "skills.yaml").read_text())
+    change(library)
     path = tmp_path / "skills.yaml"
-    path.write_text("""
-command_timeouts_s: {navigate: 1, approach: 1, grasp: 1, lift: 1, place_approach: 1, release: 1, retreat: 1}
-skills:
-  PICK:
-    description: pick
-    params: [{name: object, type: object}]
-    preconditions: [{check: teleport, args: [object]}]
-    methods: [{command: grasp, object: "{object}"}]
-""")
-    with pytest.raises(InputError, match=r"skills.PICK.preconditions\[0\].check: unknown check 'teleport'"):
+    path.write_text(yaml.safe_dump(library, sort_keys=False))
+    return str(path)
+
+
+WIPE = {"description": "Wipe the top of a piece of furniture within reach with a free arm.",
+        "params": [{"name": "surface", "type": "furniture"}, {"name": "arm", "type": "arm"}],
+        "preconditions": [{"check": "arm_free", "args": ["arm"]}, {"check": "reachable", "args": ["surface", "arm"]}],
+        "methods": [{"name": "sweep_it", "steps": ["look_at(surface)", "sweep(arm, surface)", "retreat(arm)"]}]}
+
+
+def test_adding_a_skill_is_a_change_of_the_library_file_only(tmp_path):
+    """WIPE(surface, arm), written into the YAML, is parsed, checked, decomposed and carried out."""
+    from planner.backends.sim_robot import SimulatedRobot
+    from planner.bench.suite import starting_world
+    from planner.config import load_config, load_skill_planner
+    from planner.core.world import load_world
+
+    path = write_library(tmp_path, lambda library: library["skills"].__setitem__("WIPE", WIPE))
+    config = load_config(write_config(tmp_path, skills=path))
+    world = starting_world(load_world(CONFIG / "worlds" / "apartment.yaml"), "table_1")
+    robot = SimulatedRobot(world, [], load_skill_planner(config))
+    result = robot.execute_skill("WIPE(table_1, left)")
+    assert result.success and robot.sim.wiped == ["table_1"]
+    assert "look_at, sweep, retreat" in result.message
+    refused = robot.execute_skill("WIPE(sofa_1, left)")
+    assert not refused.success and refused.failure.code == "OUT_OF_REACH"
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda lib: lib["skills"]["PICK"]["preconditions"].append({"check": "teleport", "args": ["object"]}),
+     r"skills.PICK.preconditions\[6\].check: unknown check 'teleport'"),
+    (lambda lib: lib["skills"]["PICK"]["methods"][0]["steps"].append("juggle(arm, object)"),
+     r"skills.PICK.methods\[0\].steps\[6\]: 'juggle' is no command, task or skill"),
+    (lambda lib: lib["skills"]["PLACE"]["methods"][0]["steps"].insert(0, "grasp(arm)"),
+     r"skills.PLACE.methods\[0\].steps\[0\]: grasp takes 2 argument\(s\), got 1"),
+    (lambda lib: lib["skills"]["GOTO"]["methods"][0].__setitem__("steps", ["navigate(place)"]),
+     r"skills.GOTO.methods\[0\].steps\[0\]: place is not a parameter \(parameters: target\)"),
+    (lambda lib: lib["skills"]["GOTO"]["effects"].append("teleported(target)"),
+     r"skills.GOTO.effects\[1\]: unknown fact 'teleported'"),
+    (lambda lib: lib["skills"]["OPEN"]["choose"].__setitem__("arm", "strongest_arm"),
+     r"skills.OPEN.choose.arm: unknown choice 'strongest_arm'"),
+    (lambda lib: lib["commands"]["grasp"].__setitem__("timeout_s", -1), r"commands.grasp.timeout_s: Input should be greater than 0"),
+    (lambda lib: lib["commands"].__setitem__("teleport", {"args": ["target"], "timeout_s": 1}), r"commands.teleport.\[key\]: Input should be 'navigate'"),
+    (lambda lib: lib["skills"]["GOTO"].pop("description"), r"skills.GOTO.description: Field required"),
+    (lambda lib: lib["tasks"]["reach"]["methods"][0].__setitem__("when", ["at(target"]), r"tasks.reach.methods\[0\].when\[0\]: .*not of the form"),
+    (lambda lib: lib["tasks"]["reach"]["methods"][1].__setitem__("steps", ["navigate(target)", "reach(target)"]),
+     r"tasks.reach.methods: reach → reach never ends in commands"),
+])
+def test_a_malformed_library_is_rejected_naming_file_skill_and_field(tmp_path, change, message):
+    path = write_library(tmp_path, change)
+    with pytest.raises(InputError, match=f"{path}: {message}"):
         load_skill_library(path)
-    path.write_text("command_timeouts_s: {}\nskills: {GOTO: {params: [], methods: []}}\n")
-    with pytest.raises(InputError, match="skills.GOTO.description"):
-        load_skill_library(path)
+
+
+def test_a_decomposition_that_breaks_a_commands_requirement_has_no_method(tmp_path, skill_planner, scene):
+    """The HTN planner checks each step: approaching with a closed gripper does not plan."""
+    from planner.core.skills import SkillPlanner
+
+    def skip_gripper(library):
+        library["skills"]["PICK"]["methods"][0]["steps"].remove("ready_gripper(arm)")
+    planner = SkillPlanner(load_skill_library(write_library(tmp_path, skip_gripper)), skill_planner.robot)
+    with pytest.raises(SkillRefused) as refused:
+        planner.plan("PICK(bottle_1, right)", at(scene, 3.55, 1.5))
+    assert refused.value.code == "NO_METHOD" and "top_grasp" in refused.value.reason
+
+
+def test_methods_that_do_not_reach_the_skills_effects_are_refused(tmp_path, skill_planner, scene):
+    from planner.core.skills import SkillPlanner
+
+    def forget_release(library):
+        library["skills"]["PLACE"]["methods"][0]["steps"] = ["look_at(target)", "place_approach(arm, object, target)"]
+    planner = SkillPlanner(load_skill_library(write_library(tmp_path, forget_release)), skill_planner.robot)
+    with pytest.raises(SkillRefused) as refused:
+        planner.plan("PLACE(bottle_1, table_3, right)", at(scene, -1.15, 4.0, held={"right": "bottle_1"}))
+    assert refused.value.code == "INVALID_SKILL_LIBRARY" and "on(bottle_1, table_3)" in refused.value.reason

@@ -1,4 +1,4 @@
-"""Executor backend for a real robot: navigate commands go to Nav2, arm and gripper commands to
+"""Executor backend for a real robot: navigate and look_around commands go to Nav2, arm and gripper commands to
 MoveIt 2. The base pose that arm goals are expressed from comes from /robot/state."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class RobotBackend:
             return self._pose
 
     def run(self, command: Command, stop: threading.Event) -> CommandOutcome:
-        if command.name == "navigate":
+        if command.name in ("navigate", "look_around"):
             return self.navigation.run(command, stop)
         try:
             return self.arms.run(command, stop)

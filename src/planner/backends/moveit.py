@@ -19,6 +19,7 @@ from planner.core.geometry import Pose2D
 from planner.core.skills import Command
 
 STOP_POLL_S = 0.05   # how often a running trajectory looks at the stop
+SWEEP_CLEARANCE_M = 0.02   # the tool this far above a surface it wipes
 
 # moveit_msgs/MoveItErrorCodes values → our failure codes; anything else is a planning failure.
 MOVEIT_ERRORS = {
@@ -35,9 +36,12 @@ def to_base_frame(point: tuple[float, float, float], base: Pose2D) -> tuple[floa
 
 
 class MoveItArms:
-    """Runs manipulation commands: approach (hover above the object), grasp (down, close the
-    gripper), lift (up), place_approach (hover above the place), release (down, open),
-    retreat (the arm's rest state)."""
+    """Runs arm and gripper commands: open_gripper; approach (hover above the object), grasp
+    (down, close the gripper), lift (up); place_approach (hover above the place), release (down,
+    open); hand_out (the object held out at the person), wait_for_take (open once they hold it);
+    sweep (over a surface and along it); retreat (the arm's rest state). look_at and verify_grasp
+    move nothing: the camera is fixed to the body, and the controller confirms the grasp from
+    perception after verify_grasp."""
 
     def __init__(self, moveit, settings: MoveItSettings, robot_pose: Callable[[], Pose2D]):
         self.moveit = moveit
@@ -58,12 +62,17 @@ class MoveItArms:
                                                                 f"{command.arm or 'unnamed'} arm")
         hover = self.settings.hover_m
         steps = {
+            "look_at": [], "verify_grasp": [],
+            "open_gripper": [("state", arm.gripper_group, arm.open_state)],
             "approach": [("pose", arm.group, hover)],
             "grasp": [("pose", arm.group, 0.0), ("state", arm.gripper_group, arm.closed_state)],
             "lift": [("pose", arm.group, hover)],
             "place_approach": [("pose", arm.group, hover)],
             "release": [("pose", arm.group, 0.0), ("state", arm.gripper_group, arm.open_state)],
             "retreat": [("state", arm.group, arm.rest_state)],
+            "hand_out": [("pose", arm.group, 0.0)],
+            "wait_for_take": [("state", arm.gripper_group, arm.open_state)],
+            "sweep": [("pose", arm.group, hover), ("pose", arm.group, SWEEP_CLEARANCE_M), ("pose", arm.group, hover)],
         }.get(command.name)
         if steps is None:
             return CommandOutcome(False, "BACKEND_UNAVAILABLE", f"MoveIt has no motion for {command.name!r}: "

@@ -1,6 +1,7 @@
 """Navigation through Nav2's Simple Commander (nav2_simple_commander.BasicNavigator): a navigate
-command becomes a NavigateToPose goal in the map frame, its feedback is watched for timeouts and
-stalls, and its result and error code become our failure codes.
+command becomes a NavigateToPose goal in the map frame, a look_around command a full turn on the
+spot (Nav2's Spin behavior); feedback is watched for timeouts and stalls, and the result and
+error code become our failure codes.
 
 nav2_simple_commander is imported only when this backend is chosen; tests drive the adapter
 with a double of BasicNavigator's methods."""
@@ -53,7 +54,7 @@ def task_error(navigator) -> tuple[int, str]:
 
 
 class Nav2Navigation:
-    """Runs navigate commands on a BasicNavigator, one goal at a time."""
+    """Runs navigate and look_around commands on a BasicNavigator, one goal at a time."""
 
     def __init__(self, navigator, frame_id: str = "map", stall_window_s: float = 20.0, stall_min_progress_m: float = 0.1,
                  clock: Callable[[], float] = time.monotonic):
@@ -72,11 +73,16 @@ class Nav2Navigation:
         return cls(navigator, **settings)
 
     def run(self, command: Command, stop: threading.Event) -> CommandOutcome:
-        """One navigate command; `stop` set at any time, even before it started, cancels it."""
-        goal = pose_stamped(command.base_pose, self.frame_id, self.navigator.get_clock().now().to_msg())
-        where = f"({command.base_pose.x:.2f}, {command.base_pose.y:.2f})"
-        if not self.navigator.goToPose(goal):
-            return CommandOutcome(False, "BACKEND_UNAVAILABLE", f"Nav2 rejected the goal {where}")
+        """One command; `stop` set at any time, even before it started, cancels it."""
+        if command.name == "look_around":
+            where = "the turn on the spot"
+            accepted = self.navigator.spin(spin_dist=2 * math.pi, time_allowance=int(command.timeout_s))
+        else:
+            goal = pose_stamped(command.base_pose, self.frame_id, self.navigator.get_clock().now().to_msg())
+            where = f"the drive to ({command.base_pose.x:.2f}, {command.base_pose.y:.2f})"
+            accepted = self.navigator.goToPose(goal)
+        if not accepted:
+            return CommandOutcome(False, "BACKEND_UNAVAILABLE", f"Nav2 rejected {where}")
         started = self.clock()
         stall = StallDetector(self.stall_window_s, self.stall_min_progress_m)
         while not self.navigator.isTaskComplete():
@@ -85,10 +91,10 @@ class Nav2Navigation:
             if stop.is_set():
                 stopped = CommandOutcome(False, "CANCELED", "canceled")
             elif now - started > command.timeout_s:
-                stopped = CommandOutcome(False, "TIMEOUT", f"no arrival at {where} within {command.timeout_s:.0f} s")
-            elif (feedback := self.navigator.getFeedback()) is not None and \
-                    stall.update(now, float(feedback.distance_remaining)):
-                stopped = CommandOutcome(False, "STALLED", f"{feedback.distance_remaining:.2f} m from {where}, less "
+                stopped = CommandOutcome(False, "TIMEOUT", f"{where} did not end within {command.timeout_s:.0f} s")
+            elif (feedback := self.navigator.getFeedback()) is not None and hasattr(feedback, "distance_remaining") \
+                    and stall.update(now, float(feedback.distance_remaining)):
+                stopped = CommandOutcome(False, "STALLED", f"{feedback.distance_remaining:.2f} m still to go on {where}, less "
                                                            f"than {self.stall_min_progress_m} m closer in "
                                                            f"{self.stall_window_s:.0f} s")
             if stopped is not None:
@@ -104,5 +110,5 @@ class Nav2Navigation:
         if status == "CANCELED":
             return CommandOutcome(False, "CANCELED", "Nav2 canceled the goal")
         code, message = task_error(self.navigator)
-        detail = f"Nav2 error {code} on the way to {where}" + (f": {message}" if message else "")
+        detail = f"Nav2 error {code} during {where}" + (f": {message}" if message else "")
         return CommandOutcome(False, NAV2_ERRORS.get(code, "NAVIGATION_ABORTED"), detail)

@@ -128,6 +128,9 @@ class SimulatedRobot:
         """One command on the simulator: ("", detail) when it succeeded, else (code, detail)."""
         sim = self.sim
         sim.start_command(command.name, command.object_id or command.target_id)
+        if command.name == "say":
+            self.say(command.text)
+            return "", "said"
         if command.name == "navigate":
             route = sim.plan_route(command.base_pose)
             if not isinstance(route, Route):

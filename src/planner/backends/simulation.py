@@ -17,14 +17,17 @@ from planner.core.files import InputError, exactly_one, load_model
 from planner.core.geometry import Pose2D, footprint_contains, horizontal_distance, in_field_of_view
 from planner.core.frames import planar, rigid, transform_point
 from planner.core.scene_graph import Detection, DetectionFrame, SensorFrame
-from planner.core.world import World, load_world
+from planner.core.world import World, load_world, person_box
 
 OBJECT_FOUND_TOLERANCE_M = 0.15     # the arm finds an object this close to where it was sent
 PLACE_EDGE_INSET_M = 0.15           # objects are put down this far inside the surface edge
 GRIPPER_FORWARD_M = 0.35            # a held object rides this far in front of the base...
 GRIPPER_HEIGHT_M = 1.0              # ...at this height
-MANIPULATION_SECONDS = {"approach": 2.0, "grasp": 1.5, "lift": 1.0, "place_approach": 2.0,
-                        "release": 1.0, "retreat": 1.5, "open": 3.0, "close": 2.0}
+PERSON_REACH_M = 0.4                # a person reaches this far towards what they are handed
+MANIPULATION_SECONDS = {"look_around": 8.0, "look_at": 0.5, "open_gripper": 0.5, "approach": 2.0, "grasp": 1.5,
+                        "verify_grasp": 0.2, "lift": 1.0, "place_approach": 2.0, "release": 1.0, "retreat": 1.5,
+                        "open": 3.0, "close": 2.0, "hand_out": 2.0, "wait_for_take": 1.5, "sweep": 6.0}
+HEADING_ONLY = frozenset({"look_around", "look_at"})   # commands without an arm
 
 
 class _Strict(BaseModel):
@@ -218,6 +221,9 @@ class SimulatedWorld:
         self._labels = {o.id: o.label for o in self.world.objects}
         self._furniture = {f.id: f for f in self.world.furniture}
         self._mass = {o.id: o.mass_kg for o in self.world.objects}
+        self._people = {p.id: p for p in self.world.people}
+        self.given: dict[str, str] = {}     # object -> the person it was handed to
+        self.wiped: list[str] = []          # surfaces swept, in order
         self._doors = nx.Graph()
         for door in self.world.doors:
             self._doors.add_edge(*door.rooms, position=door.position)
@@ -262,6 +268,8 @@ class SimulatedWorld:
         detections += [Detection({item.label: 1.0}, item.center, item.size,
                                  state="open" if self.open_state[item.id] else "closed")
                        for item in self.world.furniture if item.openable and visible(item.center)]
+        detections += [Detection({"person": 0.95, "object": 0.05}, *person_box(person))
+                       for person in self.world.people if visible(person_box(person)[0])]
         return DetectionFrame(self.robot, camera.fov_deg, camera.range_m, stamp, detections)
 
     def camera_view(self, stamp: float) -> SensorFrame | None:
@@ -399,7 +407,7 @@ class SimulatedWorld:
                    point: tuple[float, float, float] | None) -> Outcome:
         if operation not in MANIPULATION_SECONDS:
             return Outcome(False, "UNKNOWN_OPERATION", f"unknown manipulation {operation!r}")
-        if arm not in self.held:
+        if arm not in self.held and operation not in HEADING_ONLY:
             return Outcome(False, "UNKNOWN_ARM", f"no arm {arm!r}")
         for command in ("", operation):
             if command in self._hang_next:
@@ -494,6 +502,54 @@ class SimulatedWorld:
 
     def _retreat(self, arm, object_id, target_id, point) -> Outcome:
         return Outcome(True)
+
+    def _look_around(self, arm, object_id, target_id, point) -> Outcome:
+        return Outcome(True, detail=f"looked around the {self.robot_room}")
+
+    def _look_at(self, arm, object_id, target_id, point) -> Outcome:
+        if target_id not in self.positions and target_id not in self._furniture and target_id not in self._people:
+            return Outcome(False, "UNKNOWN_OBJECT", f"nothing called {target_id!r} to look at")
+        return Outcome(True)
+
+    def _open_gripper(self, arm, object_id, target_id, point) -> Outcome:
+        if self.held[arm]:
+            return Outcome(False, "ARM_OCCUPIED", f"the {arm} gripper holds {self.held[arm]}; opening it would drop it")
+        return Outcome(True)
+
+    def _verify_grasp(self, arm, object_id, target_id, point) -> Outcome:
+        if self.held[arm] != object_id:
+            return Outcome(False, "GRASP_NOT_CONFIRMED", f"the {arm} gripper is not holding {object_id}")
+        return Outcome(True)
+
+    def _hand_out(self, arm, object_id, target_id, point) -> Outcome:
+        if self.held[arm] != object_id:
+            return Outcome(False, "GRASP_LOST", f"the {arm} gripper is not holding {object_id}")
+        person = self._people.get(target_id)
+        if person is None:
+            return Outcome(False, "PERSON_NOT_FOUND", f"nobody called {target_id!r} is here")
+        if horizontal_distance((self.robot.x, self.robot.y), person.position) > self.world.robot.reach_m + PERSON_REACH_M:
+            return Outcome(False, "OUT_OF_REACH", f"{target_id} is beyond the {arm} arm's reach")
+        return Outcome(True)
+
+    def _wait_for_take(self, arm, object_id, target_id, point) -> Outcome:
+        """The person takes the object held out to them: it goes with them, off the robot."""
+        handed = self._hand_out(arm, object_id, target_id, point)
+        if not handed.success:
+            return handed
+        self.held[arm] = ""
+        self.given[object_id] = target_id
+        x, y = self._people[target_id].position
+        self.positions[object_id] = (x, y, GRIPPER_HEIGHT_M)
+        return Outcome(True, detail=f"{target_id} took {object_id}")
+
+    def _sweep(self, arm, object_id, target_id, point) -> Outcome:
+        if self.held[arm]:
+            return Outcome(False, "ARM_OCCUPIED", f"the {arm} arm holds {self.held[arm]}")
+        reach = self._within_reach(arm, target_id)
+        if not reach.success:
+            return reach
+        self.wiped.append(target_id)
+        return Outcome(True, detail=f"{target_id} wiped")
 
     def _articulate(self, arm, target_id, opened: bool) -> Outcome:
         if target_id not in self.open_state:

@@ -30,10 +30,13 @@ REASONS = {
     "NOT_AT_GOAL": "navigation reported arrival, but {detail}",
     "GRASP_NOT_CONFIRMED": "the grasp reported success, but {detail}",
     "PLACE_NOT_CONFIRMED": "the place reported success, but {detail}",
+    "HANDOVER_NOT_CONFIRMED": "the person did not take the object: {detail}",
     "ARTICULATION_NOT_CONFIRMED": "the door or drawer did not move: {detail}",
     "EMERGENCY_STOP": "the emergency stop is engaged: {detail}",
     "CANCELED": "the command was canceled: {detail}",
     "TOO_HEAVY": "the object is too heavy for the arm: {detail}",
+    "SPEECH_UNAVAILABLE": "the robot could not speak: {detail}",
+    "PERSON_NOT_FOUND": "the person is not where the robot expected: {detail}",
     "PERCEPTION_UNAVAILABLE": "perception did not answer, so the command could not be checked: {detail}",
 }
 
@@ -124,15 +127,16 @@ def check_before(command: Command, scene: SceneGraph) -> Check:
 
 def check_after(command: Command, scene: SceneGraph) -> Check:
     """Did the command do what it reported, as perception sees it? The robot at its goal, the
-    object in the gripper after grasp and lift, on its target after release, the door moved."""
+    object in the gripper after grasp, verify_grasp and lift, on its target after release, out of
+    it after the person took it, the door moved."""
     robot = scene.robot
     if command.name == "navigate" and command.base_pose is not None:
         off = robot.pose.distance_to(command.base_pose.x, command.base_pose.y)
         if off > ARRIVED_M:
             return Check(False, "NOT_AT_GOAL", f"the robot is {off:.2f} m from the goal")
-    elif command.name in ("grasp", "lift") and robot.held.get(command.arm) != command.object_id:
+    elif command.name in ("grasp", "verify_grasp", "lift") and robot.held.get(command.arm) != command.object_id:
         holds = robot.held.get(command.arm) or "nothing"
-        code = "GRASP_NOT_CONFIRMED" if command.name == "grasp" else "GRASP_LOST"
+        code = "GRASP_LOST" if command.name == "lift" else "GRASP_NOT_CONFIRMED"
         return Check(False, code, f"the {command.arm} gripper holds {holds}, not {command.object_id}")
     elif command.name == "release":
         support = scene.support(command.object_id) if scene.has(command.object_id) else None
@@ -140,6 +144,8 @@ def check_after(command: Command, scene: SceneGraph) -> Check:
             where = "; ".join(scene.relations(command.object_id)) if scene.has(command.object_id) else ""
             return Check(False, "PLACE_NOT_CONFIRMED",
                          f"{command.object_id} is not seen on {command.target_id}" + (f" ({where})" if where else ""))
+    elif command.name == "wait_for_take" and robot.held.get(command.arm) == command.object_id:
+        return Check(False, "HANDOVER_NOT_CONFIRMED", f"the {command.arm} gripper still holds {command.object_id}")
     elif command.name in ("open", "close"):
         wanted = "open" if command.name == "open" else "closed"
         state = scene.entity(command.target_id).state if scene.has(command.target_id) else ""

@@ -248,7 +248,12 @@ def allowed_actions(scene: SceneGraph, known: set[str], withdrawn: set[str], ski
     worth_entering = [r for r in rooms if r in goal_rooms or (searching and r not in explored)]
     candidates = {"object": relevant, "furniture": targets or furniture,
                   "place": [*(furniture if searching else worth_going), *worth_entering],
-                  "openable": to_open, "arm": scene.robot.arms if scene.robot else [], "text": []}
+                  "openable": to_open, "arm": scene.robot.arms if scene.robot else [],
+                  # Looking around helps where a goal object was not seen where the map had it;
+                  # handing over, when something is to be brought to someone.
+                  "room": [scene.robot.room] if lost and scene.robot and scene.robot.room else [],
+                  "person": [p.id for p in scene.people()] if "bring_to_user" in {g.kind for g in goals} else [],
+                  "text": []}
     # Opening takes a free hand: while something must still be opened, the last one is not filled.
     free_arms = [arm for arm in candidates["arm"] if not scene.robot.held.get(arm)]
     keep_free = free_arms if opening_helps and len(free_arms) == 1 else []

@@ -1,7 +1,8 @@
 """Skills: strict `SKILL(arg, ...)` syntax, precondition checks and HTN decomposition into commands.
 
-The skill library is configuration (config/skills.yaml): parameters with types, declarative
-preconditions naming checks below, and the commands a skill decomposes into.
+The skill library is configuration (config/skills.yaml): commands with the facts they need and
+change, shared tasks, and skills with typed parameters, declarative preconditions naming the
+checks below, effects, and HTN methods that GTPyhop decomposes into commands (planner.core.htn).
 """
 
 from __future__ import annotations
@@ -11,18 +12,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Literal
 
+import networkx as nx
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from planner.core.calls import SkillSyntaxError, format_call, parse_call
 from planner.core.files import load_model
 from planner.core.geometry import Pose2D, approach_pose, free_point_in_room, horizontal_distance
+from planner.core.htn import (Compound, Condition, Decomposer, Fact, Method, MethodSpec, Operator, Step, TaskSpec,
+                              check_references, parse_terms)
 from planner.core.scene_graph import SceneGraph
 
-ParamType = Literal["object", "furniture", "openable", "place", "arm", "text"]
-CommandName = Literal["navigate", "approach", "grasp", "lift", "place_approach", "release", "retreat", "open", "close"]
-
-
-class SkillSyntaxError(ValueError):
-    """A skill call that is not `SKILL(arg, ...)` of a known skill with valid arguments."""
+ParamType = Literal["object", "furniture", "openable", "place", "room", "person", "arm", "text"]
+# The commands the executor's backends implement (the simulator, Nav2 and MoveIt 2).
+CommandName = Literal["navigate", "look_around", "look_at", "open_gripper", "approach", "grasp", "verify_grasp", "lift",
+                      "place_approach", "release", "retreat", "open", "close", "hand_out", "wait_for_take", "sweep",
+                      "say"]
+CommandSlot = Literal["arm", "object", "target", "text"]
+# Facts the HTN planner reads from the scene graph (until a step changes them), with their arity.
+FACT_ARITY = {"at": 1, "holding": 2, "holding_any": 1, "gripper_open": 1, "is_open": 1, "on": 2}
 
 
 class SkillRefused(Exception):
@@ -50,44 +57,121 @@ class PreconditionSpec(_Strict):
 
 
 class CommandSpec(_Strict):
-    command: CommandName
-    arm: str = ""
-    object: str = ""
-    target: str = ""
+    args: list[CommandSlot]
+    timeout_s: float = Field(gt=0)
+    point: Literal["", "object", "target", "target_top"] = Field(default="", description="where an arm command aims")
+    requires: list[str] = Field(default_factory=list)
+    effects: list[str] = Field(default_factory=list)
 
 
 class SkillSpec(_Strict):
     description: str
     params: list[ParamSpec]
+    choose: dict[str, str] = Field(default_factory=dict, description="parameters the skill fills itself, e.g. "
+                                                                      "arm: holding_arm(object)")
     preconditions: list[PreconditionSpec] = Field(default_factory=list)
-    methods: list[CommandSpec] = Field(min_length=1)
+    effects: list[str] = Field(default_factory=list)
+    methods: list[MethodSpec] = Field(min_length=1)
+
+    def all_params(self) -> list[str]:
+        return [p.name for p in self.params] + list(self.choose)
 
 
 class SkillLibrary(_Strict):
-    command_timeouts_s: dict[CommandName, float]
+    commands: dict[CommandName, CommandSpec]
     typical_mass_kg: dict[str, float] = Field(default_factory=dict, description="by label, for objects whose mass "
                                                                                  "perception does not know")
+    tasks: dict[str, TaskSpec] = Field(default_factory=dict)
     skills: dict[str, SkillSpec]
 
     @model_validator(mode="after")
     def _references(self):
+        arities = {name: len(c.args) for name, c in self.commands.items()}
+        arities |= {name: len(t.params) for name, t in self.tasks.items()}
+        arities |= {name: len(s.all_params()) for name, s in self.skills.items()}
+        for name, command in self.commands.items():
+            for part in ("requires", "effects"):
+                self._facts(f"commands.{name}.{part}", getattr(command, part), set(command.args))
+        for name in self.tasks:
+            if name in self.commands:
+                raise ValueError(f"tasks.{name}: a command has that name")
+        for name, task in self.tasks.items():
+            self._methods(f"tasks.{name}", task.methods, set(task.params), arities)
         for name, skill in self.skills.items():
+            where = f"skills.{name}"
             if not re.fullmatch(r"[A-Z][A-Z_]*", name):
-                raise ValueError(f"skills.{name}: skill names are upper case, e.g. PICK")
-            params = {p.name for p in skill.params}
+                raise ValueError(f"{where}: skill names are upper case, e.g. PICK")
+            params = set(skill.all_params())
+            for chosen, chooser in skill.choose.items():
+                self._chooser(f"{where}.choose.{chosen}", chooser, {p.name for p in skill.params})
             for index, pre in enumerate(skill.preconditions):
                 if pre.check not in PRECONDITIONS:
-                    raise ValueError(f"skills.{name}.preconditions[{index}].check: unknown check {pre.check!r}; "
+                    raise ValueError(f"{where}.preconditions[{index}].check: unknown check {pre.check!r}; "
                                      f"known: {', '.join(sorted(PRECONDITIONS))}")
-                unknown = [a for a in pre.args if a not in params]
-                if unknown:
-                    raise ValueError(f"skills.{name}.preconditions[{index}].args: {unknown} are not parameters")
-            for index, method in enumerate(skill.methods):
-                for slot in ("arm", "object", "target"):
-                    value = getattr(method, slot)
-                    if value and value.strip("{}") not in params:
-                        raise ValueError(f"skills.{name}.methods[{index}].{slot}: {value!r} is not a parameter")
+                check_references(f"{where}.preconditions[{index}].args", pre.args, params)
+            self._facts(f"{where}.effects", skill.effects, params)
+            self._methods(where, skill.methods, params, arities)
+        self._acyclic()
         return self
+
+    def _acyclic(self) -> None:
+        """A task that (through others) has itself as a step would decompose for ever."""
+        calls = nx.DiGraph()
+        for section, entries in (("tasks", self.tasks), ("skills", self.skills)):
+            for name, entry in entries.items():
+                for method in entry.methods:
+                    for step in method.steps:
+                        callee = Step.parse(step).name
+                        if callee not in self.commands:
+                            calls.add_edge(name, callee, where=f"{section}.{name}.methods")
+        try:
+            cycle = nx.find_cycle(calls)
+        except nx.NetworkXNoCycle:
+            return
+        path = " → ".join([cycle[0][0], *(callee for _, callee in cycle)])
+        raise ValueError(f"{calls.edges[cycle[0]]['where']}: {path} never ends in commands")
+
+    @staticmethod
+    def _facts(where: str, texts: list[str], params: set[str]) -> None:
+        for index, condition in enumerate(parse_terms(where, texts, Condition.parse)):
+            if condition.fact not in FACT_ARITY:
+                raise ValueError(f"{where}[{index}]: unknown fact {condition.fact!r}; known: {', '.join(FACT_ARITY)}")
+            if len(condition.params) != FACT_ARITY[condition.fact]:
+                raise ValueError(f"{where}[{index}]: {condition.fact} takes {FACT_ARITY[condition.fact]} argument(s)")
+            check_references(f"{where}[{index}]", list(condition.params), params)
+
+    def _methods(self, where: str, methods: list[MethodSpec], params: set[str], arities: dict[str, int]) -> None:
+        for index, method in enumerate(methods):
+            self._facts(f"{where}.methods[{index}].when", method.when, params)
+            for number, step in enumerate(parse_terms(f"{where}.methods[{index}].steps", method.steps, Step.parse)):
+                place = f"{where}.methods[{index}].steps[{number}]"
+                if step.name not in arities:
+                    raise ValueError(f"{place}: {step.name!r} is no command, task or skill")
+                if len(step.params) != arities[step.name]:
+                    raise ValueError(f"{place}: {step.name} takes {arities[step.name]} argument(s), got {len(step.params)}")
+                check_references(place, list(step.params), params)
+
+    @staticmethod
+    def _chooser(where: str, text: str, params: set[str]) -> None:
+        try:
+            name, args = parse_call(text if "(" in text else f"{text}()")
+        except SkillSyntaxError as error:
+            raise ValueError(f"{where}: {error}") from None
+        if name not in CHOOSERS:
+            raise ValueError(f"{where}: unknown choice {name!r}; known: {', '.join(CHOOSERS)}")
+        check_references(where, args, params)
+
+    def decomposer(self) -> Decomposer:
+        def conditions(texts: list[str]) -> list[Condition]:
+            return [Condition.parse(t) for t in texts]
+
+        def methods(specs: list[MethodSpec]) -> list[Method]:
+            return [Method(m.name, conditions(m.when), [Step.parse(s) for s in m.steps]) for m in specs]
+        operators = {name: Operator(tuple(c.args), conditions(c.requires), conditions(c.effects))
+                     for name, c in self.commands.items()}
+        compounds = {name: Compound(tuple(t.params), methods(t.methods)) for name, t in self.tasks.items()}
+        compounds |= {name: Compound(tuple(s.all_params()), methods(s.methods)) for name, s in self.skills.items()}
+        return Decomposer(f"skills-{id(self)}", operators, compounds)
 
 
 def load_skill_library(path: str | Path) -> SkillLibrary:
@@ -101,18 +185,7 @@ class SkillCall:
     args: tuple[str, ...]
 
     def __str__(self) -> str:
-        return f"{self.name}({', '.join(self.args)})"
-
-
-_CALL = re.compile(r"^\s*([A-Za-z_]+)\s*\((.*)\)\s*$", re.S)
-
-
-def parse_call(text: str) -> tuple[str, list[str]]:
-    match = _CALL.match(text)
-    if not match:
-        raise SkillSyntaxError(f"{text!r} is not of the form NAME(arg, ...)")
-    inner = match.group(2).strip()
-    return match.group(1), [arg.strip().strip("'\"") for arg in inner.split(",")] if inner else []
+        return format_call(self.name, self.args)
 
 
 @dataclass
@@ -130,6 +203,7 @@ class Command:
     target_id: str = ""
     base_pose: Pose2D | None = None
     point: tuple[float, float, float] | None = None
+    text: str = ""
     timeout_s: float = 30.0
 
 
@@ -139,17 +213,19 @@ class RobotProfile:
     reach_m: float
     standoff_m: float
     payload_kg: float = 5.0
+    workspace_z_m: tuple[float, float] = (0.0, 1.9)
 
     @classmethod
     def of(cls, robot) -> "RobotProfile":
         """The profile of a world file's robot (planner.core.world.Robot)."""
-        return cls(list(robot.arms), robot.reach_m, robot.standoff_m, robot.payload_kg)
+        return cls(list(robot.arms), robot.reach_m, robot.standoff_m, robot.payload_kg, tuple(robot.workspace_z_m))
 
 
-@dataclass
 class SkillPlanner:
-    library: SkillLibrary
-    robot: RobotProfile
+    def __init__(self, library: SkillLibrary, robot: RobotProfile):
+        self.library = library
+        self.robot = robot
+        self.decomposer = library.decomposer()
 
     def parse(self, text: str, scene: SceneGraph) -> SkillCall:
         name, args = parse_call(text)
@@ -167,7 +243,7 @@ class SkillPlanner:
 
     def _type_problem(self, kind: str, value: str, scene: SceneGraph) -> str:
         if kind == "text":
-            return ""
+            return "" if value.strip() else "is empty"
         if kind == "arm":
             return "" if value in self.robot.arms else f"not an arm of this robot ({', '.join(self.robot.arms)})"
         if not scene.has(value):
@@ -175,12 +251,19 @@ class SkillPlanner:
         entity = scene.entity(value)
         if kind == "openable":
             return "" if entity.state else "has no door or drawer to open or close"
-        allowed = {"object": {"object"}, "furniture": {"furniture"}, "place": {"furniture", "room"}}[kind]
+        allowed = {"object": {"object"}, "furniture": {"furniture"}, "place": {"furniture", "room"}, "room": {"room"},
+                   "person": {"person"}}[kind]
         return "" if entity.kind in allowed else f"is a {entity.kind}, expected {' or '.join(sorted(allowed))}"
 
-    def bindings(self, call: SkillCall) -> dict[str, str]:
+    def bindings(self, call: SkillCall, scene: SceneGraph | None = None) -> dict[str, str]:
+        """The call's arguments by parameter name, with the ones the skill chooses when a scene is given."""
         spec = self.library.skills[call.name]
-        return {p.name: value for p, value in zip(spec.params, call.args)}
+        bound = {p.name: value for p, value in zip(spec.params, call.args)}
+        if scene is not None:
+            for chosen, chooser in spec.choose.items():
+                name, args = parse_call(chooser if "(" in chooser else f"{chooser}()")
+                bound[chosen] = CHOOSERS[name](self, scene, *(bound[a] for a in args))
+        return bound
 
     def check_preconditions(self, call: SkillCall, scene: SceneGraph) -> Check:
         """The first failing precondition, or ok. Every check names what failed and why."""
@@ -204,25 +287,55 @@ class SkillPlanner:
             raise SkillRefused(check.code, check.reason)
         return call, self.decompose(call, scene)
 
-    def decompose(self, call: SkillCall, scene: SceneGraph) -> list[Command]:
-        bound = self.bindings(call)
+    def read_fact(self, scene: SceneGraph, fact: Fact) -> bool:
+        """A fact as the scene graph shows it now."""
+        name, *args = fact
         robot = scene.robot
-        commands = []
-        for method in self.library.skills[call.name].methods:
-            fill = lambda slot: bound[slot.strip("{}")] if slot else ""  # noqa: E731
-            # A skill without an arm parameter (OPEN, CLOSE) uses the first free arm.
-            arm = fill(method.arm) or next((a for a in self.robot.arms if not robot.held.get(a)), self.robot.arms[0])
-            command = Command(name=method.command, arm=arm, object_id=fill(method.object),
-                              target_id=fill(method.target), timeout_s=self.library.command_timeouts_s[method.command])
-            if command.name == "navigate":
-                command.base_pose = self.navigation_goal(command.target_id, scene, robot.pose)
-            elif command.name in ("approach", "grasp", "lift"):
-                command.point = scene.entity(command.object_id).center
-            elif command.name == "place_approach":
-                target = scene.entity(command.target_id)
-                command.point = (target.center[0], target.center[1], target.center[2] + target.size[2] / 2)
-            commands.append(command)
-        return commands
+        if name == "holding":
+            return robot.held.get(args[0]) == args[1]
+        if name == "holding_any":
+            return bool(robot.held.get(args[0]))
+        if name == "gripper_open":  # the robot state does not report grippers: assume closed, open first
+            return False
+        if name == "at":
+            if scene.entity(args[0]).kind == "room":
+                return robot.room == args[0]
+            return _reachable(self, scene, args[0]).ok
+        if name == "is_open":
+            return scene.entity(args[0]).state == "open"
+        support = scene.support(args[0])  # on
+        return bool(support) and support[1] == args[1]
+
+    def decompose(self, call: SkillCall, scene: SceneGraph) -> list[Command]:
+        """The commands for a call whose preconditions hold, from the first methods that plan."""
+        spec = self.library.skills[call.name]
+        bound = self.bindings(call, scene)
+        read = lambda fact: self.read_fact(scene, fact)  # noqa: E731
+        steps = self.decomposer.plan(call.name, tuple(bound[p] for p in spec.all_params()), read)
+        if steps is None:
+            raise SkillRefused("NO_METHOD", f"no method of {call.name} applies in the current state "
+                                            f"(methods: {', '.join(m.name for m in spec.methods)})")
+        changed = self.decomposer.final_facts(steps)
+        for effect in (Condition.parse(text) for text in spec.effects):
+            fact = effect.bound(bound)
+            if changed.get(fact, read(fact)) == effect.negated:
+                raise SkillRefused("INVALID_SKILL_LIBRARY", f"the methods of {call.name} do not make "
+                                                            f"{'not ' if effect.negated else ''}{format_call(fact[0], fact[1:])} true")
+        return [self._command(step, scene) for step in steps]
+
+    def _command(self, step: tuple[str, ...], scene: SceneGraph) -> Command:
+        name, *args = step
+        spec = self.library.commands[name]
+        slots = dict(zip(spec.args, args))
+        command = Command(name=name, arm=slots.get("arm", ""), object_id=slots.get("object", ""),
+                          target_id=slots.get("target", ""), text=slots.get("text", ""), timeout_s=spec.timeout_s)
+        if name == "navigate":
+            command.base_pose = self.navigation_goal(command.target_id, scene, scene.robot.pose)
+        elif spec.point:
+            aimed = scene.entity(command.object_id if spec.point == "object" else command.target_id)
+            top = aimed.size[2] / 2 if spec.point == "target_top" else 0.0
+            command.point = (aimed.center[0], aimed.center[1], aimed.center[2] + top)
+        return command
 
     def navigation_goal(self, target_id: str, scene: SceneGraph, start: Pose2D) -> Pose2D:
         target = scene.entity(target_id)
@@ -271,16 +384,25 @@ def _holding(planner: SkillPlanner, scene: SceneGraph, object_id: str, arm: str)
 
 
 def _reachable(planner: SkillPlanner, scene: SceneGraph, node_id: str, arm: str = "") -> Check:
+    """Within the arm's workspace from where the base stands: near enough, and neither too low nor
+    too high (for furniture, its top, where things go)."""
     entity = scene.entity(node_id)
     robot = scene.robot
+    hand = f"the {arm} arm" if arm else "the robot"
     distance = horizontal_distance((robot.pose.x, robot.pose.y), entity.center)
+    height = entity.center[2]
     if entity.kind == "furniture":
         distance -= min(entity.size[:2]) / 2  # reaching its near edge is enough to place on it
+        height += entity.size[2] / 2
     if distance > planner.robot.reach_m:
         where = "; ".join(scene.relations(node_id)) or f"in {entity.room}"
         return Check(False, "OUT_OF_REACH",
-                     f"{node_id} is {distance:.1f} m from the robot ({where}); the {arm or 'robot'}{' arm' if arm else ''} reaches "
+                     f"{node_id} is {distance:.1f} m from the robot ({where}); {hand} reaches "
                      f"{planner.robot.reach_m:.1f} m. GOTO a place next to it first")
+    low, high = planner.robot.workspace_z_m
+    if not low <= height <= high and entity.kind != "person":
+        return Check(False, "OUT_OF_WORKSPACE", f"{node_id} is {height:.2f} m above the floor; {hand} works between "
+                                                f"{low:.2f} and {high:.2f} m")
     return Check(True)
 
 
@@ -290,12 +412,6 @@ def _payload(planner: SkillPlanner, scene: SceneGraph, object_id: str, arm: str)
     if mass > planner.robot.payload_kg:
         return Check(False, "TOO_HEAVY", f"{object_id} weighs about {mass:.1f} kg; the {arm} arm lifts at most "
                                          f"{planner.robot.payload_kg:.1f} kg")
-    return Check(True)
-
-
-def _surface(planner: SkillPlanner, scene: SceneGraph, target_id: str) -> Check:
-    if scene.entity(target_id).kind != "furniture":
-        return Check(False, "NOT_A_SURFACE", f"{target_id} is not a piece of furniture to put things on")
     return Check(True)
 
 
@@ -335,7 +451,23 @@ def _hand_free(planner: SkillPlanner, scene: SceneGraph) -> Check:
     return Check(True)
 
 
+def _held(planner: SkillPlanner, scene: SceneGraph, object_id: str) -> Check:
+    if not scene.robot.holding(object_id):
+        return Check(False, "NOT_HOLDING", f"the robot does not hold {object_id}; PICK it first")
+    return Check(True)
+
+
+def _person_present(planner: SkillPlanner, scene: SceneGraph, person_id: str) -> Check:
+    person = scene.entity(person_id)
+    if person.status == "missing":
+        return Check(False, "PERSON_NOT_FOUND", f"{person_id} was not seen where they were last; "
+                                                f"look for them (LOOK_AROUND a room) first")
+    return Check(True)
+
+
 PRECONDITIONS: dict[str, Callable[..., Check]] = {
+    "held": _held,
+    "person_present": _person_present,
     "accessible": _accessible,
     "closed": _closed,
     "is_open": _is_open,
@@ -347,5 +479,16 @@ PRECONDITIONS: dict[str, Callable[..., Check]] = {
     "payload": _payload,
     "holding": _holding,
     "reachable": _reachable,
-    "surface": _surface,
 }
+
+
+# ---- parameters a skill fills itself ---------------------------------------------------------
+def _free_arm(planner: SkillPlanner, scene: SceneGraph) -> str:
+    return next((a for a in planner.robot.arms if not scene.robot.held.get(a)), planner.robot.arms[0])
+
+
+def _holding_arm(planner: SkillPlanner, scene: SceneGraph, object_id: str) -> str:
+    return scene.robot.holding(object_id) or planner.robot.arms[0]
+
+
+CHOOSERS: dict[str, Callable[..., str]] = {"free_arm": _free_arm, "holding_arm": _holding_arm}

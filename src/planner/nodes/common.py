@@ -169,7 +169,7 @@ def frame_from_msg(msg: Detection3DArray) -> tuple[SensorFrame, list[str]]:
 # ---- execution and failures ------------------------------------------------------------------
 def command_to_msg(command: Command) -> CommandMsg:
     msg = CommandMsg(name=command.name, arm=command.arm, object_id=command.object_id, target_id=command.target_id,
-                     timeout_s=float(command.timeout_s))
+                     text=command.text, timeout_s=float(command.timeout_s))
     if command.base_pose is not None:
         msg.base_pose = pose_to_msg(command.base_pose)
     if command.point is not None:
@@ -181,7 +181,7 @@ def command_from_msg(msg: CommandMsg) -> Command:
     point = (msg.point.x, msg.point.y, msg.point.z)
     return Command(name=msg.name, arm=msg.arm, object_id=msg.object_id, target_id=msg.target_id,
                    base_pose=Pose2D(msg.base_pose.x, msg.base_pose.y, msg.base_pose.theta) if msg.name == "navigate" else None,
-                   point=point if any(point) else None, timeout_s=msg.timeout_s or 60.0)
+                   point=point if any(point) else None, text=msg.text, timeout_s=msg.timeout_s or 60.0)
 
 
 def event_from_msg(msg: ExecutionEvent) -> ExecutionEventInfo:

@@ -1,23 +1,24 @@
 """Executor node: runs a skill's commands in order through the configured backend, publishing
 an event per command on /executor/feedback; the first failed command fails the skill. The
-controller checks each command before it runs and confirms its effect after it. True on
-/emergency_stop cancels the motion at once and refuses commands until False."""
+controller checks each command before it runs and confirms its effect after it. `say` commands
+go to the speech node (/speech/say) whatever the backend. True on /emergency_stop cancels the
+motion at once and refuses commands until False."""
 
 from __future__ import annotations
 
 import threading
 
-from rclpy.action import ActionServer, CancelResponse
+from rclpy.action import ActionClient, ActionServer, CancelResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from std_msgs.msg import Bool
 
-from planner.action import ExecuteCommands
+from planner.action import ExecuteCommands, Say
 from planner.backends.executor_robot import RobotBackend
 from planner.backends.executor_sim import SimulatorBackend
 from planner.core.controller import CommandOutcome
 from planner.msg import ExecutionEvent
-from planner.nodes.common import (ESTOP_TOPIC, RELIABLE, CallFailed, PlannerNode, call_service, command_from_msg,
-                                  main_for, stamp_now)
+from planner.nodes.common import (ESTOP_TOPIC, RELIABLE, ActionCall, CallFailed, PlannerNode, call_service,
+                                  command_from_msg, main_for, stamp_now)
 from planner.srv import CheckCommand
 
 # Backends by their config name (executor.backend).
@@ -29,6 +30,7 @@ class ExecutorNode(PlannerNode):
         super().__init__("executor", config)
         group = ReentrantCallbackGroup()
         self.backend = BACKENDS[self.config.executor.backend](self, group)
+        self.say_client = ActionClient(self, Say, "/speech/say", callback_group=group)
         self.feedback_pub = self.create_publisher(ExecutionEvent, "/executor/feedback", RELIABLE)
         self.check_client = self.create_client(CheckCommand, "/controller/check_command", callback_group=group)
         self.unchecked_reported = False
@@ -85,10 +87,19 @@ class ExecutorNode(PlannerNode):
         before = self._check(goal, "before", msg)
         if not before.success:
             return before
-        outcome = self.backend.run(command_from_msg(msg), stop)
+        command = command_from_msg(msg)
+        outcome = self._say(command, stop) if command.name == "say" else self.backend.run(command, stop)
         if self.estop.is_set():
             return CommandOutcome(False, "EMERGENCY_STOP", f"{msg.name} stopped")
         return self._check(goal, "after", msg) if outcome.success else outcome
+
+    def _say(self, command, stop: threading.Event) -> CommandOutcome:
+        try:
+            result = ActionCall(self.say_client, "/speech/say").run(Say.Goal(text=command.text), command.timeout_s,
+                                                                    stop=stop)
+        except CallFailed as error:
+            return CommandOutcome(False, "CANCELED" if stop.is_set() else "SPEECH_UNAVAILABLE", str(error))
+        return CommandOutcome(result.success, "" if result.success else "SPEECH_UNAVAILABLE", result.message)
 
     def _execute(self, goal_handle):
         key = bytes(goal_handle.goal_id.uuid)
