@@ -120,3 +120,17 @@ def test_every_failure_code_reaches_the_planner_as_a_message_with_skill_command_
     assert failure.reason == REASONS[code].format(object="apple_1", where=where, detail="the detail")
     assert failure.context["stage"] == "execution" and failure.context["command_index"] == 3
     assert failure.context["robot"]["room"] == "kitchen" and failure.context["object"]["id"] == "apple_1"
+
+
+def test_an_object_not_found_where_the_map_still_has_it_is_not_said_to_be_there():
+    """The arm missed the bottle on table_1 before the camera saw it on table_2: the message must
+    not send the planner back to table_1."""
+    from planner.core.controller import ExecutionEventInfo, describe_failure
+
+    scene = robot_at("table_1").scene()
+    stale = ExecutionEventInfo("e", "t", "PICK(apple_1, left)", "approach", 2, 6, "failed", "OBJECT_NOT_FOUND",
+                               "apple_1 is not at (3.10, 8.20, 0.79) on table_1")
+    assert describe_failure(stale, scene, "apple_1").reason.endswith("someone may have moved it; it has not been seen "
+                                                                     "anywhere else yet")
+    scene.move_item("apple_1", (0.35, 9.15, 0.94), stamp=1.0)  # the camera has found it on the counter meanwhile
+    assert describe_failure(stale, scene, "apple_1").reason.endswith("the map now shows it on counter_1")

@@ -104,6 +104,8 @@ def describe_failure(event: ExecutionEventInfo, scene: SceneGraph | None, object
         context["object"] = {"id": object_id, "room": scene.entity(object_id).room, "relations": relations}
         support = scene.support(object_id)
         where = f"; the map now shows it {support[0]} {support[1]}" if support else ""
+        if event.code == "OBJECT_NOT_FOUND" and support and f" {support[1]}" in event.detail:
+            where = "; it has not been seen anywhere else yet"  # the map still has it where it was not found
     template = REASONS.get(event.code)
     reason = template.format(object=object_id or "the object", where=where, detail=event.detail) if template else event.detail
     return FailureInfo(skill=event.skill, command=event.command, code=event.code or "FAILED", reason=reason, context=context)
