@@ -154,13 +154,16 @@ def test_the_model_may_ask_the_user_once_and_reads_the_answer(skill_planner):
     robot.answers = ["the one in the kitchen"]
     robot.scene().mark_missing("bottle_1")  # the map cannot tell where the bottle is: worth a question
     ask = {"thought": "unclear", "action": ASK_USER, "question": "Which table in the bedroom?"}
-    policy = ScriptedPolicy([GOAL, ask, {"thought": "stop", "action": GIVE_UP}])
+    # A statement is no question: it is sent back (the demo's 1.5B model once "asked" its thought).
+    statement = {"thought": "moved", "action": ASK_USER, "question": "The bottle was moved; I re-check the map."}
+    policy = ScriptedPolicy([GOAL, statement, ask, {"thought": "stop", "action": GIVE_UP}])
     trace = []
     TaskPlanner(policy, robot, skill_planner, PlannerSettings(confirm_timeout_s=0),
                 on_step=lambda step: trace.append((step.kind, step.text))).run(REQUEST)
+    assert any(kind == "error" and "needs a \"question\" to the user that ends with '?'" in text for kind, text in trace)
     assert robot.log.questions == ["Which table in the bedroom?"]
     assert ("answer", "the one in the kitchen") in trace
-    after = policy.prompts[2][-1]["content"]
+    after = policy.prompts[3][-1]["content"]
     assert "The user answered: the one in the kitchen" in after
     assert ASK_USER not in after.split("Valid actions: ")[1].split(" | ")
 

@@ -568,7 +568,7 @@ class TaskPlanner:
             if reply.action == GIVE_UP:
                 return finish(False, "impossible", reply.thought, step)
             if reply.action == ASK_USER:
-                context.latest = [self._ask_user(reply.question or reply.thought)]
+                context.latest = [self._ask_user(reply.question)]
                 context.done.append(f"{ASK_USER}: asked")
                 asked = True
                 continue
@@ -708,6 +708,9 @@ class TaskPlanner:
             reply = StepReply.model_validate_json(text)
             if reply.action not in actions:
                 raise ValueError(f"action {reply.action!r} is not one of the valid actions now")
+            if reply.action == ASK_USER and not reply.question.strip().endswith("?"):
+                # A statement put to the user only costs the wait for an answer that cannot come.
+                raise ValueError(f"{ASK_USER} needs a \"question\" to the user that ends with '?'")
             return reply
 
         return self._validated(messages, action_schema(actions), stats, parse)
