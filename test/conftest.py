@@ -1,14 +1,17 @@
 """Test set-up: every test session gets its own ROS_DOMAIN_ID, so parallel or repeated runs
-(and a running stack) cannot talk to each other."""
+(and a running stack) cannot talk to each other, and its own state folder, so what the
+explainer learns in tests stays out of the user's case memory."""
 
 import os
 import random
+import tempfile
 from pathlib import Path
 
 import pytest
 
 os.environ["ROS_DOMAIN_ID"] = str(random.Random(os.getpid()).randint(110, 230))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ["PLANNER_STATE"] = tempfile.mkdtemp(prefix="planner-test-state-")
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / "config"

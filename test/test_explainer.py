@@ -1,24 +1,72 @@
+"""The explainer's case memory: retrieval, suggestions, learning, the database, the seed set."""
+
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+
+import numpy as np
 import pytest
 
 from conftest import CONFIG
 from planner.backends.embeddings import SentenceEmbedder
-from planner.core.explainer import CaseMemory, FailureCase, load_cases
+from planner.core.case_store import CaseStore, StoredCase
+from planner.core.explainer import CaseMemory, MemorySettings, load_cases, sync_seeds
 from planner.core.files import InputError
-from planner.core.react import FailureInfo
+from planner.core.react import FailureInfo, Recovery
+
+MOVED = FailureInfo("PICK(bottle_1, right)", "approach", "OBJECT_NOT_FOUND",
+                    "bottle_1 was not where the map placed it (on table_1); someone may have moved it")
 
 
 @pytest.fixture(scope="module")
-def memory():
-    return CaseMemory(load_cases(CONFIG / "failure_cases.yaml"), SentenceEmbedder())
+def embedder():
+    return SentenceEmbedder()
 
 
+def seeded(embedder, path=":memory:", **settings) -> CaseMemory:
+    store = CaseStore(path)
+    sync_seeds(store, load_cases(CONFIG / "failure_cases.yaml", source="seed"))
+    return CaseMemory(store, embedder, MemorySettings(**settings))
+
+
+@pytest.fixture(scope="module")
+def memory(embedder):
+    return seeded(embedder)
+
+
+class CountingEmbedder:
+    """The real model, counting the texts it is asked to embed."""
+
+    def __init__(self, inner, name):
+        self.inner, self.name, self.texts = inner, name, 0
+
+    def encode(self, texts):
+        self.texts += len(texts)
+        return self.inner.encode(texts)
+
+
+# ---- the seed set -------------------------------------------------------------------------------
+def test_the_seed_set_covers_every_failure_category_with_at_least_40_cases():
+    cases = load_cases(CONFIG / "failure_cases.yaml")
+    categories = Counter(case.context.get("category") for case in cases)
+    assert len(cases) >= 40
+    assert set(categories) == {"navigation", "grasping", "placing", "perception", "ambiguity"}
+    assert min(categories.values()) >= 4
+
+
+# ---- retrieval and suggestions --------------------------------------------------------------------
 def test_a_moved_object_gets_the_re_check_the_map_suggestion(memory):
-    failure = FailureInfo("PICK(bottle_1, right)", "approach", "OBJECT_NOT_FOUND",
-                          "bottle_1 was not where the map placed it (on table_1); someone may have moved it")
-    suggestion = memory.suggest(failure, "Fetch the bottle from the kitchen table and put it on the bedroom table")
+    suggestion = memory.suggest(MOVED, "Fetch the bottle from the kitchen table and put it on the bedroom table")
     assert suggestion.case_ids[0] == "seed-pick-moved-1"
-    assert "Re-check the map" in suggestion.text
+    assert suggestion.fit == "template" and "Re-check the map" in suggestion.text
     assert suggestion.scores == sorted(suggestion.scores, reverse=True) and suggestion.scores[0] > 0.5
+
+
+def test_retrieval_keeps_to_the_same_skill_and_failure_code(memory):
+    ranked = memory.retrieve("PLACE", "GRASP_LOST", "Carry the cup to the table", "the cup slipped out of the gripper")
+    assert ranked and all((case.skill, case.code) == ("PLACE", "GRASP_LOST") for case, _ in ranked)
 
 
 def test_ranking_follows_request_and_reason_similarity(memory):
@@ -27,14 +75,138 @@ def test_ranking_follows_request_and_reason_similarity(memory):
     assert [case.id for case, _ in ranked][0] == "seed-pick-moved-2"
 
 
-def test_no_similar_case_is_said_rather_than_guessed():
-    memory = CaseMemory([FailureCase(id="c1", skill="GOTO", code="PATH_BLOCKED", request="go to the garden",
-                                     reason="a ladder blocks the corridor", suggestion="Wait.")],
-                        SentenceEmbedder(), threshold=0.99)
+def test_no_similar_case_is_said_rather_than_guessed(embedder):
+    store = CaseStore(":memory:")
+    store.add([StoredCase("c1", "GOTO", "PATH_BLOCKED", "go to the garden", "a ladder blocks the corridor", "Wait.")])
+    memory = CaseMemory(store, embedder, MemorySettings(threshold=0.99))
     suggestion = memory.suggest(FailureInfo("GOTO(kitchen)", "navigate", "PATH_BLOCKED", "something else"), "make tea")
-    assert suggestion.case_ids == [] and "No similar past failure" in suggestion.text
+    assert suggestion.case_ids == [] and suggestion.fit == "none" and "No similar past failure" in suggestion.text
     other_code = memory.suggest(FailureInfo("PICK(cup_1, left)", "grasp", "GRASP_LOST", "slipped"), "tea")
     assert other_code.case_ids == []
+
+
+def two_close_cases(embedder, margin: float) -> CaseMemory:
+    store = CaseStore(":memory:")
+    store.add([StoredCase("a", "PICK", "GRASP_LOST", "pick up the cup", "the cup slipped", "Try the other arm."),
+               StoredCase("b", "PICK", "GRASP_LOST", "pick up the mug", "the mug slipped", "Grasp it lower.")])
+    return CaseMemory(store, embedder, MemorySettings(clear_margin=margin))
+
+
+def test_cases_that_fit_about_equally_are_left_for_the_llm_to_combine(embedder):
+    failure = FailureInfo("PICK(cup_1, left)", "lift", "GRASP_LOST", "the cup slipped")
+    composed = two_close_cases(embedder, margin=0.5).suggest(failure, "pick up the cup")
+    assert composed.fit == "compose"
+    assert [option[0] for option in composed.options] == ["a", "b"]
+    assert [option[1] for option in composed.options] == ["Try the other arm.", "Grasp it lower."]
+    clear = two_close_cases(embedder, margin=0.0).suggest(failure, "pick up the cup")
+    assert clear.fit == "template" and clear.text == "Try the other arm."
+
+
+# ---- learning -----------------------------------------------------------------------------------
+def test_a_fix_that_worked_becomes_a_case_that_the_next_similar_failure_gets(embedder):
+    memory = seeded(embedder)
+    before = len(memory)
+    failure = FailureInfo("PICK(mug_1, left)", "grasp", "GRASP_NOT_CONFIRMED", "the grasp reported success, but "
+                          "perception does not see mug_1 in the left gripper; it is wedged behind the kettle")
+    fix = "What worked after this failure before: GOTO(a counter), then PICK(the mug, right)."
+    case_id, said = memory.learn("Bring me the mug from the counter",
+                                 Recovery(failure, [], ["GOTO(counter_1)", "PICK(mug_1, right)"], True, fix))
+    assert case_id.startswith("learned-") and "learned case" in said and len(memory) == before + 1
+    assert memory.store.get(case_id).source == "learned"
+    again = memory.suggest(FailureInfo("PICK(mug_2, left)", "grasp", "GRASP_NOT_CONFIRMED", "the grasp reported "
+                                       "success, but perception does not see mug_2 in the left gripper; it is wedged "
+                                       "behind the kettle"), "Bring me the mug from the counter")
+    assert again.case_ids[0] == case_id and again.text == fix
+    # The same fix for the same failure again is not a new case; it counts for the one there is.
+    twin_id, said = memory.learn("Bring me the mug from the counter",
+                                 Recovery(failure, [], ["GOTO(counter_1)", "PICK(mug_1, right)"], True, fix))
+    assert twin_id == case_id and "already known" in said and len(memory) == before + 1
+    assert memory.store.get(case_id).successes == 1
+
+
+def test_a_failed_replan_teaches_nothing_and_counts_against_the_case_followed(embedder):
+    memory = seeded(embedder)
+    before = len(memory)
+    case_id, said = memory.learn("Bring me the cup", Recovery(MOVED, ["seed-pick-moved-1"], ["GOTO(table_2)"], False))
+    assert case_id == "" and len(memory) == before
+    assert memory.store.get("seed-pick-moved-1").failures == 1
+
+
+def test_a_case_whose_suggestion_keeps_failing_is_demoted_and_no_longer_retrieved(embedder):
+    memory = seeded(embedder, demote_after=2)
+    request = "Fetch the bottle from the kitchen table and put it on the bedroom table"
+    assert memory.suggest(MOVED, request).case_ids[0] == "seed-pick-moved-1"
+    memory.learn(request, Recovery(MOVED, ["seed-pick-moved-1"], ["GOTO(table_2)"], True, ""))   # helped once
+    for _ in range(3):
+        _, said = memory.learn(request, Recovery(MOVED, ["seed-pick-moved-1"], ["GOTO(table_2)"], False))
+    assert "demoted" in said and memory.store.get("seed-pick-moved-1").demoted
+    assert "seed-pick-moved-1" not in memory.suggest(MOVED, request).case_ids
+    # ... also after a restart: the index is built from the database.
+    assert "seed-pick-moved-1" not in CaseMemory(memory.store, embedder).suggest(MOVED, request).case_ids
+
+
+# ---- the database -------------------------------------------------------------------------------
+def test_cases_and_counts_survive_a_restart(embedder, tmp_path):
+    path = tmp_path / "cases.sqlite"
+    memory = seeded(embedder, path)
+    failure = FailureInfo("GOTO(desk_1)", "navigate", "STALLED", "the robot stopped making progress near a box")
+    case_id, _ = memory.learn("Go to the desk", Recovery(failure, ["seed-goto-stalled"], ["GOTO(shelf_1)", "GOTO(desk_1)"],
+                                                         True, "What worked: GOTO(a shelf), then GOTO(a desk)."))
+    memory.store.close()
+    reopened = seeded(embedder, path)
+    assert reopened.store.get(case_id).suggestion == "What worked: GOTO(a shelf), then GOTO(a desk)."
+    assert reopened.store.get("seed-goto-stalled").successes == 1
+    assert reopened.suggest(failure, "Go to the desk").case_ids[0] == case_id
+
+
+def test_embeddings_are_cached_per_model_and_a_new_model_re_embeds(embedder, tmp_path):
+    path = tmp_path / "cases.sqlite"
+    first = CountingEmbedder(embedder, "all-MiniLM-L6-v2")
+    seeded(first, path).store.close()
+    assert first.texts > 0
+    again = CountingEmbedder(embedder, "all-MiniLM-L6-v2")
+    seeded(again, path).store.close()
+    assert again.texts == 0
+    other = CountingEmbedder(embedder, "another-model")
+    seeded(other, path).store.close()
+    assert other.texts == first.texts
+
+
+def test_a_corrupt_database_is_set_aside_and_reported_not_replaced_in_silence(embedder, tmp_path):
+    path = tmp_path / "cases.sqlite"
+    path.write_bytes(b"this is not a database" * 100)
+    memory = seeded(embedder, path)
+    assert "not a usable case database" in memory.store.notice and "set aside as cases.sqlite.corrupt-" in memory.store.notice
+    aside = list(tmp_path.glob("cases.sqlite.corrupt-*"))
+    assert len(aside) == 1 and aside[0].read_bytes().startswith(b"this is not a database")
+    assert len(memory) == len(load_cases(CONFIG / "failure_cases.yaml"))
+
+
+RECORDER = textwrap.dedent("""
+    import sys, time
+    from planner.core.case_store import CaseStore, StoredCase
+    store = CaseStore(sys.argv[1])
+    for i in range(100000):
+        store.add([StoredCase(f"learned-{i}", "PICK", "GRASP_LOST", "request", "reason", "suggestion", "learned")])
+        print(i, flush=True)
+""")
+
+
+def test_a_kill_during_recording_loses_no_committed_case(tmp_path):
+    path = tmp_path / "cases.sqlite"
+    recorder = subprocess.Popen([sys.executable, "-c", RECORDER, str(path)], stdout=subprocess.PIPE, text=True)
+    committed = -1
+    for line in recorder.stdout:
+        committed = int(line)
+        if committed >= 200:
+            break
+    recorder.kill()   # SIGKILL: no clean-up of any kind
+    recorder.wait()
+    store = CaseStore(path)
+    assert store.notice == ""
+    ids = {case.id for case in store.cases()}
+    assert all(f"learned-{i}" in ids for i in range(committed + 1))
+    assert sqlite3.connect(path).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
 def test_a_malformed_case_file_is_rejected_naming_the_entry(tmp_path):
@@ -45,3 +217,8 @@ def test_a_malformed_case_file_is_rejected_naming_the_entry(tmp_path):
     path.write_text("- {id: a, skill: PICK, code: X, request: r, reason: q, suggestion: s}\n" * 2)
     with pytest.raises(InputError, match="used more than once: a"):
         load_cases(path)
+
+
+def test_vectors_are_unit_length_so_dot_products_are_cosines(embedder):
+    vectors = embedder.encode(["go to the kitchen", "pick up the cup"])
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)

@@ -210,3 +210,72 @@ def test_token_counts_are_summed(skill_planner):
     planner = TaskPlanner(Counting([GOAL, {"thought": "no", "action": GIVE_UP}]), robot, skill_planner)
     result = planner.run(REQUEST)
     assert (result.llm_calls, result.prompt_tokens, result.completion_tokens) == (2, 200, 20)
+
+
+# ---- the explainer in the loop --------------------------------------------------------------------
+def test_which_failures_count_as_recovered():
+    from planner.core.react import Acted, FailureInfo, find_recoveries
+    from planner.core.scene_graph import SceneGraph
+    from planner.core.world import load_world
+
+    scene = SceneGraph.from_world(load_world(CONFIG / "worlds" / "kitchen_bedroom.yaml"))
+    moved = FailureInfo("PICK(bottle_1, right)", "approach", "OBJECT_NOT_FOUND", "moved")
+    recovered = find_recoveries([Acted("PICK(bottle_1, right)", moved, ["seed-pick-moved-1"]),
+                                 Acted("get_objects_in_room(kitchen)"), Acted("GOTO(table_2)"),
+                                 Acted("PICK(bottle_1, left)"), Acted("GOTO(table_3)")], False, scene)
+    assert [(r.recovered, r.steps) for r in recovered] == [
+        (True, ["get_objects_in_room(kitchen)", "GOTO(table_2)", "PICK(bottle_1, left)"])]
+    assert recovered[0].fix == ("What worked after this failure before: get_objects_in_room(kitchen), then "
+                                "GOTO(a table), then PICK(the bottle, left).")
+    again = find_recoveries([Acted("PICK(bottle_1, right)", moved), Acted("GOTO(table_2)"),
+                             Acted("PICK(bottle_1, right)", moved)], True, scene)
+    assert [r.recovered for r in again] == [False, True]   # the same failure again: that suggestion did not help
+    unfinished = find_recoveries([Acted("PICK(bottle_1, right)", moved), Acted("GOTO(table_2)")], False, scene)
+    assert [(r.recovered, r.fix) for r in unfinished] == [(False, "")]
+
+
+def test_a_replan_that_worked_is_learned_as_a_case_for_other_homes(skill_planner):
+    from planner.core.case_store import CaseStore
+    from planner.core.explainer import CaseMemory
+    from planner.backends.embeddings import SentenceEmbedder
+
+    robot = InProcessRobot(SCENARIO, skill_planner)
+    robot.learner = CaseMemory(CaseStore(":memory:"), SentenceEmbedder())
+    planner = TaskPlanner(ScriptedPolicy(recorded_plan()), robot, skill_planner, PlannerSettings(confirm_timeout_s=0))
+    assert planner.run(REQUEST).success
+    learned = robot.learner.store.cases()
+    assert len(learned) == 1 and "learned case" in robot.log.learned[0]
+    case = learned[0]
+    assert (case.skill, case.code, case.request, case.source) == ("PICK", "OBJECT_NOT_FOUND", REQUEST, "learned")
+    assert case.suggestion == ("What worked after this failure before: get_objects_in_room(kitchen), then "
+                               "GOTO(a table), then PICK(the bottle, right).")
+    assert case.context["recovery"] == ["get_objects_in_room(kitchen)", "GOTO(table_2)", "PICK(bottle_1, right)"]
+
+
+class ComposingMemory:
+    """Two cases that fit about equally: the planner's model is to make one suggestion of them."""
+
+    def suggest(self, failure, request):
+        from planner.core.react import SuggestionInfo
+
+        options = [("case-a", "Re-check the kitchen.", 0.71), ("case-b", "Go where it is now and pick it.", 0.7)]
+        return SuggestionInfo(options[0][1], ["case-a", "case-b"], [0.71, 0.7], fit="compose", options=options)
+
+
+def test_cases_that_fit_about_equally_are_combined_by_the_model(skill_planner):
+    plan = recorded_plan()
+    failing_pick = plan.index({"thought": "I pick up the bottle with the right arm.", "action": "PICK(bottle_1, right)"})
+    plan[failing_pick + 1:failing_pick + 1] = [
+        {"suggestion": "Look again.", "case_ids": ["case-z"]},   # not a case it was given: refused, asked again
+        {"suggestion": "Re-check the kitchen, then go to where the bottle is now.", "case_ids": ["case-a", "case-b"]}]
+    robot = InProcessRobot(SCENARIO, skill_planner)
+    robot.memory = ComposingMemory()
+    policy = ScriptedPolicy(plan)
+    trace = []
+    planner = TaskPlanner(policy, robot, skill_planner, PlannerSettings(confirm_timeout_s=0),
+                          on_step=lambda step: trace.append((step.kind, step.text)))
+    assert planner.run(REQUEST).success
+    compose_prompt = policy.prompts[failing_pick + 1][-1]["content"]
+    assert "case-a (similarity 0.71): Re-check the kitchen." in compose_prompt and "OBJECT_NOT_FOUND" in compose_prompt
+    assert any(kind == "error" and "case-z were not among the cases given" in text for kind, text in trace)
+    assert ("suggestion", "Re-check the kitchen, then go to where the bottle is now. (cases case-a, case-b)") in trace

@@ -138,8 +138,18 @@ class ExecutorSettings(_Strict):
 
 
 class ExplainerSettings(_Strict):
-    threshold: float = Field(default=0.35, ge=-1, le=1)
+    database: str = Field(default="failure_cases.sqlite",
+                          description="the case memory: relative paths are under $PLANNER_STATE (default "
+                                      "~/.local/state/planner); ':memory:' keeps nothing after exit")
+    threshold: float = Field(default=0.35, ge=-1, le=1, description="a case less similar suggests nothing")
     top_k: int = Field(default=3, ge=1)
+    clear_margin: float = Field(default=0.08, ge=0, description="the best case is used as it is when this far "
+                                                                 "ahead of the next; else the LLM makes one of them")
+    learn: bool = Field(default=True, description="keep fixes that worked as new cases")
+    dedup_similarity: float = Field(default=0.92, gt=0, le=1, description="a learned case this similar to a known "
+                                                                            "one in request, reason and fix is not new")
+    demote_after: int = Field(default=2, ge=1, description="a case whose suggestion failed this many times more "
+                                                           "than it helped is no longer used")
 
 
 class SpeechSettings(_Strict):
@@ -206,3 +216,44 @@ def load_skill_planner(config: StackConfig):
     library = load_skill_library(config.path(config.skills))
     robot = load_scenario(config.path(config.scenario)).world.robot
     return SkillPlanner(library, RobotProfile.of(robot))
+
+
+def state_dir() -> Path:
+    """Where the stack keeps what it learns between runs."""
+    return Path(os.environ.get("PLANNER_STATE", Path.home() / ".local" / "state" / "planner"))
+
+
+def case_database_path(database: str) -> str:
+    if database == ":memory:":
+        return database
+    return str(state_dir() / Path(database).expanduser())
+
+
+def open_case_store(config: StackConfig, database: str | None = None):
+    """The configured case database (or `database`) with the seed cases synced into it, and what
+    went wrong on the way (a database set aside, a seed file rejected) for the caller to report;
+    the store works either way."""
+    from planner.core.case_store import CaseStore
+    from planner.core.explainer import load_cases, sync_seeds
+    from planner.core.files import InputError
+
+    store = CaseStore(case_database_path(database or config.explainer.database))
+    problems = [store.notice] if store.notice else []
+    try:
+        sync_seeds(store, load_cases(config.path(config.failure_cases), source="seed"))
+    except InputError as error:
+        problems.append(f"seed cases rejected, using the database's cases alone: {error}")
+    return store, problems
+
+
+def open_case_memory(config: StackConfig, embedder=None, database: str | None = None, progress=None):
+    """The explainer's case memory over `open_case_store`, and the problems it reported."""
+    from planner.backends.embeddings import SentenceEmbedder
+    from planner.core.explainer import CaseMemory, MemorySettings
+
+    store, problems = open_case_store(config, database)
+    settings = config.explainer
+    memory = CaseMemory(store, embedder or SentenceEmbedder(),
+                        MemorySettings(settings.threshold, settings.top_k, settings.clear_margin,
+                                       settings.dedup_similarity, settings.demote_after), progress)
+    return memory, problems

@@ -19,7 +19,7 @@ class RobotBackend:
         settings = node.config.executor
         self._pose: Pose2D | None = None
         self._lock = threading.Lock()
-        node.create_subscription(RobotState, "/robot/state", self._on_state, RELIABLE, callback_group=callback_group)
+        node.create_subscription(RobotState, "robot/state", self._on_state, RELIABLE, callback_group=callback_group)
         try:
             self.navigation = Nav2Navigation.connect(**settings.nav2.model_dump())
             self.arms = MoveItArms.connect(settings.moveit, self.robot_pose)

@@ -15,16 +15,16 @@ from planner.nodes.common import ActionCall, CallFailed, point_msg, pose_to_msg
 
 class SimulatorBackend:
     def __init__(self, node, callback_group):
-        self.navigate = ActionClient(node, Navigate, "/sim/navigate", callback_group=callback_group)
-        self.manipulate = ActionClient(node, Manipulate, "/sim/manipulate", callback_group=callback_group)
+        self.navigate = ActionClient(node, Navigate, "sim/navigate", callback_group=callback_group)
+        self.manipulate = ActionClient(node, Manipulate, "sim/manipulate", callback_group=callback_group)
 
     def run(self, command: Command, stop: threading.Event) -> CommandOutcome:
         """One command; `stop` set at any time, even before it started, cancels it."""
         if command.name == "navigate":
-            call = ActionCall(self.navigate, "/sim/navigate")
+            call = ActionCall(self.navigate, "sim/navigate")
             goal = Navigate.Goal(goal=pose_to_msg(command.base_pose))
         else:
-            call = ActionCall(self.manipulate, "/sim/manipulate")
+            call = ActionCall(self.manipulate, "sim/manipulate")
             goal = Manipulate.Goal(operation=command.name, arm=command.arm, object_id=command.object_id,
                                    target_id=command.target_id)
             if command.point is not None:

@@ -17,7 +17,7 @@ from planner.core.controller import ExecutionEventInfo, check_after, check_befor
 from planner.core.explainer import CaseMemory
 from planner.core.observations import (entity_text, found_text, robot_text, room_contents_text, rooms_text,
                                        unknown_room_text)
-from planner.core.react import FailureInfo, Observation, SkillResult, SuggestionInfo
+from planner.core.react import FailureInfo, Observation, Recovery, SkillResult, SuggestionInfo
 from planner.core.scene_graph import RobotSnapshot, SceneGraph
 from planner.core.skills import Command, SkillPlanner, SkillRefused
 from planner.core.world import World
@@ -34,18 +34,24 @@ class RobotLog:
     commands: int = 0
     questions: list[str] = field(default_factory=list)
     said: list[str] = field(default_factory=list)
+    learned: list[str] = field(default_factory=list)   # what the explainer made of the recoveries
 
 
 class SimulatedRobot:
     """planner.core.react.Tools over the built-in simulator, in process."""
 
     def __init__(self, world: World, events: list[ScenarioEvent], skills: SkillPlanner,
-                 memory: CaseMemory | None = None, request: str = "", answers: list[str] = ()):
+                 memory: CaseMemory | None = None, request: str = "", answers: list[str] = (),
+                 learner: CaseMemory | None = None):
+        """`memory` suggests after failures (None: explainer off); `learner` records what followed
+        them (None: nothing is learned; the same memory, or another over the same database when
+        what is learned must not be used before the next run)."""
         self.answers = list(answers)  # what the simulated user replies to questions, in order
         self.sim = SimulatedWorld(world, list(events))
         self.graph = SceneGraph.from_world(world)
         self.skills = skills
         self.memory = memory
+        self.learner = learner
         self.request = request
         self.log = RobotLog()
         self.camera_period_s = 1.0 / world.robot.camera.rate_hz
@@ -164,6 +170,10 @@ class SimulatedRobot:
         suggestion = self.memory.suggest(failure, self.request)
         self.log.suggestions.append(suggestion)
         return suggestion
+
+    def learn(self, request: str, recoveries: list[Recovery]) -> None:
+        if self.learner is not None:
+            self.log.learned += [self.learner.learn(request, recovery)[1] for recovery in recoveries]
 
     def ask(self, question: str, timeout_s: float) -> str | None:
         self.log.questions.append(question)

@@ -1,35 +1,53 @@
-"""The explainer: a store of past failure cases and the suggestion they give for a new failure.
+"""The explainer: a memory of failure cases that suggests a fix for a new failure and learns
+from the fixes that worked.
 
 Retrieval follows the RoBee design: keep the cases of the same skill and failure code, rank them
 by cosine similarity of the user request and of the failure reason, and answer with the best
-case's suggestion, or say that no past case is similar enough.
+case's suggestion, or say that no past case is similar enough. When several cases fit about
+equally well, the planner's LLM is asked to make one suggestion of them (see react.py). A
+replan that ended in success becomes a new case; a case whose suggestion keeps failing is
+demoted and no longer retrieved.
 """
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Callable, Literal, Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from planner.core.calls import parse_call
+from planner.core.case_store import CaseStore, StoredCase
 from planner.core.files import InputError, describe_validation_error, load_yaml
-from planner.core.react import FailureInfo, SuggestionInfo
-from planner.core.skills import parse_call
+from planner.core.react import FailureInfo, Recovery, SuggestionInfo
+
+NO_MATCH = "No similar past failure is known; re-check the map and the robot state before retrying."
 
 
 class FailureCase(BaseModel):
+    """A case as people write it: in the seed file, `planner cases add` and import files."""
     model_config = ConfigDict(extra="forbid")
-    id: str
-    skill: str = Field(description="skill name, e.g. PICK")
-    code: str
-    request: str
-    reason: str
-    suggestion: str
+    id: str = Field(min_length=1)
+    skill: str = Field(min_length=1, description="skill name, e.g. PICK")
+    code: str = Field(min_length=1)
+    request: str = Field(min_length=1)
+    reason: str = Field(min_length=1)
+    suggestion: str = Field(min_length=1)
+    context: dict = Field(default_factory=dict)
     source: Literal["seed", "learned", "human"] = "seed"
 
+    def stored(self) -> StoredCase:
+        return StoredCase(self.id, self.skill, self.code, self.request, self.reason, self.suggestion,
+                          self.source, dict(self.context))
 
-def load_cases(path: str | Path) -> list[FailureCase]:
+
+def load_cases(path: str | Path, source: Literal["seed", "learned", "human"] | None = None) -> list[FailureCase]:
+    """Cases from a YAML or JSON list; `source` overrides what the file says (seed files are seeds)."""
     path = Path(path)
     try:
         cases = TypeAdapter(list[FailureCase]).validate_python(load_yaml(path))
@@ -39,41 +57,208 @@ def load_cases(path: str | Path) -> list[FailureCase]:
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
         raise InputError(f"{path}: case ids used more than once: {', '.join(duplicates)}")
-    return cases
+    return [c.model_copy(update={"source": source}) if source else c for c in cases]
+
+
+def sync_seeds(store: CaseStore, seeds: list[FailureCase]) -> int:
+    """Seed cases the store lacks are added, edited ones updated (keeping their counts)."""
+    changed = []
+    for seed in seeds:
+        case = seed.stored()
+        old = store.get(seed.id)
+        if old is None:
+            changed.append(case)
+        elif old.source == "seed" and (old.skill, old.code, old.request, old.reason, old.suggestion) != (
+                case.skill, case.code, case.request, case.reason, case.suggestion):
+            case.successes, case.failures, case.demoted, case.created = old.successes, old.failures, old.demoted, old.created
+            changed.append(case)
+    return store.add(changed, replace=True) if changed else 0
 
 
 class Embedder(Protocol):
+    name: str
+
     def encode(self, texts: list[str]) -> np.ndarray:
         """Unit-length row vectors, one per text."""
 
 
-class CaseMemory:
-    def __init__(self, cases: list[FailureCase], embedder: Embedder, threshold: float = 0.35, top_k: int = 3):
-        self.cases = cases
-        self.embedder = embedder
-        self.threshold = threshold
-        self.top_k = top_k
-        self._requests = embedder.encode([c.request for c in cases]) if cases else np.zeros((0, 1))
-        self._reasons = embedder.encode([c.reason for c in cases]) if cases else np.zeros((0, 1))
+@dataclass
+class MemorySettings:
+    threshold: float = 0.35        # below it a case is not similar enough to suggest anything
+    top_k: int = 3
+    clear_margin: float = 0.08     # the best case fits clearly when this far ahead of the next one
+    dedup_similarity: float = 0.92  # a learned case this close to a known one in request, reason and fix is not new
+    demote_after: int = 2          # failures beyond successes that demote a case
 
-    def retrieve(self, skill: str, code: str, request: str, reason: str) -> list[tuple[FailureCase, float]]:
+
+@dataclass
+class _Group:
+    """The retrievable cases of one skill and failure code, with their vectors as matrices."""
+    cases: list[StoredCase] = field(default_factory=list)
+    requests: np.ndarray | None = None
+    reasons: np.ndarray | None = None
+
+    def append(self, case: StoredCase, request: np.ndarray, reason: np.ndarray) -> None:
+        self.cases.append(case)
+        self.requests = request[None, :] if self.requests is None else np.vstack([self.requests, request])
+        self.reasons = reason[None, :] if self.reasons is None else np.vstack([self.reasons, reason])
+
+    def drop(self, case_id: str) -> None:
+        keep = [i for i, c in enumerate(self.cases) if c.id != case_id]
+        self.cases = [self.cases[i] for i in keep]
+        self.requests, self.reasons = self.requests[keep], self.reasons[keep]
+
+    def score(self, request: np.ndarray, reason: np.ndarray) -> np.ndarray:
+        return 0.5 * (self.requests @ request) + 0.5 * (self.reasons @ reason)
+
+
+def skill_name(call: str) -> str:
+    return parse_call(call)[0] if "(" in call else call
+
+
+class CaseMemory:
+    """Cases in a store, indexed by skill and failure code for retrieval. Thread-safe."""
+
+    def __init__(self, store: CaseStore, embedder: Embedder, settings: MemorySettings | None = None,
+                 progress: Callable[[str], None] | None = None):
+        self.store = store
+        self.embedder = embedder
+        self.settings = settings or MemorySettings()
+        self.progress = progress or (lambda line: None)
+        self._lock = threading.RLock()
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._groups: dict[tuple[str, str], _Group] = {}
+        self.reindex()
+
+    # ---- vectors -------------------------------------------------------------------------------
+    def vectors(self, texts: list[str]) -> dict[str, np.ndarray]:
+        """Embeddings of the texts, from the store's cache where it has them; new ones are cached."""
+        known = self.store.embeddings(self.embedder.name, texts)
+        missing = [t for t in dict.fromkeys(texts) if t not in known]
+        batch = 256
+        for start in range(0, len(missing), batch):
+            if len(missing) > batch:
+                self.progress(f"embedding case texts with {self.embedder.name}: {start}/{len(missing)}")
+            chunk = missing[start:start + batch]
+            fresh = dict(zip(chunk, np.asarray(self.embedder.encode(chunk), dtype=np.float32)))
+            self.store.save_embeddings(self.embedder.name, fresh)
+            known.update(fresh)
+        return known
+
+    def _query(self, text: str) -> np.ndarray:
+        """A request repeats across the failures of a task: its vector is kept a while."""
+        vector = self._queries.get(text)
+        if vector is None:
+            vector = np.asarray(self.embedder.encode([text])[0], dtype=np.float32)
+            self._queries[text] = vector
+            if len(self._queries) > 256:
+                self._queries.popitem(last=False)
+        self._queries.move_to_end(text)
+        return vector
+
+    def reindex(self) -> None:
+        cases = self.store.cases(include_demoted=False)
+        vectors = self.vectors([c.request for c in cases] + [c.reason for c in cases])
+        groups: dict[tuple[str, str], _Group] = {}
+        for key in {(c.skill, c.code) for c in cases}:
+            members = [c for c in cases if (c.skill, c.code) == key]
+            groups[key] = _Group(members, np.stack([vectors[c.request] for c in members]),
+                                 np.stack([vectors[c.reason] for c in members]))
+        with self._lock:
+            self._groups = groups
+
+    def forget_queries(self) -> None:
+        self._queries.clear()
+
+    def vector_bytes(self) -> int:
+        with self._lock:
+            return sum(g.requests.nbytes + g.reasons.nbytes for g in self._groups.values())
+
+    def __len__(self) -> int:
+        with self._lock:
+            return sum(len(g.cases) for g in self._groups.values())
+
+    # ---- adding ----------------------------------------------------------------------------------
+    def add(self, cases: list[StoredCase], replace: bool = False) -> int:
+        added = self.store.add(cases, replace)
+        self.reindex()
+        return added
+
+    # ---- retrieval -------------------------------------------------------------------------------
+    def retrieve(self, skill: str, code: str, request: str, reason: str, top_k: int | None = None
+                 ) -> list[tuple[StoredCase, float]]:
         """Cases of the same skill and code (else of the same code), best first, with scores."""
-        same = [i for i, c in enumerate(self.cases) if c.skill == skill and c.code == code]
-        if not same:
-            same = [i for i, c in enumerate(self.cases) if c.code == code]
-        if not same:
-            return []
-        query = self.embedder.encode([request, reason])
-        scores = 0.5 * (self._requests[same] @ query[0]) + 0.5 * (self._reasons[same] @ query[1])
-        order = np.argsort(-scores)[: self.top_k]
-        return [(self.cases[same[i]], float(scores[i])) for i in order]
+        top_k = top_k or self.settings.top_k
+        with self._lock:
+            groups = [self._groups[(skill, code)]] if (skill, code) in self._groups else [
+                g for (_, c), g in self._groups.items() if c == code]
+            if not groups:
+                return []
+            query_request, query_reason = self._query(request), self._query(reason)
+            ranked: list[tuple[StoredCase, float]] = []
+            for group in groups:
+                scores = group.score(query_request, query_reason)
+                best = np.argpartition(-scores, top_k - 1)[:top_k] if len(scores) > top_k else np.arange(len(scores))
+                ranked += [(group.cases[i], float(scores[i])) for i in best]
+        return sorted(ranked, key=lambda pair: -pair[1])[:top_k]
 
     def suggest(self, failure: FailureInfo, request: str) -> SuggestionInfo:
-        skill = parse_call(failure.skill)[0] if "(" in failure.skill else failure.skill
-        ranked = self.retrieve(skill, failure.code, request, failure.reason)
-        good = [(case, score) for case, score in ranked if score >= self.threshold]
+        ranked = self.retrieve(skill_name(failure.skill), failure.code, request, failure.reason)
+        good = [(case, score) for case, score in ranked if score >= self.settings.threshold]
         if not good:
-            return SuggestionInfo("No similar past failure is known; re-check the map and the robot state before retrying.",
-                                  [], [])
-        best = good[0][0]
-        return SuggestionInfo(best.suggestion, [c.id for c, _ in good], [round(s, 3) for _, s in good])
+            return SuggestionInfo(NO_MATCH, [], [], fit="none")
+        ids, scores = [c.id for c, _ in good], [round(s, 3) for _, s in good]
+        options = [(c.id, c.suggestion, round(s, 3)) for c, s in good]
+        distinct = {c.suggestion for c, _ in good}
+        if len(distinct) == 1 or good[0][1] - good[1][1] >= self.settings.clear_margin:
+            return SuggestionInfo(good[0][0].suggestion, ids, scores, fit="template", options=options)
+        return SuggestionInfo(good[0][0].suggestion, ids, scores, fit="compose", options=options)
+
+    # ---- learning --------------------------------------------------------------------------------
+    def learn(self, request: str, recovery: Recovery, robot: str = "") -> tuple[str, str]:
+        """Count whether the cases suggested after a failure helped, and keep a fix that worked as
+        a new case. Returns the id of the case that now holds the fix ('' if none) and a sentence."""
+        said = []
+        for case_id in recovery.case_ids[:1]:
+            case = self.store.record_outcome(case_id, recovery.recovered, self.settings.demote_after)
+            if case is not None and case.demoted:
+                said.append(f"case {case_id} demoted: its suggestion failed {case.failures} times, helped {case.successes}")
+                with self._lock:
+                    group = self._groups.get((case.skill, case.code))
+                    if group is not None:
+                        group.drop(case_id)
+        if not (recovery.recovered and recovery.fix):
+            return "", "; ".join(said) or "nothing learned: the failure was not recovered"
+        skill = skill_name(recovery.failure.skill)
+        case = StoredCase(
+            id="learned-" + hashlib.sha1("\n".join([skill, recovery.failure.code, request, recovery.failure.reason,
+                                                    recovery.fix]).encode()).hexdigest()[:12],
+            skill=skill, code=recovery.failure.code, request=request, reason=recovery.failure.reason,
+            suggestion=recovery.fix, source="learned", robot=robot,
+            context={**recovery.failure.context, "failed": recovery.failure.skill, "recovery": recovery.steps})
+        twin = self._near_twin(case)
+        if twin is not None:
+            self.store.record_outcome(twin.id, True, self.settings.demote_after)
+            said.append(f"the fix is already known as case {twin.id}")
+            return twin.id, "; ".join(said)
+        self.store.add([case])
+        vectors = self.vectors([case.request, case.reason])
+        with self._lock:
+            self._groups.setdefault((skill, case.code), _Group()).append(case, vectors[case.request], vectors[case.reason])
+        said.append(f"learned case {case.id}: {case.suggestion}")
+        return case.id, "; ".join(said)
+
+    def _near_twin(self, case: StoredCase) -> StoredCase | None:
+        with self._lock:
+            group = self._groups.get((case.skill, case.code))
+            if group is None:
+                return None
+            candidates = list(group.cases)
+            requests, reasons = group.requests, group.reasons
+        vectors = self.vectors([case.request, case.reason, case.suggestion] + [c.suggestion for c in candidates])
+        limit = self.settings.dedup_similarity
+        close = (requests @ vectors[case.request] >= limit) & (reasons @ vectors[case.reason] >= limit)
+        for i in np.flatnonzero(close):
+            if float(vectors[candidates[i].suggestion] @ vectors[case.suggestion]) >= limit:
+                return candidates[i]
+        return None

@@ -16,7 +16,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Callable, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -102,6 +102,22 @@ class SuggestionInfo:
     text: str
     case_ids: list[str]
     scores: list[float]
+    # template: one case clearly fits and `text` is its suggestion; compose: several fit about
+    # equally and the planner's LLM makes one suggestion of `options` (case id, suggestion,
+    # score); none: no case is similar enough.
+    fit: Literal["template", "compose", "none"] = "template"
+    options: list[tuple[str, str, float]] = field(default_factory=list)
+
+
+@dataclass
+class Recovery:
+    """What followed a failed skill in a task: the calls up to the same skill succeeding on the
+    same thing, whether it did, and that fix in words another task can use."""
+    failure: FailureInfo
+    case_ids: list[str]      # the cases whose suggestion the planner got, first the one it followed
+    steps: list[str]
+    recovered: bool
+    fix: str = ""
 
 
 class Tools(Protocol):
@@ -116,6 +132,9 @@ class Tools(Protocol):
     def execute_skill(self, call: str) -> SkillResult: ...
 
     def explain(self, failure: FailureInfo) -> SuggestionInfo | None: ...
+
+    def learn(self, request: str, recoveries: list[Recovery]) -> None:
+        """Tell the explainer how the replans after failures went."""
 
     def ask(self, question: str, timeout_s: float) -> str | None:
         """Put a question to the user; their answer, or None when none came in time."""
@@ -463,6 +482,77 @@ def mentioned_ids(text: str, scene: SceneGraph) -> set[str]:
 
 
 # ---- the loop --------------------------------------------------------------------------------
+@dataclass
+class Acted:
+    """A skill or perception action the loop took, with its failure and the cases suggested then."""
+    action: str
+    failure: FailureInfo | None = None
+    case_ids: list[str] = field(default_factory=list)
+
+
+def general_call(call: str, scene: SceneGraph) -> str:
+    """A call with the map's ids turned into what they are, so a fix carries over to other
+    homes: GOTO(table_2) -> GOTO(a table), PICK(bottle_1, left) -> PICK(the bottle, left)."""
+    name, args = parse_call(call)
+
+    def general(arg: str) -> str:
+        if not scene.has(arg):
+            return arg
+        entity = scene.entity(arg)
+        return {"room": arg, "furniture": f"a {entity.label}"}.get(entity.kind, f"the {entity.label}")
+
+    return f"{name}({', '.join(general(a) for a in args)})"
+
+
+def find_recoveries(acted: list[Acted], success: bool, scene: SceneGraph) -> list[Recovery]:
+    """For each failed skill: the calls that followed until the same skill succeeded on the same
+    thing (recovered), failed on it again the same way (not recovered), or the task ended (as
+    the task did: a way round the failure may have been found)."""
+    recoveries = []
+    for index, entry in enumerate(acted):
+        if entry.failure is None:
+            continue
+        name, args = parse_call(entry.action)
+        steps: list[str] = []
+        recovered = success
+        for later in acted[index + 1:]:
+            steps.append(later.action)
+            later_name, later_args = parse_call(later.action)
+            if later_name == name and later_args[:1] == args[:1]:
+                if later.failure is None or later.failure.code == entry.failure.code:
+                    recovered = later.failure is None
+                    break
+        fix = ""
+        if recovered and steps:
+            fix = "What worked after this failure before: " + ", then ".join(general_call(s, scene) for s in steps) + "."
+        recoveries.append(Recovery(entry.failure, entry.case_ids, steps, recovered, fix))
+    return recoveries
+
+
+COMPOSE_PROMPT = """A robot's skill failed. Similar past failures and what was suggested then are listed.
+Write one short suggestion (at most two sentences) for what the robot should do now, using what
+fits this failure, and name the ids of the cases you used."""
+
+
+def compose_messages(failure: FailureInfo, request: str, options: list[tuple[str, str, float]]) -> list[dict]:
+    cases = "\n".join(f"- {case_id} (similarity {score:.2f}): {text}" for case_id, text, score in options)
+    return [{"role": "system", "content": COMPOSE_PROMPT},
+            {"role": "user", "content": f"Request: {request}\nFailed: {failure.skill} [{failure.code}]: "
+                                        f"{failure.reason}\nPast cases:\n{cases}"}]
+
+
+def compose_schema(case_ids: list[str]) -> dict:
+    return {"type": "object", "additionalProperties": False, "required": ["suggestion", "case_ids"],
+            "properties": {"suggestion": {"type": "string", "maxLength": 400},
+                           "case_ids": {"type": "array", "minItems": 1, "items": {"enum": case_ids}}}}
+
+
+class ComposedSuggestion(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    suggestion: str = Field(min_length=1, max_length=400)
+    case_ids: list[str] = Field(min_length=1)
+
+
 class TaskPlanner:
     def __init__(self, policy: Policy, tools: Tools, skills: SkillPlanner, settings: PlannerSettings | None = None,
                  on_step: Callable[[TraceStep], None] | None = None):
@@ -483,8 +573,12 @@ class TaskPlanner:
         started = time.monotonic()
         stats = {"calls": 0, "prompt": 0, "completion": 0}
         self._emit("request", request)
+        acted: list[Acted] = []
 
         def finish(success: bool, outcome: str, summary: str, steps: int) -> EpisodeResult:
+            recoveries = find_recoveries(acted, success, self.tools.scene())
+            if recoveries:
+                self.tools.learn(request, recoveries)
             result = EpisodeResult(success, outcome, summary, steps, stats["calls"], stats["prompt"],
                                    stats["completion"], time.monotonic() - started)
             self._emit("result", f"{outcome}: {summary} ({steps} steps, {result.llm_calls} LLM calls, "
@@ -572,7 +666,7 @@ class TaskPlanner:
                 context.done.append(f"{ASK_USER}: asked")
                 asked = True
                 continue
-            observation, failed = self._act(reply.action, focus)
+            observation, failed = self._act(reply.action, focus, request, stats, acted)
             suggested = failed and "Suggestion:" in observation
             context.latest = [observation]
             is_perception = parse_call(reply.action)[0] in PERCEPTION_ACTIONS
@@ -716,8 +810,10 @@ class TaskPlanner:
         return self._validated(messages, action_schema(actions), stats, parse)
 
     # ---- acting -----------------------------------------------------------------------------
-    def _act(self, action: str, focus: frozenset[str]) -> tuple[str, bool]:
+    def _act(self, action: str, focus: frozenset[str], request: str, stats: dict, acted: list[Acted]
+             ) -> tuple[str, bool]:
         name, args = parse_call(action)
+        acted.append(Acted(action))
         if name in PERCEPTION_ACTIONS:
             self._emit("perception", action)
             observation = self.tools.perceive(name, args, focus)
@@ -729,13 +825,42 @@ class TaskPlanner:
             self._emit("observation", result.message)
             return result.message, False
         failure = result.failure or FailureInfo(action, "", "FAILED", result.message)
+        acted[-1].failure = failure
         self._emit("failure", f"{failure.skill} failed at {failure.command or 'start'} [{failure.code}]: {failure.reason}")
         observation = f"{action} FAILED [{failure.code}]: {failure.reason}"
         suggestion = self.tools.explain(failure)
         if suggestion is not None:
+            if suggestion.fit == "compose":
+                suggestion = self._compose(failure, request, suggestion, stats)
+            acted[-1].case_ids = list(suggestion.case_ids)
             self._emit("suggestion", f"{suggestion.text} (cases {', '.join(suggestion.case_ids)})")
             observation += f" Suggestion: {suggestion.text}"
         return observation, True
+
+    def _compose(self, failure: FailureInfo, request: str, suggestion: SuggestionInfo, stats: dict) -> SuggestionInfo:
+        """One suggestion made by the LLM of several cases that fit about equally; if it cannot,
+        the best case's suggestion stands."""
+        ids = [case_id for case_id, _, _ in suggestion.options]
+        scores = dict(zip(suggestion.case_ids, suggestion.scores))
+
+        def parse(text: str) -> ComposedSuggestion:
+            reply = ComposedSuggestion.model_validate_json(text)
+            unknown = [i for i in reply.case_ids if i not in ids]
+            if unknown:
+                raise ValueError(f"case_ids: {', '.join(unknown)} were not among the cases given ({', '.join(ids)})")
+            return reply
+
+        try:
+            composed = self._validated(compose_messages(failure, request, suggestion.options),
+                                       compose_schema(ids), stats, parse)
+        except PolicyError as error:
+            self._emit("error", f"could not compose a suggestion from cases {', '.join(ids)}: {error}")
+            composed = None
+        if composed is None:
+            return suggestion
+        used = list(dict.fromkeys(composed.case_ids))
+        return SuggestionInfo(composed.suggestion, used, [scores[i] for i in used], fit="compose",
+                              options=suggestion.options)
 
     def _may_satisfy(self, action: str, goals: list[Goal]) -> bool:
         """A skill that acted on what a goal names, or moved the robot when a goal is about where

@@ -33,8 +33,11 @@ from planner.msg import (Command as CommandMsg, Detection3D, Detection3DArray, E
 # Late joiners get the last message (scene graph, status).
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
 RELIABLE = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
-STATUS_TOPIC = "/planner/status"
-ESTOP_TOPIC = "/emergency_stop"   # std_msgs/Bool: true stops every motion and task, false releases
+# Status keeps its recent lines for late subscribers: a problem found while a node starts (a
+# rejected file, a database set aside) is reported before anyone can have subscribed.
+STATUS_QOS = QoSProfile(depth=50, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
+STATUS_TOPIC = "planner/status"
+ESTOP_TOPIC = "emergency_stop"   # std_msgs/Bool: true stops every motion and task, false releases
 
 
 class CallFailed(RuntimeError):
@@ -281,11 +284,11 @@ class ActionCall:
 class PlannerNode(Node):
     """A node that loads the stack config from its `config` parameter and reports on /planner/status."""
 
-    def __init__(self, name: str, config: StackConfig | None = None):
-        super().__init__(name)
+    def __init__(self, name: str, config: StackConfig | None = None, namespace: str | None = None):
+        super().__init__(name, namespace=namespace)
         path = self.declare_parameter("config", "").value
         self.config = config or load_config(path or None)
-        self._status = self.create_publisher(String, STATUS_TOPIC, RELIABLE)
+        self._status = self.create_publisher(String, STATUS_TOPIC, STATUS_QOS)
 
     def report(self, level: str, message: str) -> None:
         """A problem or state change a user should see, on /planner/status and in the log."""

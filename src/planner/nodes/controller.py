@@ -27,12 +27,12 @@ class ControllerNode(PlannerNode):
         self.lock = threading.Lock()
         self.graph: SceneGraphMsg | None = None
         self.robot: RobotState | None = None
-        self.failure_pub = self.create_publisher(FailureMessage, "/controller/failure", RELIABLE)
-        self.create_subscription(SceneGraphMsg, "/scene_graph", self._on_graph, LATCHED, callback_group=group)
-        self.create_subscription(RobotState, "/robot/state", self._on_robot, RELIABLE, callback_group=group)
-        self.create_subscription(ExecutionEvent, "/executor/feedback", self._on_event, RELIABLE, callback_group=group)
-        self.scene_client = self.create_client(GetSceneGraph, "/perception/get_scene_graph", callback_group=checks)
-        self.create_service(CheckCommand, "/controller/check_command", self._check, callback_group=checks)
+        self.failure_pub = self.create_publisher(FailureMessage, "controller/failure", RELIABLE)
+        self.create_subscription(SceneGraphMsg, "scene_graph", self._on_graph, LATCHED, callback_group=group)
+        self.create_subscription(RobotState, "robot/state", self._on_robot, RELIABLE, callback_group=group)
+        self.create_subscription(ExecutionEvent, "executor/feedback", self._on_event, RELIABLE, callback_group=group)
+        self.scene_client = self.create_client(GetSceneGraph, "perception/get_scene_graph", callback_group=checks)
+        self.create_service(CheckCommand, "controller/check_command", self._check, callback_group=checks)
 
     def _on_graph(self, msg: SceneGraphMsg) -> None:
         self.graph = msg

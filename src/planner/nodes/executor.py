@@ -30,9 +30,9 @@ class ExecutorNode(PlannerNode):
         super().__init__("executor", config)
         group = ReentrantCallbackGroup()
         self.backend = BACKENDS[self.config.executor.backend](self, group)
-        self.say_client = ActionClient(self, Say, "/speech/say", callback_group=group)
-        self.feedback_pub = self.create_publisher(ExecutionEvent, "/executor/feedback", RELIABLE)
-        self.check_client = self.create_client(CheckCommand, "/controller/check_command", callback_group=group)
+        self.say_client = ActionClient(self, Say, "speech/say", callback_group=group)
+        self.feedback_pub = self.create_publisher(ExecutionEvent, "executor/feedback", RELIABLE)
+        self.check_client = self.create_client(CheckCommand, "controller/check_command", callback_group=group)
         self.unchecked_reported = False
         self.estop = threading.Event()
         # One stop per running goal: set by its cancel or by the emergency stop, the backend ends
@@ -40,7 +40,7 @@ class ExecutorNode(PlannerNode):
         self.stops: dict[bytes, threading.Event] = {}
         self.stops_lock = threading.Lock()
         self.create_subscription(Bool, ESTOP_TOPIC, self._on_estop, RELIABLE, callback_group=group)
-        ActionServer(self, ExecuteCommands, "/executor/execute_commands", self._execute, callback_group=group,
+        ActionServer(self, ExecuteCommands, "executor/execute_commands", self._execute, callback_group=group,
                      cancel_callback=self._cancel)
 
     def _on_estop(self, msg: Bool) -> None:
@@ -95,7 +95,7 @@ class ExecutorNode(PlannerNode):
 
     def _say(self, command, stop: threading.Event) -> CommandOutcome:
         try:
-            result = ActionCall(self.say_client, "/speech/say").run(Say.Goal(text=command.text), command.timeout_s,
+            result = ActionCall(self.say_client, "speech/say").run(Say.Goal(text=command.text), command.timeout_s,
                                                                     stop=stop)
         except CallFailed as error:
             return CommandOutcome(False, "CANCELED" if stop.is_set() else "SPEECH_UNAVAILABLE", str(error))

@@ -33,15 +33,15 @@ class SimulatorNode(PlannerNode):
         self.lock = threading.RLock()       # guards self.sim
         self.busy = threading.Lock()        # one motion at a time: base or arms
         group = ReentrantCallbackGroup()
-        self.state_pub = self.create_publisher(RobotState, "/robot/state", RELIABLE)
-        self.detections_pub = self.create_publisher(Detection3DArray, "/perception/detections", RELIABLE)
-        self.events_pub = self.create_publisher(String, "/sim/events", RELIABLE)
-        self.truth_pub = self.create_publisher(String, "/sim/ground_truth", LATCHED)
-        ActionServer(self, Navigate, "/sim/navigate", self._navigate, callback_group=group,
+        self.state_pub = self.create_publisher(RobotState, "robot/state", RELIABLE)
+        self.detections_pub = self.create_publisher(Detection3DArray, "perception/detections", RELIABLE)
+        self.events_pub = self.create_publisher(String, "sim/events", RELIABLE)
+        self.truth_pub = self.create_publisher(String, "sim/ground_truth", LATCHED)
+        ActionServer(self, Navigate, "sim/navigate", self._navigate, callback_group=group,
                      goal_callback=self._accept_if_idle, cancel_callback=lambda _: CancelResponse.ACCEPT)
-        ActionServer(self, Manipulate, "/sim/manipulate", self._manipulate, callback_group=group,
+        ActionServer(self, Manipulate, "sim/manipulate", self._manipulate, callback_group=group,
                      goal_callback=self._accept_if_idle, cancel_callback=lambda _: CancelResponse.ACCEPT)
-        self.create_service(MoveObject, "/sim/move_object", self._move_object, callback_group=group)
+        self.create_service(MoveObject, "sim/move_object", self._move_object, callback_group=group)
         self.create_timer(1.0 / self.config.simulator.state_rate_hz, self._publish_state, callback_group=group)
         self.create_timer(1.0 / loaded.world.robot.camera.rate_hz, self._publish_detections, callback_group=group)
         self._publish_world()

@@ -32,14 +32,14 @@ class SkillPlannerNode(PlannerNode):
             self.report("error", f"skill library rejected: {error}")
             raise
         group = ReentrantCallbackGroup()
-        self.scene_client = self.create_client(GetSceneGraph, "/perception/get_scene_graph", callback_group=group)
-        self.executor_client = ActionClient(self, ExecuteCommands, "/executor/execute_commands", callback_group=group)
-        self.events_pub = self.create_publisher(ExecutionEvent, "/executor/feedback", RELIABLE)
+        self.scene_client = self.create_client(GetSceneGraph, "perception/get_scene_graph", callback_group=group)
+        self.executor_client = ActionClient(self, ExecuteCommands, "executor/execute_commands", callback_group=group)
+        self.events_pub = self.create_publisher(ExecutionEvent, "executor/feedback", RELIABLE)
         self.failures: dict[str, FailureMessage] = {}
         self.failure_arrived = threading.Condition()
-        self.create_subscription(FailureMessage, "/controller/failure", self._on_failure, RELIABLE, callback_group=group)
+        self.create_subscription(FailureMessage, "controller/failure", self._on_failure, RELIABLE, callback_group=group)
         self.calls: dict[str, ActionCall] = {}
-        ActionServer(self, ExecuteSkill, "/skill_planner/execute_skill", self._execute, callback_group=group,
+        ActionServer(self, ExecuteSkill, "skill_planner/execute_skill", self._execute, callback_group=group,
                      cancel_callback=self._cancel)
 
     def _on_failure(self, msg: FailureMessage) -> None:
@@ -83,7 +83,7 @@ class SkillPlannerNode(PlannerNode):
             call, commands = self.planner.plan(goal.skill, scene_from_msg(reply.graph, reply.robot))
         except SkillRefused as refusal:
             return self._refuse(goal_handle, execution_id, refusal.code, refusal.reason)
-        action = ActionCall(self.executor_client, "/executor/execute_commands")
+        action = ActionCall(self.executor_client, "executor/execute_commands")
         self.calls[execution_id] = action
         request = ExecuteCommands.Goal(execution_id=execution_id, task_id=goal.task_id, skill=str(call),
                                        commands=[command_to_msg(c) for c in commands])

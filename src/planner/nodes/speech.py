@@ -46,14 +46,14 @@ class SpeechNode(PlannerNode):
             self.report("error", "speech to text is unavailable: pocketsphinx is not installed (pip install pocketsphinx)")
         self.recognizing = threading.Lock()  # one decoder, one clip at a time
         self.question_until = 0.0             # while the planner waits for an answer, speech answers it
-        self.command_pub = self.create_publisher(String, "/planner/command", RELIABLE)
-        self.answer_pub = self.create_publisher(String, "/planner/answer", RELIABLE)
-        self.transcript_pub = self.create_publisher(String, "/speech/transcript", RELIABLE)
-        self.audio_out_pub = self.create_publisher(AudioClipMsg, "/speech/audio_out", RELIABLE)
-        self.create_subscription(AudioClipMsg, "/speech/audio", self._on_audio, RELIABLE,
+        self.command_pub = self.create_publisher(String, "planner/command", RELIABLE)
+        self.answer_pub = self.create_publisher(String, "planner/answer", RELIABLE)
+        self.transcript_pub = self.create_publisher(String, "speech/transcript", RELIABLE)
+        self.audio_out_pub = self.create_publisher(AudioClipMsg, "speech/audio_out", RELIABLE)
+        self.create_subscription(AudioClipMsg, "speech/audio", self._on_audio, RELIABLE,
                                  callback_group=MutuallyExclusiveCallbackGroup())
-        self.create_subscription(String, "/planner/question", self._on_question, RELIABLE)
-        ActionServer(self, Say, "/speech/say", self._say, callback_group=ReentrantCallbackGroup())
+        self.create_subscription(String, "planner/question", self._on_question, RELIABLE)
+        ActionServer(self, Say, "speech/say", self._say, callback_group=ReentrantCallbackGroup())
 
     def _on_question(self, msg: String) -> None:
         self.question_until = time.monotonic() + self.config.planner.question_timeout_s

@@ -21,14 +21,15 @@ from planner.backends.model_store import ModelError
 from planner.config import load_skill_planner
 from planner.core.files import InputError
 from planner.core.observations import entity_text, found_text, robot_text, room_contents_text, rooms_text
-from planner.core.react import (EpisodeResult, FailureInfo, Observation, PolicyError, SkillResult, SuggestionInfo,
-                                TaskPlanner, TraceStep)
+from planner.core.react import (EpisodeResult, FailureInfo, Observation, PolicyError, Recovery, SkillResult,
+                                SuggestionInfo, TaskPlanner, TraceStep)
 from planner.core.task_queue import TaskQueue
 from planner.msg import PlanStep
 from planner.nodes.common import (ESTOP_TOPIC, RELIABLE, ActionCall, CallFailed, PlannerNode, call_service, entity_from_msg,
                                   failure_from_msg, failure_to_msg, main_for, robot_from_msg, scene_from_msg,
                                   stamp_now)
-from planner.srv import Explain, FindObjects, GetObject, GetObjectsInRoom, GetRobotState, GetRooms, GetSceneGraph
+from planner.srv import (Explain, FindObjects, GetObject, GetObjectsInRoom, GetRobotState, GetRooms, GetSceneGraph,
+                         RecordRecovery)
 
 
 SAY_TIMEOUT_S = 60.0
@@ -87,7 +88,7 @@ class RosTools:
         return Observation(f"unknown perception action {name}")
 
     def execute_skill(self, call: str) -> SkillResult:
-        self.current = ActionCall(self.node.skill_client, "/skill_planner/execute_skill")
+        self.current = ActionCall(self.node.skill_client, "skill_planner/execute_skill")
         goal = ExecuteSkill.Goal(skill=call, task_id=self.task_id, request=self.request)
         try:
             result = self.current.run(goal, self.node.config.tasks.skill_timeout_s)
@@ -105,7 +106,23 @@ class RosTools:
         except CallFailed as error:
             self.node.report("warn", f"no suggestion: {error}")
             return None
-        return SuggestionInfo(suggestion.text, list(suggestion.case_ids), list(suggestion.scores))
+        options = list(zip(suggestion.case_ids, suggestion.case_suggestions, suggestion.scores))
+        return SuggestionInfo(suggestion.text, list(suggestion.case_ids), list(suggestion.scores),
+                              fit=suggestion.fit or "template", options=options)
+
+    def learn(self, request: str, recoveries: list[Recovery]) -> None:
+        client = self.node.clients_["record_recovery"]
+        for recovery in recoveries:
+            message = RecordRecovery.Request(
+                robot=self.node.get_namespace().strip("/"), request=request,
+                failure=failure_to_msg(recovery.failure, stamp_now(self.node), task_id=self.task_id, request=request),
+                case_ids=recovery.case_ids, steps=recovery.steps, recovered=recovery.recovered, fix=recovery.fix)
+            try:
+                answer = call_service(client, message, timeout_s=15.0)
+            except CallFailed as error:
+                self.node.report("warn", f"the explainer did not take what followed a failure: {error}")
+                return
+            self.node.get_logger().info(f"explainer: {answer.message}")
 
     def ask(self, question: str, timeout_s: float) -> str | None:
         node = self.node
@@ -126,7 +143,7 @@ class RosTools:
         if not self.node.say_client.server_is_ready():
             return
         try:
-            ActionCall(self.node.say_client, "/speech/say").run(Say.Goal(text=text), SAY_TIMEOUT_S)
+            ActionCall(self.node.say_client, "speech/say").run(Say.Goal(text=text), SAY_TIMEOUT_S)
         except CallFailed as error:
             self.node.report("warn", f"could not say {text!r}: {error}")
 
@@ -137,34 +154,35 @@ class RosTools:
 
 
 class TaskPlannerNode(PlannerNode):
-    def __init__(self, config=None, policy=None):
-        super().__init__("task_planner", config)
+    def __init__(self, config=None, policy=None, namespace: str | None = None):
+        super().__init__("task_planner", config, namespace)
         self.embedded: EmbeddedServer | None = None
         self.skills = load_skill_planner(self.config)
         self.policy = policy or self._make_policy()
         group = ReentrantCallbackGroup()
         self.clients_ = {
-            "scene": self.create_client(GetSceneGraph, "/perception/get_scene_graph", callback_group=group),
-            "rooms": self.create_client(GetRooms, "/perception/get_rooms", callback_group=group),
-            "room": self.create_client(GetObjectsInRoom, "/perception/get_objects_in_room", callback_group=group),
-            "object": self.create_client(GetObject, "/perception/get_object", callback_group=group),
-            "find": self.create_client(FindObjects, "/perception/find_objects", callback_group=group),
-            "robot": self.create_client(GetRobotState, "/perception/get_robot_state", callback_group=group),
+            "scene": self.create_client(GetSceneGraph, "perception/get_scene_graph", callback_group=group),
+            "rooms": self.create_client(GetRooms, "perception/get_rooms", callback_group=group),
+            "room": self.create_client(GetObjectsInRoom, "perception/get_objects_in_room", callback_group=group),
+            "object": self.create_client(GetObject, "perception/get_object", callback_group=group),
+            "find": self.create_client(FindObjects, "perception/find_objects", callback_group=group),
+            "robot": self.create_client(GetRobotState, "perception/get_robot_state", callback_group=group),
             "explain": self.create_client(Explain, "/explainer/explain", callback_group=group),
+            "record_recovery": self.create_client(RecordRecovery, "/explainer/record_recovery", callback_group=group),
         }
-        self.skill_client = ActionClient(self, ExecuteSkill, "/skill_planner/execute_skill", callback_group=group)
-        self.trace_pub = self.create_publisher(PlanStep, "/planner/trace", RELIABLE)
-        self.question_pub = self.create_publisher(String, "/planner/question", RELIABLE)
+        self.skill_client = ActionClient(self, ExecuteSkill, "skill_planner/execute_skill", callback_group=group)
+        self.trace_pub = self.create_publisher(PlanStep, "planner/trace", RELIABLE)
+        self.question_pub = self.create_publisher(String, "planner/question", RELIABLE)
         self.answers: queue.Queue[str] = queue.Queue()
-        self.create_subscription(String, "/planner/answer", lambda msg: self.answers.put(msg.data.strip()), RELIABLE,
+        self.create_subscription(String, "planner/answer", lambda msg: self.answers.put(msg.data.strip()), RELIABLE,
                                  callback_group=group)
-        self.say_client = ActionClient(self, Say, "/speech/say", callback_group=group)
+        self.say_client = ActionClient(self, Say, "speech/say", callback_group=group)
         self.queue = TaskQueue(self.config.tasks.queue_size)
         self.running: tuple[object, TaskPlanner, RosTools] | None = None  # (goal handle or None, planner, tools)
-        self.create_subscription(String, "/planner/command", self._on_command, RELIABLE, callback_group=group)
+        self.create_subscription(String, "planner/command", self._on_command, RELIABLE, callback_group=group)
         self.estop = threading.Event()
         self.create_subscription(Bool, ESTOP_TOPIC, self._on_estop, RELIABLE, callback_group=group)
-        ActionServer(self, ExecuteTask, "/planner/execute_task", self._execute, callback_group=group,
+        ActionServer(self, ExecuteTask, "planner/execute_task", self._execute, callback_group=group,
                      goal_callback=self._on_goal, cancel_callback=self._on_cancel)
         self.report("info", "ready for requests")
 

@@ -1,0 +1,209 @@
+"""The explainer's failure cases on disk: one SQLite database that survives restarts and crashes.
+
+Every change is one transaction in a database in WAL mode with full sync, so a case whose
+commit returned is on disk even if the process is killed the next moment. Embeddings are cached
+per model name and text: a different embedding model finds none of its own and re-embeds. A
+file that is not a readable case database is set aside under a new name and reported, never
+silently replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS cases (
+    id TEXT PRIMARY KEY,
+    skill TEXT NOT NULL,
+    code TEXT NOT NULL,
+    request TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    context TEXT NOT NULL DEFAULT '{}',
+    suggestion TEXT NOT NULL,
+    source TEXT NOT NULL CHECK (source IN ('seed', 'learned', 'human')),
+    successes INTEGER NOT NULL DEFAULT 0,
+    failures INTEGER NOT NULL DEFAULT 0,
+    demoted INTEGER NOT NULL DEFAULT 0,
+    robot TEXT NOT NULL DEFAULT '',
+    created REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS cases_by_class ON cases (skill, code);
+CREATE TABLE IF NOT EXISTS embeddings (
+    model TEXT NOT NULL,
+    text TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (model, text)
+);
+"""
+
+CASE_FIELDS = ("id", "skill", "code", "request", "reason", "context", "suggestion", "source", "successes",
+               "failures", "demoted", "robot", "created")
+
+
+class CaseStoreError(RuntimeError):
+    """The database cannot be used; the message names the file and what is wrong."""
+
+
+@dataclass
+class StoredCase:
+    id: str
+    skill: str
+    code: str
+    request: str
+    reason: str
+    suggestion: str
+    source: str = "seed"
+    context: dict = field(default_factory=dict)
+    successes: int = 0
+    failures: int = 0
+    demoted: bool = False
+    robot: str = ""          # the robot (namespace) a learned case came from
+    created: float = 0.0
+
+
+def _row_to_case(row: tuple) -> StoredCase:
+    values = dict(zip(CASE_FIELDS, row))
+    values["context"] = json.loads(values["context"] or "{}")
+    values["demoted"] = bool(values["demoted"])
+    return StoredCase(**values)
+
+
+def set_aside(path: Path) -> Path:
+    aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+    os.replace(path, aside)
+    for suffix in ("-wal", "-shm"):
+        companion = path.with_name(path.name + suffix)
+        if companion.exists():
+            os.replace(companion, aside.with_name(aside.name + suffix))
+    return aside
+
+
+class CaseStore:
+    """Thread-safe: the explainer node serves requests from several callback threads."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path) if str(path) != ":memory:" else None
+        self._lock = threading.RLock()
+        self.notice = ""     # what happened at opening that someone should hear about
+        if self.path is None:
+            self._db = self._connect(":memory:")
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = self._connect(str(self.path))
+            self._check()
+        except sqlite3.DatabaseError as error:
+            if getattr(self, "_db", None) is not None:
+                self._db.close()
+            aside = set_aside(self.path)
+            self.notice = (f"{self.path} is not a usable case database ({error}); set aside as {aside.name}, "
+                           "starting a new one from the seed cases")
+            self._db = self._connect(str(self.path))
+
+    @staticmethod
+    def _connect(target: str) -> sqlite3.Connection:
+        db = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        db.executescript(_SCHEMA)
+        db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+        return db
+
+    def _check(self) -> None:
+        problems = [row[0] for row in self._db.execute("PRAGMA quick_check").fetchall()]
+        if problems != ["ok"]:
+            raise sqlite3.DatabaseError("; ".join(problems[:3]))
+        version = self._db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        if version is None or version[0] != str(SCHEMA_VERSION):
+            raise sqlite3.DatabaseError(f"schema version {version[0] if version else None}, expected {SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # ---- cases ---------------------------------------------------------------------------------
+    def cases(self, include_demoted: bool = True) -> list[StoredCase]:
+        query = f"SELECT {', '.join(CASE_FIELDS)} FROM cases" + ("" if include_demoted else " WHERE demoted = 0")
+        with self._lock:
+            return [_row_to_case(row) for row in self._db.execute(query + " ORDER BY created, id")]
+
+    def get(self, case_id: str) -> StoredCase | None:
+        with self._lock:
+            row = self._db.execute(f"SELECT {', '.join(CASE_FIELDS)} FROM cases WHERE id = ?", (case_id,)).fetchone()
+        return _row_to_case(row) if row else None
+
+    def count(self) -> int:
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM cases").fetchone()[0]
+
+    def add(self, cases: list[StoredCase], replace: bool = False) -> int:
+        """Cases added (or replaced) in one transaction; without `replace`, existing ids are kept."""
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+        rows = [(c.id, c.skill, c.code, c.request, c.reason, json.dumps(c.context, sort_keys=True), c.suggestion,
+                 c.source, c.successes, c.failures, int(c.demoted), c.robot, c.created or time.time()) for c in cases]
+        with self._lock, self._transaction():
+            before = self._db.total_changes
+            self._db.executemany(f"{verb} INTO cases VALUES ({', '.join('?' * len(CASE_FIELDS))})", rows)
+            return self._db.total_changes - before
+
+    def record_outcome(self, case_id: str, helped: bool, demote_after: int) -> StoredCase | None:
+        """Count one use of a case's suggestion; demote it once it failed `demote_after` times
+        more than it helped."""
+        column = "successes" if helped else "failures"
+        with self._lock, self._transaction():
+            self._db.execute(f"UPDATE cases SET {column} = {column} + 1 WHERE id = ?", (case_id,))
+            self._db.execute("UPDATE cases SET demoted = (failures - successes >= ?) WHERE id = ?",
+                             (demote_after, case_id))
+        return self.get(case_id)
+
+    def remove(self, case_ids: list[str]) -> int:
+        with self._lock, self._transaction():
+            before = self._db.total_changes
+            self._db.executemany("DELETE FROM cases WHERE id = ?", [(i,) for i in case_ids])
+            return self._db.total_changes - before
+
+    # ---- embeddings ------------------------------------------------------------------------------
+    def embeddings(self, model: str, texts: list[str]) -> dict[str, np.ndarray]:
+        """Cached vectors of those texts for this model (texts without one are left out)."""
+        found: dict[str, np.ndarray] = {}
+        unique = list(dict.fromkeys(texts))
+        with self._lock:
+            for start in range(0, len(unique), 500):
+                chunk = unique[start:start + 500]
+                marks = ", ".join("?" * len(chunk))
+                for text, blob in self._db.execute(
+                        f"SELECT text, vector FROM embeddings WHERE model = ? AND text IN ({marks})", [model, *chunk]):
+                    found[text] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def save_embeddings(self, model: str, vectors: dict[str, np.ndarray]) -> None:
+        with self._lock, self._transaction():
+            self._db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)",
+                                 [(model, text, np.asarray(v, dtype=np.float32).tobytes()) for text, v in vectors.items()])
+
+    # ---- transactions ----------------------------------------------------------------------------
+    def _transaction(self):
+        return _Transaction(self._db)
+
+
+class _Transaction:
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+
+    def __enter__(self):
+        self.db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind, error, trace):
+        self.db.execute("COMMIT" if kind is None else "ROLLBACK")
+        return False

@@ -1,0 +1,70 @@
+"""The explainer node over DDS: one explainer shared by the task planners of two robots in their
+own namespaces; what one robot learns the other gets; a corrupt database is reported."""
+
+import pytest
+from std_msgs.msg import String
+
+from conftest import RosClient, wait_for, write_config
+from planner.config import load_config
+from planner.core.react import FailureInfo, Recovery, ScriptedPolicy
+from planner.nodes.common import STATUS_QOS
+
+FAILURE = FailureInfo("PICK(mug_1, left)", "grasp", "GRASP_NOT_CONFIRMED",
+                      "the grasp reported success, but perception does not see mug_1 in the left gripper; "
+                      "it is wedged behind the kettle", {"object": {"id": "mug_1"}})
+REQUEST = "Bring me the mug from the counter"
+FIX = "What worked after this failure before: GOTO(a counter), then PICK(the mug, right)."
+
+
+@pytest.fixture
+def config(tmp_path):
+    return load_config(write_config(tmp_path, explainer={"database": str(tmp_path / "cases.sqlite")}))
+
+
+def test_a_case_learned_by_one_robot_is_suggested_to_another(ros, config):
+    from planner.nodes.explainer import ExplainerNode
+    from planner.nodes.task_planner import RosTools, TaskPlannerNode
+
+    client = RosClient("shared_explainer_test")
+    try:
+        explainer = client.add(ExplainerNode(config))
+        robot1 = client.add(TaskPlannerNode(config, ScriptedPolicy([]), namespace="robot1"))
+        robot2 = client.add(TaskPlannerNode(config, ScriptedPolicy([]), namespace="robot2"))
+        # Each planner listens under its robot's namespace and asks the one explainer at the root.
+        topics = {node: {s.topic_name for s in node.subscriptions} for node in (robot1, robot2)}
+        assert "/robot1/planner/command" in topics[robot1] and "/robot2/planner/command" in topics[robot2]
+        assert robot2.clients_["explain"].srv_name == "/explainer/explain"
+        wait_for(lambda: robot2.clients_["explain"].service_is_ready(), 20)
+
+        before = RosTools(robot2, "t0", REQUEST).explain(FAILURE)
+        assert not any(i.startswith("learned-") for i in before.case_ids)
+        cases = len(explainer.memory)
+        RosTools(robot1, "t1", REQUEST).learn(REQUEST, [Recovery(FAILURE, [], ["GOTO(counter_1)", "PICK(mug_1, right)"],
+                                                                 True, FIX)])
+        assert len(explainer.memory) == cases + 1
+        learned = next(c for c in explainer.memory.store.cases() if c.source == "learned")
+        assert learned.robot == "robot1" and learned.suggestion == FIX
+
+        after = RosTools(robot2, "t2", REQUEST).explain(FAILURE)
+        assert after.case_ids[0] == learned.id and after.text == FIX and after.fit == "template"
+        assert after.options[0] == (learned.id, FIX, pytest.approx(after.scores[0]))
+    finally:
+        client.close()
+
+
+def test_a_corrupt_case_database_is_reported_and_set_aside(ros, config, tmp_path):
+    from planner.nodes.explainer import ExplainerNode
+
+    database = tmp_path / "cases.sqlite"
+    database.write_bytes(b"\x00garbage" * 1000)
+    client = RosClient("corrupt_cases_test")
+    try:
+        explainer = client.add(ExplainerNode(config))
+        status = client.collect(String, "/planner/status", STATUS_QOS)   # joins after the report: still gets it
+        wait_for(lambda: any("not a usable case database" in m.data for m in status), 10)
+        assert any(m.data.startswith("[explainer] ERROR:") and "set aside as cases.sqlite.corrupt-" in m.data
+                   for m in status)
+        assert list(tmp_path.glob("cases.sqlite.corrupt-*"))
+        assert len(explainer.memory) >= 40   # it goes on with the seed cases
+    finally:
+        client.close()
