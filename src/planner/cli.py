@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+from planner.cases_cli import add_commands as add_case_commands
 from planner.processes import DIE_WITH_PARENT
 from planner.stack import NODES
 
@@ -27,9 +28,11 @@ def format_step(kind: str, text: str) -> str:
 class Stack:
     """The stack's nodes as separate processes, stopped together."""
 
-    def __init__(self, config: str | None, nodes: tuple[str, ...] = NODES, quiet: bool = False, env: dict | None = None):
+    def __init__(self, config: str | None, nodes: tuple[str, ...] = NODES, quiet: bool = False, env: dict | None = None,
+                 namespace: str = ""):
         self.config = config
         self.nodes = nodes
+        self.namespace = namespace.strip("/")
         self.quiet = quiet
         self.env = env or os.environ.copy()
         self.processes: list[tuple[str, subprocess.Popen]] = []
@@ -39,6 +42,8 @@ class Stack:
             command = [sys.executable, "-m", "planner.stack", name, "--ros-args", "--log-level", "warn" if self.quiet else "info"]
             if self.config:
                 command += ["-p", f"config:={Path(self.config).resolve()}"]
+            if self.namespace and name != "explainer":  # one explainer serves every robot
+                command += ["-r", f"__ns:=/{self.namespace}"]
             process = subprocess.Popen(command, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                        stdin=subprocess.DEVNULL, text=True, bufsize=1, start_new_session=True,
                                        preexec_fn=DIE_WITH_PARENT)
@@ -186,7 +191,10 @@ def demo(args) -> int:
 
 
 def bringup(args) -> int:
-    stack = Stack(args.config, tuple(args.nodes or NODES))
+    nodes = tuple(args.nodes or NODES)
+    if args.shared_explainer:
+        nodes = tuple(n for n in nodes if n != "explainer")
+    stack = Stack(args.config, nodes, namespace=args.namespace)
     stack.start()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -308,12 +316,16 @@ def _bench_settings(config):
     return config.planner.model_copy(update={"confirm_timeout_s": 0.0, "robot_state_wait_s": 0.0})
 
 
-def bench_tasks(args) -> int:
-    from planner.backends.embeddings import SentenceEmbedder
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _bench_setup(args):
+    """What the task and ablation benches share: the config, suite, skills, the LLM (and its
+    server) and a name for the results that says which model made them; None if no LLM."""
     from planner.bench import tasks
     from planner.bench.suite import load_suite
     from planner.config import load_config
-    from planner.core.explainer import CaseMemory, load_cases
     from planner.core.skills import load_skill_library
 
     config = load_config(args.config)
@@ -321,23 +333,42 @@ def bench_tasks(args) -> int:
     library = load_skill_library(config.path(config.skills))
     opened = _bench_llm(args, config)
     if opened is None:
-        return 1
+        return None
     policy, server, llm = opened
-    memory = None
+    model = "" if llm["backend"] == "scripted" else "-" + llm["model"].replace("/", "_")
+    setup = tasks.BenchSetup(suite, library, _bench_settings(config), policy, None, args.faults, args.seed)
+    return config, setup, server, llm, f"{suite.suite.name}-{llm['backend']}{model}"
+
+
+def _open_memory(config, database: str):
+    from planner.config import open_case_memory
+
+    memory, problems = open_case_memory(config, database=database, progress=_progress)
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    return memory
+
+
+def bench_tasks(args) -> int:
+    from dataclasses import replace
+
+    from planner.bench import tasks
+
+    prepared = _bench_setup(args)
+    if prepared is None:
+        return 1
+    config, setup, server, llm, label = prepared
     if args.explainer == "on":
         print("loading the explainer's failure cases and embedding model ...", file=sys.stderr, flush=True)
-        memory = CaseMemory(load_cases(config.path(config.failure_cases)), SentenceEmbedder(),
-                            config.explainer.threshold, config.explainer.top_k)
-    # Results of different models must not overwrite each other: the model is in the name.
-    model = "" if llm["backend"] == "scripted" else "-" + llm["model"].replace("/", "_")
-    name = args.name or (f"tasks-{suite.suite.name}-{llm['backend']}{model}"
-                         + (f"-{args.faults}-faults" if args.faults != "none" else ""))
-    setup = tasks.BenchSetup(suite, library, _bench_settings(config), policy, memory, args.faults, args.seed)
-    header = {"llm": llm, "explainer": args.explainer}
+        memory = _open_memory(config, args.cases)
+        # Learned cases go in through a second memory: this run retrieves what the database had at its start.
+        setup = replace(setup, memory=memory, learner=_open_memory(config, args.cases) if args.learn else None)
+    name = args.name or f"tasks-{label}" + (f"-{args.faults}-faults" if args.faults != "none" else "")
+    header = {"llm": llm, "explainer": args.explainer, "cases": args.cases, "learn": args.learn}
     show = (lambda step: print(format_step(step.kind, step.text), file=sys.stderr, flush=True)) if args.verbose else None
     try:
         results = tasks.run(setup, Path(args.out), name, args.repeat, header, args.tasks, args.resume,
-                            progress=lambda line: print(line, file=sys.stderr, flush=True), on_step=show)
+                            progress=_progress, on_step=show)
     except KeyboardInterrupt:
         print(f"interrupted; the episodes so far are in {Path(args.out) / (name + '.json')} (--resume carries on)",
               file=sys.stderr)
@@ -347,6 +378,43 @@ def bench_tasks(args) -> int:
             server.stop()
     print(Path(args.out, name + ".md").read_text())
     return 0 if results["episodes"] else 1
+
+
+def bench_ablation(args) -> int:
+    from planner.bench import explainer, tasks
+    from planner.bench.common import machine_info, write_results
+
+    prepared = _bench_setup(args)
+    if prepared is None:
+        return 1
+    config, setup, server, llm, label = prepared
+    only = args.tasks or [t.id for t in setup.suite.suite.tasks if t.faults]
+    name = args.name or f"ablation-{label}-{args.faults}-faults"
+    header = {"machine": machine_info(), "llm": llm, "suite": setup.suite.suite.name, "faults": args.faults,
+              "seed": args.seed}
+    out = Path(args.out)
+    try:
+        results = explainer.ablation(setup, lambda database: _open_memory(config, database), out, name, header, only,
+                                     tasks.run, _progress)
+    finally:
+        if server is not None:
+            server.stop()
+    written = write_results(results, out, name, explainer.ablation_plot, explainer.ablation_report)
+    print(written[-1].read_text())
+    return 0
+
+
+def bench_explainer(args) -> int:
+    from planner.backends.embeddings import SentenceEmbedder
+    from planner.bench import explainer
+    from planner.bench.common import machine_info, write_results
+
+    out = Path(args.out)
+    results = explainer.retrieval(SentenceEmbedder(), args.sizes, args.queries, args.seed, out, _progress)
+    written = write_results({**results, "machine": machine_info()}, out, "explainer", explainer.retrieval_plot,
+                            explainer.retrieval_report)
+    print(written[-1].read_text())
+    return 0
 
 
 def bench_context(args) -> int:
@@ -410,6 +478,10 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("bringup", help="start the nodes as separate processes (what ros2 launch does)")
     p.add_argument("--config")
     p.add_argument("--nodes", nargs="*", choices=NODES, help="only these nodes")
+    p.add_argument("--namespace", default="", help="the robot's namespace (e.g. robot1): its nodes' names go under "
+                                                   "it; the explainer's stay at the root, shared by every robot")
+    p.add_argument("--shared-explainer", action="store_true", help="do not start an explainer: another robot's "
+                                                                   "stack already runs the shared one")
     p.set_defaults(run=bringup)
 
     p = sub.add_parser("send", help="send a request to a running stack and stream its trace")
@@ -470,6 +542,10 @@ def main(argv: list[str] | None = None) -> int:
     bench_tasks_parser.add_argument("--repeat", type=int, default=1, help="episodes per task")
     bench_tasks_parser.add_argument("--tasks", nargs="+", help="only these task ids")
     bench_tasks_parser.add_argument("--explainer", choices=["on", "off"], default="on")
+    bench_tasks_parser.add_argument("--cases", default=":memory:", help="the explainer's case database (default: a "
+                                                                          "fresh one in memory with the seed cases)")
+    bench_tasks_parser.add_argument("--learn", action="store_true", help="record learned cases into --cases; this "
+                                                                        "run still retrieves only what it had")
     bench_tasks_parser.add_argument("--config", help="stack config for LLM, planner, skills and explainer settings")
     bench_tasks_parser.add_argument("--out", default="bench/results")
     bench_tasks_parser.add_argument("--name", help="results file name (default: tasks-SUITE-LLM[-MODEL][-FAULTS-faults])")
@@ -487,6 +563,26 @@ def main(argv: list[str] | None = None) -> int:
     bench_context_parser.add_argument("--out", default="bench/results")
     bench_context_parser.add_argument("--name", help="results file name (default: context-LLM-MODEL)")
     bench_context_parser.set_defaults(run=bench_context)
+
+    ablation_parser = bench_sub.add_parser("ablation", help="the task bench with the explainer off, with its seed "
+                                                            "cases, and with the cases learned in the seed run")
+    ablation_parser.add_argument("--suite", default="full")
+    _llm_arguments(ablation_parser)
+    ablation_parser.add_argument("--faults", choices=["task", "random"], default="task")
+    ablation_parser.add_argument("--seed", type=int, default=0)
+    ablation_parser.add_argument("--tasks", nargs="+", help="only these task ids (default: the tasks with faults)")
+    ablation_parser.add_argument("--config")
+    ablation_parser.add_argument("--out", default="bench/results")
+    ablation_parser.add_argument("--name", help="results file name (default: ablation-SUITE-LLM-MODEL-FAULTS-faults)")
+    ablation_parser.set_defaults(run=bench_ablation)
+    explainer_parser = bench_sub.add_parser("explainer", help="case retrieval latency and memory at growing case counts")
+    explainer_parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
+    explainer_parser.add_argument("--queries", type=int, default=200, help="retrievals timed per size")
+    explainer_parser.add_argument("--seed", type=int, default=0)
+    explainer_parser.add_argument("--out", default="bench/results")
+    explainer_parser.set_defaults(run=bench_explainer)
+
+    add_case_commands(sub)
 
     args = parser.parse_args(argv)
     from planner.core.files import InputError

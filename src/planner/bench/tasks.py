@@ -40,6 +40,7 @@ class BenchSetup:
     memory: CaseMemory | None        # None: explainer off
     faults: str                      # none | task | random
     seed: int
+    learner: CaseMemory | None = None  # records what followed failures (None: nothing learned)
 
 
 def episode_rng(seed: int, task_id: str, repeat: int, purpose: str) -> random.Random:
@@ -59,7 +60,7 @@ def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[T
         faults = []
     events, garbage_calls = fault_events(faults, world, objects, episode_rng(setup.seed, task.id, repeat, "where"))
     skills = SkillPlanner(setup.library, RobotProfile.of(world.robot))
-    robot = SimulatedRobot(world, events, skills, setup.memory, task.request, task.answers)
+    robot = SimulatedRobot(world, events, skills, setup.memory, task.request, task.answers, setup.learner)
     policy = setup.policy if setup.policy is not None else ScriptedPolicy(task.script)
     if garbage_calls:
         policy = GarbledPolicy(policy, garbage_calls, episode_rng(setup.seed, task.id, repeat, "garbage"))
@@ -94,7 +95,7 @@ def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[T
         "recovered": bool(failures) and success,
         "faults": [fault.model_dump(exclude_defaults=True) for fault in faults],
         "world_events": list(robot.sim.log), "garbage_calls": sorted(garbage_calls),
-        "questions": robot.log.questions, "said": robot.log.said,
+        "questions": robot.log.questions, "said": robot.log.said, "learned": robot.log.learned,
         "trace": trace,
     }
 
