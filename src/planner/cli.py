@@ -410,7 +410,7 @@ def bench_explainer(args) -> int:
     from planner.bench.common import machine_info, write_results
 
     out = Path(args.out)
-    results = explainer.retrieval(SentenceEmbedder(), args.sizes, args.queries, args.seed, out, _progress)
+    results = explainer.retrieval(SentenceEmbedder(), args.sizes, args.queries, args.seed, out, _progress, args.pool)
     written = write_results({**results, "machine": machine_info()}, out, "explainer", explainer.retrieval_plot,
                             explainer.retrieval_report)
     print(written[-1].read_text())
@@ -578,6 +578,8 @@ def main(argv: list[str] | None = None) -> int:
     explainer_parser = bench_sub.add_parser("explainer", help="case retrieval latency and memory at growing case counts")
     explainer_parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     explainer_parser.add_argument("--queries", type=int, default=200, help="retrievals timed per size")
+    explainer_parser.add_argument("--pool", type=int, default=2000, help="distinct requests and reasons the cases "
+                                                                           "are made of")
     explainer_parser.add_argument("--seed", type=int, default=0)
     explainer_parser.add_argument("--out", default="bench/results")
     explainer_parser.set_defaults(run=bench_explainer)

@@ -12,7 +12,6 @@ cases, seed + the cases learned in the seed run — to show what the memory is w
 from __future__ import annotations
 
 import random
-import shutil
 import statistics
 import time
 from dataclasses import replace
@@ -88,9 +87,9 @@ def measure_retrieval(memory: CaseMemory, queries: list[tuple[str, str, str, str
 
 
 def retrieval(embedder: Embedder, sizes: list[int], queries: int, seed: int, cache_dir: Path,
-              progress: Callable[[str], None]) -> dict:
+              progress: Callable[[str], None], pool: int = 2000) -> dict:
     rng = random.Random(seed)
-    requests, reasons = text_pools(2000, rng)
+    requests, reasons = text_pools(pool, rng)
     # The pools' embeddings are computed once and kept beside the results for the next run.
     cache = CaseStore(cache_dir / "explainer-bench-embeddings.sqlite")
     warm = CaseMemory(cache, embedder, progress=progress)
@@ -131,7 +130,8 @@ def retrieval(embedder: Embedder, sizes: list[int], queries: int, seed: int, cac
             store.close()
             del memory
     cache.close()
-    return {"benchmark": "explainer", "embedder": embedder.name, "queries": queries, "seed": seed, "results": rows}
+    return {"benchmark": "explainer", "embedder": embedder.name, "queries": queries, "pool": pool, "seed": seed,
+            "results": rows}
 
 
 def retrieval_report(results: dict) -> str:
@@ -182,7 +182,7 @@ ARMS = ("off", "seed", "seed+learned")
 def ablation(setup, open_memory: Callable[[str], CaseMemory], out_dir: Path, name: str, header: dict,
              only: list[str], run_tasks: Callable, progress: Callable[[str], None]) -> dict:
     """`setup`: the task bench's, with no memory; `open_memory(path)`: a case memory over that
-    database with the seed cases in it."""
+    database with the seed cases in it. The database is left in `out_dir` with what was learned."""
     database = out_dir / f"{name}-cases.sqlite"
     for leftover in out_dir.glob(f"{name}-cases.sqlite*"):
         leftover.unlink()
@@ -208,7 +208,6 @@ def ablation(setup, open_memory: Callable[[str], CaseMemory], out_dir: Path, nam
                      "failed_tasks": [e["task"] for e in episodes if not e["success"]],
                      "learned": [line for e in episodes for line in e.get("learned", [])]}
     off, learned = arms["off"]["failed"], arms["seed+learned"]["failed"]
-    shutil.copy(database, out_dir / f"{name}-learned-cases.sqlite")
     return {"benchmark": "explainer-ablation", **header, "tasks": only, "arms": arms,
             "failed_reduction": round((off - learned) / off, 3) if off else None}
 
