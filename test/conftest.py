@@ -50,7 +50,9 @@ def write_config(directory: Path, **sections) -> Path:
     config = {"scenario": str(CONFIG / "scenarios" / "kitchen_bottle_moved.yaml"), "skills": str(CONFIG / "skills.yaml"),
               "failure_cases": str(CONFIG / "failure_cases.yaml"),
               "llm": {"provider": "scripted", "script": str(DATA / "scripted_kitchen.yaml")},
-              "simulator": {"time_scale": 20.0}}
+              "simulator": {"time_scale": 20.0},
+              # As in scripted.yaml: recorded replies, so no memory of earlier runs and no learning.
+              "explainer": {"database": ":memory:", "learn": False}}
     config.update(sections)
     path = directory / "planner.yaml"
     path.write_text(yaml.safe_dump(config))
