@@ -408,9 +408,11 @@ def bench_explainer(args) -> int:
     from planner.backends.embeddings import SentenceEmbedder
     from planner.bench import explainer
     from planner.bench.common import machine_info, write_results
+    from planner.config import state_dir
 
     out = Path(args.out)
-    results = explainer.retrieval(SentenceEmbedder(), args.sizes, args.queries, args.seed, out, _progress, args.pool)
+    results = explainer.retrieval(SentenceEmbedder(), args.sizes, args.queries, args.seed, state_dir(), _progress,
+                                  args.pool)
     written = write_results({**results, "machine": machine_info()}, out, "explainer", explainer.retrieval_plot,
                             explainer.retrieval_report)
     print(written[-1].read_text())

@@ -90,7 +90,7 @@ def retrieval(embedder: Embedder, sizes: list[int], queries: int, seed: int, cac
               progress: Callable[[str], None], pool: int = 2000) -> dict:
     rng = random.Random(seed)
     requests, reasons = text_pools(pool, rng)
-    # The pools' embeddings are computed once and kept beside the results for the next run.
+    # The pools' embeddings are computed once and kept for the next run.
     cache = CaseStore(cache_dir / "explainer-bench-embeddings.sqlite")
     warm = CaseMemory(cache, embedder, progress=progress)
     warm.vectors(requests + reasons)
