@@ -21,6 +21,7 @@ from typing import Callable, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.core.ambiguity import Question, ambiguous_goals, chosen_candidate, pin_named_objects, words_of
+from planner.core.asking import ask_validated
 from planner.core.goals import (PLACING_KINDS, Goal, GoalReply, goal_furniture, goal_lacks, goal_met, goal_objects,
                                 goal_schema, goal_status)
 from planner.core.scene_graph import SceneGraph
@@ -739,16 +740,8 @@ class TaskPlanner:
 
     def _validated(self, messages: list[dict], schema: dict, stats: dict, parse: Callable[[str], object]):
         """Ask, validate, and on an invalid reply tell the model what was wrong, a bounded number of times."""
-        for attempt in range(self.settings.max_repairs + 1):
-            reply = self._call(messages, schema, stats)
-            try:
-                return parse(reply.text)
-            except (ValueError, ValidationError) as error:
-                problem = _short_error(error)
-                self._emit("error", f"invalid reply ({problem}): {reply.text[:200]}")
-                messages = [*messages, {"role": "assistant", "content": reply.text},
-                            {"role": "user", "content": f"That reply is invalid: {problem}. Answer again with valid JSON."}]
-        return None
+        return ask_validated(lambda m: self._call(m, schema, stats), messages, parse, self.settings.max_repairs,
+                             lambda problem, text: self._emit("error", f"invalid reply ({problem}): {text[:200]}"))
 
     def _extract_goals(self, request: str, stats: dict) -> list[Goal]:
         scene = self.tools.scene()
@@ -886,10 +879,3 @@ class TaskPlanner:
                 return False
             time.sleep(0.1)
         return True
-
-
-def _short_error(error: Exception) -> str:
-    if isinstance(error, ValidationError):
-        first = error.errors()[0]
-        return f"{'.'.join(str(p) for p in first['loc']) or 'reply'}: {first['msg']}"
-    return str(error)
