@@ -419,6 +419,50 @@ def bench_explainer(args) -> int:
     return 0
 
 
+def bench_objects(args) -> int:
+    from planner.backends.embeddings import SentenceEmbedder
+    from planner.bench import objects
+    from planner.bench.common import machine_info, write_results
+    from planner.config import load_config
+    from planner.core.files import load_yaml
+    from planner.core.object_finder import WORKFLOWS, ObjectFinder
+    from planner.core.react import ScriptedPolicy
+
+    workflows = list(WORKFLOWS) if args.workflow == ["all"] else args.workflow
+    if unknown := [w for w in workflows if w not in WORKFLOWS]:
+        print(f"error: unknown workflow {', '.join(unknown)}; use {', '.join(WORKFLOWS)} or all", file=sys.stderr)
+        return 2
+    config = load_config(args.config)
+    queries, maps = objects.load_bench(Path(args.maps), Path(args.queries), Path(args.truth), _progress)
+    if args.llm == "scripted":
+        if not args.replies:
+            print("error: --llm scripted needs --replies FILE (a YAML list of replies, in order)", file=sys.stderr)
+            return 2
+        policy, server, llm = ScriptedPolicy(load_yaml(Path(args.replies))), None, {"backend": "scripted",
+                                                                                    "model": "scripted replies"}
+    else:
+        opened = _bench_llm(args, config)
+        if opened is None:
+            return 1
+        policy, server, llm = opened
+    name = args.name or f"objects-{llm['backend']}-{llm['model'].replace('/', '_')}"
+    out = Path(args.out)
+    previous = out / f"{name}.json"
+    results = json.loads(previous.read_text()) if args.resume and previous.exists() else {}
+    results.update({"benchmark": "objects", "machine": machine_info(), "llm": llm, "workflows": workflows,
+                    "settings": config.object_finder.model_dump(),
+                    "maps": {map_name: len(scene.furniture()) + len(scene.objects()) for map_name, scene, _ in maps}})
+    finder = ObjectFinder(policy, config.object_finder, SentenceEmbedder())
+    try:
+        objects.run(finder, workflows, queries, maps, results, previous, _progress)
+    finally:
+        if server is not None:
+            server.stop()
+    written = write_results(results, out, name, objects.plot, objects.report)
+    print(written[-1].read_text())
+    return 0
+
+
 def bench_context(args) -> int:
     from planner.bench import context, tasks
     from planner.config import load_config
@@ -577,6 +621,21 @@ def main(argv: list[str] | None = None) -> int:
     ablation_parser.add_argument("--out", default="bench/results")
     ablation_parser.add_argument("--name", help="results file name (default: ablation-SUITE-LLM-MODEL-FAULTS-faults)")
     ablation_parser.set_defaults(run=bench_ablation)
+    objects_parser = bench_sub.add_parser("objects", help="find the objects natural-language queries ask for in "
+                                                          "Voxeland maps, scored Top-1/2/3/Any against ground truth")
+    objects_parser.add_argument("--maps", default="bench/objects/maps", help="folder of Voxeland maps (*.json, "
+                                                                            "rooms in NAME.rooms.yaml)")
+    objects_parser.add_argument("--queries", default="bench/objects/queries.yaml")
+    objects_parser.add_argument("--truth", default="bench/objects/truth", help="folder of NAME.yaml: query id -> ids")
+    objects_parser.add_argument("--workflow", nargs="+", default=["base"], help="base, self_reflection, "
+                                                                                "multi_agent, ensemble, or all")
+    _llm_arguments(objects_parser)
+    objects_parser.add_argument("--replies", help="for --llm scripted: a YAML list of replies, in order")
+    objects_parser.add_argument("--config", help="stack config (object_finder and LLM settings)")
+    objects_parser.add_argument("--out", default="bench/results")
+    objects_parser.add_argument("--name", help="results file name (default: objects-LLM-MODEL)")
+    objects_parser.add_argument("--resume", action="store_true", help="keep the answers of an interrupted run")
+    objects_parser.set_defaults(run=bench_objects)
     explainer_parser = bench_sub.add_parser("explainer", help="case retrieval latency and memory at growing case counts")
     explainer_parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     explainer_parser.add_argument("--queries", type=int, default=200, help="retrievals timed per size")

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from planner.backends.llm import StructuredOutput
 from planner.backends.model_store import DEFAULT_MODEL, MODELS
 from planner.core.files import load_model
+from planner.core.object_finder import FinderSettings
 from planner.core.react import PlannerSettings
 
 
@@ -183,6 +184,7 @@ class StackConfig(_Strict):
     controller: ControllerSettings = Field(default_factory=ControllerSettings)
     explainer: ExplainerSettings = Field(default_factory=ExplainerSettings)
     speech: SpeechSettings = Field(default_factory=SpeechSettings)
+    object_finder: FinderSettings = Field(default_factory=FinderSettings)
     base_dir: Path = Field(default=Path("."), exclude=True)
 
     def path(self, relative: str) -> Path:

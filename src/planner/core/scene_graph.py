@@ -44,7 +44,7 @@ PRIOR_EVIDENCE = 5.0         # evidence behind a label from a world file (a hand
 DEFAULT_FURNITURE_LABELS = frozenset({
     "table", "counter", "desk", "shelf", "bed", "sofa", "couch", "chair", "cabinet", "fridge",
     "sink", "nightstand", "dresser", "stove", "bench", "tv_stand", "bookshelf", "wardrobe",
-    "dishwasher", "oven", "microwave", "drawer",
+    "dishwasher", "oven", "microwave", "drawer", "coffee_table", "armchair", "stool",
 })
 # Things with an inside: an object within their box is "in" them rather than "under" them. So is
 # anything with a door or a drawer (an open/closed state), whatever its label.

@@ -1,0 +1,439 @@
+"""Finding the objects a request needs in an uncertain semantic map.
+
+A natural-language query ("something to sit on that is not a couch") over the map's furniture
+and objects gives `{inferred_query, query_achievable, relevant_objects, explanation}`, with the
+ids ranked and restricted by the reply schema to ids in the map. Four workflows:
+
+- base: one answer;
+- self_reflection: the model checks its own answer against the map and corrects it, in one
+  conversation that keeps every earlier round;
+- multi_agent: a planner, a critic and a refiner, each with its own role and context;
+- ensemble: several answers, each over the map listed in another order, and a chooser that sees
+  the distinct answers unlabelled.
+
+Reflection may talk the model out of a right empty answer; an empty answer stays empty unless the
+feedback names ids in the map that meet the query, and only those can be added to it.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Literal, Protocol
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from planner.core.asking import ask_validated
+from planner.core.scene_graph import Entity, SceneGraph
+from planner.core.voxeland import STRUCTURE_LABEL
+
+Workflow = Literal["base", "self_reflection", "multi_agent", "ensemble"]
+WORKFLOWS: tuple[str, ...] = ("base", "self_reflection", "multi_agent", "ensemble")
+LABEL_FLOOR = 0.1  # labels less probable than this are left out of the map text
+FURNITURE_NEAR_M = 0.5
+
+
+class _Reply(Protocol):
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class _Policy(Protocol):
+    def complete(self, messages: list[dict], schema: dict) -> _Reply: ...
+
+
+class _Embedder(Protocol):
+    def encode(self, texts: list[str]) -> np.ndarray: ...
+
+
+class FinderSettings(BaseModel):
+    """The `object_finder` section of the stack configuration."""
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    workflow: Workflow = Field(default="base", description="base | self_reflection | multi_agent | ensemble")
+    iterations: int = Field(default=2, ge=1, description="feedback-and-refinement rounds of the reflection workflows")
+    ensemble_size: int = Field(default=3, ge=2, description="answers the ensemble's chooser picks from")
+    max_candidates: int = Field(default=40, ge=5, description="a larger map is narrowed to this many items related "
+                                                              "to the query")
+    max_answers: int = Field(default=5, ge=1, description="ids in an answer, at most")
+    max_repairs: int = Field(default=2, ge=0, description="invalid replies answered with what was wrong")
+
+
+# ---- the map as the model sees it ------------------------------------------------------------
+def _number(value: float) -> str:
+    return f"{value:.1f}".replace("-0.0", "0.0")
+
+
+def describe_item(scene: SceneGraph, entity: Entity, show_room: bool) -> str:
+    """One line per item: id, top labels with probabilities, room, position, size, relations."""
+    labels = ", ".join(f"{label} {p:.2f}" for label, p in entity.labels.items()
+                       if p >= LABEL_FLOOR and label != STRUCTURE_LABEL) or entity.label
+    parts = [f"{entity.id}: {labels}"]
+    if show_room:
+        parts.append(entity.room)
+    parts.append(f"at ({', '.join(_number(c) for c in entity.center)}) size "
+                 f"{'x'.join(f'{s:.2f}' for s in entity.size)}")
+    if entity.status != "seen":
+        parts.append(entity.status)
+    if entity.kind == "furniture":  # the graph relates objects only; "a chair close to a table" needs this too
+        reach = max(entity.size[0], entity.size[1]) / 2 + FURNITURE_NEAR_M
+        relations = [f"near {f}" for f in scene.furniture_near(entity.center[0], entity.center[1], reach)
+                     if f != entity.id][:2]
+    else:
+        relations = [f"{relation} {target}" for relation, target in scene.relation_edges(entity.id)][:2]
+    if relations:
+        parts.append(", ".join(relations))
+    return " | ".join(parts)
+
+
+class CandidateSelector:
+    """Narrows a large map to the items most related to a query: label embeddings against the
+    query, plus the furniture those items stand on or beside, so the prompt does not grow with
+    the map."""
+
+    def __init__(self, embedder: _Embedder):
+        self.embedder = embedder
+        self._labels: dict[str, np.ndarray] = {}
+
+    def _label_vectors(self, labels: set[str]) -> None:
+        new = sorted(labels - self._labels.keys())
+        if new:
+            for label, vector in zip(new, self.embedder.encode(new)):
+                self._labels[label] = vector
+
+    def select(self, scene: SceneGraph, items: list[Entity], query: str, limit: int) -> list[str]:
+        if len(items) <= limit:
+            return [e.id for e in items]
+        self._label_vectors({label for e in items for label in e.labels})
+        query_vector = self.embedder.encode([query])[0]
+        similarity = {label: float(vector @ query_vector) for label, vector in self._labels.items()}
+        # An uncertain label still counts: a 30% chair may be the seat asked for.
+        score = {e.id: max(similarity[label] for label in e.labels) for e in items}
+        ranked = sorted(score, key=lambda i: (-score[i], i))
+        chosen = ranked[:max(1, limit * 3 // 4)]
+        context = [t for i in chosen for _, t in scene.relation_edges(i) if t in score and t not in chosen]
+        for item in [*dict.fromkeys(context), *ranked[len(chosen):]]:
+            if len(chosen) >= limit:
+                break
+            if item not in chosen:
+                chosen.append(item)
+        return chosen
+
+
+# ---- replies --------------------------------------------------------------------------------
+class FindReply(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    inferred_query: str = ""
+    query_achievable: bool
+    relevant_objects: list[str] = Field(default_factory=list)
+    explanation: str = ""
+
+
+class FeedbackReply(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    verdict: Literal["correct", "revise"]
+    problems: str = ""
+    evidence: list[str] = Field(default_factory=list)
+
+
+class ChoiceReply(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    choice: int
+    reason: str = ""
+
+
+def answer_schema(ids: list[str], max_answers: int) -> dict:
+    return {"type": "object", "properties": {
+        "inferred_query": {"type": "string", "maxLength": 120},
+        "query_achievable": {"type": "boolean"},
+        "relevant_objects": {"type": "array", "items": {"type": "string", "enum": ids}, "maxItems": max_answers},
+        "explanation": {"type": "string", "maxLength": 240}},
+        "required": ["inferred_query", "query_achievable", "relevant_objects", "explanation"]}
+
+
+def feedback_schema(ids: list[str], max_answers: int) -> dict:
+    return {"type": "object", "properties": {
+        "verdict": {"type": "string", "enum": ["correct", "revise"]},
+        "problems": {"type": "string", "maxLength": 240},
+        "evidence": {"type": "array", "items": {"type": "string", "enum": ids}, "maxItems": max_answers}},
+        "required": ["verdict", "problems", "evidence"]}
+
+
+def choice_schema(count: int) -> dict:
+    return {"type": "object", "properties": {
+        "choice": {"type": "integer", "enum": list(range(1, count + 1))},
+        "reason": {"type": "string", "maxLength": 200}},
+        "required": ["choice", "reason"]}
+
+
+def _unknown_ids(ids: list[str], known: set[str]) -> None:
+    unknown = [i for i in ids if i not in known]
+    if unknown:
+        raise ValueError(f"{', '.join(map(repr, unknown))} {'is' if len(unknown) == 1 else 'are'} not in the map; "
+                         "use only the ids listed")
+
+
+def parse_answer(text: str, known: set[str], max_answers: int) -> FindReply:
+    reply = FindReply.model_validate_json(text)
+    _unknown_ids(reply.relevant_objects, known)
+    if not reply.query_achievable and reply.relevant_objects:
+        raise ValueError("query_achievable is false but relevant_objects lists ids: set it true if they meet the "
+                         "query, or list none")
+    ranked = list(dict.fromkeys(reply.relevant_objects))[:max_answers]
+    if reply.query_achievable and not ranked:
+        raise ValueError("query_achievable is true but relevant_objects is empty: list the ids that meet the query, "
+                         "or set it false")
+    return reply.model_copy(update={"relevant_objects": ranked})
+
+
+def parse_feedback(text: str, known: set[str]) -> FeedbackReply:
+    reply = FeedbackReply.model_validate_json(text)
+    _unknown_ids(reply.evidence, known)
+    return reply
+
+
+# ---- prompts --------------------------------------------------------------------------------
+MAP_PROMPT = """You help a home robot pick the things in its semantic map that a person's query asks for.
+Each line of the map is one item: its id, its most likely labels with their probabilities (the
+mapping is uncertain), {room_note}its position and size in metres (x, y, z; width x depth x height),
+and what it stands on, is in or is near.
+
+Map ({shown}):
+{map}
+
+Answer with JSON:
+- inferred_query: what the person wants, in a few plain words;
+- query_achievable: true if items in the map meet it;
+- relevant_objects: the ids that meet it, best first (at most {max_answers}); empty if none does;
+- explanation: one short sentence why.
+Read negations ("not a couch") and conditions ("close to a table") strictly. Judge what an item
+is from its labels and probabilities, its size and what it is near."""
+
+QUERY_PROMPT = "Query: {query}"
+
+SELF_FEEDBACK_PROMPT = """Check that answer against the map, item by item: does each listed id meet every
+part of the query (including negations and conditions), is a better item left out, and is the
+order right? If the answer is empty, is there really no item that meets the query?
+Answer with JSON: verdict "correct" or "revise"; problems: what is wrong, briefly; evidence: the
+ids in the map that show the problem (items to add, or wrongly listed ones)."""
+
+REFINE_PROMPT = "Give the corrected answer, in the first JSON form."
+
+PLANNER_ROLE = """You are the planner agent. Work out what the person needs and propose the items of
+the map that meet it."""
+
+CRITIC_ROLE = """You are the critic agent. Another agent answered the query below. Check its answer
+against the map, item by item: does each listed id meet every part of the query (including
+negations and conditions), is a better item left out, is the order right? If the answer is empty,
+is there really no item that meets it? Do not change a right answer.
+Answer with JSON: verdict "correct" or "revise"; problems: what is wrong, briefly; evidence: the
+ids in the map that show the problem."""
+
+REFINER_ROLE = """You are the refinement agent. Given the query, a proposed answer and a critic's
+feedback, give the final answer. Follow the feedback only where the map supports it."""
+
+CHOOSER_ROLE = """Several answers were given to the query below. Choose the one that best meets the
+query, judged against the map. Answer with JSON: choice (the answer's number) and a short reason."""
+
+
+def _answer_text(answer: FindReply) -> str:
+    return json.dumps(answer.model_dump(), ensure_ascii=False)
+
+
+# ---- workflows ------------------------------------------------------------------------------
+@dataclass
+class FoundObjects:
+    inferred_query: str
+    query_achievable: bool
+    relevant_objects: list[str]
+    explanation: str
+    workflow: str
+    candidates: int            # items the model saw
+    map_items: int             # furniture and objects in the map
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    rounds: list[dict] = field(default_factory=list)   # each agent's reply, in order
+    error: str = ""            # set when no valid answer came back
+
+
+class FinderError(RuntimeError):
+    """No valid answer after the allowed repairs."""
+
+
+class ObjectFinder:
+    def __init__(self, policy: _Policy, settings: FinderSettings = FinderSettings(),
+                 embedder: _Embedder | None = None):
+        self.policy = policy
+        self.settings = settings
+        self.selector = CandidateSelector(embedder) if embedder is not None else None
+
+    # -- one call ---------------------------------------------------------------------------
+    def _ask(self, run: "_Run", role: str, messages: list[dict], schema: dict, parse: Callable[[str], object]):
+        def call(current: list[dict]) -> _Reply:
+            reply = self.policy.complete(current, schema)
+            run.calls += 1
+            run.prompt_tokens += reply.prompt_tokens
+            run.completion_tokens += reply.completion_tokens
+            return reply
+
+        problems: list[str] = []
+        value = ask_validated(call, messages, parse, self.settings.max_repairs,
+                              lambda problem, text: problems.append(problem))
+        run.rounds.append({"role": role, "reply": value.model_dump() if value is not None else None,
+                           **({"invalid": problems} if problems else {})})
+        if value is None:
+            raise FinderError(f"{role}: no valid reply after {self.settings.max_repairs} repairs "
+                              f"({problems[-1] if problems else 'no reply'})")
+        return value
+
+    # -- entry point ------------------------------------------------------------------------
+    def prepare(self, scene: SceneGraph, query: str, workflow: str | None = None) -> "Prepared":
+        """What the model will be shown, read from the scene (hold its lock for this part only)."""
+        workflow = workflow or self.settings.workflow
+        if workflow not in WORKFLOWS:
+            raise ValueError(f"unknown workflow {workflow!r}; one of {', '.join(WORKFLOWS)}")
+        if not query.strip():
+            raise ValueError("the query is empty")
+        items = [*scene.furniture(), *scene.objects()]
+        # Without an embedder every item is shown, however many.
+        ids = (self.selector.select(scene, items, query, self.settings.max_candidates) if self.selector is not None
+               else [e.id for e in items])
+        show_room = len(scene.rooms()) > 1
+        lines = {i: describe_item(scene, scene.entity(i), show_room) for i in ids}
+        return Prepared(query.strip(), workflow, ids, lines, len(items), show_room)
+
+    def run(self, prepared: "Prepared") -> FoundObjects:
+        run = _Run(prepared, self.settings)
+        started = time.monotonic()
+        try:
+            answer = getattr(self, f"_{prepared.workflow}")(run)
+            error = ""
+        except FinderError as failure:
+            answer, error = FindReply(query_achievable=False), str(failure)
+        return FoundObjects(answer.inferred_query, answer.query_achievable, answer.relevant_objects,
+                            answer.explanation, prepared.workflow, len(prepared.ids), prepared.map_items, run.calls,
+                            run.prompt_tokens, run.completion_tokens, time.monotonic() - started, run.rounds, error)
+
+    def find(self, scene: SceneGraph, query: str, workflow: str | None = None) -> FoundObjects:
+        return self.run(self.prepare(scene, query, workflow))
+
+    def _answer(self, run: "_Run", role: str, messages: list[dict]) -> FindReply:
+        return self._ask(run, role, messages, run.answer_schema,
+                         lambda text: parse_answer(text, run.known, self.settings.max_answers))
+
+    def _feedback(self, run: "_Run", role: str, messages: list[dict]) -> FeedbackReply:
+        return self._ask(run, role, messages, run.feedback_schema, lambda text: parse_feedback(text, run.known))
+
+    def _base(self, run: "_Run") -> FindReply:
+        return self._answer(run, "answer", run.messages(QUERY_PROMPT.format(query=run.query)))
+
+    def _self_reflection(self, run: "_Run") -> FindReply:
+        messages = run.messages(QUERY_PROMPT.format(query=run.query))
+        answer = self._answer(run, "answer", messages)
+        for _ in range(self.settings.iterations):
+            messages = [*messages, {"role": "assistant", "content": _answer_text(answer)},
+                        {"role": "user", "content": SELF_FEEDBACK_PROMPT}]
+            feedback = self._feedback(run, "feedback", messages)
+            if not _worth_revising(answer, feedback):
+                break
+            messages = [*messages, {"role": "assistant", "content": json.dumps(feedback.model_dump())},
+                        {"role": "user", "content": REFINE_PROMPT}]
+            answer = _guarded(answer, feedback, self._answer(run, "refinement", messages))
+        return answer
+
+    def _multi_agent(self, run: "_Run") -> FindReply:
+        answer = self._answer(run, "planner", run.messages(f"{PLANNER_ROLE}\n\n{QUERY_PROMPT.format(query=run.query)}"))
+        earlier: list[str] = []  # what the critic and refiner said in earlier rounds
+        for _ in range(self.settings.iterations):
+            history = ("\nEarlier rounds:\n" + "\n".join(earlier)) if earlier else ""
+            shown = f"{QUERY_PROMPT.format(query=run.query)}\nProposed answer: {_answer_text(answer)}{history}"
+            feedback = self._feedback(run, "critic", run.messages(f"{CRITIC_ROLE}\n\n{shown}"))
+            if not _worth_revising(answer, feedback):
+                break
+            refined = self._answer(run, "refiner", run.messages(
+                f"{REFINER_ROLE}\n\n{shown}\nFeedback: {json.dumps(feedback.model_dump())}"))
+            earlier.append(f"answer {_answer_text(answer)}; feedback {feedback.problems!r}")
+            answer = _guarded(answer, feedback, refined)
+        return answer
+
+    def _ensemble(self, run: "_Run") -> FindReply:
+        answers = []
+        for member in range(self.settings.ensemble_size):
+            order = list(run.ids)
+            if member:  # each member reads the map in another order, so their answers differ in earnest
+                random.Random(member).shuffle(order)
+            answers.append(self._answer(run, f"member {member + 1}",
+                                        run.messages(QUERY_PROMPT.format(query=run.query), order)))
+        distinct = list({json.dumps([a.query_achievable, a.relevant_objects]): a for a in answers}.values())
+        if len(distinct) == 1:
+            return distinct[0]
+        random.Random(run.query).shuffle(distinct)  # the chooser cannot tell which member said what
+        listed = "\n".join(f"Answer {n}: {_answer_text(a)}" for n, a in enumerate(distinct, 1))
+        choice = self._ask(run, "chooser", run.messages(
+            f"{CHOOSER_ROLE}\n\n{QUERY_PROMPT.format(query=run.query)}\n{listed}"),
+            choice_schema(len(distinct)), lambda text: _parse_choice(text, len(distinct)))
+        return distinct[choice.choice - 1]
+
+
+def _parse_choice(text: str, count: int) -> ChoiceReply:
+    reply = ChoiceReply.model_validate_json(text)
+    if not 1 <= reply.choice <= count:
+        raise ValueError(f"choice must be between 1 and {count}")
+    return reply
+
+
+def _worth_revising(answer: FindReply, feedback: FeedbackReply) -> bool:
+    """Revise only on a 'revise' verdict; an empty answer only when the feedback names items."""
+    if feedback.verdict == "correct":
+        return False
+    return bool(answer.relevant_objects) or bool(feedback.evidence)
+
+
+def _guarded(before: FindReply, feedback: FeedbackReply, after: FindReply) -> FindReply:
+    """An empty answer can only gain the items the feedback gave as evidence."""
+    if before.relevant_objects:
+        return after
+    kept = [i for i in after.relevant_objects if i in feedback.evidence]
+    if not kept:
+        return before
+    return after.model_copy(update={"relevant_objects": kept, "query_achievable": True})
+
+
+@dataclass(frozen=True)
+class Prepared:
+    query: str
+    workflow: str
+    ids: list[str]            # the items shown, in the order shown
+    lines: dict[str, str]     # id -> its line of the map text
+    map_items: int            # furniture and objects in the whole map
+    show_room: bool
+
+
+class _Run:
+    """One query being answered: the schemas and the running counts."""
+
+    def __init__(self, prepared: Prepared, settings: FinderSettings):
+        self.prepared, self.settings = prepared, settings
+        self.query, self.ids = prepared.query, prepared.ids
+        self.known = set(prepared.ids)
+        self.answer_schema = answer_schema(prepared.ids, settings.max_answers)
+        self.feedback_schema = feedback_schema(prepared.ids, settings.max_answers)
+        self.calls = self.prompt_tokens = self.completion_tokens = 0
+        self.rounds: list[dict] = []
+        self._system = self._system_prompt(prepared.ids)
+
+    def _system_prompt(self, ids: list[str]) -> str:
+        prepared = self.prepared
+        shown = (f"all {len(ids)} items" if len(ids) == prepared.map_items
+                 else f"the {len(ids)} items most related to the query, of {prepared.map_items}")
+        return MAP_PROMPT.format(room_note="its room, " if prepared.show_room else "", shown=shown,
+                                 map="\n".join(prepared.lines[i] for i in ids), max_answers=self.settings.max_answers)
+
+    def messages(self, user: str, order: list[str] | None = None) -> list[dict]:
+        system = self._system if order is None or order == self.ids else self._system_prompt(order)
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]

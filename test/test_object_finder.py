@@ -1,0 +1,165 @@
+"""Object finding: the map the model sees, the reply schema, and each workflow's control flow,
+with scripted replies."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from planner.core.object_finder import FinderSettings, ObjectFinder
+from planner.core.react import ScriptedPolicy
+from planner.core.scene_graph import SceneGraph
+from planner.core.voxeland import parse_voxeland
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "objects"
+
+
+def _instance(center, size, results):
+    return {"bbox": {"center": center, "size": size}, "n_observations": 10, "results": results}
+
+
+@pytest.fixture
+def scene():
+    semantic_map = parse_voxeland({"instances": {
+        "table1": _instance([1.0, 1.0, 0.37], [1.2, 0.8, 0.74], {"table": 80.0, "desk": 20.0}),
+        "chair1": _instance([1.0, 1.7, 0.45], [0.45, 0.45, 0.9], {"chair": 55.0, "stool": 45.0}),
+        "sofa1": _instance([4.0, 3.0, 0.4], [2.0, 0.9, 0.8], {"sofa": 90.0, "bed": 10.0}),
+        "cup1": _instance([1.2, 1.0, 0.79], [0.08, 0.08, 0.1], {"cup": 60.0, "mug": 40.0}),
+    }})
+    return SceneGraph.from_voxeland(semantic_map)
+
+
+def answer(objects, achievable=None, inferred="a seat"):
+    return {"inferred_query": inferred, "query_achievable": bool(objects) if achievable is None else achievable,
+            "relevant_objects": objects, "explanation": "because"}
+
+
+def feedback(verdict, evidence=(), problems="x"):
+    return {"verdict": verdict, "problems": problems, "evidence": list(evidence)}
+
+
+def finder(replies, **settings):
+    policy = ScriptedPolicy(replies)
+    return ObjectFinder(policy, FinderSettings(**settings)), policy
+
+
+def test_the_model_sees_uncertain_labels_positions_sizes_and_relations_and_may_only_name_map_ids(scene):
+    find, policy = finder([answer(["chair1"])])
+    schemas = []
+    policy_complete = policy.complete
+    policy.complete = lambda messages, schema: (schemas.append(schema), policy_complete(messages, schema))[1]
+    found = find.find(scene, "where can I sit?")
+    system = policy.prompts[0][0]["content"]
+    assert "chair1: chair 0.55, stool 0.45" in system
+    assert "size 0.45x0.45x0.90" in system and "at (1.0, 1.7, 0.5)" in system
+    assert "cup1: cup 0.60, mug 0.40" in system and "on table1" in system
+    assert "near table1" in system.split("chair1:")[1].split("\n")[0]  # furniture beside furniture
+    assert set(schemas[0]["properties"]["relevant_objects"]["items"]["enum"]) == {"table1", "chair1", "sofa1", "cup1"}
+    assert policy.prompts[0][1]["content"] == "Query: where can I sit?"
+    assert (found.relevant_objects, found.query_achievable, found.calls) == (["chair1"], True, 1)
+
+
+def test_an_unknown_id_is_sent_back_naming_it_and_the_repaired_answer_is_used(scene):
+    find, policy = finder([answer(["piano9"]), answer(["sofa1", "chair1", "sofa1"])])
+    found = find.find(scene, "where can I sit?")
+    assert "'piano9' is not in the map" in policy.prompts[1][-1]["content"]
+    assert found.relevant_objects == ["sofa1", "chair1"]  # duplicates dropped, order kept
+    assert found.calls == 2 and not found.error
+
+
+def test_a_reply_that_stays_invalid_ends_with_an_error_and_no_objects(scene):
+    find, _ = finder(["not json", answer(["piano9"]), answer(["sofa1"], achievable=False)], max_repairs=2)
+    found = find.find(scene, "where can I sit?")
+    assert found.relevant_objects == [] and not found.query_achievable
+    assert "no valid reply after 2 repairs" in found.error and "query_achievable is false" in found.error
+
+
+def test_unknown_workflow_and_empty_query_are_refused(scene):
+    find, _ = finder([])
+    with pytest.raises(ValueError, match="unknown workflow 'magic'"):
+        find.find(scene, "a cup", "magic")
+    with pytest.raises(ValueError, match="empty"):
+        find.find(scene, "  ")
+
+
+def test_self_reflection_refines_with_every_earlier_round_in_view_and_stops_when_the_answer_holds(scene):
+    find, policy = finder([answer(["sofa1"]), feedback("revise", ["sofa1"], "a couch was excluded"),
+                           answer(["chair1"]), feedback("correct")], iterations=3)
+    found = find.find(scene, "something to sit on that is not a couch", "self_reflection")
+    assert found.relevant_objects == ["chair1"]
+    assert [r["role"] for r in found.rounds] == ["answer", "feedback", "refinement", "feedback"]
+    last = policy.prompts[-1]
+    # One conversation: the last feedback call sees the first answer, its feedback and the refinement.
+    assert '"sofa1"' in last[2]["content"] and "a couch was excluded" in last[4]["content"]
+    assert '"chair1"' in last[6]["content"]
+
+
+def test_self_reflection_stops_after_its_iterations(scene):
+    find, policy = finder([answer(["sofa1"]), feedback("revise", ["chair1"]), answer(["chair1"]),
+                           feedback("revise", ["sofa1"]), answer(["sofa1"])], iterations=2)
+    found = find.find(scene, "a seat", "self_reflection")
+    assert found.calls == 5 and found.relevant_objects == ["sofa1"]
+
+
+def test_an_empty_answer_stays_empty_when_the_feedback_names_no_evidence(scene):
+    find, policy = finder([answer([]), feedback("revise", [], "surely there is a piano somewhere")])
+    found = find.find(scene, "the piano", "self_reflection")
+    assert found.relevant_objects == [] and not found.query_achievable
+    assert found.calls == 2  # no refinement was asked for
+
+
+def test_an_empty_answer_gains_only_the_items_the_feedback_gave_as_evidence(scene):
+    find, _ = finder([answer([]), feedback("revise", ["chair1"]), answer(["chair1", "sofa1"]), feedback("correct")])
+    found = find.find(scene, "a seat that is not a couch", "self_reflection")
+    assert found.relevant_objects == ["chair1"] and found.query_achievable
+
+
+def test_multi_agent_gives_each_agent_its_role_and_the_critic_the_earlier_rounds(scene):
+    find, policy = finder([answer(["sofa1"]), feedback("revise", ["chair1"], "not a couch"), answer(["chair1"]),
+                           feedback("revise", ["table1"], "too far"), answer(["chair1"])], iterations=2)
+    found = find.find(scene, "something to sit on that is not a couch", "multi_agent")
+    roles = [r["role"] for r in found.rounds]
+    assert roles == ["planner", "critic", "refiner", "critic", "refiner"]
+    users = [p[1]["content"] for p in policy.prompts]
+    assert users[0].startswith("You are the planner agent")
+    assert users[1].startswith("You are the critic agent") and "Earlier rounds" not in users[1]
+    assert users[2].startswith("You are the refinement agent") and "not a couch" in users[2]
+    assert "Earlier rounds" in users[3] and "not a couch" in users[3]
+    # Each agent starts afresh: two messages, the map and its task.
+    assert all(len(p) == 2 for p in policy.prompts)
+    assert found.relevant_objects == ["chair1"]
+
+
+def test_the_ensemble_reads_the_map_in_different_orders_and_skips_the_chooser_when_all_agree(scene):
+    find, policy = finder([answer(["chair1"])] * 3, ensemble_size=3)
+    found = find.find(scene, "a chair", "ensemble")
+    maps = [p[0]["content"].split("Map (")[1] for p in policy.prompts]
+    assert len(set(maps)) > 1
+    assert found.calls == 3 and found.relevant_objects == ["chair1"]
+
+
+def test_the_chooser_sees_the_distinct_answers_unlabelled_and_its_choice_is_the_answer(scene):
+    find, policy = finder([answer(["chair1"]), answer(["sofa1"]), answer(["chair1"]),
+                           {"choice": 2, "reason": "fits"}], ensemble_size=3)
+    found = find.find(scene, "a seat", "ensemble")
+    chooser = policy.prompts[-1][1]["content"]
+    assert sum(line.startswith("Answer ") for line in chooser.splitlines()) == 2
+    assert "member" not in chooser.lower()
+    listed = [line for line in chooser.splitlines() if line.startswith("Answer 2:")][0]
+    assert found.relevant_objects == json.loads(listed.split(": ", 1)[1])["relevant_objects"]
+
+
+def test_a_large_map_is_narrowed_to_the_items_related_to_the_query(tmp_path):
+    from planner.backends.embeddings import SentenceEmbedder
+    from planner.bench.objects import load_bench_map
+
+    scene = load_bench_map(BENCH / "maps" / "large_house.json")
+    find, policy = finder([answer([])])
+    find.selector = ObjectFinder(policy, embedder=SentenceEmbedder()).selector
+    found = find.find(scene, "I am tired, where can I sit?")
+    shown = policy.prompts[0][0]["content"]
+    assert found.candidates == 40 and found.map_items == 228
+    assert "the 40 items most related to the query, of 228" in shown
+    seats = sum(line.split(": ", 1)[1].split(" ")[0] in {"chair", "sofa", "armchair", "stool", "bench"}
+                for line in shown.splitlines() if line.startswith("obj"))
+    assert seats >= 25
