@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from planner.core.ambiguity import Question, ambiguous_goals, chosen_candidate, pin_named_objects, words_of
 from planner.core.asking import ask_validated
