@@ -129,6 +129,36 @@ def test_find_objects_by_label_and_attributes(perception):
     assert not find(room="attic").success
 
 
+def test_a_request_in_plain_words_is_answered_by_the_object_finder_with_ids_from_the_map(ros, tmp_path):
+    import yaml
+
+    replies = tmp_path / "replies.yaml"
+    reply = {"inferred_query": "a drink", "query_achievable": True, "explanation": "a bottle holds a drink"}
+    replies.write_text(yaml.safe_dump([{**reply, "relevant_objects": ["juice_9"]},   # not in the map: sent back
+                                       {**reply, "relevant_objects": ["bottle_1", "cup_1"]}]))
+    running = Perception(load_config(write_config(tmp_path, llm={"provider": "scripted", "script": str(replies)})))
+    try:
+        def find(**fields):
+            return running.client.call(FindObjects, "/perception/find_objects", FindObjects.Request(**fields))
+
+        found = find(query="I'm thirsty", workflow="default")
+        assert found.success, found.message
+        assert list(found.relevant_objects) == ["bottle_1", "cup_1"] and [o.id for o in found.objects] == ["bottle_1",
+                                                                                                           "cup_1"]
+        assert found.query_achievable and found.inferred_query == "a drink" and found.llm_calls == 2
+        assert "bottle_1 on table_1" in found.relations and "(base, 2 LLM call(s)" in found.message
+        unknown = find(query="I'm thirsty", workflow="telepathy")
+        assert not unknown.success and "unknown workflow 'telepathy'" in unknown.message
+        empty = find(query="  ", workflow="base")
+        assert not empty.success and "empty" in empty.message
+        # Out of replies: the LLM's failure is the answer, and the node keeps serving.
+        failed = find(query="a cup", workflow="base")
+        assert not failed.success and "no replies left" in failed.message
+        assert [o.id for o in find(query="cup").objects] == ["cup_1"]
+    finally:
+        running.client.close()
+
+
 def test_the_graph_is_saved_as_it_changes_and_restored_after_a_restart(ros, config):
     first = Perception(config)
     first.states.publish(robot_state(400.0))

@@ -281,6 +281,18 @@ class ActionCall:
 
 
 # ---- node plumbing ---------------------------------------------------------------------------
+class UnavailablePolicy:
+    """Stands where the configured LLM could not be set up, so each call ends with the reason."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    def complete(self, messages, schema):
+        from planner.core.react import PolicyError
+
+        raise PolicyError(self.reason)
+
+
 class PlannerNode(Node):
     """A node that loads the stack config from its `config` parameter and reports on /planner/status."""
 
@@ -289,6 +301,27 @@ class PlannerNode(Node):
         path = self.declare_parameter("config", "").value
         self.config = config or load_config(path or None)
         self._status = self.create_publisher(String, STATUS_TOPIC, STATUS_QOS)
+        self.embedded = None  # the embedded LLM server this node started, stopped by close_llm
+
+    def open_llm(self):
+        """The configured LLM, or a policy whose every call fails with why there is none (reported)."""
+        from planner.backends.llm import open_policy
+        from planner.backends.model_store import ModelError
+        from planner.core.react import PolicyError
+
+        settings = self.config.llm.resolved()
+        try:
+            policy, self.embedded = open_policy(settings, self.config.path(settings.script) if settings.script else None)
+        except (ModelError, PolicyError, InputError) as error:
+            self.report("error", f"LLM unavailable: {error}")
+            return UnavailablePolicy(f"LLM unavailable: {error}")
+        if self.embedded is not None:
+            self.get_logger().info(f"embedded LLM {settings.embedded.model} serving at {self.embedded.base_url}")
+        return policy
+
+    def close_llm(self) -> None:
+        if self.embedded is not None:
+            self.embedded.stop()
 
     def report(self, level: str, message: str) -> None:
         """A problem or state change a user should see, on /planner/status and in the log."""

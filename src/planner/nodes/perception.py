@@ -14,11 +14,14 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
+from planner.backends.embeddings import SentenceEmbedder
 from planner.backends.simulation import load_scenario
 from planner.backends.tf_frames import TfLookup, tf_available
 from planner.core.files import InputError
 from planner.core.frames import FrameError, FrameTree, TransformNotReady, planar, rigid
+from planner.core.object_finder import ObjectFinder
 from planner.core.observations import unknown_room_text
+from planner.core.react import PolicyError
 from planner.core.scene_graph import Entity, SceneGraph, SensorFrame
 from planner.core.scene_store import SceneStore, fingerprint
 from planner.core.voxeland import load_voxeland
@@ -138,7 +141,10 @@ class PerceptionNode(PlannerNode):
         self.create_service(GetRooms, "perception/get_rooms", self._get_rooms, callback_group=group)
         self.create_service(GetObjectsInRoom, "perception/get_objects_in_room", self._get_objects_in_room, callback_group=group)
         self.create_service(GetObject, "perception/get_object", self._get_object, callback_group=group)
-        self.create_service(FindObjects, "perception/find_objects", self._find_objects, callback_group=group)
+        # A request in plain words waits seconds for the LLM: its own group, so the graph's callbacks go on.
+        self.create_service(FindObjects, "perception/find_objects", self._find_objects,
+                            callback_group=MutuallyExclusiveCallbackGroup())
+        self.finder: ObjectFinder | None = None  # with its LLM, made at the first request in plain words
         self.create_service(GetRobotState, "perception/get_robot_state", self._get_robot_state, callback_group=group)
         self.create_service(GetSceneGraph, "perception/get_scene_graph", self._get_scene_graph, callback_group=group)
         self.create_timer(TICK_S, self._tick, callback_group=group)
@@ -253,6 +259,7 @@ class PerceptionNode(PlannerNode):
 
     def close(self) -> None:
         """Save what is not saved yet before the node goes."""
+        self.close_llm()
         self.saver.shutdown(wait=True)
         if self.store is not None:
             with self.lock:
@@ -294,6 +301,8 @@ class PerceptionNode(PlannerNode):
         return response
 
     def _find_objects(self, request, response):
+        if request.workflow:
+            return self._find_described(request, response)
         if request.relation and request.relation not in ("on", "in", "under", "near"):
             response.success, response.message = False, f"unknown relation {request.relation!r}; use on, in, under or near"
             return response
@@ -311,6 +320,34 @@ class PerceptionNode(PlannerNode):
             response.relations = [r for e in found if e.kind == "object" for r in self.scene.relations(e.id)]
         response.success = True
         response.message = f"{len(found)} match(es) for {request.query!r}"
+        return response
+
+    def _find_described(self, request, response):
+        """The objects a request in plain words needs, chosen by the object finder over the map."""
+        if self.finder is None:
+            self.finder = ObjectFinder(self.open_llm(), self.config.object_finder, SentenceEmbedder())
+        try:
+            with self.lock:
+                prepared = self.finder.prepare(self.scene, request.query,
+                                               None if request.workflow == "default" else request.workflow)
+            found = self.finder.run(prepared)
+        except (ValueError, PolicyError) as error:
+            response.success, response.message = False, str(error)
+            return response
+        response.llm_calls = found.calls
+        if found.error:
+            response.success, response.message = False, found.error
+            return response
+        response.inferred_query, response.query_achievable = found.inferred_query, found.query_achievable
+        response.relevant_objects, response.explanation = found.relevant_objects, found.explanation
+        with self.lock:  # the map may have changed while the model thought
+            present = [i for i in found.relevant_objects if self.scene.has(i)]
+            response.objects = [entity_to_msg(self.scene.entity(i), self.scene) for i in present]
+            response.relations = [r for i in present for r in self.scene.relations(i)
+                                  if self.scene.entity(i).kind == "object"]
+        response.success = True
+        response.message = (f"{len(found.relevant_objects)} object(s) for {request.query!r} ({found.workflow}, "
+                            f"{found.calls} LLM call(s), {found.seconds:.1f} s)")
         return response
 
     def _get_robot_state(self, request, response):

@@ -16,12 +16,9 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from std_msgs.msg import Bool, String
 
 from planner.action import ExecuteSkill, ExecuteTask, Say
-from planner.backends.llm import EmbeddedServer, open_policy
-from planner.backends.model_store import ModelError
 from planner.config import load_skill_planner
-from planner.core.files import InputError
 from planner.core.observations import entity_text, found_text, robot_text, room_contents_text, rooms_text
-from planner.core.react import (EpisodeResult, FailureInfo, Observation, PolicyError, Recovery, SkillResult,
+from planner.core.react import (EpisodeResult, FailureInfo, Observation, Recovery, SkillResult,
                                 SuggestionInfo, TaskPlanner, TraceStep)
 from planner.core.task_queue import TaskQueue
 from planner.msg import PlanStep
@@ -33,16 +30,6 @@ from planner.srv import (Explain, FindObjects, GetObject, GetObjectsInRoom, GetR
 
 
 SAY_TIMEOUT_S = 60.0
-
-
-class UnavailablePolicy:
-    """Stands where the configured LLM could not be set up, so each task ends with the reason."""
-
-    def __init__(self, reason: str):
-        self.reason = reason
-
-    def complete(self, messages, schema):
-        raise PolicyError(self.reason)
 
 
 class RosTools:
@@ -156,9 +143,8 @@ class RosTools:
 class TaskPlannerNode(PlannerNode):
     def __init__(self, config=None, policy=None, namespace: str | None = None):
         super().__init__("task_planner", config, namespace)
-        self.embedded: EmbeddedServer | None = None
         self.skills = load_skill_planner(self.config)
-        self.policy = policy or self._make_policy()
+        self.policy = policy or self.open_llm()
         group = ReentrantCallbackGroup()
         self.clients_ = {
             "scene": self.create_client(GetSceneGraph, "perception/get_scene_graph", callback_group=group),
@@ -186,21 +172,8 @@ class TaskPlannerNode(PlannerNode):
                      goal_callback=self._on_goal, cancel_callback=self._on_cancel)
         self.report("info", "ready for requests")
 
-    # ---- the model ------------------------------------------------------------------------------
-    def _make_policy(self):
-        settings = self.config.llm.resolved()
-        try:
-            policy, self.embedded = open_policy(settings, self.config.path(settings.script) if settings.script else None)
-        except (ModelError, PolicyError, InputError) as error:
-            self.report("error", f"LLM unavailable: {error}")
-            return UnavailablePolicy(f"LLM unavailable: {error}")
-        if self.embedded is not None:
-            self.get_logger().info(f"embedded LLM {settings.embedded.model} serving at {self.embedded.base_url}")
-        return policy
-
     def close(self) -> None:
-        if self.embedded is not None:
-            self.embedded.stop()
+        self.close_llm()
 
     # ---- requests ---------------------------------------------------------------------------------
     def _on_estop(self, msg: Bool) -> None:
