@@ -279,3 +279,31 @@ def test_cases_that_fit_about_equally_are_combined_by_the_model(skill_planner):
     assert "case-a (similarity 0.71): Re-check the kitchen." in compose_prompt and "OBJECT_NOT_FOUND" in compose_prompt
     assert any(kind == "error" and "case-z were not among the cases given" in text for kind, text in trace)
     assert ("suggestion", "Re-check the kitchen, then go to where the bottle is now. (cases case-a, case-b)") in trace
+
+
+def test_a_lost_goal_object_lets_the_model_search_the_map_in_plain_words(skill_planner):
+    from planner.core.object_finder import ObjectFinder
+
+    robot = InProcessRobot(SCENARIO, skill_planner)
+    robot.finder = ObjectFinder(ScriptedPolicy([{"inferred_query": "a bottle", "query_achievable": True,
+                                                 "relevant_objects": ["bottle_1"], "explanation": "it is a bottle"}]))
+    replies = recorded_plan()
+    # Where the recording has an invalid pick after the bottle went missing, the model searches instead.
+    replies[4] = {"thought": "The bottle is gone; I search the map.", "action": "search_map()", "query": "the bottle"}
+    policy, trace = ScriptedPolicy(replies), []
+    planner = TaskPlanner(policy, robot, skill_planner, PlannerSettings(confirm_timeout_s=0),
+                          on_step=lambda step: trace.append((step.kind, step.text)))
+    schemas = []
+    complete = policy.complete
+    policy.complete = lambda messages, schema: (schemas.append(schema), complete(messages, schema))[1]
+    result = planner.run(REQUEST)
+    assert result.success
+    offered = [s["properties"]["action"]["enum"] for s in schemas if "action" in s.get("properties", {})]
+    assert "search_map()" not in offered[0]  # while the bottle is where the map has it, there is nothing to search
+    searching = schemas[4]["properties"]
+    assert "search_map()" in searching["action"]["enum"] and "query" in searching
+    assert ("perception", 'search_map(the bottle)') in trace
+    observation = trace[trace.index(("perception", 'search_map(the bottle)')) + 1]
+    assert observation == ("observation", "For 'the bottle' the map has, best first: bottle_1 (bottle) in the "
+                                          "kitchen (it is a bottle).")
+    assert "For 'the bottle' the map has" in policy.prompts[5][-1]["content"]

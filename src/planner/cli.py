@@ -323,9 +323,11 @@ def _progress(line: str) -> None:
 def _bench_setup(args):
     """What the task and ablation benches share: the config, suite, skills, the LLM (and its
     server) and a name for the results that says which model made them; None if no LLM."""
+    from planner.backends.embeddings import SentenceEmbedder
     from planner.bench import tasks
     from planner.bench.suite import load_suite
     from planner.config import load_config
+    from planner.core.object_finder import ObjectFinder
     from planner.core.skills import load_skill_library
 
     config = load_config(args.config)
@@ -336,7 +338,9 @@ def _bench_setup(args):
         return None
     policy, server, llm = opened
     model = "" if llm["backend"] == "scripted" else "-" + llm["model"].replace("/", "_")
-    setup = tasks.BenchSetup(suite, library, _bench_settings(config), policy, None, args.faults, args.seed)
+    finder = ObjectFinder(policy, config.object_finder, SentenceEmbedder()) if policy is not None else None
+    setup = tasks.BenchSetup(suite, library, _bench_settings(config), policy, None, args.faults, args.seed,
+                             finder=finder)
     return config, setup, server, llm, f"{suite.suite.name}-{llm['backend']}{model}"
 
 

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from planner.backends.simulation import HANG, MANIPULATION_SECONDS, Route, ScenarioEvent, SimulatedWorld
 from planner.core.controller import ExecutionEventInfo, check_after, check_before, describe_failure, object_of
 from planner.core.explainer import CaseMemory
-from planner.core.observations import (entity_text, found_text, robot_text, room_contents_text, rooms_text,
+from planner.core.observations import (entity_text, found_text, robot_text, room_contents_text, rooms_text, search_text,
                                        unknown_room_text)
-from planner.core.react import FailureInfo, Observation, Recovery, SkillResult, SuggestionInfo
+from planner.core.object_finder import ObjectFinder
+from planner.core.react import FailureInfo, Observation, PolicyError, Recovery, SkillResult, SuggestionInfo
 from planner.core.scene_graph import RobotSnapshot, SceneGraph
 from planner.core.skills import Command, SkillPlanner, SkillRefused
 from planner.core.world import World
@@ -42,16 +43,18 @@ class SimulatedRobot:
 
     def __init__(self, world: World, events: list[ScenarioEvent], skills: SkillPlanner,
                  memory: CaseMemory | None = None, request: str = "", answers: list[str] = (),
-                 learner: CaseMemory | None = None):
+                 learner: CaseMemory | None = None, finder: ObjectFinder | None = None):
         """`memory` suggests after failures (None: explainer off); `learner` records what followed
         them (None: nothing is learned; the same memory, or another over the same database when
-        what is learned must not be used before the next run)."""
+        what is learned must not be used before the next run); `finder` answers search_map (None:
+        not available)."""
         self.answers = list(answers)  # what the simulated user replies to questions, in order
         self.sim = SimulatedWorld(world, list(events))
         self.graph = SceneGraph.from_world(world)
         self.skills = skills
         self.memory = memory
         self.learner = learner
+        self.finder = finder
         self.request = request
         self.log = RobotLog()
         self.camera_period_s = 1.0 / world.robot.camera.rate_hz
@@ -110,6 +113,17 @@ class SimulatedRobot:
         if name == "find_objects":
             found = graph.find(args[0])
             return Observation(found_text(args[0], found), [e.id for e in found])
+        if name == "search_map":
+            if self.finder is None:
+                return Observation("searching the map in plain words is not available here")
+            try:
+                found = self.finder.find(graph, args[0])
+            except PolicyError as error:
+                return Observation(f"the map search failed: {error}")
+            if found.error:
+                return Observation(f"the map search failed: {found.error}")
+            entities = [graph.entity(i) for i in found.relevant_objects]
+            return Observation(search_text(args[0], entities, found.explanation), found.relevant_objects)
         return Observation(f"unknown perception action {name}")
 
     def execute_skill(self, text: str) -> SkillResult:

@@ -24,6 +24,7 @@ from planner.bench.common import machine_info, write_results
 from planner.bench.suite import TIERS, FinalState, LoadedSuite, Task, check, predicate_objects, starting_world
 from planner.core.explainer import CaseMemory
 from planner.core.files import write_json_atomic
+from planner.core.object_finder import ObjectFinder
 from planner.core.react import Policy, PlannerSettings, ScriptedPolicy, TaskPlanner, TraceStep
 from planner.core.skills import RobotProfile, SkillLibrary, SkillPlanner
 
@@ -41,6 +42,7 @@ class BenchSetup:
     faults: str                      # none | task | random
     seed: int
     learner: CaseMemory | None = None  # records what followed failures (None: nothing learned)
+    finder: ObjectFinder | None = None  # answers search_map (None: not offered an answer)
 
 
 def episode_rng(seed: int, task_id: str, repeat: int, purpose: str) -> random.Random:
@@ -60,7 +62,8 @@ def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[T
         faults = []
     events, garbage_calls = fault_events(faults, world, objects, episode_rng(setup.seed, task.id, repeat, "where"))
     skills = SkillPlanner(setup.library, RobotProfile.of(world.robot))
-    robot = SimulatedRobot(world, events, skills, setup.memory, task.request, task.answers, setup.learner)
+    robot = SimulatedRobot(world, events, skills, setup.memory, task.request, task.answers, setup.learner,
+                           setup.finder)
     policy = setup.policy if setup.policy is not None else ScriptedPolicy(task.script)
     if garbage_calls:
         policy = GarbledPolicy(policy, garbage_calls, episode_rng(setup.seed, task.id, repeat, "garbage"))

@@ -70,6 +70,15 @@ def found_text(query: str, entities: list[Entity]) -> str:
             + (f", and {more} more" if more else "") + ".")
 
 
+def search_text(query: str, entities: list[Entity], explanation: str) -> str:
+    """What a search of the map in plain words found, best first, and why."""
+    why = f" ({explanation.rstrip('.')})" if explanation else ""
+    if not entities:
+        return f"Nothing in the map fits {query!r}{why}."
+    return (f"For {query!r} the map has, best first: "
+            + ", ".join(f"{e.id} ({_label(e)}) in the {e.room}" for e in entities[:LISTED_OBJECTS]) + f"{why}.")
+
+
 def robot_text(robot: RobotSnapshot | None) -> str:
     if robot is None:
         return "The robot state is not known yet."

@@ -24,12 +24,15 @@ from planner.core.ambiguity import Question, ambiguous_goals, chosen_candidate, 
 from planner.core.asking import ask_validated
 from planner.core.goals import (PLACING_KINDS, Goal, GoalReply, goal_furniture, goal_lacks, goal_met, goal_objects,
                                 goal_schema, goal_status)
+from planner.core.calls import format_call, parse_call
 from planner.core.scene_graph import SceneGraph
-from planner.core.skills import SkillCall, SkillPlanner, parse_call
+from planner.core.skills import SkillCall, SkillPlanner
 
 GIVE_UP = "GIVE_UP()"
 ASK_USER = "ASK_USER()"
-PERCEPTION_ACTIONS = ("get_rooms", "get_objects_in_room", "get_object", "find_objects", "get_robot_state")
+SEARCH_MAP = "search_map()"
+PERCEPTION_ACTIONS = ("get_rooms", "get_objects_in_room", "get_object", "find_objects", "get_robot_state",
+                      "search_map")
 
 SYSTEM_PROMPT = """You control a household service robot. You plan one step at a time.
 Each step, answer with JSON: a short "thought" on what to do next and why, then an "action" from the valid actions.
@@ -42,7 +45,8 @@ hold it and go to the room where the user is.
 Example: to put cup_1 (on desk_1 in the office) on shelf_2 in the hall: GOTO(desk_1), PICK(cup_1, right), GOTO(shelf_2), PLACE(cup_1, shelf_2, right).
 Objects may not be where the map says: after a failure, read the reason and the suggestion, look at the map again, and adapt.
 Use ids exactly as the observations give them (e.g. table_1). GIVE_UP() only when the request is impossible.
-ASK_USER() puts your "question" to the user, once per task, when the request is unclear and the map cannot tell."""
+ASK_USER() puts your "question" to the user, once per task, when the request is unclear and the map cannot tell.
+search_map() looks through the whole map for what your "query" asks in plain words ("something to drink")."""
 
 GOAL_PROMPT = """Turn the user's request into goals that can be checked in the world once the request is done.
 Kinds of goal:
@@ -217,6 +221,7 @@ class StepReply(BaseModel):
     thought: str = Field(max_length=1000)
     action: str
     question: str = Field(default="", max_length=300, description="for ASK_USER()")
+    query: str = Field(default="", max_length=300, description="for search_map()")
 
 
 # ---- the action space ------------------------------------------------------------------------
@@ -304,6 +309,8 @@ def allowed_actions(scene: SceneGraph, known: set[str], withdrawn: set[str], ski
         actions = [a for a in actions if a not in moves]
     actions += ["get_rooms()", *(f"get_objects_in_room({room})" for room in rooms)]
     actions += [f"find_objects({label})" for label in goal_labels]
+    if searching and objects:  # a goal object is lost or nowhere to be seen: the map may hold another that fits
+        actions.append(SEARCH_MAP)
     if about_objects:  # the nearest few: asking about each of fifty cups helps nobody
         actions += [f"get_object({obj})" for obj in scene.nearest_to_robot(relevant)[:ASKED_OBJECTS]]
     actions += [ASK_USER, GIVE_UP]
@@ -315,6 +322,8 @@ def action_schema(actions: list[str]) -> dict:
     properties = {"thought": {"type": "string", "maxLength": 160}, "action": {"enum": actions}}
     if ASK_USER in actions:
         properties["question"] = {"type": "string", "maxLength": 160}
+    if SEARCH_MAP in actions:
+        properties["query"] = {"type": "string", "maxLength": 120}
     return {"type": "object", "properties": properties, "required": ["thought", "action"]}
 
 
@@ -667,7 +676,10 @@ class TaskPlanner:
                 context.done.append(f"{ASK_USER}: asked")
                 asked = True
                 continue
-            observation, failed = self._act(reply.action, focus, request, stats, acted)
+            # The query travels in the call, so the trace and the history show what was searched for.
+            action = format_call("search_map", [reply.query.strip() or request]) if reply.action == SEARCH_MAP \
+                else reply.action
+            observation, failed = self._act(action, focus, request, stats, acted)
             suggested = failed and "Suggestion:" in observation
             context.latest = [observation]
             is_perception = parse_call(reply.action)[0] in PERCEPTION_ACTIONS

@@ -17,7 +17,8 @@ from std_msgs.msg import Bool, String
 
 from planner.action import ExecuteSkill, ExecuteTask, Say
 from planner.config import load_skill_planner
-from planner.core.observations import entity_text, found_text, robot_text, room_contents_text, rooms_text
+from planner.core.observations import (entity_text, found_text, robot_text, room_contents_text, rooms_text,
+                                       search_text)
 from planner.core.react import (EpisodeResult, FailureInfo, Observation, Recovery, SkillResult,
                                 SuggestionInfo, TaskPlanner, TraceStep)
 from planner.core.task_queue import TaskQueue
@@ -30,6 +31,9 @@ from planner.srv import (Explain, FindObjects, GetObject, GetObjectsInRoom, GetR
 
 
 SAY_TIMEOUT_S = 60.0
+
+
+SEARCH_TIMEOUT_S = 300.0  # an ensemble on a slow CPU takes minutes
 
 
 class RosTools:
@@ -70,6 +74,14 @@ class RosTools:
                 reply = call_service(clients["find"], FindObjects.Request(query=args[0]))
                 entities = [entity_from_msg(o) for o in reply.objects]
                 return Observation(found_text(args[0], entities), [e.id for e in entities])
+            if name == "search_map":
+                # The perception node's object finder, with the configured workflow: a few LLM calls.
+                reply = call_service(clients["find"], FindObjects.Request(query=args[0], workflow="default"),
+                                     timeout_s=SEARCH_TIMEOUT_S)
+                if not reply.success:
+                    return Observation(f"the map search failed: {reply.message}")
+                entities = [entity_from_msg(o) for o in reply.objects]
+                return Observation(search_text(args[0], entities, reply.explanation), [e.id for e in entities])
         except CallFailed as error:
             return Observation(f"perception is not answering: {error}")
         return Observation(f"unknown perception action {name}")
