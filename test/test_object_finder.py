@@ -163,3 +163,25 @@ def test_a_large_map_is_narrowed_to_the_items_related_to_the_query(tmp_path):
     seats = sum(line.split(": ", 1)[1].split(" ")[0] in {"chair", "sofa", "armchair", "stool", "bench"}
                 for line in shown.splitlines() if line.startswith("obj"))
     assert seats >= 25
+
+
+@pytest.mark.embedded
+@pytest.mark.timeout(900)
+def test_the_embedded_model_finds_seats_and_reads_a_negation_in_a_small_map():
+    from planner.backends.llm import open_policy
+    from planner.bench.objects import hit, load_bench_map, load_truth, load_queries
+    from planner.config import LLMSettings
+
+    scene = load_bench_map(BENCH / "maps" / "studio.json")
+    queries = {q.id: q for q in load_queries(BENCH / "queries.yaml")}
+    truth = load_truth(BENCH / "truth" / "studio.yaml", list(queries.values()), scene)
+    policy, server = open_policy(LLMSettings(provider="embedded").resolved())
+    try:
+        find = ObjectFinder(policy)
+        for query in ("sit", "sit_not_couch"):
+            found = find.find(scene, queries[query].text)
+            assert not found.error and found.calls == 1
+            assert hit(found.relevant_objects, truth[query], None), (query, found)
+            assert found.prompt_tokens > 0
+    finally:
+        server.stop()

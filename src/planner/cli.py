@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 from planner.cases_cli import add_commands as add_case_commands
 from planner.processes import DIE_WITH_PARENT
@@ -386,7 +387,7 @@ def bench_tasks(args) -> int:
 
 def bench_ablation(args) -> int:
     from planner.bench import explainer, tasks
-    from planner.bench.common import machine_info, write_results
+    from planner.bench.common import machine_info
 
     prepared = _bench_setup(args)
     if prepared is None:
@@ -397,13 +398,24 @@ def bench_ablation(args) -> int:
     header = {"machine": machine_info(), "llm": llm, "suite": setup.suite.suite.name, "faults": args.faults,
               "seed": args.seed}
     out = Path(args.out)
+    return _run_then_write(server, lambda: explainer.ablation(setup, lambda database: _open_memory(config, database),
+                                                              out, name, header, only, tasks.run, _progress),
+                           out, name, explainer.ablation_plot, explainer.ablation_report)
+
+
+def _run_then_write(server, run: Callable[[], dict], out: Path, name: str, plot, report) -> int:
+    """Run a benchmark, stop its LLM server whatever happens, then write and print its results."""
+    from planner.bench.common import write_results
+
     try:
-        results = explainer.ablation(setup, lambda database: _open_memory(config, database), out, name, header, only,
-                                     tasks.run, _progress)
+        results = run()
+    except KeyboardInterrupt:
+        print(f"interrupted; what was done so far is in {out}", file=sys.stderr)
+        return 130
     finally:
         if server is not None:
             server.stop()
-    written = write_results(results, out, name, explainer.ablation_plot, explainer.ablation_report)
+    written = write_results(results, out, name, plot, report)
     print(written[-1].read_text())
     return 0
 
@@ -426,7 +438,7 @@ def bench_explainer(args) -> int:
 def bench_objects(args) -> int:
     from planner.backends.embeddings import SentenceEmbedder
     from planner.bench import objects
-    from planner.bench.common import machine_info, write_results
+    from planner.bench.common import machine_info
     from planner.config import load_config
     from planner.core.files import load_yaml
     from planner.core.object_finder import WORKFLOWS, ObjectFinder
@@ -457,14 +469,8 @@ def bench_objects(args) -> int:
                     "settings": config.object_finder.model_dump(),
                     "maps": {map_name: len(scene.furniture()) + len(scene.objects()) for map_name, scene, _ in maps}})
     finder = ObjectFinder(policy, config.object_finder, SentenceEmbedder())
-    try:
-        objects.run(finder, workflows, queries, maps, results, previous, _progress)
-    finally:
-        if server is not None:
-            server.stop()
-    written = write_results(results, out, name, objects.plot, objects.report)
-    print(written[-1].read_text())
-    return 0
+    return _run_then_write(server, lambda: objects.run(finder, workflows, queries, maps, results, previous, _progress),
+                           out, name, objects.plot, objects.report)
 
 
 def bench_context(args) -> int:
