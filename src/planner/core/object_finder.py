@@ -21,12 +21,14 @@ import json
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Literal, Protocol
+from typing import Callable, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from planner.core.asking import ask_validated
+from planner.core.explainer import Embedder
+from planner.core.react import Policy, PolicyReply
 from planner.core.scene_graph import Entity, SceneGraph
 from planner.core.voxeland import STRUCTURE_LABEL
 
@@ -34,20 +36,6 @@ Workflow = Literal["base", "self_reflection", "multi_agent", "ensemble"]
 WORKFLOWS: tuple[str, ...] = ("base", "self_reflection", "multi_agent", "ensemble")
 LABEL_FLOOR = 0.1  # labels less probable than this are left out of the map text
 FURNITURE_NEAR_M = 0.5
-
-
-class _Reply(Protocol):
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
-
-
-class _Policy(Protocol):
-    def complete(self, messages: list[dict], schema: dict) -> _Reply: ...
-
-
-class _Embedder(Protocol):
-    def encode(self, texts: list[str]) -> np.ndarray: ...
 
 
 class FinderSettings(BaseModel):
@@ -94,7 +82,7 @@ class CandidateSelector:
     query, plus the furniture those items stand on or beside, so the prompt does not grow with
     the map."""
 
-    def __init__(self, embedder: _Embedder):
+    def __init__(self, embedder: Embedder):
         self.embedder = embedder
         self._labels: dict[str, np.ndarray] = {}
 
@@ -266,15 +254,15 @@ class FinderError(RuntimeError):
 
 
 class ObjectFinder:
-    def __init__(self, policy: _Policy, settings: FinderSettings = FinderSettings(),
-                 embedder: _Embedder | None = None):
+    def __init__(self, policy: Policy, settings: FinderSettings = FinderSettings(),
+                 embedder: Embedder | None = None):
         self.policy = policy
         self.settings = settings
         self.selector = CandidateSelector(embedder) if embedder is not None else None
 
     # -- one call ---------------------------------------------------------------------------
     def _ask(self, run: "_Run", role: str, messages: list[dict], schema: dict, parse: Callable[[str], object]):
-        def call(current: list[dict]) -> _Reply:
+        def call(current: list[dict]) -> PolicyReply:
             reply = self.policy.complete(current, schema)
             run.calls += 1
             run.prompt_tokens += reply.prompt_tokens
