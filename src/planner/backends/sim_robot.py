@@ -119,11 +119,9 @@ class SimulatedRobot:
             try:
                 found = self.finder.find(graph, args[0])
             except PolicyError as error:
-                return Observation(f"the map search failed: {error}")
-            if found.error:
-                return Observation(f"the map search failed: {found.error}")
+                return Observation(search_text(args[0], [], "", str(error)))
             entities = [graph.entity(i) for i in found.relevant_objects]
-            return Observation(search_text(args[0], entities, found.explanation), found.relevant_objects)
+            return Observation(search_text(args[0], entities, found.explanation, found.error), found.relevant_objects)
         return Observation(f"unknown perception action {name}")
 
     def execute_skill(self, text: str) -> SkillResult:

@@ -70,8 +70,10 @@ def found_text(query: str, entities: list[Entity]) -> str:
             + (f", and {more} more" if more else "") + ".")
 
 
-def search_text(query: str, entities: list[Entity], explanation: str) -> str:
-    """What a search of the map in plain words found, best first, and why."""
+def search_text(query: str, entities: list[Entity], explanation: str, error: str = "") -> str:
+    """What a search of the map in plain words found, best first, and why; or why it failed."""
+    if error:
+        return f"The map search failed: {error}"
     why = f" ({explanation.rstrip('.')})" if explanation else ""
     if not entities:
         return f"Nothing in the map fits {query!r}{why}."

@@ -301,7 +301,7 @@ class PlannerNode(Node):
         path = self.declare_parameter("config", "").value
         self.config = config or load_config(path or None)
         self._status = self.create_publisher(String, STATUS_TOPIC, STATUS_QOS)
-        self.embedded = None  # the embedded LLM server this node started, stopped by close_llm
+        self.embedded = None  # the embedded LLM server this node started, stopped by close
 
     def open_llm(self):
         """The configured LLM, or a policy whose every call fails with why there is none (reported)."""
@@ -319,7 +319,8 @@ class PlannerNode(Node):
             self.get_logger().info(f"embedded LLM {settings.embedded.model} serving at {self.embedded.base_url}")
         return policy
 
-    def close_llm(self) -> None:
+    def close(self) -> None:
+        """What the node holds outside ROS goes with it (spin_node calls this at shutdown)."""
         if self.embedded is not None:
             self.embedded.stop()
 

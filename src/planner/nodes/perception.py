@@ -259,7 +259,7 @@ class PerceptionNode(PlannerNode):
 
     def close(self) -> None:
         """Save what is not saved yet before the node goes."""
-        self.close_llm()
+        super().close()
         self.saver.shutdown(wait=True)
         if self.store is not None:
             with self.lock:

@@ -78,10 +78,9 @@ class RosTools:
                 # The perception node's object finder, with the configured workflow: a few LLM calls.
                 reply = call_service(clients["find"], FindObjects.Request(query=args[0], workflow="default"),
                                      timeout_s=SEARCH_TIMEOUT_S)
-                if not reply.success:
-                    return Observation(f"the map search failed: {reply.message}")
                 entities = [entity_from_msg(o) for o in reply.objects]
-                return Observation(search_text(args[0], entities, reply.explanation), [e.id for e in entities])
+                return Observation(search_text(args[0], entities, reply.explanation,
+                                               "" if reply.success else reply.message), [e.id for e in entities])
         except CallFailed as error:
             return Observation(f"perception is not answering: {error}")
         return Observation(f"unknown perception action {name}")
@@ -183,9 +182,6 @@ class TaskPlannerNode(PlannerNode):
         ActionServer(self, ExecuteTask, "planner/execute_task", self._execute, callback_group=group,
                      goal_callback=self._on_goal, cancel_callback=self._on_cancel)
         self.report("info", "ready for requests")
-
-    def close(self) -> None:
-        self.close_llm()
 
     # ---- requests ---------------------------------------------------------------------------------
     def _on_estop(self, msg: Bool) -> None:
