@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from planner.bench.objects import hit, load_bench, load_queries
+from planner.bench.objects import hit, load_bench, load_bench_map, load_queries
 from planner.cli import main
 from planner.core.files import InputError
+from planner.core.object_finder import prompt_names
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "objects"
 
@@ -76,12 +77,13 @@ def test_a_query_file_with_a_bad_type_or_a_repeated_id_is_refused(tmp_path):
 def test_a_scripted_run_scores_every_query_and_writes_results_report_and_plot(bench, capsys):
     queries = load_queries(bench / "queries.yaml")
     truth = yaml.safe_load((bench / "truth" / "studio.yaml").read_text())
+    scene = load_bench_map(bench / "maps" / "studio.json")
+    names = prompt_names(scene, [e.id for e in [*scene.furniture(), *scene.objects()]])
     # The scripted model answers the truth except for the first query, where it names a wrong item first.
     replies = []
     for number, query in enumerate(queries):
         ids = truth[query.id] if number else ["obj1", *truth[query.id]]
-        replies.append({"inferred_query": query.text, "query_achievable": bool(ids), "relevant_objects": ids,
-                        "explanation": "scripted"})
+        replies.append({"query": query.text, "ids": [names[i] for i in ids]})
     (bench / "replies.yaml").write_text(yaml.safe_dump(replies))
     assert main(["bench", "objects", "--maps", str(bench / "maps"), "--queries", str(bench / "queries.yaml"),
                  "--truth", str(bench / "truth"), "--llm", "scripted", "--replies", str(bench / "replies.yaml"),

@@ -133,9 +133,8 @@ def test_a_request_in_plain_words_is_answered_by_the_object_finder_with_ids_from
     import yaml
 
     replies = tmp_path / "replies.yaml"
-    reply = {"inferred_query": "a drink", "query_achievable": True, "explanation": "a bottle holds a drink"}
-    replies.write_text(yaml.safe_dump([{**reply, "relevant_objects": ["juice_9"]},   # not in the map: sent back
-                                       {**reply, "relevant_objects": ["bottle_1", "cup_1"]}]))
+    replies.write_text(yaml.safe_dump([{"query": "a drink", "ids": ["juice_9"]},   # not in the map: sent back
+                                       {"query": "a drink", "ids": ["bottle_1", "cup_1"]}]))
     running = Perception(load_config(write_config(tmp_path, llm={"provider": "scripted", "script": str(replies)})))
     try:
         def find(**fields):

@@ -285,8 +285,7 @@ def test_a_lost_goal_object_lets_the_model_search_the_map_in_plain_words(skill_p
     from planner.core.object_finder import ObjectFinder
 
     robot = InProcessRobot(SCENARIO, skill_planner)
-    robot.finder = ObjectFinder(ScriptedPolicy([{"inferred_query": "a bottle", "query_achievable": True,
-                                                 "relevant_objects": ["bottle_1"], "explanation": "it is a bottle"}]))
+    robot.finder = ObjectFinder(ScriptedPolicy([{"query": "a bottle", "ids": ["bottle_1"]}]))
     replies = recorded_plan()
     # Where the recording has an invalid pick after the bottle went missing, the model searches instead.
     replies[4] = {"thought": "The bottle is gone; I search the map.", "action": "search_map()", "query": "the bottle"}
@@ -305,5 +304,5 @@ def test_a_lost_goal_object_lets_the_model_search_the_map_in_plain_words(skill_p
     assert ("perception", 'search_map(the bottle)') in trace
     observation = trace[trace.index(("perception", 'search_map(the bottle)')) + 1]
     assert observation == ("observation", "For 'the bottle' the map has, best first: bottle_1 (bottle) in the "
-                                          "kitchen (it is a bottle).")
+                                          "kitchen (bottle_1: bottle 0.92 | kitchen | on table_2).")
     assert "For 'the bottle' the map has" in policy.prompts[5][-1]["content"]

@@ -8,8 +8,8 @@ ids ranked and restricted by the reply schema to ids in the map. Four workflows:
 - self_reflection: the model checks its own answer against the map and corrects it, in one
   conversation that keeps every earlier round;
 - multi_agent: a planner, a critic and a refiner, each with its own role and context;
-- ensemble: several answers, each over the map listed in another order, and a chooser that sees
-  the distinct answers unlabelled.
+- ensemble: several answers, each member told to read the map another way, and a chooser that
+  sees the distinct answers unlabelled.
 
 Reflection may talk the model out of a right empty answer; an empty answer stays empty unless the
 feedback names ids in the map that meet the query, and only those can be added to it.
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Literal
@@ -48,6 +49,8 @@ class FinderSettings(BaseModel):
                                                               "to the query")
     max_answers: int = Field(default=5, ge=1, description="ids in an answer, at most")
     max_repairs: int = Field(default=2, ge=0, description="invalid replies answered with what was wrong")
+    model_explains: bool = Field(default=False, description="the model adds a reason to each answer (~1-2 s more "
+                                 "on a CPU); otherwise the explanation is the map's evidence for the ids chosen")
 
 
 # ---- the map as the model sees it ------------------------------------------------------------
@@ -55,23 +58,50 @@ def _number(value: float) -> str:
     return f"{value:.1f}".replace("-0.0", "0.0")
 
 
-def describe_item(scene: SceneGraph, entity: Entity, show_room: bool) -> str:
-    """One line per item: id, top labels with probabilities, room, position, size, relations."""
+def _top_label(entity: Entity) -> str:
+    return next((label for label in entity.labels if label != STRUCTURE_LABEL), entity.label)
+
+
+def prompt_names(scene: SceneGraph, ids: list[str]) -> dict[str, str]:
+    """The name each item goes by in the prompt: its id when that already says what the item is
+    (table_3), otherwise its most likely label and a number (knife_2). Measured with the 1.5B: it
+    described the knife and answered obj1, the counter's id; a name that starts with the label
+    ties the answer to the line the model read."""
+    names: dict[str, str] = {}
+    taken = set(ids)
+    for item in ids:
+        label = re.sub(r"[^a-z0-9]+", "_", _top_label(scene.entity(item)).lower()).strip("_") or "item"
+        if label in item.lower():
+            names[item] = item
+            continue
+        number = 1
+        while f"{label}_{number}" in taken:
+            number += 1
+        names[item] = f"{label}_{number}"
+        taken.add(names[item])
+    return names
+
+
+def describe_item(scene: SceneGraph, entity: Entity, show_room: bool, names: dict[str, str],
+                  geometry: bool = True) -> str:
+    """One line per item: name, top labels with probabilities, room, position, size, relations."""
     labels = ", ".join(f"{label} {p:.2f}" for label, p in entity.labels.items()
                        if p >= LABEL_FLOOR and label != STRUCTURE_LABEL) or entity.label
-    parts = [f"{entity.id}: {labels}"]
+    parts = [f"{names[entity.id]}: {labels}"]
     if show_room:
         parts.append(entity.room)
-    parts.append(f"at ({', '.join(_number(c) for c in entity.center)}) size "
-                 f"{'x'.join(f'{s:.2f}' for s in entity.size)}")
+    if geometry:
+        parts.append(f"at ({', '.join(_number(c) for c in entity.center)}) size "
+                     f"{'x'.join(f'{s:.2f}' for s in entity.size)}")
     if entity.status != "seen":
         parts.append(entity.status)
     if entity.kind == "furniture":  # the graph relates objects only; "a chair close to a table" needs this too
         reach = max(entity.size[0], entity.size[1]) / 2 + FURNITURE_NEAR_M
-        relations = [f"near {f}" for f in scene.furniture_near(entity.center[0], entity.center[1], reach)
-                     if f != entity.id][:2]
+        near = [f for f in scene.furniture_near(entity.center[0], entity.center[1], reach) if f != entity.id]
+        relations = [f"near {names.get(f, f)}" for f in near if f in names][:2]
     else:
-        relations = [f"{relation} {target}" for relation, target in scene.relation_edges(entity.id)][:2]
+        relations = [f"{relation} {names[target]}" for relation, target in scene.relation_edges(entity.id)
+                     if target in names][:2]
     if relations:
         parts.append(", ".join(relations))
     return " | ".join(parts)
@@ -113,11 +143,16 @@ class CandidateSelector:
 
 # ---- replies --------------------------------------------------------------------------------
 class FindReply(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    inferred_query: str = ""
-    query_achievable: bool
-    relevant_objects: list[str] = Field(default_factory=list)
-    explanation: str = ""
+    """An answer as the model writes it. The keys are short and "achievable" is not asked for
+    (it is whether any id is given): on a CPU every token of the reply is ~80 ms."""
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    inferred_query: str = Field(default="", alias="query")
+    relevant_objects: list[str] = Field(default_factory=list, alias="ids")
+    explanation: str = Field(default="", alias="why")
+
+    @property
+    def query_achievable(self) -> bool:
+        return bool(self.relevant_objects)
 
 
 class FeedbackReply(BaseModel):
@@ -133,13 +168,11 @@ class ChoiceReply(BaseModel):
     reason: str = ""
 
 
-def answer_schema(ids: list[str], max_answers: int) -> dict:
-    return {"type": "object", "properties": {
-        "inferred_query": {"type": "string", "maxLength": 120},
-        "query_achievable": {"type": "boolean"},
-        "relevant_objects": {"type": "array", "items": {"type": "string", "enum": ids}, "maxItems": max_answers},
-        "explanation": {"type": "string", "maxLength": 240}},
-        "required": ["inferred_query", "query_achievable", "relevant_objects", "explanation"]}
+def answer_schema(ids: list[str], max_answers: int, explain: bool) -> dict:
+    properties = {"query": {"type": "string", "maxLength": 60},
+                  "ids": {"type": "array", "items": {"type": "string", "enum": ids}, "maxItems": max_answers},
+                  **({"why": {"type": "string", "maxLength": 160}} if explain else {})}
+    return {"type": "object", "properties": properties, "required": list(properties)}
 
 
 def feedback_schema(ids: list[str], max_answers: int) -> dict:
@@ -167,14 +200,7 @@ def _unknown_ids(ids: list[str], known: set[str]) -> None:
 def parse_answer(text: str, known: set[str], max_answers: int) -> FindReply:
     reply = FindReply.model_validate_json(text)
     _unknown_ids(reply.relevant_objects, known)
-    if not reply.query_achievable and reply.relevant_objects:
-        raise ValueError("query_achievable is false but relevant_objects lists ids: set it true if they meet the "
-                         "query, or list none")
-    ranked = list(dict.fromkeys(reply.relevant_objects))[:max_answers]
-    if reply.query_achievable and not ranked:
-        raise ValueError("query_achievable is true but relevant_objects is empty: list the ids that meet the query, "
-                         "or set it false")
-    return reply.model_copy(update={"relevant_objects": ranked})
+    return reply.model_copy(update={"relevant_objects": list(dict.fromkeys(reply.relevant_objects))[:max_answers]})
 
 
 def parse_feedback(text: str, known: set[str]) -> FeedbackReply:
@@ -193,10 +219,8 @@ Map ({shown}):
 {map}
 
 Answer with JSON:
-- inferred_query: what the person wants, in a few plain words;
-- query_achievable: true if items in the map meet it;
-- relevant_objects: the ids that meet it, best first (at most {max_answers}); empty if none does;
-- explanation: one short sentence why.
+- query: the thing the person wants, in two or three words (e.g. "a seat", "a drink");
+- ids: the items that meet it, best first (at most {max_answers}); empty if none does{why}
 Read negations ("not a couch") and conditions ("close to a table") strictly. Judge what an item
 is from its labels and probabilities, its size and what it is near."""
 
@@ -223,12 +247,16 @@ ids in the map that show the problem."""
 REFINER_ROLE = """You are the refinement agent. Given the query, a proposed answer and a critic's
 feedback, give the final answer. Follow the feedback only where the map supports it."""
 
+MEMBER_LENSES = ("",
+                 "\nAn item may be what its second label says: weigh every label before you answer.",
+                 "\nBe strict: list only the items that surely meet every part of the query.")
+
 CHOOSER_ROLE = """Several answers were given to the query below. Choose the one that best meets the
 query, judged against the map. Answer with JSON: choice (the answer's number) and a short reason."""
 
 
 def _answer_text(answer: FindReply) -> str:
-    return json.dumps(answer.model_dump(), ensure_ascii=False)
+    return json.dumps(answer.model_dump(by_alias=True), ensure_ascii=False)
 
 
 # ---- workflows ------------------------------------------------------------------------------
@@ -292,8 +320,10 @@ class ObjectFinder:
         ids = (self.selector.select(scene, items, query, self.settings.max_candidates) if self.selector is not None
                else [e.id for e in items])
         show_room = len(scene.rooms()) > 1
-        lines = {i: describe_item(scene, scene.entity(i), show_room) for i in ids}
-        return Prepared(query.strip(), workflow, ids, lines, len(items), show_room)
+        names = prompt_names(scene, ids)
+        lines = {i: describe_item(scene, scene.entity(i), show_room, names) for i in ids}
+        evidence = {i: describe_item(scene, scene.entity(i), show_room, names, geometry=False) for i in ids}
+        return Prepared(query.strip(), workflow, ids, names, lines, evidence, len(items), show_room)
 
     def run(self, prepared: "Prepared") -> FoundObjects:
         run = _Run(prepared, self.settings)
@@ -302,9 +332,10 @@ class ObjectFinder:
             answer = getattr(self, f"_{prepared.workflow}")(run)
             error = ""
         except FinderError as failure:
-            answer, error = FindReply(query_achievable=False), str(failure)
-        return FoundObjects(answer.inferred_query, answer.query_achievable, answer.relevant_objects,
-                            answer.explanation, prepared.workflow, len(prepared.ids), prepared.map_items, run.calls,
+            answer, error = FindReply(), str(failure)
+        return FoundObjects(answer.inferred_query, answer.query_achievable,
+                            [run.id_of[name] for name in answer.relevant_objects],
+                            run.explanation(answer), prepared.workflow, len(prepared.ids), prepared.map_items, run.calls,
                             run.prompt_tokens, run.completion_tokens, time.monotonic() - started, run.rounds, error)
 
     def find(self, scene: SceneGraph, query: str, workflow: str | None = None) -> FoundObjects:
@@ -352,12 +383,12 @@ class ObjectFinder:
     def _ensemble(self, run: "_Run") -> FindReply:
         answers = []
         for member in range(self.settings.ensemble_size):
-            order = list(run.ids)
-            if member:  # each member reads the map in another order, so their answers differ in earnest
-                random.Random(member).shuffle(order)
+            # Members differ in how they are told to read the map, not in the map text, whose
+            # prompt the server then reads once for all of them.
+            lens = MEMBER_LENSES[member % len(MEMBER_LENSES)]
             answers.append(self._answer(run, f"member {member + 1}",
-                                        run.messages(QUERY_PROMPT.format(query=run.query), order)))
-        distinct = list({json.dumps([a.query_achievable, a.relevant_objects]): a for a in answers}.values())
+                                        run.messages(f"{QUERY_PROMPT.format(query=run.query)}{lens}")))
+        distinct = list({json.dumps(a.relevant_objects): a for a in answers}.values())
         if len(distinct) == 1:
             return distinct[0]
         random.Random(run.query).shuffle(distinct)  # the chooser cannot tell which member said what
@@ -389,7 +420,7 @@ def _guarded(before: FindReply, feedback: FeedbackReply, after: FindReply) -> Fi
     kept = [i for i in after.relevant_objects if i in feedback.evidence]
     if not kept:
         return before
-    return after.model_copy(update={"relevant_objects": kept, "query_achievable": True})
+    return after.model_copy(update={"relevant_objects": kept})
 
 
 @dataclass(frozen=True)
@@ -397,7 +428,9 @@ class Prepared:
     query: str
     workflow: str
     ids: list[str]            # the items shown, in the order shown
+    names: dict[str, str]     # id -> the name the model sees it by
     lines: dict[str, str]     # id -> its line of the map text
+    evidence: dict[str, str]  # id -> that line without position and size, to explain an answer
     map_items: int            # furniture and objects in the whole map
     show_room: bool
 
@@ -408,20 +441,38 @@ class _Run:
     def __init__(self, prepared: Prepared, settings: FinderSettings):
         self.prepared, self.settings = prepared, settings
         self.query, self.ids = prepared.query, prepared.ids
-        self.known = set(prepared.ids)
-        self.answer_schema = answer_schema(prepared.ids, settings.max_answers)
-        self.feedback_schema = feedback_schema(prepared.ids, settings.max_answers)
+        shown = [prepared.names[i] for i in prepared.ids]
+        self.id_of = {name: i for i, name in prepared.names.items()}
+        self.known = set(shown)
+        self.answer_schema = answer_schema(shown, settings.max_answers, settings.model_explains)
+        self.feedback_schema = feedback_schema(shown, settings.max_answers)
         self.calls = self.prompt_tokens = self.completion_tokens = 0
         self.rounds: list[dict] = []
-        self._system = self._system_prompt(prepared.ids)
+        self._system = self._system_prompt()
 
-    def _system_prompt(self, ids: list[str]) -> str:
-        prepared = self.prepared
+    def _system_prompt(self) -> str:
+        prepared, ids = self.prepared, self.prepared.ids
         shown = (f"all {len(ids)} items" if len(ids) == prepared.map_items
                  else f"the {len(ids)} items most related to the query, of {prepared.map_items}")
         return MAP_PROMPT.format(room_note="its room, " if prepared.show_room else "", shown=shown,
-                                 map="\n".join(prepared.lines[i] for i in ids), max_answers=self.settings.max_answers)
+                                 map="\n".join(prepared.lines[i] for i in ids), max_answers=self.settings.max_answers,
+                                 why=";\n- why: the reason, in one short sentence." if self.settings.model_explains else ".")
 
-    def messages(self, user: str, order: list[str] | None = None) -> list[dict]:
-        system = self._system if order is None or order == self.ids else self._system_prompt(order)
-        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    def explanation(self, answer: FindReply) -> str:
+        """The model's reason, or else what the map says of each item chosen, with the map's ids."""
+        if answer.explanation:
+            return self.with_ids(answer.explanation)
+        if not answer.relevant_objects:
+            return f"none of the {len(self.ids)} items shown meets the query"
+        return "; ".join(self.with_ids(self.prepared.evidence[self.id_of[name]]) for name in answer.relevant_objects)
+
+    def with_ids(self, text: str) -> str:
+        """Text the model wrote, with the names it saw replaced by the map's ids."""
+        renamed = {name: i for name, i in self.id_of.items() if name != i}
+        if not renamed:
+            return text
+        pattern = re.compile(r"\b(" + "|".join(map(re.escape, sorted(renamed, key=len, reverse=True))) + r")\b")
+        return pattern.sub(lambda match: renamed[match.group(1)], text)
+
+    def messages(self, user: str) -> list[dict]:
+        return [{"role": "system", "content": self._system}, {"role": "user", "content": user}]
