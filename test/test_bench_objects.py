@@ -97,5 +97,6 @@ def test_a_scripted_run_scores_every_query_and_writes_results_report_and_plot(be
     assert summary["descriptive"]["top1"] < 100 and summary["negation"]["top1"] == 100.0
     assert results["maps"] == {"studio": 20}
     assert (bench / "out" / "run.png").stat().st_size > 10_000
-    assert "| base | 15 |" in (bench / "out" / "run.md").read_text()
+    report = (bench / "out" / "run.md").read_text()
+    assert "| base | 15 |" in report and "| workflow | studio (20) |" in report
     assert "[ 15/15] base" in capsys.readouterr().err

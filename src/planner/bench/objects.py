@@ -194,6 +194,14 @@ def report(results: dict) -> str:
     for workflow, row in results["summary"].items():
         lines.append(f"| {workflow} | " + " | ".join(
             f"{row[k]['top1']} / {row[k]['top_any']}" if k in row else "—" for k in QUERY_TYPES) + " |")
+    maps = results["maps"]  # name -> items; accuracy falls as maps grow
+    lines += ["", "By map (Top-1 / Top-Any, %; median s):", "",
+              "| workflow | " + " | ".join(f"{name} ({items})" for name, items in maps.items()) + " |",
+              "|---|" + "---|" * len(maps)]
+    for workflow, row in results["summary"].items():
+        lines.append(f"| {workflow} | " + " | ".join(
+            f"{m['top1']} / {m['top_any']}; {m['median_s']}" if (m := row["by_map"].get(name)) else "—"
+            for name in maps) + " |")
     errors = [r for r in results["records"] if r["error"]]
     if errors:
         lines += ["", f"{len(errors)} queries had no valid answer: "
@@ -230,7 +238,8 @@ def plot(results: dict, path: Path) -> None:
     kinds.set_title("Top-1 by query type")
     speed.boxplot([[r["seconds"] for r in results["records"] if r["workflow"] == w] for w in workflows])
     speed.set_xticks(range(1, len(workflows) + 1), workflows, fontsize=8)
-    speed.set_ylabel("seconds per query")
+    speed.set_yscale("log")  # a large map's narrowed prompt is read afresh for each query
+    speed.set_ylabel("seconds per query (log)")
     speed.set_title("Time per query")
     fig.suptitle(f"planner bench objects: {results['llm'].get('model', '')} on {results['machine']['cpu']}",
                  fontsize=10)
