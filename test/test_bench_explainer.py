@@ -13,6 +13,7 @@ def test_bench_explainer_times_retrieval_at_each_size(tmp_path, capsys):
     assert [(r["cases"], r["one_class"]) for r in rows] == [(50, False), (500, False), (50, True), (500, True)]
     assert all(0 < r["top5_ms_median"] < r["top5_with_embedding_ms_median"] for r in rows)
     assert rows[1]["vectors_mib"] > rows[0]["vectors_mib"]
+    assert all(r["clustered_classes"] == 0 and r["recall_at_5"] == 1.0 for r in rows)  # every class scanned in full
     assert (tmp_path / "explainer.png").stat().st_size > 0 and "| 500 | one |" in capsys.readouterr().out
 
 

@@ -145,6 +145,30 @@ def test_a_case_whose_suggestion_keeps_failing_is_demoted_and_no_longer_retrieve
     assert "seed-pick-moved-1" not in CaseMemory(memory.store, embedder).suggest(MOVED, request).case_ids
 
 
+def test_a_class_with_very_many_cases_is_searched_through_clusters_and_still_finds_its_cases(embedder):
+    import random
+
+    from planner.bench.explainer import synthetic_cases, text_pools
+
+    requests, reasons = text_pools(60, random.Random(1))
+    memory = seeded(embedder, clustered_from=300, demote_after=1)
+    memory.add(synthetic_cases(600, requests, reasons, random.Random(2), one_class=True))  # PICK / OBJECT_NOT_FOUND
+    assert memory.clustered_classes() == [("PICK", "OBJECT_NOT_FOUND")]
+    asked = list(zip(*text_pools(20, random.Random(3))))
+    found = [{c.id for c, _ in memory.retrieve("PICK", "OBJECT_NOT_FOUND", q, r, top_k=5)} for q, r in asked]
+    full = [{c.id for c, _ in memory.retrieve("PICK", "OBJECT_NOT_FOUND", q, r, top_k=5, exact=True)} for q, r in asked]
+    assert sum(len(a & b) for a, b in zip(found, full)) / (5 * len(asked)) >= 0.8  # recall against a full scan
+    # A case learned into the clustered class is found at once; a demoted one is no longer.
+    request = "Fetch the bottle from the kitchen table and put it on the bedroom table"
+    case_id, _ = memory.learn(request, Recovery(MOVED, [], ["LOOK_AROUND(kitchen)", "PICK(bottle_1, right)"], True,
+                                                "What worked: LOOK_AROUND(the room), then PICK(the bottle)."))
+    best = memory.retrieve("PICK", "OBJECT_NOT_FOUND", request, MOVED.reason, top_k=1)
+    assert best[0][0].id == case_id and best[0][1] > 0.99
+    memory.learn(request, Recovery(MOVED, [case_id], ["GOTO(table_2)"], False))
+    assert memory.store.get(case_id).demoted
+    assert case_id not in {c.id for c, _ in memory.retrieve("PICK", "OBJECT_NOT_FOUND", request, MOVED.reason)}
+
+
 # ---- the database -------------------------------------------------------------------------------
 def test_cases_and_counts_survive_a_restart(embedder, tmp_path):
     path = tmp_path / "cases.sqlite"

@@ -151,6 +151,8 @@ class ExplainerSettings(_Strict):
                                                                             "one in request, reason and fix is not new")
     demote_after: int = Field(default=2, ge=1, description="a case whose suggestion failed this many times more "
                                                            "than it helped is no longer used")
+    clustered_from: int = Field(default=20_000, ge=100, description="a skill and code with this many cases is "
+                                                                    "searched through a clustered (faiss) index")
 
 
 class SpeechSettings(_Strict):
@@ -257,5 +259,6 @@ def open_case_memory(config: StackConfig, embedder=None, database: str | None = 
     settings = config.explainer
     memory = CaseMemory(store, embedder or SentenceEmbedder(),
                         MemorySettings(settings.threshold, settings.top_k, settings.clear_margin,
-                                       settings.dedup_similarity, settings.demote_after), progress)
+                                       settings.dedup_similarity, settings.demote_after, settings.clustered_from),
+                        progress)
     return memory, problems

@@ -86,6 +86,15 @@ def measure_retrieval(memory: CaseMemory, queries: list[tuple[str, str, str, str
     return times
 
 
+def recall_at_5(memory: CaseMemory, queries: list[tuple[str, str, str, str]]) -> float:
+    """The share of the full scan's top five that the retrieval returns (1 where no class is clustered)."""
+    found = 0
+    for query in queries:
+        full = {case.id for case, _ in memory.retrieve(*query, top_k=5, exact=True)}
+        found += len(full & {case.id for case, _ in memory.retrieve(*query, top_k=5)}) / max(len(full), 1)
+    return found / len(queries)
+
+
 def retrieval(embedder: Embedder, sizes: list[int], queries: int, seed: int, cache_dir: Path,
               progress: Callable[[str], None], pool: int = 2000) -> dict:
     rng = random.Random(seed)
@@ -119,7 +128,8 @@ def retrieval(embedder: Embedder, sizes: list[int], queries: int, seed: int, cac
                 asked.append((skill, code, request, reason))
             seen = measure_retrieval(memory, asked, encode_fresh=False)
             fresh = measure_retrieval(memory, asked, encode_fresh=True)
-            rows.append({"cases": size, "one_class": one_class, "index_build_s": round(index_s, 3),
+            rows.append({"cases": size, "one_class": one_class, "clustered_classes": len(memory.clustered_classes()),
+                         "recall_at_5": round(recall_at_5(memory, asked), 3), "index_build_s": round(index_s, 3),
                          "index_rss_mib": round(index_mib, 1), "vectors_mib": round(matrix_mib, 1),
                          "top5_ms_median": round(statistics.median(seen), 3),
                          "top5_ms_p95": round(float(np.percentile(seen, 95)), 3),
@@ -138,11 +148,13 @@ def retrieval_report(results: dict) -> str:
     lines = ["# Explainer retrieval", "", f"Command: `{results.get('command')}`  ",
              f"Machine: {results['machine']['cpu']}, {results['machine']['cores']} cores; embedder "
              f"{results['embedder']}; {results['queries']} queries per size", "",
-             "| cases | classes | top-5 ms (median / p95) | with embedding the query, ms (median / p95) | index build s "
-             "| vectors MiB | RSS growth MiB |", "|---|---|---|---|---|---|---|"]
+             "| cases | classes | top-5 ms (median / p95) | with embedding the query, ms (median / p95) | clustered "
+             "classes | recall@5 vs full scan | index build s | vectors MiB | RSS growth MiB |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for row in results["results"]:
         lines.append(f"| {row['cases']:,} | {'one' if row['one_class'] else 'all'} | {row['top5_ms_median']} / "
                      f"{row['top5_ms_p95']} | {row['top5_with_embedding_ms_median']} / {row['top5_with_embedding_ms_p95']} "
+                     f"| {row['clustered_classes']} | {row['recall_at_5']} "
                      f"| {row['index_build_s']} | {row['vectors_mib']} | {row['index_rss_mib']} |")
     return "\n".join(lines) + "\n"
 
