@@ -121,6 +121,15 @@ def test_self_reflection_stops_after_its_iterations(scene):
     assert found.calls == 5 and found.relevant_objects == ["sofa1"]
 
 
+def test_a_refinement_that_keeps_the_answer_ends_the_loop_in_both_reflection_workflows(scene):
+    find, _ = finder([answer(["sofa1"]), feedback("revise", ["chair1"]), answer(["sofa1"])], iterations=3)
+    found = find.find(scene, "a seat", "self_reflection")
+    assert found.calls == 3 and found.relevant_objects == ["sofa1"]
+    find, _ = finder([answer(["sofa1"]), feedback("revise", ["chair1"]), answer(["sofa1"])], iterations=3)
+    found = find.find(scene, "a seat", "multi_agent")
+    assert [r["role"] for r in found.rounds] == ["planner", "critic", "refiner"]
+
+
 def test_an_empty_answer_stays_empty_when_the_feedback_names_no_evidence(scene):
     find, policy = finder([answer([]), feedback("revise", [], "surely there is a piano somewhere")])
     found = find.find(scene, "the piano", "self_reflection")
