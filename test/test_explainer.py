@@ -122,6 +122,10 @@ def test_a_fix_that_worked_becomes_a_case_that_the_next_similar_failure_gets(emb
                                  Recovery(failure, [], ["GOTO(counter_1)", "PICK(mug_1, right)"], True, fix))
     assert twin_id == case_id and "already known" in said and len(memory) == before + 1
     assert memory.store.get(case_id).successes == 1
+    # Another fix for the same failure is a case of its own.
+    other_id, said = memory.learn("Bring me the mug from the counter",
+                                  Recovery(failure, [], ["PICK(mug_1, left)"], True, "Grasp it again, from the top."))
+    assert other_id != case_id and "learned case" in said and len(memory) == before + 2
 
 
 def test_a_failed_replan_teaches_nothing_and_counts_against_the_case_followed(embedder):

@@ -336,10 +336,10 @@ class CaseMemory:
                 return None
             candidates = list(group.cases)
             requests, reasons = group.requests, group.reasons
-        vectors = self.vectors([case.request, case.reason, case.suggestion] + [c.suggestion for c in candidates])
+        vectors = self.vectors([case.request, case.reason])
         limit = self.settings.dedup_similarity
-        close = (requests @ vectors[case.request] >= limit) & (reasons @ vectors[case.reason] >= limit)
-        for i in np.flatnonzero(close):
-            if float(vectors[candidates[i].suggestion] @ vectors[case.suggestion]) >= limit:
-                return candidates[i]
-        return None
+        close = [candidates[i] for i in np.flatnonzero((requests @ vectors[case.request] >= limit)
+                                                       & (reasons @ vectors[case.reason] >= limit))]
+        # Only the close cases' suggestions are embedded: a class may hold 100k cases.
+        vectors = self.vectors([case.suggestion] + [c.suggestion for c in close])
+        return next((c for c in close if float(vectors[c.suggestion] @ vectors[case.suggestion]) >= limit), None)
