@@ -168,7 +168,16 @@ def test_a_class_with_very_many_cases_is_searched_through_clusters_and_still_fin
                                                 "What worked: LOOK_AROUND(the room), then PICK(the bottle)."))
     best = memory.retrieve("PICK", "OBJECT_NOT_FOUND", request, MOVED.reason, top_k=1)
     assert best[0][0].id == case_id and best[0][1] > 0.99
-    memory.learn(request, Recovery(MOVED, [case_id], ["GOTO(table_2)"], False))
+    # Learning the same fix again finds its twin inside the clustered class.
+    twin_id, said = memory.learn(request, Recovery(MOVED, [], ["LOOK_AROUND(kitchen)", "PICK(bottle_1, right)"],
+                                                   True, "What worked: LOOK_AROUND(the room), then PICK(the bottle)."))
+    assert twin_id == case_id and "already known" in said
+    # The vectors are held once, by the index: 2 x 384 float32 per case of the class.
+    clustered = len([c for c in memory.store.cases(include_demoted=False) if c.skill == "PICK"
+                     and c.code == "OBJECT_NOT_FOUND"])
+    assert memory.vector_bytes() < (clustered + 100) * 2 * 384 * 4
+    for _ in range(2):  # one failure beyond its one success
+        memory.learn(request, Recovery(MOVED, [case_id], ["GOTO(table_2)"], False))
     assert memory.store.get(case_id).demoted
     assert case_id not in {c.id for c, _ in memory.retrieve("PICK", "OBJECT_NOT_FOUND", request, MOVED.reason)}
 

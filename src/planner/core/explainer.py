@@ -99,20 +99,22 @@ class _ClusteredIndex:
     """The cases of one large class in a faiss inverted-file index over [request | reason]: the
     score 0.5 request·q + 0.5 reason·q' is the inner product with [q | q'] / 2, and a query scans
     the few clusters nearest to it instead of every case. A full scan of 100k cases in one class
-    took 17 ms, bound by reading 300 MB of vectors."""
+    took 17 ms, bound by reading 300 MB of vectors. The index holds the class's only copy of them."""
 
     PROBES = 8  # clusters scanned per query; `planner bench explainer` reports the recall against a full scan
 
     def __init__(self, cases: list[StoredCase], requests: np.ndarray, reasons: np.ndarray):
         import faiss
 
+        self.faiss = faiss
         joined = np.ascontiguousarray(np.hstack([requests, reasons]), dtype=np.float32)
+        self.half = requests.shape[1]
         lists = int(np.sqrt(len(cases)))
         self.index = faiss.IndexIVFFlat(faiss.IndexFlatIP(joined.shape[1]), joined.shape[1], lists,
                                         faiss.METRIC_INNER_PRODUCT)
         self.index.cp.niter = 10  # k-means rounds: the clusters only route queries, the scores are exact
         self.index.train(joined)
-        self.index.nprobe = self.PROBES
+        self.index.set_direct_map_type(faiss.DirectMap.Hashtable)  # a case's vectors by row, for twin checks
         self.rows: dict[int, StoredCase] = {}
         self.row_of: dict[str, int] = {}
         self._add(cases, joined)
@@ -132,16 +134,36 @@ class _ClusteredIndex:
         del self.rows[row]
         self.index.remove_ids(np.array([row], dtype=np.int64))
 
-    def best(self, request: np.ndarray, reason: np.ndarray, k: int) -> list[tuple[StoredCase, float]]:
-        query = (0.5 * np.concatenate([request, reason]))[None, :].astype(np.float32)
-        scores, rows = self.index.search(query, k)
+    def _probes(self, exact: bool):
+        return self.faiss.SearchParametersIVF(nprobe=self.index.nlist if exact else self.PROBES)
+
+    @staticmethod
+    def _query(request: np.ndarray, reason: np.ndarray) -> np.ndarray:
+        return (0.5 * np.concatenate([request, reason]))[None, :].astype(np.float32)
+
+    def best(self, request: np.ndarray, reason: np.ndarray, k: int, exact: bool) -> list[tuple[StoredCase, float]]:
+        scores, rows = self.index.search(self._query(request, reason), k, params=self._probes(exact))
         return [(self.rows[row], float(score)) for score, row in zip(scores[0], rows[0]) if row >= 0]
+
+    def close_to(self, request: np.ndarray, reason: np.ndarray, limit: float) -> list[StoredCase]:
+        """Cases at least `limit` similar in request and in reason; such a case scores at least
+        `limit` on their mean, so a range search over every cluster finds it."""
+        _, _, rows = self.index.range_search(self._query(request, reason), limit, params=self._probes(True))
+        close = []
+        for row in rows.tolist():
+            vector = self.index.reconstruct(row)
+            if vector[:self.half] @ request >= limit and vector[self.half:] @ reason >= limit:
+                close.append(self.rows[row])
+        return close
+
+    def nbytes(self) -> int:
+        return self.index.ntotal * self.index.d * 4
 
 
 @dataclass
 class _Group:
-    """The retrievable cases of one skill and failure code, with their vectors as matrices, and
-    a clustered index once there are `clustered_from` of them."""
+    """The retrievable cases of one skill and failure code. Their vectors are matrices scanned in
+    full until there are `clustered_from` cases; then they move into a clustered index."""
     clustered_from: int
     cases: list[StoredCase] = field(default_factory=list)
     requests: np.ndarray | None = None
@@ -156,6 +178,7 @@ class _Group:
             return
         try:
             self.clustered = _ClusteredIndex(self.cases, self.requests, self.reasons)
+            self.requests = self.reasons = None
         except ImportError:
             log.warning("%d cases in one skill and code, and faiss is not installed (pip install faiss-cpu): "
                         "every retrieval scans them all", len(self.cases))
@@ -163,26 +186,37 @@ class _Group:
 
     def append(self, case: StoredCase, request: np.ndarray, reason: np.ndarray) -> None:
         self.cases.append(case)
-        self.requests = request[None, :] if self.requests is None else np.vstack([self.requests, request])
-        self.reasons = reason[None, :] if self.reasons is None else np.vstack([self.reasons, reason])
         if self.clustered is not None:
             self.clustered.add(case, request, reason)
-        else:
-            self._cluster_when_large()
+            return
+        self.requests = request[None, :] if self.requests is None else np.vstack([self.requests, request])
+        self.reasons = reason[None, :] if self.reasons is None else np.vstack([self.reasons, reason])
+        self._cluster_when_large()
 
     def drop(self, case_id: str) -> None:
         keep = [i for i, c in enumerate(self.cases) if c.id != case_id]
         self.cases = [self.cases[i] for i in keep]
-        self.requests, self.reasons = self.requests[keep], self.reasons[keep]
         if self.clustered is not None:
             self.clustered.remove(case_id)
+        else:
+            self.requests, self.reasons = self.requests[keep], self.reasons[keep]
 
     def best(self, request: np.ndarray, reason: np.ndarray, k: int, exact: bool) -> list[tuple[StoredCase, float]]:
-        if self.clustered is not None and not exact:
-            return self.clustered.best(request, reason, k)
+        if self.clustered is not None:
+            return self.clustered.best(request, reason, k, exact)
         scores = 0.5 * (self.requests @ request) + 0.5 * (self.reasons @ reason)
         best = np.argpartition(-scores, k - 1)[:k] if len(scores) > k else np.arange(len(scores))
         return [(self.cases[i], float(scores[i])) for i in best]
+
+    def close_to(self, request: np.ndarray, reason: np.ndarray, limit: float) -> list[StoredCase]:
+        """Cases at least `limit` similar in request and in reason."""
+        if self.clustered is not None:
+            return self.clustered.close_to(request, reason, limit)
+        close = (self.requests @ request >= limit) & (self.reasons @ reason >= limit)
+        return [self.cases[i] for i in np.flatnonzero(close)]
+
+    def nbytes(self) -> int:
+        return self.clustered.nbytes() if self.clustered is not None else self.requests.nbytes + self.reasons.nbytes
 
 
 def skill_name(call: str) -> str:
@@ -246,9 +280,7 @@ class CaseMemory:
 
     def vector_bytes(self) -> int:
         with self._lock:
-            return sum(g.requests.nbytes + g.reasons.nbytes
-                       + (g.clustered.index.ntotal * g.clustered.index.d * 4 if g.clustered else 0)
-                       for g in self._groups.values())
+            return sum(group.nbytes() for group in self._groups.values())
 
     def clustered_classes(self) -> list[tuple[str, str]]:
         """The skills and codes searched through a clustered index."""
@@ -330,16 +362,13 @@ class CaseMemory:
         return case.id, "; ".join(said)
 
     def _near_twin(self, case: StoredCase) -> StoredCase | None:
+        vectors = self.vectors([case.request, case.reason])
+        limit = self.settings.dedup_similarity
         with self._lock:
             group = self._groups.get((case.skill, case.code))
             if group is None:
                 return None
-            candidates = list(group.cases)
-            requests, reasons = group.requests, group.reasons
-        vectors = self.vectors([case.request, case.reason])
-        limit = self.settings.dedup_similarity
-        close = [candidates[i] for i in np.flatnonzero((requests @ vectors[case.request] >= limit)
-                                                       & (reasons @ vectors[case.reason] >= limit))]
+            close = group.close_to(vectors[case.request], vectors[case.reason], limit)
         # Only the close cases' suggestions are embedded: a class may hold 100k cases.
         vectors = self.vectors([case.suggestion] + [c.suggestion for c in close])
         return next((c for c in close if float(vectors[c.suggestion] @ vectors[case.suggestion]) >= limit), None)
