@@ -106,15 +106,15 @@ class _ClusteredIndex:
     def __init__(self, cases: list[StoredCase], requests: np.ndarray, reasons: np.ndarray):
         import faiss
 
-        self.faiss = faiss
         joined = np.ascontiguousarray(np.hstack([requests, reasons]), dtype=np.float32)
-        self.half = requests.shape[1]
         lists = int(np.sqrt(len(cases)))
         self.index = faiss.IndexIVFFlat(faiss.IndexFlatIP(joined.shape[1]), joined.shape[1], lists,
                                         faiss.METRIC_INNER_PRODUCT)
         self.index.cp.niter = 10  # k-means rounds: the clusters only route queries, the scores are exact
         self.index.train(joined)
         self.index.set_direct_map_type(faiss.DirectMap.Hashtable)  # a case's vectors by row, for twin checks
+        self.routed = faiss.SearchParametersIVF(nprobe=self.PROBES)
+        self.every_cluster = faiss.SearchParametersIVF(nprobe=lists)
         self.rows: dict[int, StoredCase] = {}
         self.row_of: dict[str, int] = {}
         self._add(cases, joined)
@@ -134,25 +134,24 @@ class _ClusteredIndex:
         del self.rows[row]
         self.index.remove_ids(np.array([row], dtype=np.int64))
 
-    def _probes(self, exact: bool):
-        return self.faiss.SearchParametersIVF(nprobe=self.index.nlist if exact else self.PROBES)
-
     @staticmethod
     def _query(request: np.ndarray, reason: np.ndarray) -> np.ndarray:
         return (0.5 * np.concatenate([request, reason]))[None, :].astype(np.float32)
 
     def best(self, request: np.ndarray, reason: np.ndarray, k: int, exact: bool) -> list[tuple[StoredCase, float]]:
-        scores, rows = self.index.search(self._query(request, reason), k, params=self._probes(exact))
+        probes = self.every_cluster if exact else self.routed
+        scores, rows = self.index.search(self._query(request, reason), k, params=probes)
         return [(self.rows[row], float(score)) for score, row in zip(scores[0], rows[0]) if row >= 0]
 
     def close_to(self, request: np.ndarray, reason: np.ndarray, limit: float) -> list[StoredCase]:
         """Cases at least `limit` similar in request and in reason; such a case scores at least
         `limit` on their mean, so a range search over every cluster finds it."""
-        _, _, rows = self.index.range_search(self._query(request, reason), limit, params=self._probes(True))
+        _, _, rows = self.index.range_search(self._query(request, reason), limit, params=self.every_cluster)
+        half = self.index.d // 2
         close = []
         for row in rows.tolist():
             vector = self.index.reconstruct(row)
-            if vector[:self.half] @ request >= limit and vector[self.half:] @ reason >= limit:
+            if vector[:half] @ request >= limit and vector[half:] @ reason >= limit:
                 close.append(self.rows[row])
         return close
 
