@@ -7,7 +7,7 @@ from conftest import CONFIG
 from planner.backends.sim_robot import SimulatedRobot
 from planner.bench.suite import starting_world
 from planner.config import load_config, load_skill_planner
-from planner.core.ambiguity import ambiguous_goals, chosen_candidate
+from planner.core.ambiguity import ambiguous_goals, chosen_candidate, pin_named_objects
 from planner.core.goals import Goal
 from planner.core.react import PlannerSettings, ScriptedPolicy, TaskPlanner
 from planner.core.world import load_world
@@ -35,6 +35,8 @@ def holding(label: str) -> list[Goal]:
     ("Bring me the tall glass", True),
     # Where it is comes right after it; where it goes later does not make it ambiguous again.
     ("Pick up the glass in the kitchen and bring it to the dining room", False),
+    # The dining table is the table in the dining room, though the kitchen has a table too.
+    ("Take the glass from the dining table", False),
 ])
 def test_a_definite_request_with_several_candidates_is_ambiguous(request_text, asked):
     scene = robot_at("table_2").scene()
@@ -76,10 +78,19 @@ def test_the_object_the_request_singles_out_is_the_goal_so_another_already_there
     assert ("goal", "mug_2 on a counter in the kitchen") in trace and not result.success
 
 
+def test_the_room_named_with_the_furniture_picks_the_object_on_it():
+    scene = robot_at("counter_1").scene()  # in the kitchen, by its table's bottle_1
+    goals = [Goal(kind="object_in", object="bottle", target="fridge")]
+    request = "Take the bottle from the dining table and put it in the fridge"
+    assert not ambiguous_goals(request, goals, scene)
+    assert pin_named_objects(request, goals, scene)[0].object_id == "bottle_2"
+
+
 @pytest.mark.parametrize("answer, chosen", [
     ("the second one", 1), ("3", 2), ("glass_1", "glass_1"), ("the one in the kitchen", "glass_1"),
     ("the one on the table in the dining room", "glass_2"), ("the last", 2), ("from the cabinet", "glass_3"),
     ("the blue one", None), ("the one on the table", None),  # two glasses stand on tables
+    ("the one on the dining table", "glass_2"),
 ])
 def test_an_answer_picks_a_candidate_by_number_id_or_place(answer, chosen):
     scene = robot_at("table_2").scene()

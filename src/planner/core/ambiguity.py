@@ -38,19 +38,39 @@ def words_of(text: str) -> str:
     return " " + re.sub(r"[^a-z0-9]+", " ", text.lower()) + " "
 
 
+def room_furniture_name(room: str, furniture_label: str) -> str:
+    """How people name a piece of furniture by its room: the dining table, the kitchen counter."""
+    return f"{room.replace('_', ' ').split()[0]} {furniture_label.replace('_', ' ')}"
+
+
 def _place(scene: SceneGraph, object_id: str) -> tuple[str, list[str]]:
     """How to describe where an object is, and the words that name that place."""
     entity = scene.entity(object_id)
     room = entity.room.replace("_", " ")
     support = scene.support(object_id)
     if support:
-        furniture = scene.entity(support[1]).label.replace("_", " ")
-        return f"{support[0]} the {furniture} in the {room}", [furniture, room, support[1]]
+        label = scene.entity(support[1]).label
+        furniture = label.replace("_", " ")
+        return (f"{support[0]} the {furniture} in the {room}",
+                [furniture, room, support[1], room_furniture_name(entity.room, label)])
     return f"in the {room}", [room]
 
 
-def _mentions(words: str, names: list[str]) -> bool:
-    return any(f" {words_of(name).strip()} " in words for name in names if name)
+def most_named(words: str, names: dict[str, list[str]]) -> list[str]:
+    """The candidates whose place the words name most fully: "the dining table" names the table
+    in the dining room, and "table" every table. None when the words name no candidate's place."""
+    counts = {c: sum(f" {words_of(name).strip()} " in words for name in place if name) for c, place in names.items()}
+    most = max(counts.values(), default=0)
+    return [c for c, count in counts.items() if most and count == most]
+
+
+def named_object_labels(request: str, labels: set[str]) -> list[str]:
+    """Object labels the request names with a determiner ("the keys", "my glasses", "a cup"), so
+    that a label that is also a common word ("can you help me") does not count."""
+    words = words_of(request)
+    return sorted(label for label in labels
+                  if re.search(rf" (?:the|a|an|my|your|our|some|this|that|these|those) (?:[a-z]+ )?"
+                               rf"{re.escape(words_of(label).strip())}s? ", words))
 
 
 def named_candidates(request: str, goal: Goal, scene: SceneGraph) -> list[str]:
@@ -65,9 +85,7 @@ def named_candidates(request: str, goal: Goal, scene: SceneGraph) -> list[str]:
     source = " " + re.split(r" (?:and|to|then|into|onto) ", words[mention.end() - 1:])[0] + " " if mention else " "
     target = {goal.target.replace("_", " "), goal.room.replace("_", " ")} if goal.kind in PLACING_KINDS else set()
     names = {c: [n for n in places[c][1] if n not in target] for c in candidates}
-    named = ([c for c in candidates if _mentions(source, names[c])]
-             or [c for c in candidates if _mentions(words, names[c])])
-    return scene.nearest_to_robot(named or candidates)
+    return scene.nearest_to_robot(most_named(source, names) or most_named(words, names) or candidates)
 
 
 def pin_named_objects(request: str, goals: list[Goal], scene: SceneGraph) -> list[Goal]:
@@ -108,8 +126,6 @@ def chosen_candidate(answer: str, question: Question, scene: SceneGraph) -> str 
     numbers = {n for word, n in ORDINALS.items() if f" {word} " in words and n <= len(question.candidates)}
     if len(numbers) == 1:
         return question.candidates[numbers.pop() - 1 if -1 not in numbers else -1]
-    # The place named most fully: "on the table in the kitchen" beats a table in the hall.
-    scores = {c: sum(_mentions(words, [name]) for name in _place(scene, c)[1][:2]) for c in question.candidates}
-    best = max(scores.values())
-    picked = [c for c, score in scores.items() if score == best]
-    return picked[0] if best and len(picked) == 1 else None
+    # "on the table in the kitchen" beats a table in the hall.
+    picked = most_named(words, {c: _place(scene, c)[1] for c in question.candidates})
+    return picked[0] if len(picked) == 1 else None
