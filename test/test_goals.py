@@ -156,6 +156,19 @@ def test_a_request_to_take_something_read_as_putting_it_somewhere_is_sent_back()
     assert ("goal", "the robot holds a towel") in trace
 
 
+def test_goals_that_leave_out_the_object_the_user_talks_about_are_sent_back():
+    _, trace, policy = run(robot_at("table_3"), "I'm about to leave the house and can't find my keys", [
+        {"goals": [{"kind": "is_open", "target": "fridge", "room": ""}]},
+        {"goals": [{"kind": "bring_to_user", "object": "keys"}]}, GIVE_UP])
+    assert ('the request is about the keys, and no goal has it as its object; if the keys must be brought to the user, '
+            'the goal is {"kind": "bring_to_user", "object": "keys"}') in policy.prompts[1][-1]["content"]
+    assert ("goal", "the robot brings a keys to the user in the hallway") in trace
+    # A label that is also a common word is no object the request names: "can you ..." is no can.
+    _, trace, policy = run(robot_at("table_3"), "Can you open the fridge?", [
+        {"goals": [{"kind": "is_open", "target": "fridge", "room": ""}]}, GIVE_UP])
+    assert trace[1] == ("goal", "the fridge is open") and len(policy.prompts) == 2
+
+
 def test_putting_something_into_furniture_that_opens_is_an_object_in_goal_met_only_inside():
     robot = robot_at("table_1")
     put_in = {"goals": [{"kind": "object_in", "object": "apple", "target": "fridge", "room": ""}]}
@@ -257,6 +270,12 @@ def test_a_request_nothing_in_the_map_can_meet_is_looked_at_again_then_declined(
         {"goals": [], "impossible": "there are no drinks"}, {"goals": [{"kind": "bring_to_user", "object": "juice"}]},
         GIVE_UP])
     assert ("goal", "the robot brings a juice to the user in the dining_room") in trace
+    # A reason the map contradicts is sent back however often it is given.
+    no_fridge = {"goals": [], "impossible": "there is no fridge in the map"}
+    result, trace, policy = run(robot_at("table_2"), "I'm about to leave the house and can't find my keys", [
+        no_fridge, no_fridge, {"goals": [{"kind": "bring_to_user", "object": "keys"}]}, GIVE_UP])
+    assert "the map has a fridge: look again" in policy.prompts[1][-1]["content"]
+    assert result.outcome != "impossible" and ("goal", "the robot brings a keys to the user in the dining_room") in trace
     # A reason that says nothing (a small model copying a placeholder) is not believed.
     placeholder = {"goals": [], "impossible": "why"}
     result, _, policy = run(robot_at("table_2"), "Take the towel", [

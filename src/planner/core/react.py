@@ -20,7 +20,8 @@ from typing import Callable, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.core.ambiguity import Question, ambiguous_goals, chosen_candidate, pin_named_objects, words_of
+from planner.core.ambiguity import (Question, ambiguous_goals, chosen_candidate, named_object_labels,
+                                    pin_named_objects, room_furniture_name, words_of)
 from planner.core.asking import ask_validated
 from planner.core.goals import (PLACING_KINDS, Goal, GoalReply, goal_furniture, goal_lacks, goal_met, goal_objects,
                                 goal_schema, goal_status)
@@ -361,7 +362,7 @@ def _phrase(label: str) -> str:
 def rooms_named_for(furniture_label: str, words: str, rooms: list[str]) -> list[str]:
     """Rooms a request names for a piece of furniture: "the dining table", "the table in the kitchen"."""
     thing = _phrase(furniture_label)
-    return [room for room in rooms if f" {_phrase(room).split()[0]} {thing} " in words
+    return [room for room in rooms if f" {room_furniture_name(room, furniture_label)} " in words
             or re.search(rf" {thing} (?:\w+ ){{0,2}}in the {_phrase(room)} ", words)]
 
 
@@ -414,6 +415,15 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
         if goal.kind == "bring_to_user" and not mentions_user(request):
             problems.append("bring_to_user is for requests to bring something to the user (me, I, my), and "
                             "this request does not ask that; where it names furniture, use object_on")
+    named_objects = named_object_labels(request, known[0])
+    if goals and named_objects and not any(goal.object in named_objects for goal in goals):
+        # "I can't find my keys" read as an open fridge: the thing the user talks about is lost.
+        # Small models take up a goal written out for them far more often than a description of one.
+        kind, who = ("bring_to_user", "brought to the user") if mentions_user(request) else ("holding", "taken")
+        doubts.append(f"the request is about the {', '.join(map(_phrase, named_objects))}, and no goal has "
+                      f"{'it' if len(named_objects) == 1 else 'one of them'} as its object; if the "
+                      f"{_phrase(named_objects[0])} must be {who}, the goal is "
+                      f'{{"kind": "{kind}", "object": "{named_objects[0]}"}}')
     # Being back in this room at the end is a fair goal beside others, though true now.
     true_now = [goal for goal in goals if goal_met(goal, scene) and not (goal.kind == "robot_in_room" and len(goals) > 1)]
     doubts += [f"'{goal}' is true already" + (f", so {goal.target} is not where the request wants the {goal.object}; "
@@ -775,6 +785,16 @@ class TaskPlanner:
             if reply.impossible:
                 if len(reply.impossible.split()) < 3:
                     raise ValueError("say in a few words why the request is impossible: what is missing")
+                # "There is no fridge" in a home with a fridge is no reason ("no table in the
+                # bathroom" may be: the room is named).
+                reason = words_of(reply.impossible)
+                in_a_room = "|".join(map(_phrase, rooms))
+                said_missing = [label for label in [*object_labels, *furniture_labels, *rooms]
+                                if f" no {_phrase(label)} " in reason
+                                and not re.search(rf" no {_phrase(label)}s? in the (?:{in_a_room}) ", reason)]
+                if said_missing:
+                    raise ValueError(f"the map has a {', a '.join(map(_phrase, said_missing))}: look again at the "
+                                     "request and give goals")
                 if impossible:  # said twice: believed
                     raise RequestImpossible(reply.impossible)
                 impossible[:] = [reply.impossible]
