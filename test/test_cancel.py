@@ -94,3 +94,47 @@ def test_requests_wait_their_turn_and_beyond_the_queue_are_rejected(ros, tmp_pat
         ran = running.get_result_async()
         wait_for(ran.done, timeout=30)
         assert ran.result().result.outcome == "canceled"
+
+
+class ImpossiblePolicy:
+    """Finds the request impossible at once, so the planner's next word is to the user."""
+
+    def complete(self, messages, schema):
+        return PolicyReply('{"goals": [], "impossible": "there is no piano in the map"}')
+
+
+def test_closing_the_planner_ends_a_request_that_waits_on_speech(ros, tmp_path):
+    """A speech node that never finishes saying something must not keep a request's thread calling
+    into the planner node after it is destroyed."""
+    from rclpy.action import ActionServer, CancelResponse
+    from std_msgs.msg import String
+
+    from planner.action import Say
+
+    before = set(threading.enumerate())
+    config = load_config(write_config(tmp_path))
+    speech = RosClient("silent_speech")  # spun apart from the planner, as a speech node is
+    client = RosClient("close_client")
+    speaking = threading.Event()
+
+    def never_done(goal_handle):
+        speaking.set()
+        for _ in range(600):  # until canceled; 30 s at most, so a failing test still ends
+            if goal_handle.is_cancel_requested:
+                goal_handle.canceled()
+                break
+            threading.Event().wait(0.05)
+        return Say.Result()
+
+    ActionServer(speech.node, Say, "/speech/say", never_done, cancel_callback=lambda handle: CancelResponse.ACCEPT)
+    try:
+        for node in (SimulatorNode(config), PerceptionNode(config)):
+            client.add(node)
+        planner = client.add(TaskPlannerNode(config, policy=ImpossiblePolicy()))
+        wait_for(lambda: planner.say_client.server_is_ready())
+        client.node.create_publisher(String, "/planner/command", 10).publish(String(data="bring me the piano"))
+        wait_for(speaking.is_set, timeout=30)
+    finally:
+        client.close()
+        speech.close()
+    assert [thread for thread in threading.enumerate() if thread not in before] == []

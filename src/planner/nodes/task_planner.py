@@ -31,6 +31,7 @@ from planner.srv import (Explain, FindObjects, GetObject, GetObjectsInRoom, GetR
 
 
 SAY_TIMEOUT_S = 60.0
+CLOSE_WAIT_S = 10.0  # for a running task to end once canceled (a skill's cancel is answered within seconds)
 
 
 SEARCH_TIMEOUT_S = 300.0  # an ensemble on a slow CPU takes minutes
@@ -141,7 +142,8 @@ class RosTools:
         if not self.node.say_client.server_is_ready():
             return
         try:
-            ActionCall(self.node.say_client, "speech/say").run(Say.Goal(text=text), SAY_TIMEOUT_S)
+            ActionCall(self.node.say_client, "speech/say").run(Say.Goal(text=text), SAY_TIMEOUT_S,
+                                                               stop=self.node.closing)
         except CallFailed as error:
             self.node.report("warn", f"could not say {text!r}: {error}")
 
@@ -178,6 +180,10 @@ class TaskPlannerNode(PlannerNode):
         self.running: tuple[object, TaskPlanner, RosTools] | None = None  # (goal handle or None, planner, tools)
         self.create_subscription(String, "planner/command", self._on_command, RELIABLE, callback_group=group)
         self.estop = threading.Event()
+        # Requests from /planner/command run on threads of their own; closing stops and joins them,
+        # so none is left calling into a destroyed node.
+        self.closing = threading.Event()
+        self.turns: list[threading.Thread] = []
         self.create_subscription(Bool, ESTOP_TOPIC, self._on_estop, RELIABLE, callback_group=group)
         ActionServer(self, ExecuteTask, "planner/execute_task", self._execute, callback_group=group,
                      goal_callback=self._on_goal, cancel_callback=self._on_cancel)
@@ -206,7 +212,9 @@ class TaskPlannerNode(PlannerNode):
         if ticket is None:
             self._reject(request)
             return
-        threading.Thread(target=self._take_turn, args=(ticket, request, None), daemon=True).start()
+        turn = threading.Thread(target=self._take_turn, args=(ticket, request, None), daemon=True)
+        self.turns = [t for t in self.turns if t.is_alive()] + [turn]
+        turn.start()
 
     def _reject(self, request: str) -> None:
         reason = ("the emergency stop is engaged" if self.estop.is_set() else
@@ -265,7 +273,8 @@ class TaskPlannerNode(PlannerNode):
             self.trace_pub.publish(step)
             if goal_handle is not None:
                 goal_handle.publish_feedback(ExecuteTask.Feedback(step=step))
-        canceled = lambda: self.estop.is_set() or (goal_handle is not None and goal_handle.is_cancel_requested)  # noqa: E731
+        canceled = lambda: (self.estop.is_set() or self.closing.is_set()  # noqa: E731
+                            or (goal_handle is not None and goal_handle.is_cancel_requested))
         if not self.queue.wait_turn(ticket, canceled):
             self.report("info", f"canceled {request!r} before it started")
             return EpisodeResult(False, "canceled", "canceled while waiting in the queue", 0)
@@ -292,6 +301,8 @@ class TaskPlannerNode(PlannerNode):
         tools = RosTools(self, task_id, request)
         planner = TaskPlanner(self.policy, tools, self.skills, self.config.planner, on_step)
         self.running = (goal_handle, planner, tools)
+        if self.closing.is_set():  # closed while this turn was starting
+            self._stop_running()
         self.report("info", f"task {task_id} started: {request}")
         try:
             result = planner.run(request)
@@ -304,6 +315,14 @@ class TaskPlannerNode(PlannerNode):
             result = EpisodeResult(False, "error", f"internal error: {error!r}", index)
         self.report("info" if result.success else "warn", f"task {task_id} {result.outcome}: {result.summary}")
         return result
+
+
+    def close(self) -> None:
+        self.closing.set()
+        self._stop_running()
+        for turn in self.turns:
+            turn.join(timeout=CLOSE_WAIT_S)
+        super().close()
 
 
 def main() -> int:
