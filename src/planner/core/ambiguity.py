@@ -58,7 +58,7 @@ def _place(scene: SceneGraph, object_id: str) -> tuple[str, list[str]]:
 
 def most_named(words: str, names: dict[str, list[str]]) -> list[str]:
     """The candidates whose place the words name most fully: "the dining table" names the table
-    in the dining room, and "table" every table. None when the words name no candidate's place."""
+    in the dining room, and "table" every table. Empty when the words name no candidate's place."""
     counts = {c: sum(f" {words_of(name).strip()} " in words for name in place if name) for c, place in names.items()}
     most = max(counts.values(), default=0)
     return [c for c, count in counts.items() if most and count == most]
