@@ -316,7 +316,6 @@ class TaskPlannerNode(PlannerNode):
         self.report("info" if result.success else "warn", f"task {task_id} {result.outcome}: {result.summary}")
         return result
 
-
     def close(self) -> None:
         self.closing.set()
         self._stop_running()
