@@ -89,6 +89,8 @@ def write_suite(tmp_path, edit) -> str:
     (lambda d: d["tasks"][5].update(success={"gave_up": True, "holding": "hat"}),
      "tasks[5] (umbrella).success: set exactly one of"),
     (lambda d: d["tasks"][4].update(id="slip"), "tasks[4] (slip).id: used by an earlier task"),
+    (lambda d: d["tasks"][0].update(faults=[{"kind": "worn_gripper", "arm": "middle"}]),
+     "tasks[0] (slip).faults[0].arm: the robot has no arm 'middle' (it has left, right)"),
     (lambda d: d["tasks"][5].update(faults=[{"kind": "grasp_slip"}]),
      "tasks[5] (umbrella).faults[0].object: grasp_slip needs an object and the success predicate names none"),
 ])

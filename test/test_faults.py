@@ -41,6 +41,15 @@ def test_a_grasp_that_slips_fails_the_pick_and_leaves_the_object_where_it_was(wo
     assert robot.execute_skill("PICK(bottle_1, right)").success
 
 
+def test_a_worn_gripper_loses_every_lift_until_the_other_arm_picks(world):
+    robot = robot_for(world, [Fault(kind="worn_gripper")], at="table_1")  # the arm a pick takes first
+    for _ in range(3):  # not once, as a slip: the pads stay worn
+        result = robot.execute_skill("PICK(bottle_1, left)")
+        assert result.failure.code == "GRASP_LOST" and "left gripper" in result.failure.reason
+        assert robot.sim.object_on("bottle_1") == "table_1"
+    assert robot.execute_skill("PICK(bottle_1, right)").success and robot.sim.held["right"] == "bottle_1"
+
+
 def test_a_blocked_path_refuses_one_navigation_and_then_clears(world):
     robot = robot_for(world, [Fault(kind="nav_blocked")])
     blocked = robot.execute_skill("GOTO(table_1)")

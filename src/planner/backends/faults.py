@@ -10,14 +10,15 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from planner.backends.simulation import (AbortNavigation, BlockPath, CommandStarted, DropDetections, HangCommand,
-                                         MoveObject, Occlude, ScenarioEvent, SlipGrasp, Trigger)
+                                         MoveObject, Occlude, ScenarioEvent, SlipGrasp, Trigger,
+                                         WornGripper)
 from planner.core.react import Policy, PolicyReply
 from planner.core.world import World
 
-FaultKind = Literal["object_moved", "grasp_slip", "nav_blocked", "nav_aborted", "object_occluded",
+FaultKind = Literal["object_moved", "grasp_slip", "worn_gripper", "nav_blocked", "nav_aborted", "object_occluded",
                     "detection_dropout", "command_timeout", "garbage_reply"]
 FAULT_KINDS: tuple[str, ...] = FaultKind.__args__
-OBJECT_FAULTS = ("object_moved", "grasp_slip", "object_occluded", "command_timeout")
+OBJECT_FAULTS = ("object_moved", "grasp_slip", "worn_gripper", "object_occluded", "command_timeout")
 
 # Replies a model under load or a broken server sends: prose, cut JSON, invented skills, nothing.
 GARBAGE_REPLIES = (
@@ -34,6 +35,7 @@ class Fault(BaseModel):
     kind: FaultKind
     object: str = Field(default="", description="the object it concerns; empty: the task's first object")
     onto: str = Field(default="", description="object_moved: where it ends up; empty: chosen by the seed")
+    arm: str = Field(default="", description="worn_gripper: the arm; empty: the one a pick takes first")
     call: int = Field(default=0, ge=0, description="garbage_reply: which LLM call (1 = the first); 0: by the seed")
     duration_s: float = Field(default=20.0, gt=0, description="object_occluded, detection_dropout: for how long")
 
@@ -86,6 +88,9 @@ def fault_events(faults: list[Fault], world: World, objects: list[str], rng: ran
             events.append(ScenarioEvent(trigger=on_command("approach"), move_object=MoveObject(object=target, onto=onto)))
         elif fault.kind == "grasp_slip":
             events.append(ScenarioEvent(trigger=on_command("lift"), slip_grasp=SlipGrasp(object=target)))
+        elif fault.kind == "worn_gripper":
+            events.append(ScenarioEvent(trigger=Trigger(at_start=True),
+                                        worn_gripper=WornGripper(arm=fault.arm or world.robot.arms[0])))
         elif fault.kind == "command_timeout":
             events.append(ScenarioEvent(trigger=on_command("grasp"), hang_command=HangCommand(command="grasp")))
         elif fault.kind == "object_occluded":

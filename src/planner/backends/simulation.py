@@ -78,6 +78,11 @@ class SlipGrasp(_Strict):
     object: str = Field(default="", description="the object that slips at its next lift; empty: any")
 
 
+class WornGripper(_Strict):
+    """A gripper whose pads are worn: everything it lifts slips out, for the rest of the run."""
+    arm: str
+
+
 class Occlude(_Strict):
     object: str
     duration_s: float = Field(default=20.0, gt=0, description="simulated seconds the camera cannot see it")
@@ -98,6 +103,7 @@ class ScenarioEvent(_Strict):
     block_path: BlockPath | None = None
     abort_navigation: AbortNavigation | None = None
     slip_grasp: SlipGrasp | None = None
+    worn_gripper: WornGripper | None = None
     occlude: Occlude | None = None
     drop_detections: DropDetections | None = None
     hang_command: HangCommand | None = None
@@ -107,7 +113,7 @@ class ScenarioEvent(_Strict):
         return exactly_one(self, *EFFECTS)
 
 
-EFFECTS = ("move_object", "block_path", "abort_navigation", "slip_grasp", "occlude", "drop_detections", "hang_command")
+EFFECTS = ("move_object", "block_path", "abort_navigation", "slip_grasp", "worn_gripper", "occlude", "drop_detections", "hang_command")
 
 
 class Scenario(_Strict):
@@ -133,6 +139,9 @@ def event_problems(events: list[ScenarioEvent], world: World) -> list[str]:
         for effect in ("slip_grasp", "occlude"):
             if getattr(event, effect):
                 checks.append((f"{effect}.object", getattr(event, effect).object, objects, "object"))
+        if event.worn_gripper and event.worn_gripper.arm not in world.robot.arms:
+            problems.append(f"events[{index}].worn_gripper.arm: the robot has no arm {event.worn_gripper.arm!r} "
+                            f"(it has {', '.join(world.robot.arms)})")
         problems += [f"events[{index}].{where}: unknown {kind} {value!r}" for where, value, known, kind in checks
                      if value and value not in known]
     return problems
@@ -229,6 +238,7 @@ class SimulatedWorld:
             self._doors.add_edge(*door.rooms, position=door.position)
         self._abort_next: float | None = None
         self._slipping: list[str] = []          # objects (or "" for any) that slip at their next lift
+        self._worn: set[str] = set()            # arms that lose whatever they lift
         self._hang_next: list[str] = []         # commands (or "" for any) that will never finish
         self._occluded: dict[str, float] = {}   # object -> simulated time it is visible again
         self._dropout_until = -math.inf
@@ -362,6 +372,9 @@ class SimulatedWorld:
         if event.slip_grasp:
             self._slipping.append(event.slip_grasp.object)
             return f"{event.slip_grasp.object or 'the next object'} will slip from the gripper when lifted"
+        if event.worn_gripper:
+            self._worn.add(event.worn_gripper.arm)
+            return f"the {event.worn_gripper.arm} gripper is worn: whatever it lifts slips out"
         if event.occlude:
             self._occluded[event.occlude.object] = self.now + event.occlude.duration_s
             return f"{event.occlude.object} is hidden from the camera for {event.occlude.duration_s:.0f} s"
@@ -463,12 +476,13 @@ class SimulatedWorld:
     def _lift(self, arm, object_id, target_id, point) -> Outcome:
         if self.held[arm] != object_id:
             return Outcome(False, "GRASP_LOST", f"the {arm} gripper is not holding {object_id}")
-        for slipping in ("", object_id):
-            if slipping in self._slipping:
+        slipping = next((s for s in ("", object_id) if s in self._slipping), None)
+        if slipping is not None or arm in self._worn:
+            if slipping is not None:
                 self._slipping.remove(slipping)
-                source = self._drop_back(arm, object_id)
-                return Outcome(False, "GRASP_LOST", f"{object_id} slipped from the {arm} gripper while lifting "
-                                                    f"and fell back onto {source}")
+            source = self._drop_back(arm, object_id)
+            return Outcome(False, "GRASP_LOST", f"{object_id} slipped from the {arm} gripper while lifting "
+                                                f"and fell back onto {source}")
         if self._mass[object_id] > self.world.robot.payload_kg:  # the arm stalls: it lets go
             self._drop_back(arm, object_id)
             return Outcome(False, "TOO_HEAVY", f"{object_id} ({self._mass[object_id]:.1f} kg) is beyond the {arm} "
