@@ -97,6 +97,11 @@ def test_bad_world_and_scenario_files_name_file_entry_and_field(tmp_path):
         Trigger()
     with pytest.raises(ValidationError, match="set exactly one of move_object or block_path or abort_navigation"):
         ScenarioEvent(trigger=Trigger(arrived_in_room="kitchen"))
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(f"world: {CONFIG / 'worlds' / 'kitchen_bedroom.yaml'}\n"
+                        "events: [{trigger: {at_start: true}, worn_gripper: {arm: centre}}]\n")
+    with pytest.raises(InputError, match=r"events\[0\].worn_gripper.arm: the robot has no arm 'centre' \(it has left, right\)"):
+        load_scenario(scenario)
 
 
 def test_a_person_is_seen_and_takes_what_is_handed_to_them():
