@@ -27,5 +27,10 @@ def test_bench_ablation_runs_off_seed_and_learned_on_the_same_tasks(tmp_path, ca
     # What the seed run learned is what the third run has on top of the seeds.
     assert arms["seed+learned"]["cases"] == arms["seed"]["cases"] + sum("learned case" in line for line in arms["seed"]["learned"])
     assert arms["seed+learned"]["cases"] > arms["seed"]["cases"]
+    # Failures are told apart by the fault the task carries, each arm against the same episodes.
+    assert sum(results["episodes_by_fault"].values()) == arms["off"]["episodes"]
+    assert all(sum(arm["failed_by_fault"].values()) == arm["failed"] for arm in arms.values())
+    assert all(arm["failed_by_fault"].keys() == results["episodes_by_fault"].keys() for arm in arms.values())
     assert (tmp_path / "ablation-smoke-scripted-task-faults.png").exists()
-    assert "| seed+learned |" in capsys.readouterr().out
+    report = capsys.readouterr().out
+    assert "| seed+learned |" in report and "| fault | episodes | off | seed | seed+learned |" in report

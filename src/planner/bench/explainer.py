@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 import statistics
+from collections import Counter
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -198,7 +199,7 @@ def ablation(setup, open_memory: Callable[[str], CaseMemory], out_dir: Path, nam
     database = out_dir / f"{name}-cases.sqlite"
     for leftover in out_dir.glob(f"{name}-cases.sqlite*"):
         leftover.unlink()
-    arms = {}
+    episodes, cases = {}, {}
     for arm in ARMS:
         progress(f"== explainer {arm}")
         if arm == "off":
@@ -211,16 +212,32 @@ def ablation(setup, open_memory: Callable[[str], CaseMemory], out_dir: Path, nam
             arm_setup = replace(setup, memory=open_memory(str(database)), learner=None)
         results = run_tasks(arm_setup, out_dir, f"{name}-{arm.replace('+', '-')}", 1,
                             {**header, "explainer": arm}, only, progress=progress)
-        episodes = results["episodes"]
-        arms[arm] = {"episodes": len(episodes), "failed": sum(not e["success"] for e in episodes),
-                     "success_rate": round(sum(e["success"] for e in episodes) / max(len(episodes), 1), 3),
-                     "replans": sum(e["replans"] for e in episodes), "llm_calls": sum(e["llm_calls"] for e in episodes),
-                     "prompt_tokens": sum(e["prompt_tokens"] for e in episodes),
-                     "cases": len(arm_setup.memory) if arm_setup.memory else 0,
-                     "failed_tasks": [e["task"] for e in episodes if not e["success"]],
-                     "learned": [line for e in episodes for line in e.get("learned", [])]}
+        episodes[arm] = results["episodes"]
+        cases[arm] = len(arm_setup.memory) if arm_setup.memory else 0
+    return summarize_ablation(header, only, episodes, cases)
+
+
+def fault_kinds(episode: dict) -> str:
+    return ", ".join(f["kind"] for f in episode["faults"]) or "none"
+
+
+def summarize_ablation(header: dict, only: list[str], episodes: dict[str, list[dict]], cases: dict[str, int]) -> dict:
+    """The arms side by side from their episodes, with failures per fault kind, since a memory of
+    fixes can only help where the failure reason does not already say what to do."""
+    arms = {}
+    for arm, ran in episodes.items():
+        failed = [e for e in ran if not e["success"]]
+        arms[arm] = {"episodes": len(ran), "failed": len(failed),
+                     "success_rate": round((len(ran) - len(failed)) / max(len(ran), 1), 3),
+                     "replans": sum(e["replans"] for e in ran), "llm_calls": sum(e["llm_calls"] for e in ran),
+                     "prompt_tokens": sum(e["prompt_tokens"] for e in ran), "cases": cases[arm],
+                     "failed_tasks": [e["task"] for e in failed],
+                     "failed_by_fault": {kind: sum(fault_kinds(e) == kind for e in failed)
+                                         for kind in sorted({fault_kinds(e) for e in ran})},
+                     "learned": [line for e in ran for line in e.get("learned", [])]}
     off, learned = arms["off"]["failed"], arms["seed+learned"]["failed"]
     return {"benchmark": "explainer-ablation", **header, "tasks": only, "arms": arms,
+            "episodes_by_fault": dict(sorted(Counter(fault_kinds(e) for e in episodes["off"]).items())),
             "failed_reduction": round((off - learned) / off, 3) if off else None}
 
 
@@ -238,6 +255,11 @@ def ablation_report(results: dict) -> str:
               + (f"{reduction:.0%} fewer" if reduction is not None else "none failed with the explainer off")]
     for arm, row in results["arms"].items():
         lines.append(f"- {arm}: failed {', '.join(row['failed_tasks']) or 'none'}")
+    arms = list(results["arms"])
+    lines += ["", "Failed episodes by the fault the task carries:", "",
+              "| fault | episodes | " + " | ".join(arms) + " |", "|---|---|" + "---|" * len(arms)]
+    for kind, count in results["episodes_by_fault"].items():
+        lines.append(f"| {kind} | {count} | " + " | ".join(str(results["arms"][a]["failed_by_fault"][kind]) for a in arms) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -249,17 +271,24 @@ def ablation_plot(results: dict, path: Path) -> None:
 
     arms = list(results["arms"])
     rows = [results["arms"][a] for a in arms]
-    fig, (outcome, cost) = plt.subplots(1, 2, figsize=(10, 4))
-    outcome.bar(arms, [r["failed"] for r in rows], color=["grey", "tab:blue", "tab:green"])
-    for i, row in enumerate(rows):
-        outcome.text(i, row["failed"] + 0.1, f"{row['failed']} of {row['episodes']}", ha="center", fontsize=9)
+    fig, (outcome, cost) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [2, 1]})
+    kinds = list(results["episodes_by_fault"])
+    width = 0.8 / len(arms)
+    for i, (arm, row, colour) in enumerate(zip(arms, rows, ["grey", "tab:blue", "tab:green"])):
+        outcome.bar(np.arange(len(kinds)) + (i - (len(arms) - 1) / 2) * width,
+                    [row["failed_by_fault"][k] for k in kinds], width, color=colour,
+                    label=f"{arm}: {row['failed']} of {row['episodes']} failed")
+    outcome.set_xticks(range(len(kinds)), [f"{k}\n({results['episodes_by_fault'][k]})" for k in kinds],
+                       rotation=30, ha="right", fontsize=8)
+    outcome.yaxis.get_major_locator().set_params(integer=True)
     outcome.set_ylabel("failed episodes")
-    outcome.set_title("Failed episodes by explainer memory")
+    outcome.set_title("Failed episodes by fault (episodes with it)", fontsize=10)
+    outcome.legend(fontsize=8)
     x = np.arange(len(arms))
     cost.bar(x - 0.2, [r["replans"] for r in rows], 0.4, label="replans")
     cost.bar(x + 0.2, [r["llm_calls"] / 10 for r in rows], 0.4, label="LLM calls / 10")
     cost.set_xticks(list(x), arms)
-    cost.set_title("Replans and LLM calls (all episodes)")
+    cost.set_title("Replans and LLM calls (all episodes)", fontsize=10)
     cost.legend(fontsize=8)
     fig.suptitle(f"planner bench ablation: {results['llm'].get('model', '')} on {results['machine']['cpu']}", fontsize=10)
     fig.tight_layout()
