@@ -278,8 +278,9 @@ def ablation_plot(results: dict, path: Path) -> None:
         outcome.bar(np.arange(len(kinds)) + (i - (len(arms) - 1) / 2) * width,
                     [row["failed_by_fault"][k] for k in kinds], width, color=colour,
                     label=f"{arm}: {row['failed']} of {row['episodes']} failed")
-    outcome.set_xticks(range(len(kinds)), [f"{k}\n({results['episodes_by_fault'][k]})" for k in kinds],
+    outcome.set_xticks(range(len(kinds)), [f"{k} ({results['episodes_by_fault'][k]})" for k in kinds],
                        rotation=30, ha="right", fontsize=8)
+    outcome.set_ylim(0, max(results["episodes_by_fault"].values()) + 0.5)  # the top is every episode of a kind
     outcome.yaxis.get_major_locator().set_params(integer=True)
     outcome.set_ylabel("failed episodes")
     outcome.set_title("Failed episodes by fault (episodes with it)", fontsize=10)
@@ -289,7 +290,7 @@ def ablation_plot(results: dict, path: Path) -> None:
     cost.bar(x + 0.2, [r["llm_calls"] / 10 for r in rows], 0.4, label="LLM calls / 10")
     cost.set_xticks(list(x), arms)
     cost.set_title("Replans and LLM calls (all episodes)", fontsize=10)
-    cost.legend(fontsize=8)
+    cost.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=2)
     fig.suptitle(f"planner bench ablation: {results['llm'].get('model', '')} on {results['machine']['cpu']}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
