@@ -113,7 +113,8 @@ class ScenarioEvent(_Strict):
         return exactly_one(self, *EFFECTS)
 
 
-EFFECTS = ("move_object", "block_path", "abort_navigation", "slip_grasp", "worn_gripper", "occlude", "drop_detections", "hang_command")
+EFFECTS = ("move_object", "block_path", "abort_navigation", "slip_grasp", "worn_gripper", "occlude", "drop_detections",
+           "hang_command")
 
 
 class Scenario(_Strict):

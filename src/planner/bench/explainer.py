@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import random
 import statistics
-from collections import Counter
 import time
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
@@ -259,7 +259,8 @@ def ablation_report(results: dict) -> str:
     lines += ["", "Failed episodes by the fault the task carries:", "",
               "| fault | episodes | " + " | ".join(arms) + " |", "|---|---|" + "---|" * len(arms)]
     for kind, count in results["episodes_by_fault"].items():
-        lines.append(f"| {kind} | {count} | " + " | ".join(str(results["arms"][a]["failed_by_fault"][kind]) for a in arms) + " |")
+        failed = [str(results["arms"][arm]["failed_by_fault"][kind]) for arm in arms]
+        lines.append(f"| {kind} | {count} | " + " | ".join(failed) + " |")
     return "\n".join(lines) + "\n"
 
 
