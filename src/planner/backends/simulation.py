@@ -140,9 +140,8 @@ def event_problems(events: list[ScenarioEvent], world: World) -> list[str]:
         for effect in ("slip_grasp", "occlude"):
             if getattr(event, effect):
                 checks.append((f"{effect}.object", getattr(event, effect).object, objects, "object"))
-        if event.worn_gripper and event.worn_gripper.arm not in world.robot.arms:
-            problems.append(f"events[{index}].worn_gripper.arm: the robot has no arm {event.worn_gripper.arm!r} "
-                            f"(it has {', '.join(world.robot.arms)})")
+        if event.worn_gripper and (wrong := world.robot.arm_problem(event.worn_gripper.arm)):
+            problems.append(f"events[{index}].worn_gripper.arm: {wrong}")
         problems += [f"events[{index}].{where}: unknown {kind} {value!r}" for where, value, known, kind in checks
                      if value and value not in known]
     return problems

@@ -224,20 +224,21 @@ def fault_kinds(episode: dict) -> str:
 def summarize_ablation(header: dict, only: list[str], episodes: dict[str, list[dict]], cases: dict[str, int]) -> dict:
     """The arms side by side from their episodes, with failures per fault kind, since a memory of
     fixes can only help where the failure reason does not already say what to do."""
+    episodes_by_fault = dict(sorted(Counter(fault_kinds(e) for e in episodes["off"]).items()))
     arms = {}
     for arm, ran in episodes.items():
         failed = [e for e in ran if not e["success"]]
+        failed_kinds = Counter(fault_kinds(e) for e in failed)
         arms[arm] = {"episodes": len(ran), "failed": len(failed),
                      "success_rate": round((len(ran) - len(failed)) / max(len(ran), 1), 3),
                      "replans": sum(e["replans"] for e in ran), "llm_calls": sum(e["llm_calls"] for e in ran),
                      "prompt_tokens": sum(e["prompt_tokens"] for e in ran), "cases": cases[arm],
                      "failed_tasks": [e["task"] for e in failed],
-                     "failed_by_fault": {kind: sum(fault_kinds(e) == kind for e in failed)
-                                         for kind in sorted({fault_kinds(e) for e in ran})},
+                     "failed_by_fault": {kind: failed_kinds[kind] for kind in episodes_by_fault},
                      "learned": [line for e in ran for line in e.get("learned", [])]}
     off, learned = arms["off"]["failed"], arms["seed+learned"]["failed"]
     return {"benchmark": "explainer-ablation", **header, "tasks": only, "arms": arms,
-            "episodes_by_fault": dict(sorted(Counter(fault_kinds(e) for e in episodes["off"]).items())),
+            "episodes_by_fault": episodes_by_fault,
             "failed_reduction": round((off - learned) / off, 3) if off else None}
 
 

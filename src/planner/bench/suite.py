@@ -191,9 +191,8 @@ def _task_problems(task: Task, world: World) -> list[str]:
             problems.append(f"faults[{index}].object: unknown object {fault.object!r}")
         if fault.onto and fault.onto not in furniture:
             problems.append(f"faults[{index}].onto: unknown furniture {fault.onto!r}")
-        if fault.arm and fault.arm not in world.robot.arms:
-            problems.append(f"faults[{index}].arm: the robot has no arm {fault.arm!r} "
-                            f"(it has {', '.join(world.robot.arms)})")
+        if fault.arm and (wrong := world.robot.arm_problem(fault.arm)):
+            problems.append(f"faults[{index}].arm: {wrong}")
         if fault.kind in OBJECT_FAULTS and not fault.object and not has_object:
             problems.append(f"faults[{index}].object: {fault.kind} needs an object and the success predicate names none")
     return problems

@@ -101,6 +101,10 @@ class Robot(_Strict):
     standoff_m: float = Field(default=0.45, gt=0, description="base distance kept from furniture")
     camera: Camera = Field(default_factory=Camera)
 
+    def arm_problem(self, arm: str) -> str:
+        """Why a file's arm name is wrong for this robot ('' when it has that arm)."""
+        return "" if arm in self.arms else f"the robot has no arm {arm!r} (it has {', '.join(self.arms)})"
+
 
 class Door(_Strict):
     rooms: tuple[str, str]
