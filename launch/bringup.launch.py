@@ -1,7 +1,7 @@
 """ros2 launch planner bringup.launch.py [config:=/path/to/planner.yaml] [namespace:=robot1]
                                          [explainer:=false]
 
-Starts the same nodes as `planner bringup`, from the same list (planner.stack.NODES). A robot's
+Starts the same nodes as `planner bringup`, from the same list (planner.ros.stack.NODES). A robot's
 nodes go under `namespace`; the explainer stays at the root, one for every robot, so the second
 robot's launch passes explainer:=false."""
 
@@ -11,7 +11,7 @@ from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from planner.stack import NODES
+from planner.ros.stack import NODES
 
 
 def generate_launch_description():

@@ -38,7 +38,8 @@ def scene(world):
 
 @pytest.fixture
 def skill_planner():
-    from planner.config import load_config, load_skill_planner
+    from planner.config import load_config
+    from planner.wiring import load_skill_planner
 
     return load_skill_planner(load_config(CONFIG / "planner.yaml"))
 
@@ -98,26 +99,27 @@ class RosClient:
         return node
 
     def collect(self, msg_type, topic, qos=None):
-        from planner.nodes.common import RELIABLE
+        from planner.ros.qos import RELIABLE
 
         received = []
         self.node.create_subscription(msg_type, topic, received.append, qos or RELIABLE)
         return received
 
     def call(self, srv_type, name, request, timeout=10.0):
-        from planner.nodes.common import call_service
+        from planner.ros.futures import call_service
 
         return call_service(self.node.create_client(srv_type, name), request, timeout)
 
     def action(self, action_type, name, goal, timeout=120.0, feedback=None):
         from rclpy.action import ActionClient
 
-        from planner.nodes.common import ActionCall
+        from planner.ros.futures import ActionCall
 
         return ActionCall(ActionClient(self.node, action_type, name), name).run(goal, timeout, feedback)
 
     def close(self):
         self.executor.shutdown()
+        self.thread.join(timeout=10)  # spin returns once the executor is shut down; a loaded machine takes a moment
         for node in self.extra:
             close = getattr(node, "close", None)
             if close:
@@ -136,6 +138,6 @@ def ros():
 
 
 def wait_for(predicate, timeout=10.0):
-    from planner.nodes.common import wait_until
+    from planner.ros.futures import wait_until
 
     assert wait_until(predicate, timeout), "condition not met in time"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from planner.backends.sim_robot import SimulatedRobot
-from planner.backends.simulation import load_scenario
-from planner.core.react import SuggestionInfo
+from planner.core.types import SuggestionInfo
+from planner.sim.in_process import SimulatedRobot
+from planner.sim.simulated_world import load_scenario
 
 
 class FixedSuggestion:

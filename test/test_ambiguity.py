@@ -4,13 +4,14 @@ the answer, and without an answer takes the nearest."""
 import pytest
 
 from conftest import CONFIG
-from planner.backends.sim_robot import SimulatedRobot
-from planner.bench.suite import starting_world
-from planner.config import load_config, load_skill_planner
+from planner.adapters.llm import ScriptedPolicy
+from planner.config import load_config
 from planner.core.ambiguity import ambiguous_goals, chosen_candidate, pin_named_objects
 from planner.core.goals import Goal
-from planner.core.react import PlannerSettings, ScriptedPolicy, TaskPlanner
+from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
 from planner.core.world import load_world
+from planner.sim.in_process import SimulatedRobot
+from planner.wiring import load_skill_planner
 
 APARTMENT = load_world(CONFIG / "worlds" / "apartment.yaml")
 HOLD_GLASS = {"goals": [{"kind": "holding", "object": "glass", "target": "", "room": ""}]}
@@ -18,7 +19,7 @@ HOLD_GLASS = {"goals": [{"kind": "holding", "object": "glass", "target": "", "ro
 
 def robot_at(place: str, answers=()) -> SimulatedRobot:
     skills = load_skill_planner(load_config(CONFIG / "planner.yaml"))
-    return SimulatedRobot(starting_world(APARTMENT, place), [], skills, answers=list(answers))
+    return SimulatedRobot(APARTMENT.with_robot_at(place), [], skills, answers=list(answers))
 
 
 def holding(label: str) -> list[Goal]:

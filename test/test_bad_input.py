@@ -11,9 +11,9 @@ from conftest import CONFIG, RosClient, wait_for, write_config
 from planner.action import ExecuteTask
 from planner.config import load_config
 from planner.msg import Detection3DArray
-from planner.nodes.perception import PerceptionNode
-from planner.nodes.simulator import SimulatorNode
-from planner.nodes.task_planner import TaskPlannerNode
+from planner.ros.nodes.perception import PerceptionNode
+from planner.ros.nodes.simulator import SimulatorNode
+from planner.ros.nodes.task_planner import TaskPlannerNode
 from planner.srv import GetObjectsInRoom, GetRooms
 
 
@@ -75,7 +75,7 @@ def test_an_unreachable_llm_server_ends_each_task_cleanly(client, tmp_path):
 
 def test_a_malformed_config_stops_the_node_with_the_file_and_field(tmp_path):
     path = write_config(tmp_path, planner={"step_budget": 0})
-    node = subprocess.run([sys.executable, "-m", "planner.stack", "perception", "--ros-args", "-p", f"config:={path}"],
+    node = subprocess.run([sys.executable, "-m", "planner.ros.stack", "perception", "--ros-args", "-p", f"config:={path}"],
                           capture_output=True, text=True, timeout=60)
     assert node.returncode == 2
     assert f"{path}: planner.step_budget: Input should be greater than or equal to 1" in node.stderr
@@ -89,7 +89,7 @@ def test_a_malformed_skill_library_stops_the_skill_planner_at_start_up_naming_fi
     skills = tmp_path / "skills.yaml"
     skills.write_text(yaml.safe_dump(library))
     path = write_config(tmp_path, skills=str(skills))
-    node = subprocess.run([sys.executable, "-m", "planner.stack", "skill_planner", "--ros-args", "-p", f"config:={path}"],
+    node = subprocess.run([sys.executable, "-m", "planner.ros.stack", "skill_planner", "--ros-args", "-p", f"config:={path}"],
                           capture_output=True, text=True, timeout=60)
     assert node.returncode == 2
     assert f"{skills}: skills.PLACE.methods[0].steps[4]: 'fling' is no command, task or skill" in node.stderr

@@ -38,16 +38,17 @@ def test_growth_is_prompt_tokens_per_call_from_the_small_home_to_the_large():
 def test_a_step_prompt_stays_the_same_size_in_a_home_with_ten_times_the_objects(suite):
     """Characters as a stand-in for tokens: the model sees the request, the robot, the goals' nearest
     candidates and a room's contents counted, never the whole map."""
-    from planner.backends.sim_robot import SimulatedRobot
-    from planner.bench.suite import starting_world
-    from planner.config import load_config, load_skill_planner
-    from planner.core.react import PlannerSettings, ScriptedPolicy, TaskPlanner
     from conftest import CONFIG
+    from planner.adapters.llm import ScriptedPolicy
+    from planner.config import load_config
+    from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
+    from planner.sim.in_process import SimulatedRobot
+    from planner.wiring import load_skill_planner
 
     skills = load_skill_planner(load_config(CONFIG / "planner.yaml"))
     sizes = {}
     for name, world in suite.worlds.items():
-        robot = SimulatedRobot(starting_world(world, "kitchen"), [], skills)
+        robot = SimulatedRobot(world.with_robot_at("kitchen"), [], skills)
         policy = ScriptedPolicy([{"goals": [{"kind": "bring_to_user", "object": "cup"}]},
                                  {"thought": "look", "action": "get_objects_in_room(kitchen)"}, "stop"])
         TaskPlanner(policy, robot, skills, PlannerSettings(confirm_timeout_s=0, max_repairs=0, step_budget=2)).run(

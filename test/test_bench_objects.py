@@ -9,7 +9,7 @@ import yaml
 
 from planner.bench.objects import hit, load_bench, load_bench_map, load_queries
 from planner.cli import main
-from planner.core.files import InputError
+from planner.core.errors import InputError
 from planner.core.object_finder import prompt_names
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "objects"

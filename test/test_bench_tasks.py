@@ -8,13 +8,13 @@ import pytest
 import yaml
 
 from conftest import CONFIG
-from planner.backends.faults import FAULT_KINDS, fault_events
-from planner.backends.simulation import SimulatedWorld
 from planner.bench.suite import FinalState, Predicate, check, load_suite, predicate_objects
 from planner.bench.tasks import world_outcomes
 from planner.cli import main
-from planner.core.files import InputError
+from planner.core.errors import InputError
 from planner.core.geometry import Pose2D
+from planner.sim.faults import FAULT_KINDS, fault_events
+from planner.sim.simulated_world import SimulatedWorld
 
 FULL = CONFIG / "tasks" / "full.yaml"
 SMOKE = CONFIG / "tasks" / "smoke.yaml"

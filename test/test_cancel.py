@@ -7,10 +7,10 @@ from contextlib import contextmanager
 from conftest import RosClient, wait_for, write_config
 from planner.action import ExecuteTask
 from planner.config import load_config
-from planner.core.react import PolicyReply
-from planner.nodes.perception import PerceptionNode
-from planner.nodes.simulator import SimulatorNode
-from planner.nodes.task_planner import TaskPlannerNode
+from planner.core.types import PolicyReply
+from planner.ros.nodes.perception import PerceptionNode
+from planner.ros.nodes.simulator import SimulatorNode
+from planner.ros.nodes.task_planner import TaskPlannerNode
 
 GOAL = '{"goals": [{"kind": "object_on", "object": "bottle", "target": "table", "room": "bedroom"}]}'
 

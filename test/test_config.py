@@ -1,8 +1,9 @@
 import pytest
 
 from conftest import CONFIG
-from planner.config import LLMSettings, load_config
-from planner.core.files import InputError
+from planner.adapters.llm import LLMSettings
+from planner.config import load_config
+from planner.core.errors import InputError
 
 
 @pytest.fixture(autouse=True)

@@ -4,19 +4,20 @@ seen by perception after it; and a failure found that way reaching the planner w
 import pytest
 
 from conftest import CONFIG
-from planner.backends.sim_robot import SimulatedRobot
-from planner.bench.suite import starting_world
-from planner.config import load_config, load_skill_planner
-from planner.core.controller import REASONS, check_after, check_before
+from planner.config import load_config
+from planner.core.controller import check_after, check_before
+from planner.core.failures import REASONS
 from planner.core.geometry import Pose2D
 from planner.core.skills import Command
 from planner.core.world import load_world
+from planner.sim.in_process import SimulatedRobot
+from planner.wiring import load_skill_planner
 
 APARTMENT = load_world(CONFIG / "worlds" / "apartment.yaml")
 
 
 def robot_at(place: str) -> SimulatedRobot:
-    return SimulatedRobot(starting_world(APARTMENT, place), [], load_skill_planner(load_config(CONFIG / "planner.yaml")))
+    return SimulatedRobot(APARTMENT.with_robot_at(place), [], load_skill_planner(load_config(CONFIG / "planner.yaml")))
 
 
 def test_an_object_moved_or_gone_since_planning_is_a_world_change():
@@ -26,10 +27,10 @@ def test_an_object_moved_or_gone_since_planning_is_a_world_change():
     assert check_before(Command("grasp", "left", "apple_1", point=apple), scene).ok
     check = check_before(Command("grasp", "left", "apple_1", point=(apple[0] + 0.6, apple[1], apple[2])), scene)
     assert (check.ok, check.code) == (False, "WORLD_CHANGED") and "apple_1 moved 0.60 m since the skill was planned" \
-        in check.reason and "apple_1 on table_1" in check.reason
+        in check.detail and "apple_1 on table_1" in check.detail
     scene.mark_missing("apple_1")
     check = check_before(Command("approach", "left", "apple_1", point=apple), scene)
-    assert check.code == "WORLD_CHANGED" and "no longer seen" in check.reason
+    assert check.code == "WORLD_CHANGED" and "no longer seen" in check.detail
     assert check_before(Command("navigate", base_pose=Pose2D(0, 0)), scene).ok  # nothing to compare
 
 
@@ -39,22 +40,22 @@ def test_each_commands_effect_must_be_seen():
     pose = scene.robot.pose
     assert check_after(Command("navigate", base_pose=Pose2D(pose.x + 0.1, pose.y)), scene).ok
     far = check_after(Command("navigate", base_pose=Pose2D(pose.x + 1.0, pose.y)), scene)
-    assert far.code == "NOT_AT_GOAL" and "1.00 m from the goal" in far.reason
+    assert far.code == "NOT_AT_GOAL" and "1.00 m from the goal" in far.detail
     grasp = check_after(Command("grasp", "left", "apple_1"), scene)
-    assert grasp.code == "GRASP_NOT_CONFIRMED" and grasp.reason == "the left gripper holds nothing, not apple_1"
+    assert grasp.code == "GRASP_NOT_CONFIRMED" and grasp.detail == "the left gripper holds nothing, not apple_1"
     assert check_after(Command("lift", "left", "apple_1"), scene).code == "GRASP_LOST"
     placed = check_after(Command("release", "left", "apple_1", "counter_1"), scene)
-    assert placed.code == "PLACE_NOT_CONFIRMED" and "apple_1 is not seen on counter_1 (apple_1 on table_1)" in placed.reason
+    assert placed.code == "PLACE_NOT_CONFIRMED" and "apple_1 is not seen on counter_1 (apple_1 on table_1)" in placed.detail
     assert check_after(Command("release", "left", "apple_1", "table_1"), scene).ok
     opened = check_after(Command("open", target_id="fridge_1"), scene)
-    assert opened.code == "ARTICULATION_NOT_CONFIRMED" and "fridge_1 is closed, not open" in opened.reason
+    assert opened.code == "ARTICULATION_NOT_CONFIRMED" and "fridge_1 is closed, not open" in opened.detail
     assert check_after(Command("close", target_id="fridge_1"), scene).ok
     verified = check_after(Command("verify_grasp", "left", "apple_1"), scene)
-    assert verified.code == "GRASP_NOT_CONFIRMED" and verified.reason == "the left gripper holds nothing, not apple_1"
+    assert verified.code == "GRASP_NOT_CONFIRMED" and verified.detail == "the left gripper holds nothing, not apple_1"
     scene.robot.held["left"] = "apple_1"
     assert check_after(Command("verify_grasp", "left", "apple_1"), scene).ok
     kept = check_after(Command("wait_for_take", "left", "apple_1", "anna"), scene)
-    assert kept.code == "HANDOVER_NOT_CONFIRMED" and kept.reason == "the left gripper still holds apple_1"
+    assert kept.code == "HANDOVER_NOT_CONFIRMED" and kept.detail == "the left gripper still holds apple_1"
 
 
 def test_a_grasp_the_camera_does_not_confirm_fails_the_skill_with_the_reason(monkeypatch):
@@ -94,7 +95,7 @@ def test_a_handover_the_person_does_not_take_fails_with_the_reason(monkeypatch):
     """Anna does not take the apple: the gripper reports open, but the camera still sees it held."""
     from planner.core.world import Person
 
-    world = starting_world(APARTMENT, "table_1").model_copy(update={"people": [Person(id="anna", position=(3.0, 7.0))]})
+    world = APARTMENT.with_robot_at("table_1").model_copy(update={"people": [Person(id="anna", position=(3.0, 7.0))]})
     robot = SimulatedRobot(world, [], load_skill_planner(load_config(CONFIG / "planner.yaml")))
     assert robot.execute_skill("PICK(apple_1, left)").success
     monkeypatch.setattr(robot.sim, "_wait_for_take", lambda *args: robot.sim._hand_out(*args))

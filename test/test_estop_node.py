@@ -11,8 +11,8 @@ from std_msgs.msg import Bool, String
 from conftest import RosClient, config_with_events, wait_for
 from planner.action import ExecuteSkill
 from planner.msg import ExecutionEvent, PlanStep
+from planner.ros.stack import NODES, node_class
 from planner.srv import GetRobotState
-from planner.stack import NODES, node_class
 
 GRASP_HANGS_S = 60.0
 

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from conftest import CONFIG
-from planner.backends.embeddings import SentenceEmbedder
+from planner.adapters.embeddings import SentenceEmbedder
 from planner.core.case_store import CaseStore, StoredCase
-from planner.core.explainer import CaseMemory, MemorySettings, load_cases, sync_seeds
-from planner.core.files import InputError
-from planner.core.react import FailureInfo, Recovery
+from planner.core.errors import InputError
+from planner.core.explainer import CaseMemory, ExplainerSettings, load_cases, sync_seeds
+from planner.core.types import FailureInfo, Recovery
 
 MOVED = FailureInfo("PICK(bottle_1, right)", "approach", "OBJECT_NOT_FOUND",
                     "bottle_1 was not where the map placed it (on table_1); someone may have moved it")
@@ -28,7 +28,7 @@ def embedder():
 def seeded(embedder, path=":memory:", **settings) -> CaseMemory:
     store = CaseStore(path)
     sync_seeds(store, load_cases(CONFIG / "failure_cases.yaml", source="seed"))
-    return CaseMemory(store, embedder, MemorySettings(**settings))
+    return CaseMemory(store, embedder, ExplainerSettings(**settings))
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +78,7 @@ def test_ranking_follows_request_and_reason_similarity(memory):
 def test_no_similar_case_is_said_rather_than_guessed(embedder):
     store = CaseStore(":memory:")
     store.add([StoredCase("c1", "GOTO", "PATH_BLOCKED", "go to the garden", "a ladder blocks the corridor", "Wait.")])
-    memory = CaseMemory(store, embedder, MemorySettings(threshold=0.99))
+    memory = CaseMemory(store, embedder, ExplainerSettings(threshold=0.99))
     suggestion = memory.suggest(FailureInfo("GOTO(kitchen)", "navigate", "PATH_BLOCKED", "something else"), "make tea")
     assert suggestion.case_ids == [] and suggestion.fit == "none" and "No similar past failure" in suggestion.text
     other_code = memory.suggest(FailureInfo("PICK(cup_1, left)", "grasp", "GRASP_LOST", "slipped"), "tea")
@@ -89,7 +89,7 @@ def two_close_cases(embedder, margin: float) -> CaseMemory:
     store = CaseStore(":memory:")
     store.add([StoredCase("a", "PICK", "GRASP_LOST", "pick up the cup", "the cup slipped", "Try the other arm."),
                StoredCase("b", "PICK", "GRASP_LOST", "pick up the mug", "the mug slipped", "Grasp it lower.")])
-    return CaseMemory(store, embedder, MemorySettings(clear_margin=margin))
+    return CaseMemory(store, embedder, ExplainerSettings(clear_margin=margin))
 
 
 def test_cases_that_fit_about_equally_are_left_for_the_llm_to_combine(embedder):

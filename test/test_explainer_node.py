@@ -5,9 +5,10 @@ import pytest
 from std_msgs.msg import String
 
 from conftest import RosClient, wait_for, write_config
+from planner.adapters.llm import ScriptedPolicy
 from planner.config import load_config
-from planner.core.react import FailureInfo, Recovery, ScriptedPolicy
-from planner.nodes.common import STATUS_QOS
+from planner.core.types import FailureInfo, Recovery
+from planner.ros.qos import STATUS_QOS
 
 FAILURE = FailureInfo("PICK(mug_1, left)", "grasp", "GRASP_NOT_CONFIRMED",
                       "the grasp reported success, but perception does not see mug_1 in the left gripper; "
@@ -22,8 +23,8 @@ def config(tmp_path):
 
 
 def test_a_case_learned_by_one_robot_is_suggested_to_another(ros, config):
-    from planner.nodes.explainer import ExplainerNode
-    from planner.nodes.task_planner import RosTools, TaskPlannerNode
+    from planner.ros.nodes.explainer import ExplainerNode
+    from planner.ros.nodes.task_planner import RosTools, TaskPlannerNode
 
     client = RosClient("shared_explainer_test")
     try:
@@ -53,7 +54,7 @@ def test_a_case_learned_by_one_robot_is_suggested_to_another(ros, config):
 
 
 def test_a_corrupt_case_database_is_reported_and_set_aside(ros, config, tmp_path):
-    from planner.nodes.explainer import ExplainerNode
+    from planner.ros.nodes.explainer import ExplainerNode
 
     database = tmp_path / "cases.sqlite"
     database.write_bytes(b"\x00garbage" * 1000)

@@ -6,13 +6,12 @@ import random
 import pytest
 
 from conftest import CONFIG
-from planner.backends.faults import Fault, GarbledPolicy, fault_events
-from planner.backends.sim_robot import SimulatedRobot
-from planner.backends.simulation import (BlockPath, DropDetections, Occlude, ScenarioEvent, SimulatedWorld, Trigger)
-from planner.bench.suite import starting_world
-from planner.core.react import ScriptedPolicy
+from planner.adapters.llm import ScriptedPolicy
 from planner.core.skills import RobotProfile, SkillPlanner, load_skill_library
 from planner.core.world import load_world
+from planner.sim.faults import Fault, GarbledPolicy, fault_events
+from planner.sim.in_process import SimulatedRobot
+from planner.sim.simulated_world import BlockPath, DropDetections, Occlude, ScenarioEvent, SimulatedWorld, Trigger
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +20,7 @@ def apartment():
 
 
 def robot_for(world, faults=(), at="", seed=0, objects=("bottle_1",)):
-    world = starting_world(world, at)
+    world = world.with_robot_at(at)
     events, _ = fault_events(list(faults), world, list(objects), random.Random(seed))
     skills = SkillPlanner(load_skill_library(CONFIG / "skills.yaml"),
                           RobotProfile.of(world.robot))

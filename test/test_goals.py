@@ -7,19 +7,21 @@ import pytest
 from pydantic import ValidationError
 
 from conftest import CONFIG
-from planner.backends.sim_robot import SimulatedRobot
-from planner.bench.suite import starting_world
-from planner.config import load_config, load_skill_planner
+from planner.adapters.llm import ScriptedPolicy
+from planner.config import load_config
 from planner.core.goals import Goal, GoalReply, goal_met, goal_schema, goal_status
-from planner.core.react import PlannerSettings, ScriptedPolicy, TaskPlanner, allowed_actions
+from planner.core.planning.action_space import allowed_actions
+from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
 from planner.core.world import load_world
+from planner.sim.in_process import SimulatedRobot
+from planner.wiring import load_skill_planner
 
 APARTMENT = load_world(CONFIG / "worlds" / "apartment.yaml")
 GIVE_UP = {"thought": "stop here", "action": "GIVE_UP()"}
 
 
 def robot_at(place: str) -> SimulatedRobot:
-    return SimulatedRobot(starting_world(APARTMENT, place), [], load_skill_planner(load_config(CONFIG / "planner.yaml")))
+    return SimulatedRobot(APARTMENT.with_robot_at(place), [], load_skill_planner(load_config(CONFIG / "planner.yaml")))
 
 
 def run(robot: SimulatedRobot, request: str, replies: list):

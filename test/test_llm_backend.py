@@ -9,10 +9,9 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from planner.backends import model_store
-from planner.backends.llm import FallbackPolicy, OpenAICompatiblePolicy, open_policy
-from planner.config import LLMSettings
-from planner.core.react import PolicyError
+from planner.adapters.llm import FallbackPolicy, LLMSettings, OpenAICompatiblePolicy, open_policy
+from planner.adapters import model_store
+from planner.core.errors import PolicyError
 
 SCHEMA = {"type": "object", "properties": {"action": {"enum": ["GOTO(kitchen)"]}}, "required": ["action"]}
 
@@ -142,9 +141,9 @@ def test_a_server_that_never_answers_ends_the_task_with_a_timeout_instead_of_han
     too, and the task ends with the reason."""
     import socket
 
-    from fakes import InProcessRobot
     from conftest import CONFIG
-    from planner.core.react import TaskPlanner
+    from fakes import InProcessRobot
+    from planner.core.planning.task_planner import TaskPlanner
 
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))

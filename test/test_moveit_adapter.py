@@ -7,8 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from planner.backends.moveit import MoveItArms, to_base_frame
-from planner.config import MoveItSettings
+from planner.adapters.moveit import MoveItArms, MoveItSettings, to_base_frame
 from planner.core.geometry import Pose2D
 from planner.core.skills import Command
 
@@ -63,7 +62,7 @@ def test_a_pick_is_hover_then_down_and_close_then_up_and_a_place_ends_opening_an
     moveit = FakeMoveIt()
     cup = (2.0, 1.6, 0.8)
     for name in ("approach", "grasp", "lift", "place_approach", "release", "retreat"):
-        assert run(moveit, name, object_id="cup_1", point=cup).success
+        assert run(moveit, name, object_id="cup_1", point=cup).ok
     poses = [(group, goal["pose_stamped_msg"].pose.position.z, goal["pose_link"])
              for group, goal in moveit.goals if "pose_stamped_msg" in goal]
     assert [z for _, z, _ in poses] == pytest.approx([0.9, 0.8, 0.9, 0.9, 0.8])
@@ -79,18 +78,18 @@ def test_a_pick_is_hover_then_down_and_close_then_up_and_a_place_ends_opening_an
 
 def test_gripper_handover_and_wiping_motions():
     moveit = FakeMoveIt()
-    assert run(moveit, "open_gripper").success and moveit.goals == [("left_hand", {"configuration_name": "open"})]
+    assert run(moveit, "open_gripper").ok and moveit.goals == [("left_hand", {"configuration_name": "open"})]
     moveit.goals.clear()
     for name in ("look_at", "verify_grasp"):  # nothing moves: a fixed camera; the controller checks the grasp
-        assert run(moveit, name, object_id="cup_1", point=(2.0, 1.6, 0.8)).success
+        assert run(moveit, name, object_id="cup_1", point=(2.0, 1.6, 0.8)).ok
     assert moveit.goals == [] and moveit.executed == 1
     anna = (2.0, 1.8, 0.85)
-    assert run(moveit, "hand_out", object_id="cup_1", target_id="anna", point=anna).success
-    assert run(moveit, "wait_for_take", object_id="cup_1", target_id="anna").success
+    assert run(moveit, "hand_out", object_id="cup_1", target_id="anna", point=anna).ok
+    assert run(moveit, "wait_for_take", object_id="cup_1", target_id="anna").ok
     out, opened = moveit.goals
     assert out[1]["pose_stamped_msg"].pose.position.x == pytest.approx(0.8) and opened == ("left_hand", {"configuration_name": "open"})
     moveit.goals.clear()
-    assert run(moveit, "sweep", target_id="table_1", point=(2.0, 1.6, 0.75)).success
+    assert run(moveit, "sweep", target_id="table_1", point=(2.0, 1.6, 0.75)).ok
     heights = [goal["pose_stamped_msg"].pose.position.z for _, goal in moveit.goals]
     assert heights == pytest.approx([0.85, 0.77, 0.85])  # over the top, down close to it, and up again
 
@@ -101,7 +100,7 @@ def test_gripper_handover_and_wiping_motions():
 def test_planning_failures_map_to_reasons_and_nothing_moves(error, code):
     moveit = FakeMoveIt(plan_error=error, failing={"left_arm"})
     outcome = run(moveit, "approach", object_id="cup_1", point=(2.0, 1.6, 0.8))
-    assert (outcome.success, outcome.code) == (False, code)
+    assert (outcome.ok, outcome.code) == (False, code)
     assert f"MoveIt could not plan left_tool0 to cup_1 (error {error})" == outcome.detail
     assert moveit.executed == 0
 

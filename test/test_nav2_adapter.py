@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from builtin_interfaces.msg import Time
 
-from planner.backends.nav2 import Nav2Navigation
+from planner.adapters.nav2 import Nav2Navigation
 from planner.core.geometry import Pose2D
 from planner.core.skills import Command
 
@@ -78,7 +78,7 @@ def navigate(navigator, timeout_s=60.0, **settings):
 def test_the_goal_is_the_approach_pose_in_the_map_frame():
     navigator = FakeNavigator()
     _, outcome = navigate(navigator)
-    assert outcome.success
+    assert outcome.ok
     goal = navigator.goals[0]
     assert goal.header.frame_id == "map"
     assert (goal.pose.position.x, goal.pose.position.y, goal.pose.position.z) == (1.5, -2.0, 0.0)
@@ -92,7 +92,7 @@ def test_the_goal_is_the_approach_pose_in_the_map_frame():
     (9000, "NAVIGATION_ABORTED"), (0, "NAVIGATION_ABORTED")])
 def test_nav2_error_codes_become_failure_codes_with_nav2s_message(code, ours):
     _, outcome = navigate(FakeNavigator(result=TaskResult.FAILED, error=(code, "planner says no")))
-    assert (outcome.success, outcome.code) == (False, ours)
+    assert (outcome.ok, outcome.code) == (False, ours)
     assert f"Nav2 error {code} during the drive to (1.50, -2.00)" in outcome.detail and "planner says no" in outcome.detail
 
 
@@ -121,18 +121,18 @@ def test_a_robot_that_stops_getting_closer_is_stalled_and_its_goal_canceled():
     assert navigator.now == pytest.approx(0.3 + 5.1)  # progress ended at 2.0 m, 0.3 s in
     # Slow but steady progress is not a stall.
     _, outcome = navigate(FakeNavigator(distances=[3.0 - 0.03 * i for i in range(90)]), stall_window_s=5.0)
-    assert outcome.success
+    assert outcome.ok
 
 
 def test_looking_around_is_a_full_turn_on_the_spot_within_the_commands_time():
     navigator = FakeNavigator(distances=[])
     outcome = Nav2Navigation(navigator, clock=lambda: navigator.now).run(
         Command("look_around", target_id="kitchen", timeout_s=30), threading.Event())
-    assert outcome.success and navigator.goals == [("spin", pytest.approx(2 * math.pi), 30)]
+    assert outcome.ok and navigator.goals == [("spin", pytest.approx(2 * math.pi), 30)]
     navigator = FakeNavigator(distances=[], result=TaskResult.FAILED, error=(701, "collision ahead"))
     outcome = Nav2Navigation(navigator, clock=lambda: navigator.now).run(
         Command("look_around", target_id="kitchen", timeout_s=30), threading.Event())
-    assert not outcome.success and outcome.detail == "Nav2 error 701 during the turn on the spot: collision ahead"
+    assert not outcome.ok and outcome.detail == "Nav2 error 701 during the turn on the spot: collision ahead"
 
 
 def test_a_stop_from_another_thread_cancels_nav2s_goal():
@@ -159,7 +159,7 @@ def test_a_stop_from_another_thread_cancels_nav2s_goal():
 def test_choosing_the_robot_backend_where_nav2_is_not_installed_says_what_is_missing(ros, tmp_path):
     from conftest import write_config
     from planner.config import load_config
-    from planner.nodes.executor import ExecutorNode
+    from planner.ros.nodes.executor import ExecutorNode
 
     config = load_config(write_config(tmp_path, executor={"backend": "robot"}))
     with pytest.raises(ValueError, match="executor.backend robot needs Nav2's nav2_simple_commander and MoveIt 2's "

@@ -11,10 +11,9 @@ from conftest import RosClient, wait_for, write_config
 from planner.action import ExecuteCommands, ExecuteSkill
 from planner.config import load_config
 from planner.msg import AudioClip, Command, ExecutionEvent, FailureMessage, PlanStep, SceneGraph, Suggestion
-from planner.nodes.common import LATCHED
-from planner.srv import (Explain, FindObjects, GetObject, GetObjectsInRoom, GetRobotState, GetRooms, GetSceneGraph,
-                         MoveObject)
-from planner.stack import NODES, node_class
+from planner.ros.qos import LATCHED
+from planner.ros.stack import NODES, node_class
+from planner.srv import Explain, FindObjects, GetObject, GetObjectsInRoom, GetRobotState, GetRooms, GetSceneGraph, MoveObject
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from planner.adapters.llm import ScriptedPolicy
 from planner.core.object_finder import FinderSettings, ObjectFinder
-from planner.core.react import ScriptedPolicy
 from planner.core.scene_graph import SceneGraph
 from planner.core.voxeland import parse_voxeland
 
@@ -180,7 +180,7 @@ def test_the_chooser_sees_the_distinct_answers_unlabelled_and_its_choice_is_the_
 
 
 def test_a_large_map_is_narrowed_to_the_items_related_to_the_query(tmp_path):
-    from planner.backends.embeddings import SentenceEmbedder
+    from planner.adapters.embeddings import SentenceEmbedder
     from planner.bench.objects import load_bench_map
 
     scene = load_bench_map(BENCH / "maps" / "large_house.json")
@@ -198,9 +198,8 @@ def test_a_large_map_is_narrowed_to_the_items_related_to_the_query(tmp_path):
 @pytest.mark.embedded
 @pytest.mark.timeout(900)
 def test_the_embedded_model_finds_seats_and_reads_a_negation_in_a_small_map():
-    from planner.backends.llm import open_policy
-    from planner.bench.objects import hit, load_bench_map, load_truth, load_queries
-    from planner.config import LLMSettings
+    from planner.adapters.llm import LLMSettings, open_policy
+    from planner.bench.objects import hit, load_bench_map, load_queries, load_truth
 
     scene = load_bench_map(BENCH / "maps" / "studio.json")
     queries = {q.id: q for q in load_queries(BENCH / "queries.yaml")}

@@ -12,8 +12,9 @@ from visualization_msgs.msg import MarkerArray
 from conftest import RosClient, wait_for, write_config
 from planner.config import load_config
 from planner.msg import Detection3D, Detection3DArray, LabelScore, RobotState, SceneGraph, SceneGraphUpdate
-from planner.nodes.common import LATCHED, RELIABLE, apply_update_msg, scene_from_msg, to_stamp
-from planner.nodes.perception import PerceptionNode
+from planner.ros.convert import apply_update_msg, scene_from_msg, to_stamp
+from planner.ros.nodes.perception import PerceptionNode
+from planner.ros.qos import LATCHED, RELIABLE
 from planner.srv import FindObjects, GetObject, GetSceneGraph
 
 KITCHEN_POSE = (4.0, 2.5, math.pi / 2)

@@ -3,13 +3,17 @@ import yaml
 
 from conftest import CONFIG, DATA
 from fakes import InProcessRobot
-from planner.backends.sim_robot import SimulatedRobot
-from planner.bench.suite import starting_world
-from planner.config import load_config, load_skill_planner
+from planner.adapters.llm import ScriptedPolicy
+from planner.config import load_config
+from planner.core.errors import PolicyError
 from planner.core.goals import Goal
-from planner.core.react import (ASK_USER, GIVE_UP, PlannerSettings, PolicyError, PolicyReply, ScriptedPolicy, TaskPlanner,
-                                final_goals)
+from planner.core.planning.action_space import ASK_USER, GIVE_UP
+from planner.core.planning.goal_reading import final_goals
+from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
+from planner.core.types import PolicyReply
 from planner.core.world import load_world
+from planner.sim.in_process import SimulatedRobot
+from planner.wiring import load_skill_planner
 
 SCENARIO = CONFIG / "scenarios" / "kitchen_bottle_moved.yaml"
 REQUEST = "Go to the table in the kitchen, pick up the bottle, and place it on the table in the bedroom"
@@ -68,7 +72,7 @@ def test_the_robot_drives_only_where_the_goals_need_it_until_a_goal_object_is_lo
 
 
 def test_with_every_action_tried_the_task_ends_without_asking_the_model_to_choose_from_nothing(skill_planner, monkeypatch):
-    monkeypatch.setattr("planner.core.react.allowed_actions", lambda *args: [])
+    monkeypatch.setattr("planner.core.planning.task_planner.allowed_actions", lambda *args: [])
     policy = ScriptedPolicy([GOAL])
     result = TaskPlanner(policy, InProcessRobot(SCENARIO, skill_planner), skill_planner,
                          PlannerSettings(confirm_timeout_s=0)).run(REQUEST)
@@ -134,7 +138,7 @@ def test_a_repeatedly_failing_action_is_withdrawn(skill_planner, monkeypatch):
 def test_going_round_in_a_circle_is_broken():
     """The move that brought the robot back to a situation it was in is not offered there again;
     the first move of the circle stays (it was often right)."""
-    robot = SimulatedRobot(starting_world(load_world(CONFIG / "worlds" / "apartment.yaml"), "fridge_1"), [],
+    robot = SimulatedRobot(load_world(CONFIG / "worlds" / "apartment.yaml").with_robot_at("fridge_1"), [],
                            load_skill_planner(load_config(CONFIG / "planner.yaml")))
     opening, closing = {"thought": "open", "action": "OPEN(fridge_1)"}, {"thought": "close", "action": "CLOSE(fridge_1)"}
     policy = ScriptedPolicy([{"goals": [{"kind": "holding", "object": "juice"}]}, opening, closing, opening, closing])
@@ -214,30 +218,31 @@ def test_token_counts_are_summed(skill_planner):
 
 # ---- the explainer in the loop --------------------------------------------------------------------
 def test_which_failures_count_as_recovered():
-    from planner.core.react import Acted, FailureInfo, find_recoveries
+    from planner.core.planning.recoveries import ActionRecord, find_recoveries
     from planner.core.scene_graph import SceneGraph
+    from planner.core.types import FailureInfo
     from planner.core.world import load_world
 
     scene = SceneGraph.from_world(load_world(CONFIG / "worlds" / "kitchen_bedroom.yaml"))
     moved = FailureInfo("PICK(bottle_1, right)", "approach", "OBJECT_NOT_FOUND", "moved")
-    recovered = find_recoveries([Acted("PICK(bottle_1, right)", moved, ["seed-pick-moved-1"]),
-                                 Acted("get_objects_in_room(kitchen)"), Acted("GOTO(table_2)"),
-                                 Acted("PICK(bottle_1, left)"), Acted("GOTO(table_3)")], False, scene)
+    recovered = find_recoveries([ActionRecord("PICK(bottle_1, right)", moved, ["seed-pick-moved-1"]),
+                                 ActionRecord("get_objects_in_room(kitchen)"), ActionRecord("GOTO(table_2)"),
+                                 ActionRecord("PICK(bottle_1, left)"), ActionRecord("GOTO(table_3)")], False, scene)
     assert [(r.recovered, r.steps) for r in recovered] == [
         (True, ["get_objects_in_room(kitchen)", "GOTO(table_2)", "PICK(bottle_1, left)"])]
     assert recovered[0].fix == ("What worked after this failure before: get_objects_in_room(kitchen), then "
                                 "GOTO(a table), then PICK(the bottle, left).")
-    again = find_recoveries([Acted("PICK(bottle_1, right)", moved), Acted("GOTO(table_2)"),
-                             Acted("PICK(bottle_1, right)", moved)], True, scene)
+    again = find_recoveries([ActionRecord("PICK(bottle_1, right)", moved), ActionRecord("GOTO(table_2)"),
+                             ActionRecord("PICK(bottle_1, right)", moved)], True, scene)
     assert [r.recovered for r in again] == [False, True]   # the same failure again: that suggestion did not help
-    unfinished = find_recoveries([Acted("PICK(bottle_1, right)", moved), Acted("GOTO(table_2)")], False, scene)
+    unfinished = find_recoveries([ActionRecord("PICK(bottle_1, right)", moved), ActionRecord("GOTO(table_2)")], False, scene)
     assert [(r.recovered, r.fix) for r in unfinished] == [(False, "")]
 
 
 def test_a_replan_that_worked_is_learned_as_a_case_for_other_homes(skill_planner):
+    from planner.adapters.embeddings import SentenceEmbedder
     from planner.core.case_store import CaseStore
     from planner.core.explainer import CaseMemory
-    from planner.backends.embeddings import SentenceEmbedder
 
     robot = InProcessRobot(SCENARIO, skill_planner)
     robot.learner = CaseMemory(CaseStore(":memory:"), SentenceEmbedder())
@@ -256,7 +261,7 @@ class ComposingMemory:
     """Two cases that fit about equally: the planner's model is to make one suggestion of them."""
 
     def suggest(self, failure, request):
-        from planner.core.react import SuggestionInfo
+        from planner.core.types import SuggestionInfo
 
         options = [("case-a", "Re-check the kitchen.", 0.71), ("case-b", "Go where it is now and pick it.", 0.7)]
         return SuggestionInfo(options[0][1], ["case-a", "case-b"], [0.71, 0.7], fit="compose", options=options)

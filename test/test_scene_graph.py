@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from conftest import CONFIG
-from planner.core.files import InputError
+from planner.core.errors import InputError
 from planner.core.frames import FrameError, FrameTree, TransformNotReady, planar, rigid
 from planner.core.geometry import Pose2D
 from planner.core.scene_graph import Detection, DetectionFrame, SceneGraph, SensorFrame

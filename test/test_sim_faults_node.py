@@ -6,8 +6,8 @@ import pytest
 from conftest import RosClient, config_with_events, wait_for
 from planner.action import ExecuteSkill
 from planner.msg import FailureMessage
+from planner.ros.stack import node_class
 from planner.srv import GetRobotState
-from planner.stack import node_class
 
 NODES = ("simulator", "perception", "executor", "controller", "skill_planner")
 

@@ -4,10 +4,10 @@ import pytest
 from pydantic import ValidationError
 
 from conftest import CONFIG
-from planner.backends.simulation import BlockPath, ScenarioEvent, SimulatedWorld, Trigger, load_scenario
-from planner.core.files import InputError
+from planner.core.errors import InputError
 from planner.core.geometry import Pose2D
 from planner.core.world import load_world
+from planner.sim.simulated_world import BlockPath, ScenarioEvent, SimulatedWorld, Trigger, load_scenario
 
 
 @pytest.fixture
@@ -36,13 +36,13 @@ def test_pick_and_place_change_the_world(sim):
     sim.arrive(Pose2D(3.55, 1.5, 0.0))
     bottle = sim.positions["bottle_1"]
     for operation in ("approach", "grasp", "lift"):
-        assert sim.manipulate(operation, "right", "bottle_1", "", bottle).success
+        assert sim.manipulate(operation, "right", "bottle_1", "", bottle).ok
     assert sim.held["right"] == "bottle_1" and sim.object_on("bottle_1") is None
     assert sim.manipulate("approach", "right", "cup_1", "", sim.positions["cup_1"]).code == "ARM_OCCUPIED"
     sim.arrive(Pose2D(-1.15, 4.0, 3.14159))
     assert sim.positions["bottle_1"][0] < -1.0  # carried along
     for operation in ("place_approach", "release", "retreat"):
-        assert sim.manipulate(operation, "right", "bottle_1", "table_3", None).success
+        assert sim.manipulate(operation, "right", "bottle_1", "table_3", None).ok
     assert sim.object_on("bottle_1") == "table_3" and sim.held["right"] == ""
 
 
@@ -51,7 +51,7 @@ def test_an_object_too_heavy_for_the_arm_is_put_back_at_the_lift(sim):
     sim._mass["bottle_1"] = 9.0  # a full crate of bottles, say
     bottle = sim.positions["bottle_1"]
     for operation in ("approach", "grasp"):
-        assert sim.manipulate(operation, "right", "bottle_1", "", bottle).success
+        assert sim.manipulate(operation, "right", "bottle_1", "", bottle).ok
     lift = sim.manipulate("lift", "right", "bottle_1", "", bottle)
     assert lift.code == "TOO_HEAVY" and "9.0 kg" in lift.detail and "5.0 kg" in lift.detail
     assert sim.held["right"] == "" and sim.object_on("bottle_1") == "table_1"
@@ -60,7 +60,7 @@ def test_an_object_too_heavy_for_the_arm_is_put_back_at_the_lift(sim):
 def test_an_object_not_where_expected_or_out_of_reach(sim):
     sim.arrive(Pose2D(3.55, 1.5, 0.0))
     expected = sim.positions["bottle_1"]
-    assert sim.move_object("bottle_1", "table_2").success
+    assert sim.move_object("bottle_1", "table_2").ok
     missing = sim.manipulate("grasp", "right", "bottle_1", "", expected)
     assert missing.code == "OBJECT_NOT_FOUND" and "on table_1" in missing.detail
     assert sim.manipulate("grasp", "right", "cup_1", "", sim.positions["cup_1"]).code == "OUT_OF_REACH"
@@ -105,13 +105,13 @@ def test_bad_world_and_scenario_files_name_file_entry_and_field(tmp_path):
 
 
 def test_a_person_is_seen_and_takes_what_is_handed_to_them():
-    from planner.backends.sim_robot import SimulatedRobot
-    from planner.bench.suite import starting_world
-    from planner.config import load_config, load_skill_planner
+    from planner.config import load_config
     from planner.core.world import Person
+    from planner.sim.in_process import SimulatedRobot
+    from planner.wiring import load_skill_planner
 
     apartment = load_world(CONFIG / "worlds" / "apartment.yaml")
-    world = starting_world(apartment, "table_1").model_copy(update={"people": [Person(id="anna", position=(8.0, 8.5))]})
+    world = apartment.with_robot_at("table_1").model_copy(update={"people": [Person(id="anna", position=(8.0, 8.5))]})
     robot = SimulatedRobot(world, [], load_skill_planner(load_config(CONFIG / "planner.yaml")))
     assert robot.execute_skill("PICK(apple_1, left)").success
     result = robot.execute_skill("HANDOVER(apple_1, anna)")  # Anna is in the living room: the robot goes to her
@@ -129,7 +129,7 @@ def test_a_person_is_seen_and_takes_what_is_handed_to_them():
 
 def test_looking_around_and_saying_take_time_and_change_nothing(sim):
     before = dict(sim.positions)
-    assert sim.manipulate("look_around", "", "", "bedroom", None).success
-    assert sim.manipulate("look_at", "", "", "table_1", None).success
+    assert sim.manipulate("look_around", "", "", "bedroom", None).ok
+    assert sim.manipulate("look_at", "", "", "table_1", None).ok
     assert sim.manipulate("look_at", "", "", "unicorn_1", None).code == "UNKNOWN_OBJECT"
     assert sim.positions == before

@@ -1,7 +1,7 @@
 import pytest
 
 from conftest import CONFIG, write_config
-from planner.core.files import InputError
+from planner.core.errors import InputError
 from planner.core.geometry import Pose2D
 from planner.core.skills import SkillRefused, SkillSyntaxError, load_skill_library, parse_call
 
@@ -49,7 +49,7 @@ def test_an_object_heavier_than_the_arm_lifts_is_refused_before_the_robot_moves(
     assert near.entity("bottle_1").mass_kg == 0.6  # from the world file
     near.entity("bottle_1").mass_kg = 7.5
     refused = check(skill_planner, near, "PICK(bottle_1, right)")
-    assert refused.code == "TOO_HEAVY" and refused.reason == "bottle_1 weighs about 7.5 kg; the right arm lifts at most 5.0 kg"
+    assert refused.code == "TOO_HEAVY" and refused.detail == "bottle_1 weighs about 7.5 kg; the right arm lifts at most 5.0 kg"
     # Mass unknown to perception: the library's typical mass of the label decides.
     near.entity("bottle_1").mass_kg = 0.0
     assert check(skill_planner, near, "PICK(bottle_1, right)").ok  # a bottle: about 0.8 kg
@@ -206,14 +206,14 @@ WIPE = {"description": "Wipe the top of a piece of furniture within reach with a
 
 def test_adding_a_skill_is_a_change_of_the_library_file_only(tmp_path):
     """WIPE(surface, arm), written into the YAML, is parsed, checked, decomposed and carried out."""
-    from planner.backends.sim_robot import SimulatedRobot
-    from planner.bench.suite import starting_world
-    from planner.config import load_config, load_skill_planner
+    from planner.config import load_config
     from planner.core.world import load_world
+    from planner.sim.in_process import SimulatedRobot
+    from planner.wiring import load_skill_planner
 
     path = write_library(tmp_path, lambda library: library["skills"].__setitem__("WIPE", WIPE))
     config = load_config(write_config(tmp_path, skills=path))
-    world = starting_world(load_world(CONFIG / "worlds" / "apartment.yaml"), "table_1")
+    world = load_world(CONFIG / "worlds" / "apartment.yaml").with_robot_at("table_1")
     robot = SimulatedRobot(world, [], load_skill_planner(config))
     result = robot.execute_skill("WIPE(table_1, left)")
     assert result.success and robot.sim.wiped == ["table_1"]

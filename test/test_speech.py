@@ -11,13 +11,14 @@ from std_msgs.msg import String
 
 from conftest import CONFIG, DATA, RosClient, wait_for, write_config
 from planner.action import Say
-from planner.backends.speech import AudioClip, SpeechError, Transcriber, espeak_program, read_wav
+from planner.adapters.speech import AudioClip, SpeechError, Transcriber, espeak_program, read_wav
 from planner.config import load_config
-from planner.msg import AudioClip as AudioClipMsg, PlanStep
-from planner.nodes.perception import PerceptionNode
-from planner.nodes.simulator import SimulatorNode
-from planner.nodes.speech import SpeechNode, clip_from_msg
-from planner.nodes.task_planner import TaskPlannerNode
+from planner.msg import AudioClip as AudioClipMsg
+from planner.msg import PlanStep
+from planner.ros.nodes.perception import PerceptionNode
+from planner.ros.nodes.simulator import SimulatorNode
+from planner.ros.nodes.speech import SpeechNode, clip_from_msg
+from planner.ros.nodes.task_planner import TaskPlannerNode
 
 SPEECH = DATA / "speech"
 

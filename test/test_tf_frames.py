@@ -53,7 +53,7 @@ class FakeTf2:
 @pytest.fixture
 def tf_tree(monkeypatch):
     monkeypatch.setitem(sys.modules, "tf2_ros", FakeTf2.module())
-    from planner.backends.tf_frames import TfLookup, tf_available
+    from planner.ros.tf_frames import TfLookup, tf_available
 
     assert tf_available()
     return FrameTree(fallback=TfLookup(node=None))

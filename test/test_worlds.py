@@ -4,12 +4,12 @@ consistent and usable by the simulated robot; bad world files named by file, ent
 import pytest
 
 from conftest import CONFIG
-from planner.backends.sim_robot import SimulatedRobot
 from planner.cli import main
-from planner.core.files import InputError
+from planner.core.errors import InputError
 from planner.core.skills import RobotProfile, SkillPlanner, load_skill_library
 from planner.core.world import load_world
 from planner.core.worldgen import generate_world, world_yaml
+from planner.sim.in_process import SimulatedRobot
 
 
 def skills_for(world):

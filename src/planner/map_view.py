@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from planner.core.files import InputError, load_yaml
+from planner.core.errors import InputError
+from planner.core.files import load_yaml
 from planner.core.scene_graph import SceneGraph
 from planner.core.voxeland import load_voxeland
+from planner.core.world import load_rooms
 
 LABELLED_OBJECTS_MAX = 200   # beyond this many objects, labels would cover the picture
 RELATION_STYLES = {"on": ("tab:green", "-"), "in": ("tab:blue", "-"), "under": ("tab:purple", "--"),
@@ -18,8 +20,8 @@ RELATION_STYLES = {"on": ("tab:green", "-"), "in": ("tab:blue", "-"), "under": (
 def load_scene(path: Path, rooms_path: Path | None = None) -> tuple[SceneGraph, list[str]]:
     """A scene graph from a Voxeland map (+ room polygons), a saved scene graph, a world or a
     scenario file; also the problems found in the file (entries left out)."""
-    from planner.backends.simulation import load_scenario
     from planner.core.world import load_world
+    from planner.sim.simulated_world import load_scenario
 
     if path.suffix.lower() in (".yaml", ".yml"):
         data = load_yaml(path)
@@ -47,25 +49,6 @@ def scene_from_saved(data: dict, source: str) -> SceneGraph:
         raise InputError(f"{source}: not a saved scene graph: {error!r}") from None
 
 
-def load_rooms(path: Path) -> dict[str, list[tuple[float, float]]]:
-    """Room polygons: `{room: [[x, y], ...]}` or a world-style `rooms: [{name, polygon}]` list."""
-    from pydantic import TypeAdapter, ValidationError
-
-    from planner.core.files import describe_validation_error
-    from planner.core.world import Room
-
-    data = load_yaml(path)
-    if isinstance(data, dict) and "rooms" in data:
-        data = data["rooms"]
-    if isinstance(data, dict):
-        data = [{"name": name, "polygon": polygon} for name, polygon in data.items()]
-    try:
-        rooms = TypeAdapter(list[Room]).validate_python(data)
-    except ValidationError as error:
-        raise InputError(describe_validation_error(str(path), error)) from None
-    return {room.name: [tuple(p) for p in room.polygon] for room in rooms}
-
-
 def census(scene: SceneGraph) -> str:
     """What a scene graph holds, counted: "2 rooms, 5 furniture, 4 objects, 1 person"."""
     people = len(scene.people())
@@ -79,7 +62,8 @@ def draw(scene: SceneGraph, out: Path, title: str = "") -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
-    from matplotlib.patches import Circle, Polygon as PolygonPatch, Rectangle
+    from matplotlib.patches import Circle, Rectangle
+    from matplotlib.patches import Polygon as PolygonPatch
 
     rooms = [scene.entity(r) for r in scene.rooms()]
     furniture, objects = scene.furniture(), scene.objects()

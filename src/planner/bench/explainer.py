@@ -15,21 +15,22 @@ import random
 import statistics
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import psutil
 
 from planner.core.case_store import CaseStore, StoredCase
-from planner.core.explainer import CaseMemory, Embedder
+from planner.core.explainer import CaseMemory
+from planner.core.ports import Embedder
 
-# Failure classes the stack produces, per skill (a subset of the controller's REASONS).
+# Failure classes the stack produces, per skill (a subset of FailureCode).
 CLASSES = {
-    "GOTO": ["PATH_BLOCKED", "NAVIGATION_FAILED", "UNKNOWN_TARGET", "TIMEOUT"],
-    "PICK": ["OBJECT_NOT_FOUND", "OUT_OF_REACH", "GRASP_FAILED", "ARM_OCCUPIED", "TOO_HEAVY", "GRASP_LOST"],
-    "PLACE": ["OUT_OF_REACH", "NOT_HOLDING", "NO_SPACE", "GRASP_LOST", "CONTAINER_CLOSED"],
+    "GOTO": ["PATH_BLOCKED", "NAVIGATION_ABORTED", "GOAL_OUTSIDE_MAP", "TIMEOUT"],
+    "PICK": ["OBJECT_NOT_FOUND", "OUT_OF_REACH", "GRASP_NOT_CONFIRMED", "ARM_OCCUPIED", "TOO_HEAVY", "GRASP_LOST"],
+    "PLACE": ["OUT_OF_REACH", "NOT_HOLDING", "PLACE_NOT_CONFIRMED", "GRASP_LOST", "CONTAINER_CLOSED"],
     "OPEN": ["OUT_OF_REACH", "ARM_OCCUPIED", "ALREADY_OPEN"],
     "CLOSE": ["OUT_OF_REACH", "ALREADY_CLOSED"],
     "HANDOVER": ["PERSON_NOT_FOUND", "HANDOVER_NOT_CONFIRMED", "NOT_HOLDING"],

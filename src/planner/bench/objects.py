@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from planner.core.files import InputError, load_model, load_yaml, write_json_atomic
+from planner.core.errors import InputError
+from planner.core.files import load_model, load_yaml, write_json_atomic
 from planner.core.object_finder import ObjectFinder
 from planner.core.scene_graph import SceneGraph
 from planner.core.voxeland import load_voxeland
-from planner.map_view import load_rooms
+from planner.core.world import load_rooms
 
 QUERY_TYPES = ("descriptive", "affordance", "negation")
 TOP_K = (1, 2, 3)

@@ -9,23 +9,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
-from planner.backends.faults import OBJECT_FAULTS, Fault
-from planner.backends.simulation import SimulatedWorld
-from planner.core.files import InputError, describe_validation_error, exactly_one, load_yaml
-from planner.core.geometry import approach_pose
+from planner.core.errors import InputError
+from planner.core.files import StrictModel, describe_validation_error, exactly_one, load_yaml
 from planner.core.world import World, load_world
+from planner.sim.faults import OBJECT_FAULTS, Fault
+from planner.sim.simulated_world import SimulatedWorld
 
 Tier = Literal["simple", "moderate", "complex"]
 TIERS: tuple[str, ...] = Tier.__args__
 
 
-class _Strict(BaseModel):
+class SuiteModel(StrictModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class On(_Strict):
+class On(SuiteModel):
     object: str = Field(description="object id or label")
     target: str = Field(default="", description="furniture id or label it ends on (or in); empty: any in `room`")
     room: str = Field(default="", description="the target's room, when it matters")
@@ -38,7 +38,7 @@ class On(_Strict):
         return self
 
 
-class Predicate(_Strict):
+class Predicate(SuiteModel):
     """Exactly one of these; all_of / any_of / not combine others."""
     object_on: On | None = None
     holding: str = Field(default="", description="the robot holds this object (id or label)")
@@ -47,9 +47,9 @@ class Predicate(_Strict):
     is_closed: str = Field(default="", description="this furniture ends closed")
     gave_up: bool = Field(default=False, description="the planner reported the request impossible")
     asked: bool = Field(default=False, description="the robot asked the user which object they meant")
-    all_of: list["Predicate"] = Field(default_factory=list)
-    any_of: list["Predicate"] = Field(default_factory=list)
-    not_: "Predicate | None" = Field(default=None, alias="not")
+    all_of: list[Predicate] = Field(default_factory=list)
+    any_of: list[Predicate] = Field(default_factory=list)
+    not_: Predicate | None = Field(default=None, alias="not")
 
     @model_validator(mode="after")
     def _one(self):
@@ -57,7 +57,7 @@ class Predicate(_Strict):
                            "any_of", "not_")
 
 
-class Task(_Strict):
+class Task(SuiteModel):
     id: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     tier: Tier
     world: str = Field(description="a key of the suite's worlds")
@@ -70,7 +70,7 @@ class Task(_Strict):
                                                                  "is meant; none: no answer (the nearest is taken)")
 
 
-class Suite(_Strict):
+class Suite(SuiteModel):
     name: str
     description: str = ""
     worlds: dict[str, str] = Field(min_length=1, description="name -> world file, relative to the suite file")
@@ -240,20 +240,3 @@ def load_suite(path: str | Path) -> LoadedSuite:
     if problems:
         raise InputError("\n".join(problems))
     return LoadedSuite(suite, path, worlds)
-
-
-def starting_world(world: World, robot_at: str) -> World:
-    """The world with the robot placed next to a piece of furniture (facing it) or in a room."""
-    if not robot_at:
-        return world
-    room = next((r for r in world.rooms if r.name == robot_at), None)
-    if room is not None:
-        centre = room.shape().representative_point()
-        pose = (centre.x, centre.y, world.robot.pose[2])
-    else:
-        item = world.furniture_by_id(robot_at)
-        room = next(r for r in world.rooms if r.name == world.room_at(item.center[0], item.center[1]))
-        centre = room.shape().centroid
-        goal = approach_pose(item.center, item.size, centre.x, centre.y, world.robot.standoff_m)
-        pose = (goal.x, goal.y, goal.yaw)
-    return world.model_copy(update={"robot": world.robot.model_copy(update={"pose": pose})})

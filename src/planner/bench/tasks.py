@@ -18,15 +18,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.backends.faults import GarbledPolicy, fault_events, random_faults
-from planner.backends.sim_robot import SimulatedRobot
+from planner.adapters.llm import ScriptedPolicy
 from planner.bench.common import machine_info, write_results
-from planner.bench.suite import TIERS, FinalState, LoadedSuite, Task, check, predicate_objects, starting_world
+from planner.bench.suite import TIERS, FinalState, LoadedSuite, Task, check, predicate_objects
 from planner.core.explainer import CaseMemory
 from planner.core.files import write_json_atomic
 from planner.core.object_finder import ObjectFinder
-from planner.core.react import Policy, PlannerSettings, ScriptedPolicy, TaskPlanner, TraceStep
+from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
+from planner.core.ports import Policy
 from planner.core.skills import RobotProfile, SkillLibrary, SkillPlanner
+from planner.core.types import TraceStep
+from planner.sim.faults import GarbledPolicy, fault_events, random_faults
+from planner.sim.in_process import SimulatedRobot
 
 # The RoBee paper (Llama 3 70B): success rate per tier and the number of tries behind it.
 ROBEE = {"simple": (0.90, 30), "moderate": (0.75, 20), "complex": (0.25, 10)}
@@ -52,7 +55,7 @@ def episode_rng(seed: int, task_id: str, repeat: int, purpose: str) -> random.Ra
 
 
 def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[TraceStep], None] | None = None) -> dict:
-    world = starting_world(setup.suite.worlds[task.world], task.robot_at)
+    world = setup.suite.worlds[task.world].with_robot_at(task.robot_at)
     objects = predicate_objects(task.success, world)
     if setup.faults == "task":
         faults = task.faults

@@ -3,7 +3,8 @@ and asked again, a bounded number of times. Shared by the task planner and the o
 
 from __future__ import annotations
 
-from typing import Callable, Protocol, TypeVar
+from collections.abc import Callable
+from typing import Protocol, TypeVar
 
 from pydantic import ValidationError
 

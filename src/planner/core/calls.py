@@ -9,8 +9,10 @@ from __future__ import annotations
 import re
 import shlex
 
+from planner.core.errors import PlannerError
 
-class SkillSyntaxError(ValueError):
+
+class SkillSyntaxError(PlannerError, ValueError):
     """A call that is not `SKILL(arg, ...)` of a known skill with valid arguments."""
 
 

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from planner.core.errors import PlannerError
+
 SCHEMA_VERSION = 1
 
 _SCHEMA = """
@@ -51,7 +53,7 @@ CASE_FIELDS = ("id", "skill", "code", "request", "reason", "context", "suggestio
                "failures", "demoted", "robot", "created")
 
 
-class CaseStoreError(RuntimeError):
+class CaseStoreError(PlannerError, RuntimeError):
     """The database cannot be used; the message names the file and what is wrong."""
 
 

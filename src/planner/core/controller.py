@@ -5,49 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner.core.failures import FailureCode, reason_for
 from planner.core.geometry import horizontal_distance
-from planner.core.react import FailureInfo
 from planner.core.scene_graph import SceneGraph
-from planner.core.skills import Check, Command, SkillSyntaxError, parse_call
+from planner.core.skills import Command, SkillSyntaxError, parse_call
+from planner.core.types import FailureInfo, Outcome
 
 MOVED_M = 0.25      # an object further than this from where its skill was planned has been moved
 ARRIVED_M = 0.30    # the base this close to a navigation goal has arrived
-
-REASONS = {
-    "OBJECT_NOT_FOUND": "{object} was not where the map placed it ({detail}); someone may have moved it{where}",
-    "PATH_BLOCKED": "navigation could not reach the goal: {detail}",
-    "NO_PATH": "there is no known way to the goal: {detail}",
-    "GOAL_IN_COLLISION": "the navigation goal is inside furniture: {detail}",
-    "GRASP_LOST": "the object slipped or is no longer in the gripper: {detail}",
-    "TIMEOUT": "the command did not finish in time: {detail}",
-    "NAVIGATION_ABORTED": "navigation stopped before the goal: {detail}",
-    "BACKEND_UNAVAILABLE": "the robot did not accept the command: {detail}",
-    "STALLED": "the robot stopped making progress: {detail}",
-    "LOCALIZATION_LOST": "the robot does not know where it is: {detail}",
-    "START_BLOCKED": "the robot's own position is blocked or off the map: {detail}",
-    "GOAL_OUTSIDE_MAP": "the navigation goal is outside the map: {detail}",
-    "WORLD_CHANGED": "the world changed under the plan: {detail}",
-    "NOT_AT_GOAL": "navigation reported arrival, but {detail}",
-    "GRASP_NOT_CONFIRMED": "the grasp reported success, but {detail}",
-    "PLACE_NOT_CONFIRMED": "the place reported success, but {detail}",
-    "HANDOVER_NOT_CONFIRMED": "the person did not take the object: {detail}",
-    "ARTICULATION_NOT_CONFIRMED": "the door or drawer did not move: {detail}",
-    "EMERGENCY_STOP": "the emergency stop is engaged: {detail}",
-    "CANCELED": "the command was canceled: {detail}",
-    "TOO_HEAVY": "the object is too heavy for the arm: {detail}",
-    "SPEECH_UNAVAILABLE": "the robot could not speak: {detail}",
-    "PERSON_NOT_FOUND": "the person is not where the robot expected: {detail}",
-    "PERCEPTION_UNAVAILABLE": "perception did not answer, so the command could not be checked: {detail}",
-}
-
-
-@dataclass
-class CommandOutcome:
-    """How one command ended on a backend; code is one of REASONS' keys when it failed."""
-    success: bool
-    code: str = ""
-    detail: str = ""
-
 
 class StallDetector:
     """Progress from feedback (a distance still to go): stalled when it has not come down by
@@ -104,30 +69,30 @@ def describe_failure(event: ExecutionEventInfo, scene: SceneGraph | None, object
         context["object"] = {"id": object_id, "room": scene.entity(object_id).room, "relations": relations}
         support = scene.support(object_id)
         where = f"; the map now shows it {support[0]} {support[1]}" if support else ""
-        if event.code == "OBJECT_NOT_FOUND" and support and f" {support[1]}" in event.detail:
+        if event.code == FailureCode.OBJECT_NOT_FOUND and support and f" {support[1]}" in event.detail:
             where = "; it has not been seen anywhere else yet"  # the map still has it where it was not found
-    template = REASONS.get(event.code)
-    reason = template.format(object=object_id or "the object", where=where, detail=event.detail) if template else event.detail
-    return FailureInfo(skill=event.skill, command=event.command, code=event.code or "FAILED", reason=reason, context=context)
+    reason = reason_for(event.code, event.detail, object_id, where)
+    return FailureInfo(skill=event.skill, command=event.command, code=event.code or FailureCode.FAILED, reason=reason,
+                       context=context)
 
 
-def check_before(command: Command, scene: SceneGraph) -> Check:
+def check_before(command: Command, scene: SceneGraph) -> Outcome:
     """Does the world still match what the command was planned on? Its object must be where the
     map had it when the skill was decomposed (the command's point)."""
     if command.name not in ("approach", "grasp") or not command.object_id or command.point is None:
-        return Check(True)
+        return Outcome(True)
     if not scene.has(command.object_id) or scene.entity(command.object_id).status == "missing":
-        return Check(False, "WORLD_CHANGED", f"{command.object_id} is no longer seen where the plan expects it")
+        return Outcome(False, FailureCode.WORLD_CHANGED, f"{command.object_id} is no longer seen where the plan expects it")
     entity = scene.entity(command.object_id)
     moved = horizontal_distance(command.point[:2], entity.center)
     if entity.status == "seen" and moved > MOVED_M:
         where = "; ".join(scene.relations(command.object_id)) or f"in the {entity.room}"
-        return Check(False, "WORLD_CHANGED", f"{command.object_id} moved {moved:.2f} m since the skill was planned "
+        return Outcome(False, FailureCode.WORLD_CHANGED, f"{command.object_id} moved {moved:.2f} m since the skill was planned "
                                              f"({where})")
-    return Check(True)
+    return Outcome(True)
 
 
-def check_after(command: Command, scene: SceneGraph) -> Check:
+def check_after(command: Command, scene: SceneGraph) -> Outcome:
     """Did the command do what it reported, as perception sees it? The robot at its goal, the
     object in the gripper after grasp, verify_grasp and lift, on its target after release, out of
     it after the person took it, the door moved."""
@@ -135,22 +100,22 @@ def check_after(command: Command, scene: SceneGraph) -> Check:
     if command.name == "navigate" and command.base_pose is not None:
         off = robot.pose.distance_to(command.base_pose.x, command.base_pose.y)
         if off > ARRIVED_M:
-            return Check(False, "NOT_AT_GOAL", f"the robot is {off:.2f} m from the goal")
+            return Outcome(False, FailureCode.NOT_AT_GOAL, f"the robot is {off:.2f} m from the goal")
     elif command.name in ("grasp", "verify_grasp", "lift") and robot.held.get(command.arm) != command.object_id:
         holds = robot.held.get(command.arm) or "nothing"
-        code = "GRASP_LOST" if command.name == "lift" else "GRASP_NOT_CONFIRMED"
-        return Check(False, code, f"the {command.arm} gripper holds {holds}, not {command.object_id}")
+        code = FailureCode.GRASP_LOST if command.name == "lift" else FailureCode.GRASP_NOT_CONFIRMED
+        return Outcome(False, code, f"the {command.arm} gripper holds {holds}, not {command.object_id}")
     elif command.name == "release":
         support = scene.support(command.object_id) if scene.has(command.object_id) else None
         if robot.holding(command.object_id) or not support or support[1] != command.target_id:
             where = "; ".join(scene.relations(command.object_id)) if scene.has(command.object_id) else ""
-            return Check(False, "PLACE_NOT_CONFIRMED",
+            return Outcome(False, FailureCode.PLACE_NOT_CONFIRMED,
                          f"{command.object_id} is not seen on {command.target_id}" + (f" ({where})" if where else ""))
     elif command.name == "wait_for_take" and robot.held.get(command.arm) == command.object_id:
-        return Check(False, "HANDOVER_NOT_CONFIRMED", f"the {command.arm} gripper still holds {command.object_id}")
+        return Outcome(False, FailureCode.HANDOVER_NOT_CONFIRMED, f"the {command.arm} gripper still holds {command.object_id}")
     elif command.name in ("open", "close"):
         wanted = "open" if command.name == "open" else "closed"
         state = scene.entity(command.target_id).state if scene.has(command.target_id) else ""
         if state != wanted:
-            return Check(False, "ARTICULATION_NOT_CONFIRMED", f"{command.target_id} is {state or 'unknown'}, not {wanted}")
-    return Check(True)
+            return Outcome(False, FailureCode.ARTICULATION_NOT_CONFIRMED, f"{command.target_id} is {state or 'unknown'}, not {wanted}")
+    return Outcome(True)

@@ -4,7 +4,7 @@ from the fixes that worked.
 Retrieval follows the RoBee design: keep the cases of the same skill and failure code, rank them
 by cosine similarity of the user request and of the failure reason, and answer with the best
 case's suggestion, or say that no past case is similar enough. When several cases fit about
-equally well, the planner's LLM is asked to make one suggestion of them (see react.py). A
+equally well, the planner's LLM is asked to make one suggestion of them (see planning/recoveries.py). A
 replan that ended in success becomes a new case; a case whose suggestion keeps failing is
 demoted and no longer retrieved.
 """
@@ -16,17 +16,21 @@ import logging
 import sys
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Literal, Protocol
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from planner.core.calls import parse_call
 from planner.core.case_store import CaseStore, StoredCase
-from planner.core.files import InputError, describe_validation_error, load_yaml
-from planner.core.react import FailureInfo, Recovery, SuggestionInfo
+from planner.core.errors import InputError
+from planner.core.failures import KnownCode
+from planner.core.files import StrictModel, describe_validation_error, load_yaml
+from planner.core.ports import Embedder
+from planner.core.types import FailureInfo, Recovery, SuggestionInfo
 
 log = logging.getLogger(__name__)
 NO_MATCH = "No similar past failure is known; re-check the map and the robot state before retrying."
@@ -37,7 +41,7 @@ class FailureCase(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str = Field(min_length=1)
     skill: str = Field(min_length=1, description="skill name, e.g. PICK")
-    code: str = Field(min_length=1)
+    code: KnownCode
     request: str = Field(min_length=1)
     reason: str = Field(min_length=1)
     suggestion: str = Field(min_length=1)
@@ -78,21 +82,21 @@ def sync_seeds(store: CaseStore, seeds: list[FailureCase]) -> int:
     return store.add(changed, replace=True) if changed else 0
 
 
-class Embedder(Protocol):
-    name: str
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        """Unit-length row vectors, one per text."""
-
-
-@dataclass
-class MemorySettings:
-    threshold: float = 0.35        # below it a case is not similar enough to suggest anything
-    top_k: int = 3
-    clear_margin: float = 0.08     # the best case fits clearly when this far ahead of the next one
-    dedup_similarity: float = 0.92  # a learned case this close to a known one in request, reason and fix is not new
-    demote_after: int = 2          # failures beyond successes that demote a case
-    clustered_from: int = 20_000   # a skill and code with this many cases is searched through a clustered index
+class ExplainerSettings(StrictModel):
+    database: str = Field(default="failure_cases.sqlite",
+                          description="the case memory: relative paths are under $PLANNER_STATE (default "
+                                      "~/.local/state/planner); ':memory:' keeps nothing after exit")
+    threshold: float = Field(default=0.35, ge=-1, le=1, description="a case less similar suggests nothing")
+    top_k: int = Field(default=3, ge=1)
+    clear_margin: float = Field(default=0.08, ge=0, description="the best case is used as it is when this far "
+                                                                 "ahead of the next; else the LLM makes one of them")
+    learn: bool = Field(default=True, description="keep fixes that worked as new cases")
+    dedup_similarity: float = Field(default=0.92, gt=0, le=1, description="a learned case this similar to a known "
+                                                                            "one in request, reason and fix is not new")
+    demote_after: int = Field(default=2, ge=1, description="a case whose suggestion failed this many times more "
+                                                           "than it helped is no longer used")
+    clustered_from: int = Field(default=20_000, ge=100, description="a skill and code with this many cases is "
+                                                                    "searched through a clustered (faiss) index")
 
 
 class _ClusteredIndex:
@@ -225,11 +229,11 @@ def skill_name(call: str) -> str:
 class CaseMemory:
     """Cases in a store, indexed by skill and failure code for retrieval. Thread-safe."""
 
-    def __init__(self, store: CaseStore, embedder: Embedder, settings: MemorySettings | None = None,
+    def __init__(self, store: CaseStore, embedder: Embedder, settings: ExplainerSettings | None = None,
                  progress: Callable[[str], None] | None = None):
         self.store = store
         self.embedder = embedder
-        self.settings = settings or MemorySettings()
+        self.settings = settings or ExplainerSettings()
         self.progress = progress or (lambda line: None)
         self._lock = threading.RLock()
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()

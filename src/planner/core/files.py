@@ -12,13 +12,16 @@ from pathlib import Path
 from typing import Annotated, TypeVar
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
+
+from planner.core.errors import InputError
 
 Model = TypeVar("Model", bound=BaseModel)
 
 
-class InputError(ValueError):
-    """An input file or message that cannot be used; the text says what and where."""
+class StrictModel(BaseModel):
+    """The base of every input model: a key the model does not know is an error, not ignored."""
+    model_config = ConfigDict(extra="forbid")
 
 
 @contextmanager

@@ -17,13 +17,14 @@ from transforms3d.affines import compose
 from transforms3d.euler import euler2mat
 from transforms3d.quaternions import axangle2quat, mat2quat, qinverse, qmult, quat2axangle, quat2mat
 
+from planner.core.errors import PlannerError
 from planner.core.geometry import Pose2D
 
 HISTORY_LENGTH = 400        # dynamic samples kept per frame (40 s at 10 Hz)
 SAME_STAMP_S = 0.001        # a sample this close in time to a stamp is the sample of that stamp
 
 
-class FrameError(LookupError):
+class FrameError(PlannerError, LookupError):
     """No transform: the frame is unknown, or not known at that time."""
 
 

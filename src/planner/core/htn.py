@@ -12,12 +12,13 @@ import contextlib
 import io
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from planner.core.calls import SkillSyntaxError, parse_call
+from planner.core.files import StrictModel
 
 os.environ.setdefault("GTPYHOP_QUIET", "true")  # GTPyhop prints a banner on import unless told
 import gtpyhop  # noqa: E402
@@ -32,11 +33,7 @@ Fact = tuple[str, ...]          # ("holding", "left", "cup_1")
 ReadFact = Callable[[Fact], bool]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class MethodSpec(_Strict):
+class MethodSpec(StrictModel):
     name: str = Field(pattern=r"^[a-z][a-z_0-9]*$")
     when: list[str] = Field(default_factory=list, description="facts that must hold for this method, e.g. "
                                                                  "'near(target)' or 'not in_room(room)'")
@@ -44,7 +41,7 @@ class MethodSpec(_Strict):
                                                                   "'grasp(arm, object)'")
 
 
-class TaskSpec(_Strict):
+class TaskSpec(StrictModel):
     params: list[str]
     methods: list[MethodSpec] = Field(min_length=1)
 
@@ -57,7 +54,7 @@ class Condition:
     negated: bool = False
 
     @classmethod
-    def parse(cls, text: str) -> "Condition":
+    def parse(cls, text: str) -> Condition:
         negated = text.startswith("not ")
         name, params = parse_call(text.removeprefix("not ").strip())
         return cls(name, tuple(params), negated)
@@ -72,7 +69,7 @@ class Step:
     params: tuple[str, ...]
 
     @classmethod
-    def parse(cls, text: str) -> "Step":
+    def parse(cls, text: str) -> Step:
         name, params = parse_call(text)
         return cls(name, tuple(params))
 

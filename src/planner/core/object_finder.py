@@ -21,16 +21,18 @@ import json
 import random
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from planner.core.asking import ask_validated
-from planner.core.explainer import Embedder
-from planner.core.react import Policy, PolicyReply
+from planner.core.errors import PlannerError
+from planner.core.ports import Embedder, Policy
 from planner.core.scene_graph import Entity, SceneGraph
+from planner.core.types import PolicyReply
 from planner.core.voxeland import STRUCTURE_LABEL
 
 Workflow = Literal["base", "self_reflection", "multi_agent", "ensemble"]
@@ -277,7 +279,7 @@ class FoundObjects:
     error: str = ""            # set when no valid answer came back
 
 
-class FinderError(RuntimeError):
+class FinderError(PlannerError, RuntimeError):
     """No valid answer after the allowed repairs."""
 
 
@@ -289,7 +291,7 @@ class ObjectFinder:
         self.selector = CandidateSelector(embedder) if embedder is not None else None
 
     # -- one call ---------------------------------------------------------------------------
-    def _ask(self, run: "_Run", role: str, messages: list[dict], schema: dict, parse: Callable[[str], object]):
+    def _ask(self, run: _Run, role: str, messages: list[dict], schema: dict, parse: Callable[[str], object]):
         def call(current: list[dict]) -> PolicyReply:
             reply = self.policy.complete(current, schema)
             run.calls += 1
@@ -308,7 +310,7 @@ class ObjectFinder:
         return value
 
     # -- entry point ------------------------------------------------------------------------
-    def prepare(self, scene: SceneGraph, query: str, workflow: str | None = None) -> "Prepared":
+    def prepare(self, scene: SceneGraph, query: str, workflow: str | None = None) -> Prepared:
         """What the model will be shown, read from the scene (hold its lock for this part only)."""
         workflow = workflow or self.settings.workflow
         if workflow not in WORKFLOWS:
@@ -325,7 +327,7 @@ class ObjectFinder:
         evidence = {i: describe_item(scene, scene.entity(i), show_room, names, geometry=False) for i in ids}
         return Prepared(query.strip(), workflow, ids, names, lines, evidence, len(items), show_room)
 
-    def run(self, prepared: "Prepared") -> FoundObjects:
+    def run(self, prepared: Prepared) -> FoundObjects:
         run = _Run(prepared, self.settings)
         started = time.monotonic()
         try:
@@ -341,17 +343,17 @@ class ObjectFinder:
     def find(self, scene: SceneGraph, query: str, workflow: str | None = None) -> FoundObjects:
         return self.run(self.prepare(scene, query, workflow))
 
-    def _answer(self, run: "_Run", role: str, messages: list[dict]) -> FindReply:
+    def _answer(self, run: _Run, role: str, messages: list[dict]) -> FindReply:
         return self._ask(run, role, messages, run.answer_schema,
                          lambda text: parse_answer(text, run.known, self.settings.max_answers))
 
-    def _feedback(self, run: "_Run", role: str, messages: list[dict]) -> FeedbackReply:
+    def _feedback(self, run: _Run, role: str, messages: list[dict]) -> FeedbackReply:
         return self._ask(run, role, messages, run.feedback_schema, lambda text: parse_feedback(text, run.known))
 
-    def _base(self, run: "_Run") -> FindReply:
+    def _base(self, run: _Run) -> FindReply:
         return self._answer(run, "answer", run.messages(QUERY_PROMPT.format(query=run.query)))
 
-    def _self_reflection(self, run: "_Run") -> FindReply:
+    def _self_reflection(self, run: _Run) -> FindReply:
         messages = run.messages(QUERY_PROMPT.format(query=run.query))
         answer = self._answer(run, "answer", messages)
         for _ in range(self.settings.iterations):
@@ -368,7 +370,7 @@ class ObjectFinder:
             answer = refined
         return answer
 
-    def _multi_agent(self, run: "_Run") -> FindReply:
+    def _multi_agent(self, run: _Run) -> FindReply:
         answer = self._answer(run, "planner", run.messages(f"{PLANNER_ROLE}\n\n{QUERY_PROMPT.format(query=run.query)}"))
         earlier: list[str] = []  # what the critic and refiner said in earlier rounds
         for _ in range(self.settings.iterations):
@@ -386,7 +388,7 @@ class ObjectFinder:
             answer = refined
         return answer
 
-    def _ensemble(self, run: "_Run") -> FindReply:
+    def _ensemble(self, run: _Run) -> FindReply:
         answers = []
         for member in range(self.settings.ensemble_size):
             # Members differ in how they are told to read the map, not in the map text, whose

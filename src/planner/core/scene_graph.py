@@ -310,7 +310,7 @@ class SceneGraph:
             self._by_label[label].add(entity.id)
 
     @classmethod
-    def from_world(cls, world: World, stamp: float = 0.0) -> "SceneGraph":
+    def from_world(cls, world: World, stamp: float = 0.0) -> SceneGraph:
         scene = cls()
         for room in world.rooms:
             scene.add_room(room.name, room.polygon)
@@ -329,7 +329,7 @@ class SceneGraph:
 
     @classmethod
     def from_voxeland(cls, semantic_map: VoxelandMap, rooms: dict[str, list[tuple[float, float]]] | None = None,
-                      furniture_labels: frozenset[str] = DEFAULT_FURNITURE_LABELS) -> "SceneGraph":
+                      furniture_labels: frozenset[str] = DEFAULT_FURNITURE_LABELS) -> SceneGraph:
         """Rooms from polygons when given; else each room-sized structure box is a room; else one
         room covering the map."""
         scene = cls(furniture_labels)
@@ -802,7 +802,7 @@ class SceneGraph:
         }
 
     @classmethod
-    def from_dict(cls, data: dict) -> "SceneGraph":
+    def from_dict(cls, data: dict) -> SceneGraph:
         """The graph as saved: relations as they were, not recomputed."""
         scene = cls()
         with bulk_allocation():

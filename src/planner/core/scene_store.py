@@ -14,7 +14,8 @@ import os
 import time
 from pathlib import Path
 
-from planner.core.files import InputError, bulk_allocation, write_json_atomic
+from planner.core.errors import InputError
+from planner.core.files import bulk_allocation, write_json_atomic
 from planner.core.scene_graph import SceneGraph
 
 FORMAT_VERSION = 1

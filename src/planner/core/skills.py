@@ -8,19 +8,34 @@ checks below, effects, and HTN methods that GTPyhop decomposes into commands (pl
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Literal
 
 import networkx as nx
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from planner.core.calls import SkillSyntaxError, format_call, parse_call
-from planner.core.files import load_model
+from planner.core.errors import PlannerError
+from planner.core.failures import FailureCode
+from planner.core.files import StrictModel, load_model
 from planner.core.geometry import Pose2D, approach_pose, free_point_in_room, horizontal_distance
-from planner.core.htn import (Compound, Condition, Decomposer, Fact, Method, MethodSpec, Operator, Step, TaskSpec,
-                              check_references, parse_terms)
+from planner.core.htn import (
+    Compound,
+    Condition,
+    Decomposer,
+    Fact,
+    Method,
+    MethodSpec,
+    Operator,
+    Step,
+    TaskSpec,
+    check_references,
+    parse_terms,
+)
 from planner.core.scene_graph import SceneGraph
+from planner.core.types import Outcome
 
 ParamType = Literal["object", "furniture", "openable", "place", "room", "person", "arm", "text"]
 # The commands the executor's backends implement (the simulator, Nav2 and MoveIt 2).
@@ -32,7 +47,7 @@ CommandSlot = Literal["arm", "object", "target", "text"]
 FACT_ARITY = {"at": 1, "holding": 2, "holding_any": 1, "gripper_open": 1, "is_open": 1, "on": 2}
 
 
-class SkillRefused(Exception):
+class SkillRefused(PlannerError):
     """A skill that must not start: invalid, or a precondition fails. Carries the failure code."""
 
     def __init__(self, code: str, reason: str):
@@ -42,21 +57,17 @@ class SkillRefused(Exception):
 
 
 # ---- configuration ---------------------------------------------------------------------------
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ParamSpec(_Strict):
+class ParamSpec(StrictModel):
     name: str
     type: ParamType
 
 
-class PreconditionSpec(_Strict):
+class PreconditionSpec(StrictModel):
     check: str
     args: list[str] = Field(default_factory=list)
 
 
-class CommandSpec(_Strict):
+class CommandSpec(StrictModel):
     args: list[CommandSlot]
     timeout_s: float = Field(gt=0)
     point: Literal["", "object", "target", "target_top"] = Field(default="", description="where an arm command aims")
@@ -64,7 +75,7 @@ class CommandSpec(_Strict):
     effects: list[str] = Field(default_factory=list)
 
 
-class SkillSpec(_Strict):
+class SkillSpec(StrictModel):
     description: str
     params: list[ParamSpec]
     choose: dict[str, str] = Field(default_factory=dict, description="parameters the skill fills itself, e.g. "
@@ -77,7 +88,7 @@ class SkillSpec(_Strict):
         return [p.name for p in self.params] + list(self.choose)
 
 
-class SkillLibrary(_Strict):
+class SkillLibrary(StrictModel):
     commands: dict[CommandName, CommandSpec]
     typical_mass_kg: dict[str, float] = Field(default_factory=dict, description="by label, for objects whose mass "
                                                                                  "perception does not know")
@@ -189,13 +200,6 @@ class SkillCall:
 
 
 @dataclass
-class Check:
-    ok: bool
-    code: str = ""
-    reason: str = ""
-
-
-@dataclass
 class Command:
     name: str
     arm: str = ""
@@ -216,7 +220,7 @@ class RobotProfile:
     workspace_z_m: tuple[float, float] = (0.0, 1.9)
 
     @classmethod
-    def of(cls, robot) -> "RobotProfile":
+    def of(cls, robot) -> RobotProfile:
         """The profile of a world file's robot (planner.core.world.Robot)."""
         return cls(list(robot.arms), robot.reach_m, robot.standoff_m, robot.payload_kg, tuple(robot.workspace_z_m))
 
@@ -265,26 +269,26 @@ class SkillPlanner:
                 bound[chosen] = CHOOSERS[name](self, scene, *(bound[a] for a in args))
         return bound
 
-    def check_preconditions(self, call: SkillCall, scene: SceneGraph) -> Check:
+    def check_preconditions(self, call: SkillCall, scene: SceneGraph) -> Outcome:
         """The first failing precondition, or ok. Every check names what failed and why."""
         bound = self.bindings(call)
         for pre in self.library.skills[call.name].preconditions:
             result = PRECONDITIONS[pre.check](self, scene, *(bound[a] for a in pre.args))
             if not result.ok:
                 return result
-        return Check(True)
+        return Outcome(True)
 
     def plan(self, text: str, scene: SceneGraph) -> tuple[SkillCall, list[Command]]:
         """Parse, check and decompose a skill call; raises SkillRefused with the reason it cannot run."""
         if scene.robot is None:
-            raise SkillRefused("ROBOT_STATE_UNKNOWN", "no robot state has been received yet")
+            raise SkillRefused(FailureCode.ROBOT_STATE_UNKNOWN, "no robot state has been received yet")
         try:
             call = self.parse(text, scene)
         except SkillSyntaxError as error:
-            raise SkillRefused("INVALID_SKILL", str(error)) from None
+            raise SkillRefused(FailureCode.INVALID_SKILL, str(error)) from None
         check = self.check_preconditions(call, scene)
         if not check.ok:
-            raise SkillRefused(check.code, check.reason)
+            raise SkillRefused(check.code, check.detail)
         return call, self.decompose(call, scene)
 
     def read_fact(self, scene: SceneGraph, fact: Fact) -> bool:
@@ -313,13 +317,13 @@ class SkillPlanner:
         read = lambda fact: self.read_fact(scene, fact)  # noqa: E731
         steps = self.decomposer.plan(call.name, tuple(bound[p] for p in spec.all_params()), read)
         if steps is None:
-            raise SkillRefused("NO_METHOD", f"no method of {call.name} applies in the current state "
+            raise SkillRefused(FailureCode.NO_METHOD, f"no method of {call.name} applies in the current state "
                                             f"(methods: {', '.join(m.name for m in spec.methods)})")
         changed = self.decomposer.final_facts(steps)
         for effect in (Condition.parse(text) for text in spec.effects):
             fact = effect.bound(bound)
             if changed.get(fact, read(fact)) == effect.negated:
-                raise SkillRefused("INVALID_SKILL_LIBRARY", f"the methods of {call.name} do not make "
+                raise SkillRefused(FailureCode.INVALID_SKILL_LIBRARY, f"the methods of {call.name} do not make "
                                                             f"{'not ' if effect.negated else ''}{format_call(fact[0], fact[1:])} true")
         return [self._command(step, scene) for step in steps]
 
@@ -354,36 +358,36 @@ class SkillPlanner:
 
 
 # ---- preconditions ---------------------------------------------------------------------------
-def _location_known(planner: SkillPlanner, scene: SceneGraph, object_id: str) -> Check:
+def _location_known(planner: SkillPlanner, scene: SceneGraph, object_id: str) -> Outcome:
     entity = scene.entity(object_id)
     if entity.status == "missing":
-        return Check(False, "OBJECT_LOCATION_UNKNOWN",
+        return Outcome(False, FailureCode.OBJECT_LOCATION_UNKNOWN,
                      f"{object_id} was not seen where it was last mapped; its location is unknown")
-    return Check(True)
+    return Outcome(True)
 
 
-def _arm_free(planner: SkillPlanner, scene: SceneGraph, arm: str) -> Check:
+def _arm_free(planner: SkillPlanner, scene: SceneGraph, arm: str) -> Outcome:
     held = scene.robot.held.get(arm, "")
     if held:
-        return Check(False, "ARM_OCCUPIED", f"the {arm} arm already holds {held}")
-    return Check(True)
+        return Outcome(False, FailureCode.ARM_OCCUPIED, f"the {arm} arm already holds {held}")
+    return Outcome(True)
 
 
-def _not_held(planner: SkillPlanner, scene: SceneGraph, object_id: str) -> Check:
+def _not_held(planner: SkillPlanner, scene: SceneGraph, object_id: str) -> Outcome:
     arm = scene.robot.holding(object_id)
     if arm:
-        return Check(False, "ALREADY_HOLDING", f"{object_id} is already held by the {arm} arm")
-    return Check(True)
+        return Outcome(False, FailureCode.ALREADY_HOLDING, f"{object_id} is already held by the {arm} arm")
+    return Outcome(True)
 
 
-def _holding(planner: SkillPlanner, scene: SceneGraph, object_id: str, arm: str) -> Check:
+def _holding(planner: SkillPlanner, scene: SceneGraph, object_id: str, arm: str) -> Outcome:
     if scene.robot.held.get(arm) != object_id:
         actual = scene.robot.held.get(arm) or "nothing"
-        return Check(False, "NOT_HOLDING", f"the {arm} arm holds {actual}, not {object_id}")
-    return Check(True)
+        return Outcome(False, FailureCode.NOT_HOLDING, f"the {arm} arm holds {actual}, not {object_id}")
+    return Outcome(True)
 
 
-def _reachable(planner: SkillPlanner, scene: SceneGraph, node_id: str, arm: str = "") -> Check:
+def _reachable(planner: SkillPlanner, scene: SceneGraph, node_id: str, arm: str = "") -> Outcome:
     """Within the arm's workspace from where the base stands: near enough, and neither too low nor
     too high (for furniture, its top, where things go)."""
     entity = scene.entity(node_id)
@@ -396,76 +400,76 @@ def _reachable(planner: SkillPlanner, scene: SceneGraph, node_id: str, arm: str 
         height += entity.size[2] / 2
     if distance > planner.robot.reach_m:
         where = "; ".join(scene.relations(node_id)) or f"in {entity.room}"
-        return Check(False, "OUT_OF_REACH",
+        return Outcome(False, FailureCode.OUT_OF_REACH,
                      f"{node_id} is {distance:.1f} m from the robot ({where}); {hand} reaches "
                      f"{planner.robot.reach_m:.1f} m. GOTO a place next to it first")
     low, high = planner.robot.workspace_z_m
     if not low <= height <= high and entity.kind != "person":
-        return Check(False, "OUT_OF_WORKSPACE", f"{node_id} is {height:.2f} m above the floor; {hand} works between "
+        return Outcome(False, FailureCode.OUT_OF_WORKSPACE, f"{node_id} is {height:.2f} m above the floor; {hand} works between "
                                                 f"{low:.2f} and {high:.2f} m")
-    return Check(True)
+    return Outcome(True)
 
 
-def _payload(planner: SkillPlanner, scene: SceneGraph, object_id: str, arm: str) -> Check:
+def _payload(planner: SkillPlanner, scene: SceneGraph, object_id: str, arm: str) -> Outcome:
     entity = scene.entity(object_id)
     mass = entity.mass_kg or planner.library.typical_mass_kg.get(entity.label, 0.0)
     if mass > planner.robot.payload_kg:
-        return Check(False, "TOO_HEAVY", f"{object_id} weighs about {mass:.1f} kg; the {arm} arm lifts at most "
+        return Outcome(False, FailureCode.TOO_HEAVY, f"{object_id} weighs about {mass:.1f} kg; the {arm} arm lifts at most "
                                          f"{planner.robot.payload_kg:.1f} kg")
-    return Check(True)
+    return Outcome(True)
 
 
-def _elsewhere(planner: SkillPlanner, scene: SceneGraph, place_id: str) -> Check:
+def _elsewhere(planner: SkillPlanner, scene: SceneGraph, place_id: str) -> Outcome:
     """Going where the robot already is does nothing."""
     robot = scene.robot
     entity = scene.entity(place_id)
     if entity.kind == "room" and robot.room == place_id:
-        return Check(False, "ALREADY_THERE", f"the robot is already in the {place_id}")
+        return Outcome(False, FailureCode.ALREADY_THERE, f"the robot is already in the {place_id}")
     if entity.kind != "room" and place_id in scene.furniture_near(robot.pose.x, robot.pose.y, planner.robot.reach_m)[:1]:
-        return Check(False, "ALREADY_THERE", f"the robot is already next to {place_id}")
-    return Check(True)
+        return Outcome(False, FailureCode.ALREADY_THERE, f"the robot is already next to {place_id}")
+    return Outcome(True)
 
 
-def _accessible(planner: SkillPlanner, scene: SceneGraph, object_id: str) -> Check:
+def _accessible(planner: SkillPlanner, scene: SceneGraph, object_id: str) -> Outcome:
     closed = scene.enclosed(object_id)
     if closed:
-        return Check(False, "CONTAINER_CLOSED", f"{object_id} is in {closed}, which is closed; OPEN({closed}) first")
-    return Check(True)
+        return Outcome(False, FailureCode.CONTAINER_CLOSED, f"{object_id} is in {closed}, which is closed; OPEN({closed}) first")
+    return Outcome(True)
 
 
-def _closed(planner: SkillPlanner, scene: SceneGraph, target_id: str) -> Check:
+def _closed(planner: SkillPlanner, scene: SceneGraph, target_id: str) -> Outcome:
     if scene.entity(target_id).state == "open":
-        return Check(False, "ALREADY_OPEN", f"{target_id} is already open")
-    return Check(True)
+        return Outcome(False, FailureCode.ALREADY_OPEN, f"{target_id} is already open")
+    return Outcome(True)
 
 
-def _is_open(planner: SkillPlanner, scene: SceneGraph, target_id: str) -> Check:
+def _is_open(planner: SkillPlanner, scene: SceneGraph, target_id: str) -> Outcome:
     if scene.entity(target_id).state == "closed":
-        return Check(False, "ALREADY_CLOSED", f"{target_id} is already closed")
-    return Check(True)
+        return Outcome(False, FailureCode.ALREADY_CLOSED, f"{target_id} is already closed")
+    return Outcome(True)
 
 
-def _hand_free(planner: SkillPlanner, scene: SceneGraph) -> Check:
+def _hand_free(planner: SkillPlanner, scene: SceneGraph) -> Outcome:
     if all(scene.robot.held.get(arm) for arm in planner.robot.arms):
-        return Check(False, "ARM_OCCUPIED", "both hands are full; PLACE something first")
-    return Check(True)
+        return Outcome(False, FailureCode.ARM_OCCUPIED, "both hands are full; PLACE something first")
+    return Outcome(True)
 
 
-def _held(planner: SkillPlanner, scene: SceneGraph, object_id: str) -> Check:
+def _held(planner: SkillPlanner, scene: SceneGraph, object_id: str) -> Outcome:
     if not scene.robot.holding(object_id):
-        return Check(False, "NOT_HOLDING", f"the robot does not hold {object_id}; PICK it first")
-    return Check(True)
+        return Outcome(False, FailureCode.NOT_HOLDING, f"the robot does not hold {object_id}; PICK it first")
+    return Outcome(True)
 
 
-def _person_present(planner: SkillPlanner, scene: SceneGraph, person_id: str) -> Check:
+def _person_present(planner: SkillPlanner, scene: SceneGraph, person_id: str) -> Outcome:
     person = scene.entity(person_id)
     if person.status == "missing":
-        return Check(False, "PERSON_NOT_FOUND", f"{person_id} was not seen where they were last; "
+        return Outcome(False, FailureCode.PERSON_NOT_FOUND, f"{person_id} was not seen where they were last; "
                                                 f"look for them (LOOK_AROUND a room) first")
-    return Check(True)
+    return Outcome(True)
 
 
-PRECONDITIONS: dict[str, Callable[..., Check]] = {
+PRECONDITIONS: dict[str, Callable[..., Outcome]] = {
     "held": _held,
     "person_present": _person_present,
     "accessible": _accessible,

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from planner.core.files import InputError, Point3, Size3, bulk_allocation, describe_validation_error
+from planner.core.errors import InputError
+from planner.core.files import Point3, Size3, bulk_allocation, describe_validation_error
 
 TOP_LABELS = 3
 # An instance whose best label is this and that is at least this large is room structure

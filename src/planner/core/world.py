@@ -9,21 +9,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, TypeAdapter, ValidationError, field_validator, model_validator
 from shapely.geometry import Point, Polygon
 
-from planner.core.files import Point3, Size3, load_model
-
+from planner.core.errors import InputError
+from planner.core.files import Point3, Size3, StrictModel, describe_validation_error, load_model, load_yaml
+from planner.core.geometry import approach_pose
 
 INNER_SHELF_M = 0.1   # height of the lowest inner shelf of cabinets, fridges and drawers
 PERSON_WIDTH_M = 0.5  # a standing person's footprint, each way
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Room(_Strict):
+class Room(StrictModel):
     name: str
     polygon: list[tuple[float, float]] = Field(min_length=3)
 
@@ -39,7 +36,7 @@ class Room(_Strict):
         return Polygon(self.polygon)
 
 
-class Furniture(_Strict):
+class Furniture(StrictModel):
     id: str
     label: str
     center: Point3
@@ -64,7 +61,7 @@ class Furniture(_Strict):
         return self.center[2] - self.size[2] / 2 + INNER_SHELF_M
 
 
-class WorldObject(_Strict):
+class WorldObject(StrictModel):
     id: str
     label: str
     placed_on: str = Field(description="id of the furniture the object stands on (or is inside)")
@@ -74,13 +71,13 @@ class WorldObject(_Strict):
     mass_kg: float = Field(default=0.5, gt=0)
 
 
-class Person(_Strict):
+class Person(StrictModel):
     id: str
     position: tuple[float, float] = Field(description="x, y in the map frame, standing")
     height_m: float = Field(default=1.7, gt=0)
 
 
-class Camera(_Strict):
+class Camera(StrictModel):
     # A head camera that sweeps the room: 360 degrees, walls occlude (only the robot's room).
     fov_deg: float = Field(default=360.0, gt=0, le=360)
     range_m: float = Field(default=6.0, gt=0)
@@ -90,7 +87,7 @@ class Camera(_Strict):
     mount_rpy: tuple[float, float, float] = Field(default=(0.0, 0.0, 0.0), description="camera orientation in base_link")
 
 
-class Robot(_Strict):
+class Robot(StrictModel):
     pose: tuple[float, float, float] = Field(description="x, y, yaw (rad) in the map frame")
     arms: list[str] = Field(default_factory=lambda: ["left", "right"], min_length=1)
     reach_m: float = Field(default=0.9, gt=0)
@@ -106,12 +103,12 @@ class Robot(_Strict):
         return "" if arm in self.arms else f"the robot has no arm {arm!r} (it has {', '.join(self.arms)})"
 
 
-class Door(_Strict):
+class Door(StrictModel):
     rooms: tuple[str, str]
     position: tuple[float, float]
 
 
-class World(_Strict):
+class World(StrictModel):
     name: str
     rooms: list[Room] = Field(min_length=1)
     doors: list[Door] = Field(default_factory=list)
@@ -169,6 +166,22 @@ class World(_Strict):
         floor = base.inner_floor_z if obj.inside else base.top_z
         return (base.center[0] + obj.offset[0], base.center[1] + obj.offset[1], floor + obj.size[2] / 2)
 
+    def with_robot_at(self, robot_at: str) -> World:
+        """The world with the robot placed next to a piece of furniture (facing it) or in a room."""
+        if not robot_at:
+            return self
+        room = next((r for r in self.rooms if r.name == robot_at), None)
+        if room is not None:
+            centre = room.shape().representative_point()
+            pose = (centre.x, centre.y, self.robot.pose[2])
+        else:
+            item = self.furniture_by_id(robot_at)
+            room = next(r for r in self.rooms if r.name == self.room_at(item.center[0], item.center[1]))
+            centre = room.shape().centroid
+            goal = approach_pose(item.center, item.size, centre.x, centre.y, self.robot.standoff_m)
+            pose = (goal.x, goal.y, goal.yaw)
+        return self.model_copy(update={"robot": self.robot.model_copy(update={"pose": pose})})
+
 
 def person_box(person: Person) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
     """Where a standing person is, as a box: centre and size."""
@@ -177,3 +190,17 @@ def person_box(person: Person) -> tuple[tuple[float, float, float], tuple[float,
 
 def load_world(path: str | Path) -> World:
     return load_model(path, World)
+
+
+def load_rooms(path: Path) -> dict[str, list[tuple[float, float]]]:
+    """Room polygons: `{room: [[x, y], ...]}` or a world-style `rooms: [{name, polygon}]` list."""
+    data = load_yaml(path)
+    if isinstance(data, dict) and "rooms" in data:
+        data = data["rooms"]
+    if isinstance(data, dict):
+        data = [{"name": name, "polygon": polygon} for name, polygon in data.items()]
+    try:
+        rooms = TypeAdapter(list[Room]).validate_python(data)
+    except ValidationError as error:
+        raise InputError(describe_validation_error(str(path), error)) from None
+    return {room.name: [tuple(p) for p in room.polygon] for room in rooms}

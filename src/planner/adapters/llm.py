@@ -1,0 +1,316 @@
+"""LLM access: one client path (the `openai` package) to any OpenAI-compatible server, with the
+structured-output form each server understands, and the embedded llama.cpp server the stack
+starts itself when no endpoint is configured."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
+
+import openai
+from pydantic import Field
+
+from planner.adapters.model_store import DEFAULT_MODEL, MODELS
+from planner.adapters.processes import DIE_WITH_PARENT
+from planner.core.errors import PolicyError
+from planner.core.files import StrictModel, load_yaml
+from planner.core.ports import Policy
+from planner.core.types import PolicyReply
+
+log = logging.getLogger(__name__)
+
+# How a server is asked for output that follows a JSON schema.
+#  json_object_schema: llama.cpp's {"type": "json_object", "schema": ...} (grammar-constrained)
+#  json_schema:        OpenAI's {"type": "json_schema", "json_schema": {...}} (also vLLM, Ollama)
+#  tool_call:          a forced call of one function whose parameters are the schema
+StructuredOutput = Literal["json_object_schema", "json_schema", "tool_call"]
+
+OPENAI_API_URL = "https://api.openai.com/v1"
+OPENAI_DEFAULT_MODEL = "gpt-4o-mini"
+
+
+class EmbeddedSettings(StrictModel):
+    model: Literal[tuple(MODELS)] = DEFAULT_MODEL  # type: ignore[valid-type]
+    n_ctx: int = Field(default=4096, ge=512)
+    threads: int = Field(default=2, ge=1)
+    startup_timeout_s: float = Field(default=120, gt=0)
+
+
+def structured_output_for(base_url: str, mode: str) -> StructuredOutput:
+    """`auto` means OpenAI's json_schema form on api.openai.com, llama.cpp's form elsewhere."""
+    if mode != "auto":
+        return mode  # type: ignore[return-value]
+    return "json_schema" if "api.openai.com" in base_url else "json_object_schema"
+
+
+class FallbackEndpoint(StrictModel):
+    """Another OpenAI-compatible server, asked when the ones before it do not answer;
+    base_url `embedded` is the embedded llama.cpp server (started with the stack)."""
+    base_url: str = Field(min_length=1)
+    api_key: str = ""
+    model: str = "default"
+    structured_output: Literal["auto"] | StructuredOutput = "auto"
+
+
+class LLMSettings(StrictModel):
+    # auto: an endpoint if one is configured (here or in OPENAI_BASE_URL), else the embedded server.
+    provider: Literal["auto", "embedded", "openai", "scripted"] = "auto"
+    base_url: str = ""
+    api_key: str = ""
+    model: str = "default"
+    structured_output: Literal["auto"] | StructuredOutput = "auto"
+    fallbacks: list[FallbackEndpoint] = Field(default_factory=list, description="asked in order when the main "
+                                                                                "endpoint does not answer")
+    rest_s: float = Field(default=30, ge=0, description="an endpoint that did not answer is passed over this long")
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    max_tokens: int = Field(default=256, ge=16)
+    timeout_s: float = Field(default=60, gt=0)
+    max_retries: int = Field(default=2, ge=0)
+    script: str = Field(default="", description="YAML list of replies for provider: scripted")
+    embedded: EmbeddedSettings = Field(default_factory=EmbeddedSettings)
+
+    def resolved(self) -> LLMSettings:
+        """Apply environment overrides and pick the provider and structured-output mode."""
+        base_url = os.environ.get("OPENAI_BASE_URL", self.base_url)
+        api_key = os.environ.get("OPENAI_API_KEY", self.api_key)
+        model = os.environ.get("PLANNER_LLM_MODEL", self.model)
+        provider = self.provider
+        if provider == "auto":
+            provider = "openai" if base_url or api_key else "embedded"
+        if provider == "openai" and not base_url:
+            base_url = OPENAI_API_URL
+        if provider == "openai" and base_url == OPENAI_API_URL and model == "default":
+            model = OPENAI_DEFAULT_MODEL
+        mode = structured_output_for(base_url if provider == "openai" else "", self.structured_output)
+        return self.model_copy(update={"provider": provider, "base_url": base_url, "api_key": api_key,
+                                       "model": model, "structured_output": mode})
+
+
+
+class ScriptedPolicy:
+    """Replies given in advance, in order: for deterministic tests and replays of recorded runs."""
+
+    def __init__(self, replies: list[str | dict]):
+        self._replies = [r if isinstance(r, str) else json.dumps(r) for r in replies]
+        self._lock = threading.Lock()
+        self.prompts: list[list[dict]] = []
+
+    def complete(self, messages: list[dict], schema: dict) -> PolicyReply:
+        with self._lock:
+            self.prompts.append(messages)
+            if not self._replies:
+                raise PolicyError("the scripted policy has no replies left")
+            return PolicyReply(self._replies.pop(0))
+
+
+
+
+class OpenAICompatiblePolicy:
+    def __init__(self, base_url: str, api_key: str, model: str, structured_output: StructuredOutput,
+                 timeout_s: float, max_retries: int, temperature: float, max_tokens: int, label: str = ""):
+        self.base_url = base_url
+        self.model = model
+        self.label = label or f"{model} at {base_url}"
+        self.structured_output = structured_output
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        # The openai client retries connection errors, 429 and 5xx with exponential backoff.
+        self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed",
+                                    timeout=timeout_s, max_retries=max_retries)
+
+    def _format_arguments(self, schema: dict) -> dict:
+        if self.structured_output == "json_object_schema":
+            return {"response_format": {"type": "json_object", "schema": schema}}
+        if self.structured_output == "json_schema":
+            return {"response_format": {"type": "json_schema",
+                                        "json_schema": {"name": "reply", "schema": schema, "strict": False}}}
+        return {"tools": [{"type": "function", "function": {"name": "reply", "parameters": schema}}],
+                "tool_choice": {"type": "function", "function": {"name": "reply"}}}
+
+    def complete(self, messages: list[dict], schema: dict) -> PolicyReply:
+        started = time.monotonic()
+        try:
+            response = self.client.chat.completions.create(
+                model=self.model, messages=messages, temperature=self.temperature,
+                max_tokens=self.max_tokens, **self._format_arguments(schema))
+        except openai.APIError as error:
+            raise PolicyError(f"LLM server {self.base_url} failed: {error.__class__.__name__}: {error}") from None
+        if not response.choices:
+            raise PolicyError(f"LLM server {self.base_url} returned no choices")
+        message = response.choices[0].message
+        if self.structured_output == "tool_call" and message.tool_calls:
+            text = message.tool_calls[0].function.arguments
+        else:
+            text = message.content or ""
+        usage = response.usage
+        return PolicyReply(text=text.strip(), prompt_tokens=usage.prompt_tokens if usage else 0,
+                           completion_tokens=usage.completion_tokens if usage else 0,
+                           seconds=time.monotonic() - started, source=self.label)
+
+
+class FallbackPolicy:
+    """Endpoints asked in order until one answers. One that did not answer is passed over for
+    `rest_s`, so a dead server costs its timeout once rather than on every step; when all of
+    them rest, all are asked again."""
+
+    def __init__(self, policies: list[Policy], rest_s: float, clock: Callable[[], float] = time.monotonic):
+        self.policies = policies
+        self.rest_s = rest_s
+        self.clock = clock
+        self.resting_until: dict[int, float] = {}
+
+    def complete(self, messages: list[dict], schema: dict) -> PolicyReply:
+        now = self.clock()
+        awake = [i for i in range(len(self.policies)) if self.resting_until.get(i, 0.0) <= now] or range(len(self.policies))
+        errors = []
+        for index in awake:
+            try:
+                reply = self.policies[index].complete(messages, schema)
+            except PolicyError as error:
+                self.resting_until[index] = self.clock() + self.rest_s
+                errors.append(str(error))
+                continue
+            self.resting_until.pop(index, None)
+            return reply
+        raise PolicyError(f"no LLM endpoint answered ({len(errors)} asked): " + "; ".join(errors))
+
+
+class RevivingPolicy:
+    """The embedded server's policy: a server that died (llama.cpp can crash, e.g. on a grammar it
+    cannot parse) is started again and the call repeated once, so one crash does not end every
+    task that follows."""
+
+    def __init__(self, policy: OpenAICompatiblePolicy, server: EmbeddedServer):
+        self.policy = policy
+        self.server = server
+        self.restarts = 0
+
+    def complete(self, messages: list[dict], schema: dict) -> PolicyReply:
+        try:
+            return self.policy.complete(messages, schema)
+        except PolicyError as error:
+            code = self.server.exit_code()
+            if code is None:
+                raise
+            log.warning("the embedded LLM server exited with code %s (%s); starting it again", code, error)
+            self.restarts += 1
+            self.server.start()
+            return self.policy.complete(messages, schema)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class EmbeddedServer:
+    """A llama.cpp OpenAI-compatible server on loopback, started and stopped with the stack."""
+
+    def __init__(self, model_file: Path, n_ctx: int, threads: int, startup_timeout_s: float, log_file: Path):
+        self.model_file = model_file
+        self.n_ctx = n_ctx
+        self.threads = threads
+        self.startup_timeout_s = startup_timeout_s
+        self.log_file = log_file
+        self.process: subprocess.Popen | None = None
+        self.port = 0
+        self.base_url = ""
+
+    def start(self) -> str:
+        self.port = self.port or _free_port()  # the same port after a restart: clients keep their URL
+        port = self.port
+        self.base_url = f"http://127.0.0.1:{port}/v1"
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        log = self.log_file.open("ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_file), "--host", "127.0.0.1",
+             "--port", str(port), "--n_ctx", str(self.n_ctx), "--n_threads", str(self.threads)],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=DIE_WITH_PARENT)
+        log.close()
+        deadline = time.monotonic() + self.startup_timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise PolicyError(f"the embedded LLM server exited with code {self.process.returncode}; see {self.log_file}")
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as reply:
+                    json.load(reply)
+                return self.base_url
+            except (urllib.error.URLError, ConnectionError, TimeoutError, json.JSONDecodeError):
+                time.sleep(0.3)
+        self.stop()
+        raise PolicyError(f"the embedded LLM server did not answer within {self.startup_timeout_s:.0f} s; see {self.log_file}")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+
+    def exit_code(self) -> int | None:
+        """The code the server exited with, or None while it runs."""
+        return self.process.poll() if self.process else None
+
+    def __enter__(self) -> EmbeddedServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def open_policy(settings, script_file: Path | None = None):
+    """The policy an LLMSettings (resolved) asks for — its endpoint, then its fallbacks — and the
+    embedded server it started (stop it when done), or raise PolicyError / ModelError /
+    InputError saying why there is none."""
+
+    if settings.provider == "scripted":
+        if script_file is None:
+            raise PolicyError("provider scripted needs llm.script: a YAML list of replies")
+        return ScriptedPolicy(load_yaml(script_file)), None
+    main = ("embedded" if settings.provider == "embedded" else settings.base_url, settings.api_key, settings.model,
+            settings.structured_output)
+    endpoints = [main, *((f.base_url, f.api_key, f.model, structured_output_for(f.base_url, f.structured_output))
+                         for f in settings.fallbacks)]
+    server = None
+    policies = []
+    try:
+        for base_url, api_key, model, mode in endpoints:
+            label = ""
+            embedded = base_url == "embedded"
+            if embedded:
+                server = server or _start_embedded(settings.embedded)
+                base_url, label = server.base_url, f"embedded {settings.embedded.model}"
+            policy = OpenAICompatiblePolicy(base_url, api_key, model, mode, settings.timeout_s, settings.max_retries,
+                                            settings.temperature, settings.max_tokens, label)
+            policies.append(RevivingPolicy(policy, server) if embedded else policy)
+    except Exception:
+        if server is not None:
+            server.stop()
+        raise
+    return (policies[0] if len(policies) == 1 else FallbackPolicy(policies, settings.rest_s)), server
+
+
+def _start_embedded(embedded) -> EmbeddedServer:
+    from planner.adapters.model_store import MODELS, cache_dir, verified_model
+
+    model_file = verified_model(MODELS[embedded.model])
+    server = EmbeddedServer(model_file, embedded.n_ctx, embedded.threads, embedded.startup_timeout_s,
+                            cache_dir() / "logs" / "llama-server.log")
+    server.start()
+    return server

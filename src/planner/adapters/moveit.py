@@ -1,0 +1,156 @@
+"""Arm and gripper commands through MoveIt 2's Python API (moveit_py): pose goals for the arm's
+tool link in the planning frame, named states for the gripper and the arm's rest pose, each
+planned and executed in turn; MoveIt's error codes become our failure codes.
+
+moveit_py is imported only when this backend is chosen; tests drive the adapter with a double
+of MoveItPy's planning-component interface."""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable
+
+from geometry_msgs.msg import PoseStamped
+from pydantic import Field
+
+from planner.core.failures import FailureCode
+from planner.core.files import StrictModel
+from planner.core.geometry import Pose2D
+from planner.core.skills import Command
+from planner.core.types import Outcome
+
+
+class ArmSettings(StrictModel):
+    group: str = Field(description="MoveIt planning group of the arm, e.g. left_arm")
+    tool_link: str = Field(description="link whose pose the goals give, e.g. left_tool0")
+    gripper_group: str = Field(description="planning group of the gripper, e.g. left_hand")
+    open_state: str = "open"
+    closed_state: str = "closed"
+    rest_state: str = Field(default="home", description="named arm state it retreats to")
+
+
+class MoveItSettings(StrictModel):
+    node_name: str = "planner_moveit"
+    planning_frame: str = Field(default="base_link", description="frame of the pose goals: the robot's base")
+    arms: dict[str, ArmSettings] = Field(default_factory=dict, description="by the arm names of the robot profile")
+    hover_m: float = Field(default=0.10, gt=0, description="above an object before the grasp and after the lift")
+    tool_down_xyzw: tuple[float, float, float, float] = Field(
+        default=(1.0, 0.0, 0.0, 0.0), description="tool orientation for top-down grasps, in the planning frame")
+
+STOP_POLL_S = 0.05   # how often a running trajectory looks at the stop
+SWEEP_CLEARANCE_M = 0.02   # the tool this far above a surface it wipes
+
+# moveit_msgs/MoveItErrorCodes values → our failure codes; anything else is a planning failure.
+MOVEIT_ERRORS = {
+    -31: FailureCode.OUT_OF_REACH, -12: FailureCode.ARM_GOAL_IN_COLLISION, -10: FailureCode.ARM_IN_COLLISION, -7: FailureCode.TIMEOUT, -8: FailureCode.CANCELED,
+    -5: FailureCode.ARM_EXECUTION_FAILED, -4: FailureCode.WORLD_CHANGED, -21: FailureCode.LOCALIZATION_LOST,
+}
+
+
+def to_base_frame(point: tuple[float, float, float], base: Pose2D) -> tuple[float, float, float]:
+    """A map point in the frame of a planar base at `base` (x forward, z up)."""
+    dx, dy = point[0] - base.x, point[1] - base.y
+    cos, sin = math.cos(base.yaw), math.sin(base.yaw)
+    return dx * cos + dy * sin, -dx * sin + dy * cos, point[2]
+
+
+class MoveItArms:
+    """Runs arm and gripper commands: open_gripper; approach (hover above the object), grasp
+    (down, close the gripper), lift (up); place_approach (hover above the place), release (down,
+    open); hand_out (the object held out at the person), wait_for_take (open once they hold it);
+    sweep (over a surface and along it); retreat (the arm's rest state). look_at and verify_grasp
+    move nothing: the camera is fixed to the body, and the controller confirms the grasp from
+    perception after verify_grasp."""
+
+    def __init__(self, moveit, settings: MoveItSettings, robot_pose: Callable[[], Pose2D]):
+        self.moveit = moveit
+        self.settings = settings
+        self.robot_pose = robot_pose
+
+    @classmethod
+    def connect(cls, settings: MoveItSettings, robot_pose: Callable[[], Pose2D]) -> MoveItArms:
+        from moveit.planning import MoveItPy
+
+        return cls(MoveItPy(node_name=settings.node_name), settings, robot_pose)
+
+    def run(self, command: Command, stop: threading.Event) -> Outcome:
+        """One manipulation command; `stop` set at any time stops the arm and what is left of it."""
+        arm = self.settings.arms.get(command.arm)
+        if arm is None:
+            return Outcome(False, FailureCode.BACKEND_UNAVAILABLE, f"no MoveIt group is configured for the "
+                                                                f"{command.arm or 'unnamed'} arm")
+        hover = self.settings.hover_m
+        steps = {
+            "look_at": [], "verify_grasp": [],
+            "open_gripper": [("state", arm.gripper_group, arm.open_state)],
+            "approach": [("pose", arm.group, hover)],
+            "grasp": [("pose", arm.group, 0.0), ("state", arm.gripper_group, arm.closed_state)],
+            "lift": [("pose", arm.group, hover)],
+            "place_approach": [("pose", arm.group, hover)],
+            "release": [("pose", arm.group, 0.0), ("state", arm.gripper_group, arm.open_state)],
+            "retreat": [("state", arm.group, arm.rest_state)],
+            "hand_out": [("pose", arm.group, 0.0)],
+            "wait_for_take": [("state", arm.gripper_group, arm.open_state)],
+            "sweep": [("pose", arm.group, hover), ("pose", arm.group, SWEEP_CLEARANCE_M), ("pose", arm.group, hover)],
+        }.get(command.name)
+        if steps is None:
+            return Outcome(False, FailureCode.BACKEND_UNAVAILABLE, f"MoveIt has no motion for {command.name!r}: "
+                                                                f"opening doors and drawers needs a skill of the robot's own")
+        for kind, group, value in steps:
+            if stop.is_set():
+                return Outcome(False, FailureCode.CANCELED, "canceled")
+            outcome = self._move(group, arm, command, kind, value, stop)
+            if not outcome.ok:
+                return outcome
+        return Outcome(True)
+
+    def pose_goal(self, point: tuple[float, float, float], above_m: float) -> PoseStamped:
+        x, y, z = to_base_frame(point, self.robot_pose())
+        goal = PoseStamped()
+        goal.header.frame_id = self.settings.planning_frame
+        goal.pose.position.x, goal.pose.position.y, goal.pose.position.z = x, y, z + above_m
+        q = goal.pose.orientation
+        q.x, q.y, q.z, q.w = self.settings.tool_down_xyzw
+        return goal
+
+    def _move(self, group: str, arm: ArmSettings, command: Command, kind: str, value,
+              stop: threading.Event) -> Outcome:
+        component = self.moveit.get_planning_component(group)
+        component.set_start_state_to_current_state()
+        if kind == "pose":
+            if command.point is None:
+                return Outcome(False, FailureCode.BACKEND_UNAVAILABLE, f"{command.name} has no point to move to")
+            component.set_goal_state(pose_stamped_msg=self.pose_goal(command.point, value), pose_link=arm.tool_link)
+            goal = f"{arm.tool_link} to {command.object_id or command.target_id or 'the point'}"
+        else:
+            component.set_goal_state(configuration_name=value)
+            goal = f"{group} to {value!r}"
+        plan = component.plan()
+        if not plan:
+            code = int(getattr(getattr(plan, "error_code", None), "val", -1))
+            return Outcome(False, MOVEIT_ERRORS.get(code, FailureCode.ARM_PLANNING_FAILED),
+                                  f"MoveIt could not plan {goal} (error {code})")
+        status = self._execute(plan.trajectory, stop)
+        if status is not None and not status:  # Humble returns nothing; later an ExecutionStatus
+            name = str(getattr(status, "status", status))
+            code = {"TIMED_OUT": FailureCode.TIMEOUT, "PREEMPTED": FailureCode.CANCELED}.get(name, FailureCode.ARM_EXECUTION_FAILED)
+            return Outcome(False, code, f"moving {goal} ended {name}")
+        return Outcome(True)
+
+    def _execute(self, trajectory, stop: threading.Event):
+        """Execute (it blocks), stopping the trajectory as soon as `stop` is set."""
+        finished = threading.Event()
+
+        def watch() -> None:
+            while not finished.wait(STOP_POLL_S):
+                if stop.is_set():
+                    self.moveit.get_trajectory_execution_manager().stop_execution()
+                    return
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            return self.moveit.execute(trajectory, controllers=[])
+        finally:
+            finished.set()
+            watcher.join()

@@ -1,0 +1,211 @@
+"""Reading a request into checkable goals: the prompt, and the checks of the model's goals
+against the request's words and the map (labels, rooms named for furniture, steps mistaken for
+end states, a kind that contradicts the request)."""
+
+from __future__ import annotations
+
+import re
+
+from planner.core.ambiguity import named_object_labels, pin_named_objects, room_furniture_name, words_of
+from planner.core.errors import PolicyError, RequestImpossible
+from planner.core.goals import PLACING_KINDS, Goal, GoalReply, goal_met, goal_schema
+from planner.core.scene_graph import SceneGraph
+
+GOAL_PROMPT = """Turn the user's request into goals that can be checked in the world once the request is done.
+Kinds of goal:
+- holding: the robot ends holding an `object` ("pick up the cup", "take the apple", "grab the keys").
+- bring_to_user: the robot brings an `object` to the user, who says me, I or my ("bring me the book", and needs:
+  "I'm thirsty" -> something to drink, "I'm hungry" -> something to eat, "I'm cold" -> something warm).
+- object_on: an `object` ends on the furniture `target`, in `room` when the request names one ("put the cup on the
+  table", "bring the book to the bedroom table", "take the milk out of the fridge and put it on the table").
+- object_in: an `object` ends inside a `target` with a door or drawer ({openable}): "put the milk in the fridge".
+- robot_in_room: the robot ends in `room` ("go to the kitchen").
+- is_open / is_closed: the furniture `target` ends open or closed ("open the fridge").
+- clear: nothing is left on the furniture `target` ("clear the table", "tidy the desk").
+Goals describe only the end state, never steps on the way: for "go to the table, take the cup and put it on the
+shelf" the goal is only the cup on the shelf. A request that says where an object must end has an object_on goal for it,
+not holding or bring_to_user. A goal must not be true already; requests ask for a change.
+Use only these labels. Objects: {objects}. Furniture: {furniture}. Rooms: {rooms}. The user is in the {user_room}.
+The robot can go somewhere, pick, place, open and close; when nothing in the map can meet the request or it needs
+another ability, say why: "bring me the piano" when no piano is listed -> {{"goals": [], "impossible": "there is no piano
+in the map"}}.
+Examples: "take the book from the desk" -> {{"goals": [{{"kind": "holding", "object": "book"}}]}};
+"go to the shelf, take the vase and bring it to the hall desk" -> {{"goals": [{{"kind": "object_on", "object": "vase",
+"target": "desk", "room": "hall"}}]}} (the shelf is where the vase is now, not where it goes);
+"open the drawer" -> {{"goals": [{{"kind": "is_open", "target": "drawer", "room": ""}}]}};
+"put the apple on the desk in the office" -> {{"goals": [{{"kind": "object_on", "object": "apple", "target": "desk", "room": "office"}}]}}"""
+
+
+
+# Words with which users refer to themselves; a request without any asks for nothing to be brought to them.
+USER_WORDS = frozenset({"i", "i'm", "im", "i've", "i'd", "me", "my", "mine", "we", "we're", "us", "our", "here"})
+
+
+def mentions_user(request: str) -> bool:
+    return bool(USER_WORDS & set(re.findall(r"[a-z']+", request.lower())))
+
+
+def final_goals(goals: list[Goal]) -> list[Goal]:
+    """Drop goals that only describe a step on the way and contradict the final state: holding an
+    object (or bringing it to the user) that must end on furniture, holding one that must end with
+    the user, or being in a room other than where an object must end."""
+    placed = [g for g in goals if g.kind in (*PLACING_KINDS, "bring_to_user")]
+    put_down = {g.object for g in goals if g.kind in PLACING_KINDS}
+    kept = []
+    for goal in goals:
+        if goal.kind == "holding" and any(p.object == goal.object for p in placed):
+            continue
+        if goal.kind == "bring_to_user" and goal.object in put_down:
+            continue
+        if goal.kind == "robot_in_room" and any(p.room and p.room != goal.room for p in placed):
+            continue
+        if goal not in kept:
+            kept.append(goal)
+    return kept
+
+
+def phrase(label: str) -> str:
+    return label.replace("_", " ")
+
+
+def rooms_named_for(furniture_label: str, words: str, rooms: list[str]) -> list[str]:
+    """Rooms a request names for a piece of furniture: "the dining table", "the table in the kitchen"."""
+    thing = phrase(furniture_label)
+    return [room for room in rooms if f" {room_furniture_name(room, furniture_label)} " in words
+            or re.search(rf" {thing} (?:\w+ ){{0,2}}in the {phrase(room)} ", words)]
+
+
+def rooms_from_request(request: str, goals: list[Goal], scene: SceneGraph) -> list[Goal]:
+    """Each goal's furniture in the room the request names for it. The model often gives the room
+    the object is in now ("go to the bathroom, take the towel and put it on the bed"); a room that
+    has no such furniture and that the request does not name for it means any room."""
+    words = words_of(request)
+    fixed = []
+    for goal in goals:
+        if goal.target and goal.kind != "bring_to_user":
+            named = rooms_named_for(goal.target, words, scene.rooms())
+            if named and goal.room not in named:  # where it goes is usually named last
+                goal = goal.model_copy(update={"room": named[-1]})
+            elif not named and goal.room and not any(f.label == goal.target for f in scene.furniture(goal.room)):
+                goal = goal.model_copy(update={"room": ""})
+        fixed.append(goal)
+    return fixed
+
+
+def _take_instead(goal: Goal) -> str:
+    return f'if the request is to take the {goal.object}, the goal is {{"kind": "holding", "object": "{goal.object}"}}'
+
+
+def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[list[str], list[str]]:
+    """What is wrong with goals read from a request (unknown labels, furniture not where the goal
+    says, a kind that contradicts the request's words), and what is only doubtful (a goal true
+    already, a place the request does not name): the model may insist on doubtful goals."""
+    words = words_of(request)
+    furniture = scene.furniture()
+    named_furniture = sorted({f.label for f in furniture if f" {phrase(f.label)} " in words})
+    known = ({o.label for o in scene.objects()}, {f.label for f in furniture}, set(scene.rooms()))
+    problems, doubts = [], []
+    for goal in goals:
+        for value, allowed in zip((goal.object, goal.target, goal.room), known):
+            if value and value not in allowed:
+                problems.append(f"{value!r} is not a known label or room")
+        if goal.target and not any(f.label == goal.target for f in scene.furniture(goal.room or None)):
+            rooms_with = sorted({f.room for f in furniture if f.label == goal.target})
+            problems.append(f"there is no {goal.target}" + (f" in the {goal.room} (room is where the {goal.target} is; "
+                                                             f"a {goal.target} is in the {', '.join(rooms_with)})"
+                                                             if goal.room and rooms_with else ""))
+        if goal.kind in PLACING_KINDS and named_furniture and goal.target not in named_furniture:
+            problems.append(f"the request names no {goal.target}; it names {', '.join(named_furniture)}")
+        if goal.kind in PLACING_KINDS and not named_furniture and not goal_met(goal, scene):
+            doubts.append(f"the request names no furniture for the {goal.object} to go to; {_take_instead(goal)}")
+        if goal.kind == "object_on" and re.search(rf" (?:in|into|inside) (?:the |a |an )?{phrase(goal.target)} ", words) \
+                and any(f.label == goal.target and f.state for f in furniture):
+            problems.append(f"the request puts the {goal.object} inside the {goal.target}: that is object_in")
+        if goal.kind == "bring_to_user" and not mentions_user(request):
+            problems.append("bring_to_user is for requests to bring something to the user (me, I, my), and "
+                            "this request does not ask that; where it names furniture, use object_on")
+    named_objects = named_object_labels(request, known[0])
+    if goals and named_objects and not any(goal.object in named_objects for goal in goals):
+        # "I can't find my keys" read as an open fridge: the thing the user talks about is lost.
+        # Small models take up a goal written out for them far more often than a description of one.
+        kind, who = ("bring_to_user", "brought to the user") if mentions_user(request) else ("holding", "taken")
+        doubts.append(f"the request is about the {', '.join(map(phrase, named_objects))}, and no goal has "
+                      f"{'it' if len(named_objects) == 1 else 'one of them'} as its object; if the "
+                      f"{phrase(named_objects[0])} must be {who}, the goal is "
+                      f'{{"kind": "{kind}", "object": "{named_objects[0]}"}}')
+    # Being back in this room at the end is a fair goal beside others, though true now.
+    true_now = [goal for goal in goals if goal_met(goal, scene) and not (goal.kind == "robot_in_room" and len(goals) > 1)]
+    doubts += [f"'{goal}' is true already" + (f", so {goal.target} is not where the request wants the {goal.object}; "
+                                              f"{_take_instead(goal)}" if goal.kind in PLACING_KINDS else "")
+               for goal in true_now]
+    if true_now:
+        doubts.append("goals give the state the request asks for")
+    return problems, doubts
+
+
+
+class GoalReader:
+    """The goal step for one request in one map: the prompt and schema to ask with, the check of
+    each reply (a ValueError says what to redo), and the verdict once the repairs are spent."""
+
+    def __init__(self, request: str, scene: SceneGraph):
+        self.request = request
+        self.scene = scene
+        self.user_room = scene.robot.room  # the user asks the robot where it stands
+        self.object_labels = sorted({o.label for o in scene.objects()})
+        self.furniture_labels = sorted({f.label for f in scene.furniture()})
+        self.openable_labels = sorted({f.label for f in scene.furniture() if f.state})
+        self.rooms = scene.rooms()
+        self.doubted: list[Goal] = []  # the last reply's goals, when they were only doubted, not wrong
+        self.impossible = ""  # why the model said the request cannot be done, once
+
+    def messages(self) -> list[dict]:
+        prompt = GOAL_PROMPT.format(objects=", ".join(self.object_labels), furniture=", ".join(self.furniture_labels),
+                                    rooms=", ".join(self.rooms), user_room=self.user_room,
+                                    openable=", ".join(self.openable_labels) or "none in this map")
+        return [{"role": "system", "content": prompt}, {"role": "user", "content": self.request}]
+
+    def schema(self) -> dict:
+        return goal_schema(self.object_labels, self.furniture_labels, self.openable_labels, self.rooms)
+
+    def parse(self, text: str) -> list[Goal]:
+        reply = GoalReply.model_validate_json(text)
+        if reply.impossible:
+            self._check_impossible(reply.impossible)
+        goals = pin_named_objects(self.request, rooms_from_request(self.request, final_goals(
+            [g.model_copy(update={"room": self.user_room}) if g.kind == "bring_to_user" else g for g in reply.goals]),
+            self.scene), self.scene)
+        problems, doubts = goal_problems(self.request, goals, self.scene)
+        self.doubted = goals if doubts and not problems else []
+        if problems or doubts:
+            raise ValueError("; ".join([*problems, *doubts]))
+        return goals
+
+    def _check_impossible(self, why: str) -> None:
+        """An 'impossible' is believed when said twice with a reason the map does not contradict."""
+        if len(why.split()) < 3:
+            raise ValueError("say in a few words why the request is impossible: what is missing")
+        # "There is no fridge" in a home with a fridge is no reason ("no table in the
+        # bathroom" may be: the room is named).
+        reason = words_of(why)
+        said_missing = [label for label in [*self.object_labels, *self.furniture_labels, *self.rooms]
+                        if f" no {phrase(label)} " in reason and not rooms_named_for(label, reason, self.rooms)]
+        if said_missing:
+            raise ValueError(f"the map has a {', a '.join(map(phrase, said_missing))}: look again at the "
+                             "request and give goals")
+        if self.impossible:
+            raise RequestImpossible(why)
+        self.impossible = why
+        raise ValueError("look again at the labels: if something in the map can meet the request, give goals "
+                         "with it; if not, answer impossible again")
+
+    def settle(self, goals: list[Goal] | None) -> list[Goal]:
+        """The goals of a valid reply; when none came, what the model insisted on: doubted goals
+        (perhaps there is indeed nothing to do) or an impossible request."""
+        if goals is not None:
+            return goals
+        if self.doubted:
+            return self.doubted
+        if self.impossible:
+            raise RequestImpossible(self.impossible)
+        raise PolicyError("no valid goals after repairs")

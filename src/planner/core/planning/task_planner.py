@@ -1,0 +1,415 @@
+"""The task planner: an LLM as the policy of a ReAct loop.
+
+Each step the model sees the request, the goals, the robot state and a compact history, and
+answers `{"thought": ..., "action": ...}` where the action is one of the actions valid now:
+perception calls and skills grounded in what the robot has perceived. Perception results,
+skill outcomes, failure reasons and explainer suggestions come back as observations. The task
+ends when the goals hold in the world state, when the model gives up, on cancel, or when the
+step budget is spent.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from planner.core.ambiguity import Question, ambiguous_goals, chosen_candidate
+from planner.core.asking import ask_validated
+from planner.core.calls import format_call, parse_call
+from planner.core.errors import PolicyError, RequestImpossible
+from planner.core.failures import FailureCode
+from planner.core.goals import Goal, goal_lacks, goal_met, goal_status
+from planner.core.planning.action_space import ASK_USER, GIVE_UP, PERCEPTION_ACTIONS, SEARCH_MAP, action_schema, allowed_actions
+from planner.core.planning.goal_reading import GoalReader
+from planner.core.planning.prompts import (
+    EXAMPLE_TURNS,
+    SPOKEN_OUTCOME,
+    SYSTEM_PROMPT,
+    PromptHistory,
+    StepReply,
+    robot_line,
+    user_message,
+)
+from planner.core.planning.recoveries import ActionRecord, ComposedSuggestion, compose_messages, compose_schema, find_recoveries
+from planner.core.ports import Policy, Tools
+from planner.core.scene_graph import SceneGraph
+from planner.core.skills import SkillPlanner
+from planner.core.types import EpisodeOutcome, EpisodeResult, FailureInfo, PolicyReply, SuggestionInfo, TraceStep
+
+
+# ---- configuration and results ---------------------------------------------------------------
+class PlannerSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    step_budget: int = Field(default=30, ge=1)
+    max_repairs: int = Field(default=2, ge=0, description="retries of a reply that fails validation")
+    history_steps: int = Field(default=12, ge=1, description="most recent actions listed in the prompt")
+    confirm_timeout_s: float = Field(default=3.0, ge=0, description="wait for perception to confirm goals")
+    robot_state_wait_s: float = Field(default=5.0, ge=0, description="wait for a first robot state at task start")
+    repeat_failure_limit: int = Field(default=2, ge=1, description="an action failing this often in a row is withdrawn")
+    question_timeout_s: float = Field(default=30.0, ge=0, description="wait for the user to say which object they "
+                                                                       "mean; then the nearest is taken")
+
+
+
+_IDS = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)*_\d+\b")
+
+
+def mentioned_ids(text: str, scene: SceneGraph) -> set[str]:
+    return {token for token in _IDS.findall(text) if scene.has(token)}
+
+
+SATISFIED = "the world state satisfies the request"
+
+
+class Ending(NamedTuple):
+    """How a task ended: its outcome, why, and after how many steps."""
+    outcome: EpisodeOutcome
+    summary: str
+    steps: int
+
+
+@dataclass
+class LLMUsage:
+    """The LLM calls of one task and their tokens."""
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def add(self, reply: PolicyReply) -> None:
+        self.calls += 1
+        self.prompt_tokens += reply.prompt_tokens
+        self.completion_tokens += reply.completion_tokens
+
+
+@dataclass
+class LoopState:
+    """What the loop knows of a task besides the world: the goals, what it has seen and tried,
+    and what it has withdrawn from the model's choice."""
+    request: str
+    goals: list[Goal]
+    focus: frozenset[str]               # the goals' object labels, listed first in a crowded room
+    acted: list[ActionRecord]           # every action taken, with failures and the cases suggested then
+    seen_room: str
+    explored: set[str]
+    history: PromptHistory = field(default_factory=PromptHistory)
+    known: set[str] = field(default_factory=set)                  # ids the robot has perceived
+    failures_in_row: dict[str, int] = field(default_factory=dict)
+    skill_failing: bool = False          # the last skill failed; looking around since does not change that
+    looked: set[str] = field(default_factory=set)  # perception calls since the last skill: asking again tells nothing new
+    suggested: bool = False              # the last failure came with a suggestion
+    asked: bool = False
+    # A skill that led from a situation back to one the robot was in before goes round in a
+    # circle: it is not offered in that situation again. The move that closes the circle is
+    # withdrawn, not the first one, which often was right ("go to the table" before "go back"
+    # without picking anything up).
+    circular: dict[tuple, set[str]] = field(default_factory=dict)
+    visited: set[tuple] = field(default_factory=set)
+    last_move: tuple[tuple, str] | None = None
+
+    def arrive(self, scene: SceneGraph, reach_m: float) -> tuple:
+        """The situation the robot is in now (where it is, how each goal stands), noted as
+        visited; a move that led back to a situation seen before closes a circle."""
+        status = [goal_status(goal, scene) for goal in self.goals]
+        for _, ids in status:
+            self.known |= set(ids)
+        situation = (robot_line(scene, reach_m), tuple(line for line, _ in status))
+        if self.last_move and situation in self.visited:
+            self.circular.setdefault(self.last_move[0], set()).add(self.last_move[1])
+        self.visited.add(situation)
+        self.last_move = None
+        return situation
+
+    def withdrawn(self, situation: tuple, lacking: bool, repeat_failure_limit: int) -> set[str]:
+        """Actions not offered now: failed too often in a row, looked at already, closing a circle.
+        Giving up is for a request the map cannot meet or after a failure, and a suggestion is
+        tried first; a question only when the map cannot tell, once per task: a robot that keeps
+        asking is no help."""
+        withdrawn = {a for a, n in self.failures_in_row.items() if n >= repeat_failure_limit} | self.looked
+        withdrawn |= self.circular.get(situation, set())
+        if self.suggested or not (self.skill_failing or lacking):
+            withdrawn.add(GIVE_UP)
+        if self.asked or not lacking:
+            withdrawn.add(ASK_USER)
+        return withdrawn
+
+
+
+class TaskPlanner:
+    def __init__(self, policy: Policy, tools: Tools, skills: SkillPlanner, settings: PlannerSettings | None = None,
+                 on_step: Callable[[TraceStep], None] | None = None):
+        self.policy = policy
+        self.tools = tools
+        self.skills = skills
+        self.system_prompt = SYSTEM_PROMPT.format(skills="\n".join(
+            f"- {name}({', '.join(p.name for p in spec.params)}): {spec.description}"
+            for name, spec in skills.library.skills.items()))
+        self.settings = settings or PlannerSettings()
+        self.on_step = on_step or (lambda step: None)
+        self.cancel_event = threading.Event()
+
+    def _emit(self, kind: str, text: str) -> None:
+        self.on_step(TraceStep(kind, text))
+
+    def run(self, request: str) -> EpisodeResult:
+        started = time.monotonic()
+        usage = LLMUsage()
+        self._emit("request", request)
+        acted: list[ActionRecord] = []
+        state = self._begin(request, usage, acted)
+        ending = state if isinstance(state, Ending) else next(
+            (end for step in range(1, self.settings.step_budget + 1) if (end := self._step(state, step, usage))), None)
+        if ending is None:
+            ending = Ending(EpisodeOutcome.BUDGET_EXHAUSTED, f"the step budget of {self.settings.step_budget} is spent",
+                            self.settings.step_budget)
+        success = ending.outcome == EpisodeOutcome.SUCCEEDED
+        recoveries = find_recoveries(acted, success, self.tools.scene())
+        if recoveries:
+            self.tools.learn(request, recoveries)
+        result = EpisodeResult(success, ending.outcome, ending.summary, ending.steps, usage.calls, usage.prompt_tokens,
+                               usage.completion_tokens, time.monotonic() - started)
+        self._emit("result", f"{ending.outcome}: {ending.summary} ({ending.steps} steps, {result.llm_calls} LLM calls, "
+                             f"{result.prompt_tokens}+{result.completion_tokens} tokens, {result.seconds:.1f} s)")
+        self._say(SPOKEN_OUTCOME[ending.outcome].format(summary=ending.summary))
+        return result
+
+    def _begin(self, request: str, usage: LLMUsage, acted: list[ActionRecord]) -> LoopState | Ending:
+        """The goals read from the request, ambiguities settled, and a first look around; or why
+        the task ends before its first step."""
+        if not self._wait_for(lambda: self.tools.scene().robot is not None, self.settings.robot_state_wait_s):
+            self._emit("error", "the robot state is not known (nothing received on /robot/state)")
+            return Ending(EpisodeOutcome.ERROR, "the robot state is unknown", 0)
+        try:
+            goals = self._extract_goals(request, usage)
+        except RequestImpossible as why:
+            return Ending(EpisodeOutcome.IMPOSSIBLE, str(why), 0)
+        except PolicyError as error:
+            self._emit("error", f"could not understand the request: {error}")
+            return Ending(EpisodeOutcome.ERROR, str(error), 0)
+        for question in ambiguous_goals(request, goals, self.tools.scene()):
+            goals[question.goal] = goals[question.goal].model_copy(update={"object_id": self._settle(question)})
+        self._emit("goal", "; ".join(str(g) for g in goals))
+        # The robot looks around where it stands before the first step.
+        room = self.tools.scene().robot.room
+        state = LoopState(request, goals, frozenset(g.object for g in goals if g.object), acted, seen_room=room,
+                          explored={room})
+        view = self.tools.perceive("get_objects_in_room", [room], state.focus)
+        state.known |= set(view.entities)
+        state.history.latest = [view.text]
+        return state
+
+    def _step(self, state: LoopState, step: int, usage: LLMUsage) -> Ending | None:
+        """One thought and action; how the task ended, or None while it goes on."""
+        if self.cancel_event.is_set():
+            return Ending(EpisodeOutcome.CANCELED, "canceled by the user", step - 1)
+        scene = self.tools.scene()
+        goals = state.goals
+        if all(goal_met(goal, scene) for goal in goals):
+            return Ending(EpisodeOutcome.SUCCEEDED, SATISFIED, step - 1)
+        situation = state.arrive(scene, self.skills.robot.reach_m)
+        withdrawn = state.withdrawn(situation, any(goal_lacks(goal, scene) for goal in goals),
+                                    self.settings.repeat_failure_limit)
+        actions = allowed_actions(scene, state.known, withdrawn, self.skills, goals, state.explored)
+        if not actions:  # an empty choice is no schema a server accepts (llama.cpp crashed on one)
+            return Ending(EpisodeOutcome.IMPOSSIBLE, "every action possible here has been tried without reaching "
+                                                     "the goals", step - 1)
+        history = state.history
+        prompt = user_message(state.request, situation[0], list(situation[1]),
+                              history.done_text(self.settings.history_steps), history.latest, actions)
+        try:
+            reply = self._decide(prompt, actions, usage)
+        except PolicyError as error:
+            self._emit("error", f"the planner's model failed: {error}")
+            return Ending(EpisodeOutcome.ERROR, str(error), step)
+        if reply is None:
+            history.latest = ["The last reply was not valid; answer with one of the valid actions."]
+            return None
+        self._emit("thought", reply.thought)
+        if reply.action == GIVE_UP:
+            return Ending(EpisodeOutcome.IMPOSSIBLE, reply.thought, step)
+        if reply.action == ASK_USER:
+            history.latest = [self._ask_user(reply.question)]
+            history.done.append(f"{ASK_USER}: asked")
+            state.asked = True
+            return None
+        # The query travels in the call, so the trace and the history show what was searched for.
+        action = format_call("search_map", [reply.query.strip() or state.request]) if reply.action == SEARCH_MAP \
+            else reply.action
+        observation, failed = self._act(action, state.focus, state.request, usage, state.acted)
+        self._observe(state, situation, reply.action, observation, failed)
+        if not failed and self._may_satisfy(reply.action, goals) and self._confirm(goals):
+            return Ending(EpisodeOutcome.SUCCEEDED, SATISFIED, step)
+        return None
+
+    def _observe(self, state: LoopState, situation: tuple, action: str, observation: str, failed: bool) -> None:
+        """What an action's outcome changes in what the loop knows and tells the model next."""
+        history = state.history
+        state.suggested = failed and "Suggestion:" in observation
+        history.latest = [observation]
+        is_perception = parse_call(action)[0] in PERCEPTION_ACTIONS
+        if is_perception:
+            state.looked.add(action)
+        else:
+            state.looked.clear()
+            state.skill_failing = failed
+            if not failed:
+                state.last_move = (situation, action)
+        scene = self.tools.scene()
+        room = scene.robot.room
+        if not failed and room != state.seen_room:
+            # Arriving in a room, the robot sees what is there.
+            view = self.tools.perceive("get_objects_in_room", [room], state.focus)
+            self._emit("observation", view.text)
+            history.latest.append(view.text)
+            state.known |= set(view.entities)
+            state.seen_room = room
+            state.explored.add(room)
+        state.known |= mentioned_ids(observation, scene)
+        if failed:
+            failures = state.failures_in_row[action] = state.failures_in_row.get(action, 0) + 1
+            history.done.append(f"{action}: FAILED")
+            if failures >= self.settings.repeat_failure_limit:
+                history.latest.append(f"{action} failed {failures} times in a row; it is withdrawn, try something else.")
+        else:
+            state.failures_in_row.clear()
+            history.done.append(f"{action}: {'looked' if is_perception else 'done'}")
+
+    def _ask_user(self, question: str) -> str:
+        self._emit("question", question)
+        answer = self.tools.ask(question, self.settings.question_timeout_s)
+        self._emit("answer", answer or "no answer")
+        return f"The user answered: {answer}" if answer else "The user did not answer."
+
+    def _say(self, text: str) -> None:
+        self._emit("say", text)
+        self.tools.say(text)
+
+    def _settle(self, question: Question) -> str:
+        """Ask which object the user means; without a clear answer in time, take the nearest."""
+        self._emit("question", question.text)
+        answer = self.tools.ask(question.text, self.settings.question_timeout_s)
+        choice = chosen_candidate(answer, question, self.tools.scene()) if answer else None
+        if choice is None:
+            choice, place = question.candidates[0], question.places[0]
+            why = f"{answer!r} did not say which one" if answer else "no answer"
+            self._emit("answer", f"{why}; taking the nearest {question.label}, the one {place} ({choice})")
+            self._say(f"I will take the {question.label} {place}.")
+        else:
+            self._emit("answer", f"{answer!r}: {choice}")
+        return choice
+
+    # ---- one model call, validated --------------------------------------------------------
+    def _call(self, messages: list[dict], schema: dict, usage: LLMUsage) -> PolicyReply:
+        reply = self.policy.complete(messages, schema)
+        usage.add(reply)
+        if reply.prompt_tokens or reply.seconds:  # scripted replies have neither
+            self._emit("llm", f"{reply.prompt_tokens}+{reply.completion_tokens} tokens, {reply.seconds:.2f} s"
+                              + (f" ({reply.source})" if reply.source else ""))
+        return reply
+
+    def _validated(self, messages: list[dict], schema: dict, usage: LLMUsage, parse: Callable[[str], object]):
+        """Ask, validate, and on an invalid reply tell the model what was wrong, a bounded number of times."""
+        return ask_validated(lambda m: self._call(m, schema, usage), messages, parse, self.settings.max_repairs,
+                             lambda problem, text: self._emit("error", f"invalid reply ({problem}): {text[:200]}"))
+
+    def _extract_goals(self, request: str, usage: LLMUsage) -> list[Goal]:
+        reader = GoalReader(request, self.tools.scene())
+        return reader.settle(self._validated(reader.messages(), reader.schema(), usage, reader.parse))
+
+    def _decide(self, prompt: str, actions: list[str], usage: LLMUsage) -> StepReply | None:
+        messages = [{"role": "system", "content": self.system_prompt}, *EXAMPLE_TURNS,
+                    {"role": "user", "content": prompt}]
+
+        def parse(text: str) -> StepReply:
+            reply = StepReply.model_validate_json(text)
+            if reply.action not in actions:
+                raise ValueError(f"action {reply.action!r} is not one of the valid actions now")
+            if reply.action == ASK_USER and not reply.question.strip().endswith("?"):
+                # A statement put to the user only costs the wait for an answer that cannot come.
+                raise ValueError(f"{ASK_USER} needs a \"question\" to the user that ends with '?'")
+            return reply
+
+        return self._validated(messages, action_schema(actions), usage, parse)
+
+    # ---- acting -----------------------------------------------------------------------------
+    def _act(self, action: str, focus: frozenset[str], request: str, usage: LLMUsage, acted: list[ActionRecord]
+             ) -> tuple[str, bool]:
+        name, args = parse_call(action)
+        acted.append(ActionRecord(action))
+        if name in PERCEPTION_ACTIONS:
+            self._emit("perception", action)
+            observation = self.tools.perceive(name, args, focus)
+            self._emit("observation", observation.text)
+            return observation.text, False
+        self._emit("skill", action)
+        result = self.tools.execute_skill(action)
+        if result.success:
+            self._emit("observation", result.message)
+            return result.message, False
+        failure = result.failure or FailureInfo(action, "", FailureCode.FAILED, result.message)
+        acted[-1].failure = failure
+        self._emit("failure", f"{failure.skill} failed at {failure.command or 'start'} [{failure.code}]: {failure.reason}")
+        observation = f"{action} FAILED [{failure.code}]: {failure.reason}"
+        suggestion = self.tools.explain(failure)
+        if suggestion is not None:
+            if suggestion.fit == "compose":
+                suggestion = self._compose(failure, request, suggestion, usage)
+            acted[-1].case_ids = list(suggestion.case_ids)
+            self._emit("suggestion", f"{suggestion.text} (cases {', '.join(suggestion.case_ids)})")
+            observation += f" Suggestion: {suggestion.text}"
+        return observation, True
+
+    def _compose(self, failure: FailureInfo, request: str, suggestion: SuggestionInfo, usage: LLMUsage) -> SuggestionInfo:
+        """One suggestion made by the LLM of several cases that fit about equally; if it cannot,
+        the best case's suggestion stands."""
+        ids = [case_id for case_id, _, _ in suggestion.options]
+        scores = dict(zip(suggestion.case_ids, suggestion.scores))
+
+        def parse(text: str) -> ComposedSuggestion:
+            reply = ComposedSuggestion.model_validate_json(text)
+            unknown = [i for i in reply.case_ids if i not in ids]
+            if unknown:
+                raise ValueError(f"case_ids: {', '.join(unknown)} were not among the cases given ({', '.join(ids)})")
+            return reply
+
+        try:
+            composed = self._validated(compose_messages(failure, request, suggestion.options),
+                                       compose_schema(ids), usage, parse)
+        except PolicyError as error:
+            self._emit("error", f"could not compose a suggestion from cases {', '.join(ids)}: {error}")
+            composed = None
+        if composed is None:
+            return suggestion
+        used = list(dict.fromkeys(composed.case_ids))
+        return SuggestionInfo(composed.suggestion, used, [scores[i] for i in used], fit="compose",
+                              options=suggestion.options)
+
+    def _may_satisfy(self, action: str, goals: list[Goal]) -> bool:
+        """A skill that acted on what a goal names, or moved the robot when a goal is about where
+        it is, may have finished the task."""
+        name, args = parse_call(action)
+        if name in PERCEPTION_ACTIONS:
+            return False
+        scene = self.tools.scene()
+        labels = {scene.entity(a).label for a in args if scene.has(a)} | set(args)
+        moved = name == "GOTO"
+        return any(labels & {goal.object, goal.target, goal.room} - {""}
+                   or (moved and goal.kind in ("robot_in_room", "bring_to_user")) for goal in goals)
+
+    def _confirm(self, goals: list[Goal]) -> bool:
+        """Goals are met once perception shows them; give it a moment to see the result of a skill."""
+        return self._wait_for(lambda: all(goal_met(goal, self.tools.scene()) for goal in goals),
+                              self.settings.confirm_timeout_s)
+
+    def _wait_for(self, condition: Callable[[], bool], timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while not condition():
+            if time.monotonic() >= deadline or self.cancel_event.is_set():
+                return False
+            time.sleep(0.1)
+        return True

@@ -1,0 +1,47 @@
+"""The protocols the core talks through: the robot as the planner sees it, the LLM policy and the
+sentence embedder. Implemented in process (sim, tests) and over ROS (nodes) alike."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from planner.core.scene_graph import SceneGraph
+from planner.core.types import FailureInfo, Observation, PolicyReply, Recovery, SkillResult, SuggestionInfo
+
+
+class Tools(Protocol):
+    """The robot as the planner sees it; the task planner node implements it over ROS."""
+
+    def scene(self) -> SceneGraph: ...
+
+    def perceive(self, name: str, args: list[str], focus: frozenset[str] = frozenset()) -> Observation:
+        """A perception action; `focus`: object labels the task is about, listed first when a
+        room is crowded."""
+
+    def execute_skill(self, call: str) -> SkillResult: ...
+
+    def explain(self, failure: FailureInfo) -> SuggestionInfo | None: ...
+
+    def learn(self, request: str, recoveries: list[Recovery]) -> None:
+        """Tell the explainer how the replans after failures went."""
+
+    def ask(self, question: str, timeout_s: float) -> str | None:
+        """Put a question to the user; their answer, or None when none came in time."""
+
+    def say(self, text: str) -> None:
+        """Tell the user something (spoken where the robot can speak)."""
+
+
+
+class Policy(Protocol):
+    def complete(self, messages: list[dict], schema: dict) -> PolicyReply: ...
+
+
+
+class Embedder(Protocol):
+    name: str
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Unit-length row vectors, one per text."""

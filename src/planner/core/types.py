@@ -1,0 +1,106 @@
+"""The vocabulary every layer shares: what a skill, a perception call, a policy and an episode
+return. A leaf module: it imports nothing from the project."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Literal
+
+
+@dataclass
+class Outcome:
+    """How a check or a command came out: ok, or a failure code (see failures.FailureCode) and a
+    detail sentence saying what was wrong."""
+    ok: bool
+    code: str = ""
+    detail: str = ""
+
+
+@dataclass
+class Observation:
+    text: str
+    entities: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FailureInfo:
+    skill: str
+    command: str
+    code: str
+    reason: str
+    context: dict = field(default_factory=dict)
+
+
+@dataclass
+class SkillResult:
+    success: bool
+    message: str
+    failure: FailureInfo | None = None
+
+
+@dataclass
+class SuggestionInfo:
+    text: str
+    case_ids: list[str]
+    scores: list[float]
+    # template: one case clearly fits and `text` is its suggestion; compose: several fit about
+    # equally and the planner's LLM makes one suggestion of `options` (case id, suggestion,
+    # score); none: no case is similar enough.
+    fit: Literal["template", "compose", "none"] = "template"
+    options: list[tuple[str, str, float]] = field(default_factory=list)
+
+
+@dataclass
+class Recovery:
+    """What followed a failed skill in a task: the calls up to the same skill succeeding on the
+    same thing, whether it did, and that fix in words another task can use."""
+    failure: FailureInfo
+    case_ids: list[str]      # the cases whose suggestion the planner got, first the one it followed
+    steps: list[str]
+    recovered: bool
+    fix: str = ""
+
+
+
+@dataclass
+class PolicyReply:
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    source: str = ""        # which model and server answered
+
+
+
+@dataclass
+class TraceStep:
+    kind: str
+    text: str
+
+
+class EpisodeOutcome(StrEnum):
+    """How a task ended; only SUCCEEDED is a success."""
+    SUCCEEDED = "succeeded"
+    IMPOSSIBLE = "impossible"           # the request cannot be done here (the model said so twice, or nothing is left)
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    CANCELED = "canceled"
+    ERROR = "error"                     # the LLM or the stack failed
+    REJECTED = "rejected"               # never started: the queue was full or the emergency stop engaged
+
+
+@dataclass
+class EpisodeResult:
+    success: bool
+    outcome: EpisodeOutcome
+    summary: str
+    steps: int
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+    def __post_init__(self):
+        self.outcome = EpisodeOutcome(self.outcome)  # a plain string is checked against the outcomes
+        if self.success != (self.outcome == EpisodeOutcome.SUCCEEDED):
+            raise ValueError(f"an episode that {self.outcome} cannot have success={self.success}")

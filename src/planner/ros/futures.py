@@ -1,0 +1,110 @@
+"""Waiting on service and action futures from worker threads, with timeouts and stops."""
+
+from __future__ import annotations
+
+import threading
+import time
+from enum import StrEnum
+from typing import Any
+
+from rclpy.action import ActionClient
+
+from planner.core.errors import PlannerError
+
+
+class CallKind(StrEnum):
+    """Why a call failed, for callers that act on it (a timeout is not a missing server)."""
+    TIMEOUT = "timeout"
+    UNAVAILABLE = "unavailable"
+    REJECTED = "rejected"
+    STOPPED = "stopped"
+    ERROR = "error"     # the server's side raised
+
+
+class CallFailed(PlannerError, RuntimeError):
+    def __init__(self, message: str, kind: CallKind):
+        super().__init__(message)
+        self.kind = kind
+
+
+STOP_POLL_S = 0.05
+
+
+def wait_future(future, timeout_s: float, what: str, give_up: bool = True, stop: threading.Event | None = None) -> Any:
+    """The future's result; CallFailed after `timeout_s`, or as soon as `stop` is set, when the
+    future is dropped unless `give_up` is False (its answer is still wanted, e.g. an action
+    result after a cancel)."""
+    done = threading.Event()
+    future.add_done_callback(lambda _: done.set())
+    deadline = time.monotonic() + timeout_s
+    problem, kind = "", CallKind.ERROR
+    while not done.is_set() and not problem:
+        remaining = deadline - time.monotonic()
+        if stop is not None and stop.is_set():
+            problem, kind = "stopped", CallKind.STOPPED
+        elif remaining <= 0:
+            problem, kind = f"no answer within {timeout_s:.0f} s", CallKind.TIMEOUT
+        else:
+            done.wait(min(remaining, STOP_POLL_S) if stop is not None else remaining)
+    if problem:
+        if give_up:
+            future.cancel()
+        raise CallFailed(f"{what}: {problem}", kind)
+    if future.exception() is not None:
+        raise CallFailed(f"{what}: {future.exception()}", CallKind.ERROR)
+    return future.result()
+
+
+def call_service(client, request, timeout_s: float = 5.0) -> Any:
+    if not client.wait_for_service(timeout_sec=min(timeout_s, 5.0)):
+        raise CallFailed(f"service {client.srv_name} is not available", CallKind.UNAVAILABLE)
+    return wait_future(client.call_async(request), timeout_s, f"service {client.srv_name}")
+
+
+CANCEL_WAIT_S = 5.0   # how long a timed-out goal may take to end after its cancel
+
+
+class ActionCall:
+    """Send one goal and wait for its result from a worker thread; cancel() from any thread."""
+
+    def __init__(self, client: ActionClient, name: str):
+        self.client = client
+        self.name = name
+        self.goal_handle = None
+
+    def run(self, goal, timeout_s: float, feedback_callback=None, stop: threading.Event | None = None):
+        """The result; the goal is canceled when it takes longer than `timeout_s` or `stop` is set,
+        even if that happened before the goal was sent."""
+        if not self.client.wait_for_server(timeout_sec=5.0):
+            raise CallFailed(f"action {self.name} is not available", CallKind.UNAVAILABLE)
+        self.goal_handle = wait_future(self.client.send_goal_async(goal, feedback_callback=feedback_callback),
+                                       10.0, f"action {self.name} goal")
+        if not self.goal_handle.accepted:
+            raise CallFailed(f"action {self.name} rejected the goal", CallKind.REJECTED)
+        result = self.goal_handle.get_result_async()
+        try:
+            return wait_future(result, timeout_s, f"action {self.name}", give_up=False, stop=stop).result
+        except CallFailed:
+            # Cancel, and give the server a moment to wind the goal down, so that the next goal
+            # does not find the robot still busy with this one.
+            self.cancel()
+            try:
+                wait_future(result, CANCEL_WAIT_S, f"action {self.name} cancel")
+            except CallFailed:
+                pass
+            raise
+
+    def cancel(self) -> None:
+        if self.goal_handle is not None:
+            self.goal_handle.cancel_goal_async()
+
+
+
+
+def wait_until(predicate, timeout_s: float, period_s: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(period_s)
+    return predicate()

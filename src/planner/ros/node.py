@@ -1,0 +1,97 @@
+"""The node base every stack node shares: its config, its status reports and the LLM it opens; the
+main loop that spins it."""
+
+
+from __future__ import annotations
+
+import sys
+
+import rclpy
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from std_msgs.msg import String
+
+from planner.config import StackConfig, load_config
+from planner.core.errors import PlannerError, PolicyError
+from planner.ros.qos import STATUS_QOS, STATUS_TOPIC
+from planner.wiring import open_llm
+
+
+# ---- node plumbing ---------------------------------------------------------------------------
+class UnavailablePolicy:
+    """Stands where the configured LLM could not be set up, so each call ends with the reason."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    def complete(self, messages, schema):
+        raise PolicyError(self.reason)
+
+
+class PlannerNode(Node):
+    """A node that loads the stack config from its `config` parameter and reports on /planner/status."""
+
+    def __init__(self, name: str, config: StackConfig | None = None, namespace: str | None = None):
+        super().__init__(name, namespace=namespace)
+        path = self.declare_parameter("config", "").value
+        self.config = config or load_config(path or None)
+        self._status = self.create_publisher(String, STATUS_TOPIC, STATUS_QOS)
+        self.embedded = None  # the embedded LLM server this node started, stopped by close
+
+    def open_llm(self):
+        """The configured LLM, or a policy whose every call fails with why there is none (reported)."""
+        try:
+            policy, self.embedded = open_llm(self.config)
+        except PlannerError as error:
+            self.report("error", f"LLM unavailable: {error}")
+            return UnavailablePolicy(f"LLM unavailable: {error}")
+        if self.embedded is not None:
+            self.get_logger().info(f"embedded LLM {self.config.llm.embedded.model} serving at {self.embedded.base_url}")
+        return policy
+
+    def close(self) -> None:
+        """What the node holds outside ROS goes with it (spin_node calls this at shutdown)."""
+        if self.embedded is not None:
+            self.embedded.stop()
+
+    def report(self, level: str, message: str) -> None:
+        """A problem or state change a user should see, on /planner/status and in the log."""
+        # rclpy wants one severity per logging call site.
+        if level == "error":
+            self.get_logger().error(message)
+        elif level == "warn":
+            self.get_logger().warning(message)
+        else:
+            self.get_logger().info(message)
+        self._status.publish(String(data=f"[{self.get_name()}] {level.upper()}: {message}"))
+
+
+def spin_node(node: Node) -> None:
+    executor = MultiThreadedExecutor(num_threads=4)
+    executor.add_node(node)
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        close = getattr(node, "close", None)
+        if close:
+            close()
+        node.destroy_node()
+        executor.shutdown()
+
+
+def main_for(node_class) -> int:
+    rclpy.init()
+    try:
+        try:
+            node = node_class()
+        except (PlannerError, ValueError) as error:
+            print(f"{node_class.__name__}: configuration rejected:\n{error}", file=sys.stderr)
+            return 2
+        spin_node(node)
+    finally:
+        if rclpy.ok():
+            rclpy.shutdown()
+    return 0
+

@@ -1,0 +1,57 @@
+"""Explainer node: answers /explainer/explain with a suggestion from similar past failure cases
+(published on /explainer/suggestion too) and learns from /explainer/record_recovery.
+
+Its names are absolute on purpose: one explainer serves the task planners of several robots,
+each in its own namespace, and what one robot learns the others retrieve.
+"""
+
+from __future__ import annotations
+
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+
+from planner.core.types import Recovery
+from planner.msg import Suggestion
+from planner.ros.convert import failure_from_msg, stamp_now
+from planner.ros.node import PlannerNode, main_for
+from planner.ros.qos import RELIABLE
+from planner.srv import Explain, RecordRecovery
+from planner.wiring import open_case_memory
+
+
+class ExplainerNode(PlannerNode):
+    def __init__(self, config=None, embedder=None):
+        super().__init__("explainer", config)
+        self.memory, problems = open_case_memory(self.config, embedder)
+        for problem in problems:
+            self.report("error", problem)
+        self.suggestion_pub = self.create_publisher(Suggestion, "/explainer/suggestion", RELIABLE)
+        # One group: retrieval and learning change the same index.
+        group = MutuallyExclusiveCallbackGroup()
+        self.create_service(Explain, "/explainer/explain", self._explain, callback_group=group)
+        self.create_service(RecordRecovery, "/explainer/record_recovery", self._record, callback_group=group)
+        where = self.memory.store.path or "memory"
+        self.get_logger().info(f"explainer ready with {len(self.memory)} failure cases ({where})")
+
+    def _explain(self, request, response):
+        failure = request.failure
+        suggestion = self.memory.suggest(failure_from_msg(failure), failure.request)
+        response.suggestion = Suggestion(
+            stamp=stamp_now(self), task_id=failure.task_id, text=suggestion.text, fit=suggestion.fit,
+            case_ids=[i for i, _, _ in suggestion.options], scores=[s for _, _, s in suggestion.options],
+            case_suggestions=[t for _, t, _ in suggestion.options])
+        self.suggestion_pub.publish(response.suggestion)
+        return response
+
+    def _record(self, request, response):
+        if not self.config.explainer.learn:
+            response.message = "learning is off (explainer.learn)"
+            return response
+        recovery = Recovery(failure_from_msg(request.failure), list(request.case_ids), list(request.steps),
+                            request.recovered, request.fix)
+        response.case_id, response.message = self.memory.learn(request.request, recovery, request.robot)
+        self.get_logger().info(f"from {request.robot or 'the root namespace'}: {response.message}")
+        return response
+
+
+def main() -> int:
+    return main_for(ExplainerNode)

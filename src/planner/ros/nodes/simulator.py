@@ -1,0 +1,183 @@
+"""Simulator node: serves the simulated world's navigation and manipulation as ROS actions with
+realistic durations, publishes robot state and camera detections, and lets an external agent
+move objects (scenario events or the /sim/move_object service)."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from std_msgs.msg import String
+
+from planner.action import Manipulate, Navigate
+from planner.core.failures import FailureCode
+from planner.core.scene_graph import RobotSnapshot
+from planner.msg import Detection3DArray, RobotState
+from planner.ros.convert import frame_to_msg, pose_from_msg, robot_to_msg, seconds, stamp_now
+from planner.ros.node import PlannerNode, main_for
+from planner.ros.qos import LATCHED, RELIABLE
+from planner.sim.simulated_world import HANG, MANIPULATION_SECONDS, SimulatedWorld, load_scenario
+from planner.srv import MoveObject
+
+NAVIGATION_TICK_S = 0.1   # wall-clock period of navigation updates
+
+
+class SimulatorNode(PlannerNode):
+    def __init__(self, config=None):
+        super().__init__("simulator", config)
+        loaded = load_scenario(self.config.path(self.config.scenario))
+        self.sim = SimulatedWorld(loaded.world, list(loaded.scenario.events), now=seconds(stamp_now(self)))
+        self.time_scale = self.config.simulator.time_scale
+        self.lock = threading.RLock()       # guards self.sim
+        self.busy = threading.Lock()        # one motion at a time: base or arms
+        group = ReentrantCallbackGroup()
+        self.state_pub = self.create_publisher(RobotState, "robot/state", RELIABLE)
+        self.detections_pub = self.create_publisher(Detection3DArray, "perception/detections", RELIABLE)
+        self.events_pub = self.create_publisher(String, "sim/events", RELIABLE)
+        self.truth_pub = self.create_publisher(String, "sim/ground_truth", LATCHED)
+        ActionServer(self, Navigate, "sim/navigate", self._navigate, callback_group=group,
+                     goal_callback=self._accept_if_idle, cancel_callback=lambda _: CancelResponse.ACCEPT)
+        ActionServer(self, Manipulate, "sim/manipulate", self._manipulate, callback_group=group,
+                     goal_callback=self._accept_if_idle, cancel_callback=lambda _: CancelResponse.ACCEPT)
+        self.create_service(MoveObject, "sim/move_object", self._move_object, callback_group=group)
+        self.create_timer(1.0 / self.config.simulator.state_rate_hz, self._publish_state, callback_group=group)
+        self.create_timer(1.0 / loaded.world.robot.camera.rate_hz, self._publish_detections, callback_group=group)
+        self._publish_world()
+        self.get_logger().info(f"simulating {loaded.world.name}: {len(loaded.world.objects)} objects, "
+                               f"{len(self.sim.events)} scripted events, time x{self.time_scale}")
+
+    # ---- publishing ---------------------------------------------------------------------------
+    def _publish_state(self, stamp=None) -> None:
+        # The stamp is taken under the lock, with the pose it stamps: the robot moves meanwhile.
+        with self.lock:
+            robot = RobotSnapshot(self.sim.robot, self.sim.robot_room, list(self.sim.held), dict(self.sim.held),
+                                  busy=self.busy.locked())
+            self.state_pub.publish(robot_to_msg(robot, stamp or stamp_now(self)))
+
+    def _publish_detections(self) -> None:
+        """A camera frame in the camera's own frame, after the robot pose of the same stamp (what
+        TF would hold on a robot), so perception can place it in the map."""
+        with self.lock:
+            stamp = stamp_now(self)
+            self.sim.now = seconds(stamp)
+            self._publish_state(stamp)
+            frame = self.sim.camera_view(seconds(stamp))
+        if frame is not None:  # None: detections drop out (a fault)
+            self.detections_pub.publish(frame_to_msg(frame, stamp))
+
+    def _publish_world(self) -> None:
+        """State first, then what the camera sees, then ground truth for observers and tests."""
+        self._publish_state()
+        self._publish_detections()
+        with self.lock:
+            truth = {"robot": {"x": self.sim.robot.x, "y": self.sim.robot.y, "room": self.sim.robot_room},
+                     "held": dict(self.sim.held), "on": dict(self.sim.support)}
+        self.truth_pub.publish(String(data=json.dumps(truth)))
+
+    def _announce(self, messages: list[str]) -> None:
+        for message in messages:
+            self.events_pub.publish(String(data=message))
+            self.get_logger().info(message)
+
+    # ---- actions --------------------------------------------------------------------------------
+    def _accept_if_idle(self, goal) -> GoalResponse:
+        if self.busy.acquire(blocking=False):
+            return GoalResponse.ACCEPT
+        self.get_logger().warning("rejecting a goal: the robot is already moving")
+        return GoalResponse.REJECT
+
+    def _sleep(self, sim_seconds: float, goal_handle) -> bool:
+        """Let simulated time pass; False if the goal was canceled meanwhile."""
+        deadline = time.monotonic() + sim_seconds / self.time_scale
+        while time.monotonic() < deadline:
+            if goal_handle.is_cancel_requested:
+                return False
+            time.sleep(min(NAVIGATION_TICK_S, max(deadline - time.monotonic(), 0)))
+        return True
+
+    def _navigate(self, goal_handle):
+        try:
+            goal = pose_from_msg(goal_handle.request.goal)
+            result = Navigate.Result()
+            with self.lock:
+                self.sim.now = seconds(stamp_now(self))
+                self._announce(self.sim.start_command("navigate", ""))
+                route = self.sim.plan_route(goal)
+            if not hasattr(route, "waypoints"):
+                goal_handle.abort()
+                result.code, result.detail = route.code, route.detail
+                return result
+            speed = self.sim.world.robot.speed_mps
+            travelled = 0.0
+            while travelled < route.drive_length:
+                if not self._sleep(NAVIGATION_TICK_S * self.time_scale, goal_handle):
+                    goal_handle.canceled()
+                    result.code, result.detail = FailureCode.CANCELED, "navigation canceled"
+                    return result
+                travelled = min(route.drive_length, travelled + speed * NAVIGATION_TICK_S * self.time_scale)
+                with self.lock:
+                    self.sim.set_robot_pose(route.pose_at(travelled))
+                goal_handle.publish_feedback(Navigate.Feedback(distance_remaining=float(route.length - travelled)))
+            if route.abort_at is not None:
+                with self.lock:
+                    outcome = self.sim.abort(route)
+                self._publish_world()
+                goal_handle.abort()
+                result.code, result.detail = outcome.code, outcome.detail
+                return result
+            with self.lock:
+                fired = self.sim.arrive(goal)
+            self._announce(fired)
+            self._publish_world()
+            goal_handle.succeed()
+            result.success = True
+            result.detail = f"arrived at ({goal.x:.2f}, {goal.y:.2f}) in {self.sim.robot_room}"
+            return result
+        finally:
+            self.busy.release()
+
+    def _manipulate(self, goal_handle):
+        try:
+            request = goal_handle.request
+            point = (request.point.x, request.point.y, request.point.z)
+            with self.lock:
+                self.sim.now = seconds(stamp_now(self))
+                fired = self.sim.start_command(request.operation, request.object_id or request.target_id)
+            if fired:
+                self._announce(fired)
+                self._publish_world()
+            # The arm moves first; the world changes when the motion ends.
+            if not self._sleep(MANIPULATION_SECONDS.get(request.operation, 0.0), goal_handle):
+                goal_handle.canceled()
+                return Manipulate.Result(success=False, code=FailureCode.CANCELED, detail="manipulation canceled")
+            with self.lock:
+                # Commands without a point (retreat, release) carry zeros.
+                outcome = self.sim.manipulate(request.operation, request.arm, request.object_id, request.target_id,
+                                              point if any(point) else None)
+            if outcome.code == HANG:  # a driver that stopped answering: only the executor's timeout ends it
+                self._sleep(math.inf, goal_handle)
+                goal_handle.canceled()
+                return Manipulate.Result(success=False, code=FailureCode.CANCELED, detail=outcome.detail)
+            result = Manipulate.Result(success=outcome.ok, code=outcome.code, detail=outcome.detail)
+            self._publish_world()
+            goal_handle.succeed() if outcome.ok else goal_handle.abort()
+            return result
+        finally:
+            self.busy.release()
+
+    def _move_object(self, request, response):
+        with self.lock:
+            outcome = self.sim.move_object(request.object_id, request.target_id)
+        response.success, response.message = outcome.ok, outcome.detail
+        if outcome.ok:
+            self._announce([outcome.detail])
+            self._publish_world()
+        return response
+
+
+def main() -> int:
+    return main_for(SimulatorNode)

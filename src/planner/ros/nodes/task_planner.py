@@ -1,0 +1,327 @@
+"""Task planner node: takes requests (/planner/command, /planner/execute_task), runs the ReAct
+loop of planner.core.planning.task_planner with the configured LLM, and publishes every step on /planner/trace.
+Perception, skills and the explainer are reached over their ROS services and actions. Questions
+to the user go out on /planner/question (and are spoken through /speech/say when the speech
+node runs); answers come back on /planner/answer."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+import uuid
+
+from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from std_msgs.msg import Bool, String
+
+from planner.action import ExecuteSkill, ExecuteTask, Say
+from planner.core.failures import FailureCode
+from planner.core.observations import entity_text, found_text, robot_text, room_contents_text, rooms_text, search_text
+from planner.core.planning.task_planner import TaskPlanner
+from planner.core.task_queue import TaskQueue
+from planner.core.types import EpisodeResult, FailureInfo, Observation, Recovery, SkillResult, SuggestionInfo, TraceStep
+from planner.msg import PlanStep
+from planner.ros.convert import entity_from_msg, failure_from_msg, failure_to_msg, robot_from_msg, scene_from_msg, stamp_now
+from planner.ros.futures import ActionCall, CallFailed, call_service
+from planner.ros.node import PlannerNode, main_for
+from planner.ros.qos import ESTOP_TOPIC, RELIABLE
+from planner.srv import Explain, FindObjects, GetObject, GetObjectsInRoom, GetRobotState, GetRooms, GetSceneGraph, RecordRecovery
+from planner.wiring import load_skill_planner
+
+SAY_TIMEOUT_S = 60.0
+CLOSE_WAIT_S = 10.0  # for a running task to end once canceled (a skill's cancel is answered within seconds)
+
+
+SEARCH_TIMEOUT_S = 300.0  # an ensemble on a slow CPU takes minutes
+
+
+class RosTools:
+    """planner.core.ports.Tools over ROS services and actions, for one task."""
+
+    def __init__(self, node: TaskPlannerNode, task_id: str, request: str):
+        self.node = node
+        self.task_id = task_id
+        self.request = request
+        self.current: ActionCall | None = None
+        self.canceled = threading.Event()
+
+    def scene(self):
+        reply = call_service(self.node.clients_["scene"], GetSceneGraph.Request())
+        return scene_from_msg(reply.graph, reply.robot)
+
+    def perceive(self, name: str, args: list[str], focus: frozenset[str] = frozenset()) -> Observation:
+        clients = self.node.clients_
+        try:
+            if name == "get_rooms":
+                return Observation(rooms_text(call_service(clients["rooms"], GetRooms.Request()).rooms))
+            if name == "get_robot_state":
+                state = call_service(clients["robot"], GetRobotState.Request()).state
+                return Observation(robot_text(robot_from_msg(state) if state.arms else None), [state.room])
+            if name == "get_objects_in_room":
+                reply = call_service(clients["room"], GetObjectsInRoom.Request(room=args[0]))
+                if not reply.success:
+                    return Observation(reply.message)
+                entities = [entity_from_msg(o) for o in reply.objects]
+                return Observation(room_contents_text(args[0], entities, list(reply.relations), focus),
+                                   [e.id for e in entities])
+            if name == "get_object":
+                reply = call_service(clients["object"], GetObject.Request(id=args[0]))
+                if not reply.success:
+                    return Observation(reply.message)
+                return Observation(entity_text(entity_from_msg(reply.object), list(reply.relations)), [args[0]])
+            if name == "find_objects":
+                reply = call_service(clients["find"], FindObjects.Request(query=args[0]))
+                entities = [entity_from_msg(o) for o in reply.objects]
+                return Observation(found_text(args[0], entities), [e.id for e in entities])
+            if name == "search_map":
+                # The perception node's object finder, with the configured workflow: a few LLM calls.
+                reply = call_service(clients["find"], FindObjects.Request(query=args[0], workflow="default"),
+                                     timeout_s=SEARCH_TIMEOUT_S)
+                entities = [entity_from_msg(o) for o in reply.objects]
+                return Observation(search_text(args[0], entities, reply.explanation,
+                                               "" if reply.success else reply.message), [e.id for e in entities])
+        except CallFailed as error:
+            return Observation(f"perception is not answering: {error}")
+        return Observation(f"unknown perception action {name}")
+
+    def execute_skill(self, call: str) -> SkillResult:
+        self.current = ActionCall(self.node.skill_client, "skill_planner/execute_skill")
+        goal = ExecuteSkill.Goal(skill=call, task_id=self.task_id, request=self.request)
+        try:
+            result = self.current.run(goal, self.node.config.tasks.skill_timeout_s)
+        except CallFailed as error:
+            return SkillResult(False, str(error), FailureInfo(call, "", FailureCode.SKILL_PLANNER_UNAVAILABLE, str(error)))
+        finally:
+            self.current = None
+        return SkillResult(result.success, result.message, None if result.success else failure_from_msg(result.failure))
+
+    def explain(self, failure: FailureInfo) -> SuggestionInfo | None:
+        request = Explain.Request(failure=failure_to_msg(failure, stamp_now(self.node), task_id=self.task_id,
+                                                         request=self.request))
+        try:
+            suggestion = call_service(self.node.clients_["explain"], request, timeout_s=15.0).suggestion
+        except CallFailed as error:
+            self.node.report("warn", f"no suggestion: {error}")
+            return None
+        options = list(zip(suggestion.case_ids, suggestion.case_suggestions, suggestion.scores))
+        return SuggestionInfo(suggestion.text, list(suggestion.case_ids), list(suggestion.scores),
+                              fit=suggestion.fit or "template", options=options)
+
+    def learn(self, request: str, recoveries: list[Recovery]) -> None:
+        client = self.node.clients_["record_recovery"]
+        for recovery in recoveries:
+            message = RecordRecovery.Request(
+                robot=self.node.get_namespace().strip("/"), request=request,
+                failure=failure_to_msg(recovery.failure, stamp_now(self.node), task_id=self.task_id, request=request),
+                case_ids=recovery.case_ids, steps=recovery.steps, recovered=recovery.recovered, fix=recovery.fix)
+            try:
+                answer = call_service(client, message, timeout_s=15.0)
+            except CallFailed as error:
+                self.node.report("warn", f"the explainer did not take what followed a failure: {error}")
+                return
+            self.node.get_logger().info(f"explainer: {answer.message}")
+
+    def ask(self, question: str, timeout_s: float) -> str | None:
+        node = self.node
+        while not node.answers.empty():  # an answer from before the question is not an answer to it
+            node.answers.get_nowait()
+        node.question_pub.publish(String(data=question))
+        self.say(question)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and not self.canceled.is_set():
+            try:
+                return node.answers.get(timeout=0.1)
+            except queue.Empty:
+                continue
+        return None
+
+    def say(self, text: str) -> None:
+        """Spoken by the speech node when one runs; the trace carries the text either way."""
+        if not self.node.say_client.server_is_ready():
+            return
+        try:
+            ActionCall(self.node.say_client, "speech/say").run(Say.Goal(text=text), SAY_TIMEOUT_S,
+                                                               stop=self.node.closing)
+        except CallFailed as error:
+            self.node.report("warn", f"could not say {text!r}: {error}")
+
+    def cancel(self) -> None:
+        self.canceled.set()
+        if self.current is not None:
+            self.current.cancel()
+
+
+class TaskPlannerNode(PlannerNode):
+    def __init__(self, config=None, policy=None, namespace: str | None = None):
+        super().__init__("task_planner", config, namespace)
+        self.skills = load_skill_planner(self.config)
+        self.policy = policy or self.open_llm()
+        group = ReentrantCallbackGroup()
+        self.clients_ = {
+            "scene": self.create_client(GetSceneGraph, "perception/get_scene_graph", callback_group=group),
+            "rooms": self.create_client(GetRooms, "perception/get_rooms", callback_group=group),
+            "room": self.create_client(GetObjectsInRoom, "perception/get_objects_in_room", callback_group=group),
+            "object": self.create_client(GetObject, "perception/get_object", callback_group=group),
+            "find": self.create_client(FindObjects, "perception/find_objects", callback_group=group),
+            "robot": self.create_client(GetRobotState, "perception/get_robot_state", callback_group=group),
+            "explain": self.create_client(Explain, "/explainer/explain", callback_group=group),
+            "record_recovery": self.create_client(RecordRecovery, "/explainer/record_recovery", callback_group=group),
+        }
+        self.skill_client = ActionClient(self, ExecuteSkill, "skill_planner/execute_skill", callback_group=group)
+        self.trace_pub = self.create_publisher(PlanStep, "planner/trace", RELIABLE)
+        self.question_pub = self.create_publisher(String, "planner/question", RELIABLE)
+        self.answers: queue.Queue[str] = queue.Queue()
+        self.create_subscription(String, "planner/answer", lambda msg: self.answers.put(msg.data.strip()), RELIABLE,
+                                 callback_group=group)
+        self.say_client = ActionClient(self, Say, "speech/say", callback_group=group)
+        self.queue = TaskQueue(self.config.tasks.queue_size)
+        self.running: tuple[object, TaskPlanner, RosTools] | None = None  # (goal handle or None, planner, tools)
+        self.create_subscription(String, "planner/command", self._on_command, RELIABLE, callback_group=group)
+        self.estop = threading.Event()
+        # Requests from /planner/command run on threads of their own; closing stops and joins them,
+        # so none is left calling into a destroyed node.
+        self.closing = threading.Event()
+        self.turns: list[threading.Thread] = []
+        self.create_subscription(Bool, ESTOP_TOPIC, self._on_estop, RELIABLE, callback_group=group)
+        ActionServer(self, ExecuteTask, "planner/execute_task", self._execute, callback_group=group,
+                     goal_callback=self._on_goal, cancel_callback=self._on_cancel)
+        self.report("info", "ready for requests")
+
+    # ---- requests ---------------------------------------------------------------------------------
+    def _on_estop(self, msg: Bool) -> None:
+        """The emergency stop ends the running task and every waiting one; requests are refused until release."""
+        if msg.data and not self.estop.is_set():
+            self.estop.set()
+            self._stop_running()
+            self.report("warn", "emergency stop: tasks canceled; requests are refused until it is released")
+        elif not msg.data and self.estop.is_set():
+            self.estop.clear()
+            self.report("info", "emergency stop released: ready for requests")
+
+    def _on_command(self, msg: String) -> None:
+        request = msg.data.strip()
+        if not request:
+            self.report("error", "empty request on /planner/command ignored")
+            return
+        if self.estop.is_set():
+            self._reject(request)
+            return
+        ticket = self.queue.admit()
+        if ticket is None:
+            self._reject(request)
+            return
+        turn = threading.Thread(target=self._take_turn, args=(ticket, request, None), daemon=True)
+        self.turns = [t for t in self.turns if t.is_alive()] + [turn]
+        turn.start()
+
+    def _reject(self, request: str) -> None:
+        reason = ("the emergency stop is engaged" if self.estop.is_set() else
+                  "a task is already running" + (f" and {self.queue.waiting()} wait" if self.queue.capacity else ""))
+        self.report("warn", f"rejected {request!r}: {reason}")
+        self.trace_pub.publish(PlanStep(stamp=stamp_now(self), kind="error", text=f"rejected {request!r}: {reason}"))
+
+    def _on_goal(self, goal_request) -> GoalResponse:
+        if not goal_request.request.strip():
+            self.report("error", "empty request rejected")
+            return GoalResponse.REJECT
+        if self.estop.is_set() or not self.queue.has_room():
+            self._reject(goal_request.request)
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    def _on_cancel(self, goal_handle) -> CancelResponse:
+        # A waiting goal sees its cancel request in TaskQueue.wait_turn; the running one is stopped here.
+        self._stop_running(only=goal_handle)
+        return CancelResponse.ACCEPT
+
+    def _stop_running(self, only=None) -> None:
+        """Stop the running task (if it is `only`'s, when given): its planner and its skill."""
+        running = self.running
+        if running is None:
+            return
+        handle, planner, tools = running
+        if only is not None and (handle is None or bytes(handle.goal_id.uuid) != bytes(only.goal_id.uuid)):
+            return
+        planner.cancel_event.set()
+        tools.cancel()
+
+    def _execute(self, goal_handle):
+        ticket = self.queue.admit()
+        if ticket is None:  # the queue filled up between accepting the goal and starting it
+            self._reject(goal_handle.request.request)
+            result = EpisodeResult(False, "rejected", "the task queue is full", 0)
+        else:
+            result = self._take_turn(ticket, goal_handle.request.request, goal_handle)
+        response = ExecuteTask.Result(success=result.success, outcome=result.outcome, summary=result.summary,
+                                      steps=result.steps)
+        if result.outcome == "canceled" and goal_handle.is_cancel_requested:
+            goal_handle.canceled()
+        elif result.success:
+            goal_handle.succeed()
+        else:
+            goal_handle.abort()
+        return response
+
+    def _take_turn(self, ticket: int, request: str, goal_handle) -> EpisodeResult:
+        ahead = self.queue.position(ticket)
+        if ahead:
+            text = f"queued {request!r}: {ahead} task{'s' if ahead > 1 else ''} ahead"
+            self.report("info", text)
+            step = PlanStep(stamp=stamp_now(self), kind="queued", text=text)
+            self.trace_pub.publish(step)
+            if goal_handle is not None:
+                goal_handle.publish_feedback(ExecuteTask.Feedback(step=step))
+        canceled = lambda: (self.estop.is_set() or self.closing.is_set()  # noqa: E731
+                            or (goal_handle is not None and goal_handle.is_cancel_requested))
+        if not self.queue.wait_turn(ticket, canceled):
+            self.report("info", f"canceled {request!r} before it started")
+            return EpisodeResult(False, "canceled", "canceled while waiting in the queue", 0)
+        try:
+            return self._run(request, goal_handle)
+        finally:
+            self.running = None
+            self.queue.finished(ticket)
+
+    def _run(self, request: str, goal_handle) -> EpisodeResult:
+        task_id = uuid.uuid4().hex[:8]
+        index = 0
+
+        def on_step(step: TraceStep) -> None:
+            nonlocal index
+            index += 1
+            msg = PlanStep(stamp=stamp_now(self), task_id=task_id, index=index, kind=step.kind, text=step.text)
+            self.trace_pub.publish(msg)
+            if step.kind == "error":  # bad replies, unreachable servers: users watch the status too
+                self.report("error", f"task {task_id}: {step.text}")
+            if goal_handle is not None:
+                goal_handle.publish_feedback(ExecuteTask.Feedback(step=msg))
+
+        tools = RosTools(self, task_id, request)
+        planner = TaskPlanner(self.policy, tools, self.skills, self.config.planner, on_step)
+        self.running = (goal_handle, planner, tools)
+        if self.closing.is_set():  # closed while this turn was starting
+            self._stop_running()
+        self.report("info", f"task {task_id} started: {request}")
+        try:
+            result = planner.run(request)
+        except CallFailed as error:
+            on_step(TraceStep("error", f"the stack is not answering: {error}"))
+            result = EpisodeResult(False, "error", str(error), index)
+        except Exception as error:  # a bug must end the task with a reason, not hang the caller
+            self.get_logger().error(f"task {task_id} crashed: {error!r}")
+            on_step(TraceStep("error", f"internal error: {error!r}"))
+            result = EpisodeResult(False, "error", f"internal error: {error!r}", index)
+        self.report("info" if result.success else "warn", f"task {task_id} {result.outcome}: {result.summary}")
+        return result
+
+    def close(self) -> None:
+        self.closing.set()
+        self._stop_running()
+        for turn in self.turns:
+            turn.join(timeout=CLOSE_WAIT_S)
+        super().close()
+
+
+def main() -> int:
+    return main_for(TaskPlannerNode)

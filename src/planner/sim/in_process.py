@@ -1,0 +1,208 @@
+"""The whole robot in one process, on simulated time: the built-in simulator's world, the scene
+graph fed by its camera, skills planned, executed and watched with the same core code as the
+nodes, failures described by the controller and explained from the case memory.
+
+The ROS stack runs these parts as nodes on wall-clock time; here simulated seconds pass only
+when the robot does something, so a task takes as long as its LLM calls, and a seed gives the
+same world outcome every time (the task benchmark runs on it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from planner.core.controller import ExecutionEventInfo, check_after, check_before, describe_failure, object_of
+from planner.core.errors import PolicyError
+from planner.core.explainer import CaseMemory
+from planner.core.failures import FailureCode
+from planner.core.object_finder import ObjectFinder
+from planner.core.observations import (
+    entity_text,
+    found_text,
+    robot_text,
+    room_contents_text,
+    rooms_text,
+    search_text,
+    unknown_room_text,
+)
+from planner.core.scene_graph import RobotSnapshot, SceneGraph
+from planner.core.skills import Command, SkillPlanner, SkillRefused
+from planner.core.types import FailureInfo, Observation, Recovery, SkillResult, SuggestionInfo
+from planner.core.world import World
+from planner.sim.simulated_world import HANG, MANIPULATION_SECONDS, Route, ScenarioEvent, SimulatedWorld
+
+LOOK_SECONDS = 1.0      # simulated time a perception call takes (the robot looks while it thinks)
+
+
+@dataclass
+class RobotLog:
+    """What the robot did in an episode, for the benchmark."""
+    skills: list[str] = field(default_factory=list)
+    failures: list[FailureInfo] = field(default_factory=list)
+    suggestions: list[SuggestionInfo] = field(default_factory=list)
+    commands: int = 0
+    questions: list[str] = field(default_factory=list)
+    said: list[str] = field(default_factory=list)
+    learned: list[str] = field(default_factory=list)   # what the explainer made of the recoveries
+
+
+class SimulatedRobot:
+    """planner.core.ports.Tools over the built-in simulator, in process."""
+
+    def __init__(self, world: World, events: list[ScenarioEvent], skills: SkillPlanner,
+                 memory: CaseMemory | None = None, request: str = "", answers: list[str] = (),
+                 learner: CaseMemory | None = None, finder: ObjectFinder | None = None):
+        """`memory` suggests after failures (None: explainer off); `learner` records what followed
+        them (None: nothing is learned; the same memory, or another over the same database when
+        what is learned must not be used before the next run); `finder` answers search_map (None:
+        not available)."""
+        self.answers = list(answers)  # what the simulated user replies to questions, in order
+        self.sim = SimulatedWorld(world, list(events))
+        self.graph = SceneGraph.from_world(world)
+        self.skills = skills
+        self.memory = memory
+        self.learner = learner
+        self.finder = finder
+        self.request = request
+        self.log = RobotLog()
+        self.camera_period_s = 1.0 / world.robot.camera.rate_hz
+        self._last_frame = -math.inf
+        self._look()
+
+    @property
+    def clock(self) -> float:
+        return self.sim.now
+
+    # ---- time and the camera ----------------------------------------------------------------
+    def _robot_state(self) -> None:
+        sim = self.sim
+        self.graph.set_robot(RobotSnapshot(sim.robot, sim.robot_room, list(sim.held), dict(sim.held)))
+
+    def _look(self) -> None:
+        """The robot state and one camera frame at the current time."""
+        self._robot_state()
+        frame = self.sim.camera_frame(self.sim.now)
+        if frame is not None:
+            self.graph.fuse(frame)
+        self._last_frame = self.sim.now
+
+    def _pass(self, seconds: float, route: Route | None = None, speed: float = 0.0) -> None:
+        """Let simulated time pass, the camera sending frames at its rate; with a route, the robot
+        drives along it at `speed` meanwhile, seeing what the camera sees on the way."""
+        start = self.sim.now
+        while self._last_frame + self.camera_period_s <= start + seconds:
+            self.sim.now = self._last_frame + self.camera_period_s
+            if route is not None:
+                self.sim.set_robot_pose(route.pose_at((self.sim.now - start) * speed))
+            self._look()
+        self.sim.now = start + seconds
+        self._robot_state()
+
+    # ---- Tools --------------------------------------------------------------------------------
+    def scene(self) -> SceneGraph:
+        return self.graph
+
+    def perceive(self, name: str, args: list[str], focus: frozenset[str] = frozenset()) -> Observation:
+        self._pass(LOOK_SECONDS)
+        graph = self.graph
+        if name == "get_rooms":
+            return Observation(rooms_text(graph.rooms()))
+        if name == "get_robot_state":
+            return Observation(robot_text(graph.robot), [graph.robot.room])
+        if name == "get_objects_in_room":
+            if args[0] not in graph.rooms():
+                return Observation(unknown_room_text(args[0], graph.rooms()))
+            items, relations = graph.room_contents(args[0])
+            return Observation(room_contents_text(args[0], items, relations, focus), [e.id for e in items])
+        if name == "get_object":
+            if not graph.has(args[0]):
+                return Observation(f"unknown object {args[0]!r}")
+            return Observation(entity_text(graph.entity(args[0]), graph.relations(args[0])), [args[0]])
+        if name == "find_objects":
+            found = graph.find(args[0])
+            return Observation(found_text(args[0], found), [e.id for e in found])
+        if name == "search_map":
+            if self.finder is None:
+                return Observation("searching the map in plain words is not available here")
+            try:
+                found = self.finder.find(graph, args[0])
+            except PolicyError as error:
+                return Observation(search_text(args[0], [], "", str(error)))
+            entities = [graph.entity(i) for i in found.relevant_objects]
+            return Observation(search_text(args[0], entities, found.explanation, found.error), found.relevant_objects)
+        return Observation(f"unknown perception action {name}")
+
+    def execute_skill(self, text: str) -> SkillResult:
+        self.log.skills.append(text)
+        try:
+            call, commands = self.skills.plan(text, self.graph)
+        except SkillRefused as refusal:
+            return self._failed(text, "preconditions", 0, 0, "refused", refusal.code, refusal.reason)
+        for index, command in enumerate(commands):
+            self.log.commands += 1
+            # The controller's checks around each command, as the executor asks the controller node.
+            before = check_before(command, self.graph)
+            code, detail = (before.code, before.detail) if not before.ok else self._run(command)
+            self._look()
+            if not code and not (after := check_after(command, self.graph)).ok:
+                code, detail = after.code, after.detail
+            if code:
+                return self._failed(str(call), command.name, index, len(commands), "failed", code, detail)
+        return SkillResult(True, f"{call} succeeded ({', '.join(c.name for c in commands)})")
+
+    def _run(self, command: Command) -> tuple[str, str]:
+        """One command on the simulator: ("", detail) when it succeeded, else (code, detail)."""
+        sim = self.sim
+        sim.start_command(command.name, command.object_id or command.target_id)
+        if command.name == "say":
+            self.say(command.text)
+            return "", "said"
+        if command.name == "navigate":
+            route = sim.plan_route(command.base_pose)
+            if not isinstance(route, Route):
+                return route.code, route.detail
+            speed = sim.world.robot.speed_mps
+            self._pass(route.drive_length / speed, route, speed)
+            if route.abort_at is not None:
+                outcome = sim.abort(route)
+                return outcome.code, outcome.detail
+            sim.arrive(command.base_pose)
+            return "", "arrived"
+        self._pass(MANIPULATION_SECONDS.get(command.name, 0.0))
+        outcome = sim.manipulate(command.name, command.arm, command.object_id, command.target_id, command.point)
+        if outcome.code == HANG:  # the executor gives up after the command's timeout
+            self._pass(max(command.timeout_s - MANIPULATION_SECONDS.get(command.name, 0.0), 0.0))
+            return FailureCode.TIMEOUT, f"{command.name} gave no answer within {command.timeout_s:.0f} s"
+        return ("", outcome.detail) if outcome.ok else (outcome.code, outcome.detail)
+
+    def _failed(self, skill: str, command: str, index: int, total: int, state: str, code: str, detail: str) -> SkillResult:
+        event = ExecutionEventInfo("episode", "task", skill, command, index, total, state, code, detail)
+        failure = describe_failure(event, self.graph, object_of(skill, self.graph))
+        if code == FailureCode.OBJECT_NOT_FOUND and failure.context.get("object"):
+            # As the perception node does on the controller's message: stop trusting that place.
+            self.graph.mark_missing(failure.context["object"]["id"])
+        self.log.failures.append(failure)
+        return SkillResult(False, failure.reason, failure)
+
+    def explain(self, failure: FailureInfo) -> SuggestionInfo | None:
+        if self.memory is None:
+            return None
+        suggestion = self.memory.suggest(failure, self.request)
+        self.log.suggestions.append(suggestion)
+        return suggestion
+
+    def learn(self, request: str, recoveries: list[Recovery]) -> None:
+        if self.learner is not None:
+            self.log.learned += [self.learner.learn(request, recovery)[1] for recovery in recoveries]
+
+    def ask(self, question: str, timeout_s: float) -> str | None:
+        self.log.questions.append(question)
+        if self.answers:
+            self._pass(LOOK_SECONDS)
+            return self.answers.pop(0)
+        self._pass(timeout_s)
+        return None
+
+    def say(self, text: str) -> None:
+        self.log.said.append(text)

@@ -1,0 +1,65 @@
+"""The stack's factories: what a config file asks for, opened — the skill planner with the robot
+profile, the case memory over its database, the LLM. The composition root the nodes, the CLI and
+the benchmarks share; config.py only describes and validates."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from planner.adapters.embeddings import SentenceEmbedder
+from planner.adapters.llm import EmbeddedServer, open_policy
+from planner.config import StackConfig
+from planner.core.case_store import CaseStore
+from planner.core.errors import InputError
+from planner.core.explainer import CaseMemory, load_cases, sync_seeds
+from planner.core.ports import Policy
+from planner.core.skills import RobotProfile, SkillPlanner, load_skill_library
+from planner.sim.simulated_world import load_scenario
+
+
+def load_skill_planner(config: StackConfig):
+    """The skill library with the robot profile of the configured world."""
+
+    library = load_skill_library(config.path(config.skills))
+    robot = load_scenario(config.path(config.scenario)).world.robot
+    return SkillPlanner(library, RobotProfile.of(robot))
+
+
+def state_dir() -> Path:
+    """Where the stack keeps what it learns between runs."""
+    return Path(os.environ.get("PLANNER_STATE", Path.home() / ".local" / "state" / "planner"))
+
+
+def case_database_path(database: str) -> str:
+    if database == ":memory:":
+        return database
+    return str(state_dir() / Path(database).expanduser())
+
+
+def open_case_store(config: StackConfig, database: str | None = None):
+    """The configured case database (or `database`) with the seed cases synced into it, and what
+    went wrong on the way (a database set aside, a seed file rejected) for the caller to report;
+    the store works either way."""
+
+    store = CaseStore(case_database_path(database or config.explainer.database))
+    problems = [store.notice] if store.notice else []
+    try:
+        sync_seeds(store, load_cases(config.path(config.failure_cases), source="seed"))
+    except InputError as error:
+        problems.append(f"seed cases rejected, using the database's cases alone: {error}")
+    return store, problems
+
+
+def open_case_memory(config: StackConfig, embedder=None, database: str | None = None, progress=None):
+    """The explainer's case memory over `open_case_store`, and the problems it reported."""
+
+    store, problems = open_case_store(config, database)
+    return CaseMemory(store, embedder or SentenceEmbedder(), config.explainer, progress), problems
+
+
+def open_llm(config: StackConfig) -> tuple[Policy, EmbeddedServer | None]:
+    """The configured LLM and the embedded server started for it (stop it when done); raises
+    PolicyError, ModelError or InputError saying why there is none."""
+    settings = config.llm.resolved()
+    return open_policy(settings, config.path(settings.script) if settings.script else None)
