@@ -36,7 +36,8 @@ def test_a_malformed_map_file_is_reported_and_perception_keeps_serving(client, t
 def test_bad_map_instances_are_named_and_the_rest_is_used(client, tmp_path):
     semantic_map = tmp_path / "home.json"
     semantic_map.write_text(json.dumps({"instances": {
-        "obj1": {"bbox": {"center": [4.5, 1.5, 0.375], "size": [1.2, 0.8, 0.75]}, "n_observations": 9, "results": {"table": 80, "desk": 20}},
+        "obj1": {"bbox": {"center": [4.5, 1.5, 0.375], "size": [1.2, 0.8, 0.75]}, "n_observations": 9,
+                 "results": {"table": 80, "desk": 20}},
         "obj2": {"bbox": {"center": [4.5, 1.5, 0.875], "size": [0.07, 0.07, 0.25]}, "n_observations": 4, "results": {"bottle": 30}},
         "obj3": {"bbox": {"center": [1.0, 1.0, 0.5], "size": [0.1, -0.1, 0.1]}, "n_observations": 1, "results": {"cup": 3}},
     }}))

@@ -9,8 +9,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from planner.adapters.llm import FallbackPolicy, LLMSettings, OpenAICompatiblePolicy, open_policy
 from planner.adapters import model_store
+from planner.adapters.llm import FallbackPolicy, LLMSettings, OpenAICompatiblePolicy, open_policy
 from planner.core.errors import PolicyError
 
 SCHEMA = {"type": "object", "properties": {"action": {"enum": ["GOTO(kitchen)"]}}, "required": ["action"]}

@@ -47,7 +47,10 @@ class FakeMoveIt:
         return self.execution
 
 
-def run(moveit, name, robot=Pose2D(2.0, 1.0, math.pi / 2), **command):
+ROBOT = Pose2D(2.0, 1.0, math.pi / 2)
+
+
+def run(moveit, name, robot=ROBOT, **command):
     arms = MoveItArms(moveit, SETTINGS, lambda: robot)
     return arms.run(Command(name, arm="left", **command), threading.Event())
 

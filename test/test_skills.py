@@ -236,9 +236,11 @@ def test_adding_a_skill_is_a_change_of_the_library_file_only(tmp_path):
     (lambda lib: lib["skills"]["OPEN"]["choose"].__setitem__("arm", "strongest_arm"),
      r"skills.OPEN.choose.arm: unknown choice 'strongest_arm'"),
     (lambda lib: lib["commands"]["grasp"].__setitem__("timeout_s", -1), r"commands.grasp.timeout_s: Input should be greater than 0"),
-    (lambda lib: lib["commands"].__setitem__("teleport", {"args": ["target"], "timeout_s": 1}), r"commands.teleport.\[key\]: Input should be 'navigate'"),
+    (lambda lib: lib["commands"].__setitem__("teleport", {"args": ["target"], "timeout_s": 1}),
+     r"commands.teleport.\[key\]: Input should be 'navigate'"),
     (lambda lib: lib["skills"]["GOTO"].pop("description"), r"skills.GOTO.description: Field required"),
-    (lambda lib: lib["tasks"]["reach"]["methods"][0].__setitem__("when", ["at(target"]), r"tasks.reach.methods\[0\].when\[0\]: .*not of the form"),
+    (lambda lib: lib["tasks"]["reach"]["methods"][0].__setitem__("when", ["at(target"]),
+     r"tasks.reach.methods\[0\].when\[0\]: .*not of the form"),
     (lambda lib: lib["tasks"]["reach"]["methods"][1].__setitem__("steps", ["navigate(target)", "reach(target)"]),
      r"tasks.reach.methods: reach → reach never ends in commands"),
 ])

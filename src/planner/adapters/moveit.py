@@ -43,7 +43,8 @@ SWEEP_CLEARANCE_M = 0.02   # the tool this far above a surface it wipes
 
 # moveit_msgs/MoveItErrorCodes values → our failure codes; anything else is a planning failure.
 MOVEIT_ERRORS = {
-    -31: FailureCode.OUT_OF_REACH, -12: FailureCode.ARM_GOAL_IN_COLLISION, -10: FailureCode.ARM_IN_COLLISION, -7: FailureCode.TIMEOUT, -8: FailureCode.CANCELED,
+    -31: FailureCode.OUT_OF_REACH, -12: FailureCode.ARM_GOAL_IN_COLLISION, -10: FailureCode.ARM_IN_COLLISION,
+    -7: FailureCode.TIMEOUT, -8: FailureCode.CANCELED,
     -5: FailureCode.ARM_EXECUTION_FAILED, -4: FailureCode.WORLD_CHANGED, -21: FailureCode.LOCALIZATION_LOST,
 }
 

@@ -34,7 +34,8 @@ class Nav2Settings(StrictModel):
 # Nav2 error codes (nav2_msgs actions: FollowPath 1xx, ComputePathToPose 2xx,
 # ComputePathThroughPoses 3xx, NavigateToPose 9xxx) → our failure codes.
 NAV2_ERRORS = {
-    102: FailureCode.LOCALIZATION_LOST, 202: FailureCode.LOCALIZATION_LOST, 302: FailureCode.LOCALIZATION_LOST, 9002: FailureCode.LOCALIZATION_LOST,
+    102: FailureCode.LOCALIZATION_LOST, 202: FailureCode.LOCALIZATION_LOST, 302: FailureCode.LOCALIZATION_LOST,
+    9002: FailureCode.LOCALIZATION_LOST,
     104: FailureCode.PATH_BLOCKED, 105: FailureCode.PATH_BLOCKED, 106: FailureCode.PATH_BLOCKED,
     107: FailureCode.TIMEOUT, 9003: FailureCode.TIMEOUT,
     203: FailureCode.START_BLOCKED, 205: FailureCode.START_BLOCKED, 303: FailureCode.START_BLOCKED, 305: FailureCode.START_BLOCKED,

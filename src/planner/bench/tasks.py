@@ -191,7 +191,8 @@ def report(results: dict) -> str:
              "", f"Command: `{results.get('command')}`  ", f"Machine: {results['machine']['cpu']}, "
              f"{results['machine']['cores']} cores; faults: {results['faults']}, seed {results['seed']}, "
              f"repeat {results['repeat']}", "",
-             "| tier | episodes | success | RoBee (Llama 3 70B) | steps | LLM calls | prompt + completion tokens | s / episode | s / step | replans | recoveries |",
+             "| tier | episodes | success | RoBee (Llama 3 70B) | steps | LLM calls | prompt + completion tokens "
+             "| s / episode | s / step | replans | recoveries |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for tier in (*TIERS, "all"):
         s = summary[tier]

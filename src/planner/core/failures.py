@@ -77,7 +77,7 @@ class FailureCode(StrEnum):
 # whole sentence for the planner already (the precondition checks end with what to do; the
 # adapters quote the backend), it is the reason as it is.
 AS_GIVEN = "{detail}"
-REASONS: dict[FailureCode, str] = {
+REASONS: dict[str, str] = {  # keyed by FailureCode members, which are their strings
     FailureCode.INVALID_SKILL: AS_GIVEN,
     FailureCode.INVALID_SKILL_LIBRARY: AS_GIVEN,
     FailureCode.NO_METHOD: AS_GIVEN,

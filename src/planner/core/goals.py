@@ -184,8 +184,9 @@ def goal_status(goal: Goal, scene: SceneGraph) -> tuple[str, list[str]]:
     if goal.kind in PLACING_KINDS:
         targets = goal_furniture(scene, goal)
         ids += targets
-        state = (lambda t: f", {scene.entity(t).state}" if goal.kind == "object_in" else "")
-        parts.append("target: " + (", ".join(f"{t} in the {scene.entity(t).room}{state(t)}" for t in targets)
+        inside = goal.kind == "object_in"  # whether it is open matters only for putting something in
+        parts.append("target: " + (", ".join(f"{t} in the {scene.entity(t).room}"
+                                             + (f", {scene.entity(t).state}" if inside else "") for t in targets)
                                    or "none known"))
     if goal.kind == "bring_to_user" and goal.room:
         parts.append(f"the user is in the {goal.room}; the robot is in the {robot_room}")

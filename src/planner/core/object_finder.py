@@ -284,10 +284,10 @@ class FinderError(PlannerError, RuntimeError):
 
 
 class ObjectFinder:
-    def __init__(self, policy: Policy, settings: FinderSettings = FinderSettings(),
+    def __init__(self, policy: Policy, settings: FinderSettings | None = None,
                  embedder: Embedder | None = None):
         self.policy = policy
-        self.settings = settings
+        self.settings = settings or FinderSettings()
         self.selector = CandidateSelector(embedder) if embedder is not None else None
 
     # -- one call ---------------------------------------------------------------------------

@@ -1,1 +1,2 @@
-"""The ROS 2 layer: message conversions, futures, QoS, the node base, the nodes, the executor backends and TF. Thin: decisions stay in the core."""
+"""The ROS 2 layer: message conversions, futures, QoS, the node base, the nodes, the executor backends
+and TF. Thin: decisions stay in the core."""

@@ -17,15 +17,7 @@ from planner.core.errors import PolicyError
 from planner.core.explainer import CaseMemory
 from planner.core.failures import FailureCode
 from planner.core.object_finder import ObjectFinder
-from planner.core.observations import (
-    entity_text,
-    found_text,
-    robot_text,
-    room_contents_text,
-    rooms_text,
-    search_text,
-    unknown_room_text,
-)
+from planner.core.observations import entity_text, found_text, robot_text, room_contents_text, rooms_text, search_text, unknown_room_text
 from planner.core.scene_graph import RobotSnapshot, SceneGraph
 from planner.core.skills import Command, SkillPlanner, SkillRefused
 from planner.core.types import FailureInfo, Observation, Recovery, SkillResult, SuggestionInfo

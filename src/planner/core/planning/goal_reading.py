@@ -33,7 +33,7 @@ Examples: "take the book from the desk" -> {{"goals": [{{"kind": "holding", "obj
 "go to the shelf, take the vase and bring it to the hall desk" -> {{"goals": [{{"kind": "object_on", "object": "vase",
 "target": "desk", "room": "hall"}}]}} (the shelf is where the vase is now, not where it goes);
 "open the drawer" -> {{"goals": [{{"kind": "is_open", "target": "drawer", "room": ""}}]}};
-"put the apple on the desk in the office" -> {{"goals": [{{"kind": "object_on", "object": "apple", "target": "desk", "room": "office"}}]}}"""
+"put the apple on the desk in the office" -> {{"goals": [{{"kind": "object_on", "object": "apple", "target": "desk", "room": "office"}}]}}"""  # noqa: E501 (prompt text, word for word)
 
 
 

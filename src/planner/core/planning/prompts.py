@@ -22,7 +22,7 @@ Example: to put cup_1 (on desk_1 in the office) on shelf_2 in the hall: GOTO(des
 Objects may not be where the map says: after a failure, read the reason and the suggestion, look at the map again, and adapt.
 Use ids exactly as the observations give them (e.g. table_1). GIVE_UP() only when the request is impossible.
 ASK_USER() puts your "question" to the user, once per task, when the request is unclear and the map cannot tell.
-search_map() looks through the whole map for what your "query" asks in plain words ("something to drink")."""
+search_map() looks through the whole map for what your "query" asks in plain words ("something to drink")."""  # noqa: E501 (prompt text, word for word)
 
 
 # What the robot tells the user at the end of a task.
@@ -84,7 +84,8 @@ def _example_turns() -> list[dict]:
          "I am next to desk_1 where cup_1 is; I pick it up.", "PICK(cup_1, right)"),
         ("in the office, next to desk_1; right arm holds cup_1", "cup_1 is held by the robot",
          "GOTO(desk_1): done; PICK(cup_1, right): done", "PICK(cup_1, right) succeeded.",
-         ["GOTO(shelf_2)", "GOTO(hall)", "PLACE(cup_1, desk_1, right)", "get_rooms()"], "I hold cup_1; I bring it to shelf_2.", "GOTO(shelf_2)"),
+         ["GOTO(shelf_2)", "GOTO(hall)", "PLACE(cup_1, desk_1, right)", "get_rooms()"], "I hold cup_1; I bring it to shelf_2.",
+         "GOTO(shelf_2)"),
         ("in the hall, next to shelf_2; right arm holds cup_1", "cup_1 is held by the robot",
          "GOTO(desk_1): done; PICK(cup_1, right): done; GOTO(shelf_2): done", "GOTO(shelf_2) succeeded.",
          ["GOTO(desk_1)", "GOTO(office)", "PLACE(cup_1, shelf_2, right)", "get_rooms()"],

@@ -27,15 +27,7 @@ from planner.core.failures import FailureCode
 from planner.core.goals import Goal, goal_lacks, goal_met, goal_status
 from planner.core.planning.action_space import ASK_USER, GIVE_UP, PERCEPTION_ACTIONS, SEARCH_MAP, action_schema, allowed_actions
 from planner.core.planning.goal_reading import GoalReader
-from planner.core.planning.prompts import (
-    EXAMPLE_TURNS,
-    SPOKEN_OUTCOME,
-    SYSTEM_PROMPT,
-    PromptHistory,
-    StepReply,
-    robot_line,
-    user_message,
-)
+from planner.core.planning.prompts import EXAMPLE_TURNS, SPOKEN_OUTCOME, SYSTEM_PROMPT, PromptHistory, StepReply, robot_line, user_message
 from planner.core.planning.recoveries import ActionRecord, ComposedSuggestion, compose_messages, compose_schema, find_recoveries
 from planner.core.ports import Policy, Tools
 from planner.core.scene_graph import SceneGraph
@@ -343,9 +335,9 @@ class TaskPlanner:
         acted.append(ActionRecord(action))
         if name in PERCEPTION_ACTIONS:
             self._emit("perception", action)
-            observation = self.tools.perceive(name, args, focus)
-            self._emit("observation", observation.text)
-            return observation.text, False
+            seen = self.tools.perceive(name, args, focus)
+            self._emit("observation", seen.text)
+            return seen.text, False
         self._emit("skill", action)
         result = self.tools.execute_skill(action)
         if result.success:
