@@ -10,6 +10,7 @@ an interrupted run keeps what it measured and `--resume` carries on.
 from __future__ import annotations
 
 import json
+import os
 import random
 import statistics
 import time
@@ -18,16 +19,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from planner.adapters.llm import ScriptedPolicy
 from planner.bench.common import machine_info, write_results
 from planner.bench.suite import TIERS, FinalState, LoadedSuite, Task, check, predicate_objects
 from planner.core.explainer import CaseMemory
-from planner.core.files import write_json_atomic
+from planner.core.files import load_yaml, write_json_atomic
 from planner.core.object_finder import ObjectFinder
 from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
 from planner.core.ports import Policy
 from planner.core.skills import RobotProfile, SkillLibrary, SkillPlanner
-from planner.core.types import TraceStep
+from planner.core.types import PolicyReply, TraceStep
 from planner.sim.faults import GarbledPolicy, fault_events, random_faults
 from planner.sim.in_process import SimulatedRobot
 
@@ -46,6 +49,35 @@ class BenchSetup:
     seed: int
     learner: CaseMemory | None = None  # records what followed failures (None: nothing learned)
     finder: ObjectFinder | None = None  # answers search_map (None: not offered an answer)
+    record_replies: bool = False     # keep each episode's raw replies (for a replayable suite)
+
+
+class RecordingPolicy:
+    """Passes calls on and keeps the text of every reply, in order: a replay script."""
+
+    def __init__(self, policy: Policy):
+        self.policy = policy
+        self.replies: list[str] = []
+
+    def complete(self, messages: list[dict], schema: dict) -> PolicyReply:
+        reply = self.policy.complete(messages, schema)
+        self.replies.append(reply.text)
+        return reply
+
+
+def replayable_suite(suite: LoadedSuite, episodes: list[dict], path: Path) -> Path:
+    """The suite written again with each task's recorded replies as its script (first repeat), so
+    `--llm scripted` replays the run: the same calls in the same order, whatever model made them."""
+    data = load_yaml(suite.path)
+    replies = {e["task"]: e["replies"] for e in episodes if e["repeat"] == 0 and "replies" in e}
+    data["name"] = f"{data['name']}-recorded"
+    data["worlds"] = {name: os.path.relpath((suite.path.parent / relative).resolve(), path.parent.resolve())
+                      for name, relative in data["worlds"].items()}
+    data["tasks"] = [{**task, "script": replies[task["id"]]} for task in data["tasks"] if task["id"] in replies]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"# {suite.path.name} with the replies recorded in a run, replayed by --llm scripted\n"
+                    + yaml.safe_dump(data, sort_keys=False, width=120, allow_unicode=True))
+    return path
 
 
 def episode_rng(seed: int, task_id: str, repeat: int, purpose: str) -> random.Random:
@@ -67,7 +99,9 @@ def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[T
     skills = SkillPlanner(setup.library, RobotProfile.of(world.robot))
     robot = SimulatedRobot(world, events, skills, setup.memory, task.request, task.answers, setup.learner,
                            setup.finder)
-    policy = setup.policy if setup.policy is not None else ScriptedPolicy(task.script)
+    policy: Policy = setup.policy if setup.policy is not None else ScriptedPolicy(task.script)
+    recorder = RecordingPolicy(policy) if setup.record_replies else None
+    policy = recorder or policy  # garbled replies are drawn again from the seed on replay, so the clean ones are kept
     if garbage_calls:
         policy = GarbledPolicy(policy, garbage_calls, episode_rng(setup.seed, task.id, repeat, "garbage"))
     trace: list[list[str]] = []
@@ -103,6 +137,7 @@ def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[T
         "world_events": list(robot.sim.log), "garbage_calls": sorted(garbage_calls),
         "questions": robot.log.questions, "said": robot.log.said, "learned": robot.log.learned,
         "trace": trace,
+        **({"replies": recorder.replies} if recorder else {}),
     }
 
 

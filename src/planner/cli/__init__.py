@@ -368,6 +368,8 @@ def bench_tasks(args) -> int:
         memory = _open_memory(config, args.cases)
         # Learned cases go in through a second memory: this run retrieves what the database had at its start.
         setup = replace(setup, memory=memory, learner=_open_memory(config, args.cases) if args.learn else None)
+    if args.record_replies:
+        setup = replace(setup, record_replies=True)
     name = args.name or f"tasks-{label}" + (f"-{args.faults}-faults" if args.faults != "none" else "")
     header = {"llm": llm, "explainer": args.explainer, "cases": args.cases, "learn": args.learn}
     show = (lambda step: print(format_step(step.kind, step.text), file=sys.stderr, flush=True)) if args.verbose else None
@@ -382,6 +384,9 @@ def bench_tasks(args) -> int:
         if server is not None:
             server.stop()
     print(Path(args.out, name + ".md").read_text())
+    if args.record_replies:
+        written = tasks.replayable_suite(setup.suite, results["episodes"], Path(args.record_replies))
+        print(f"replayable suite: {written} (planner bench tasks --suite {written} --llm scripted)")
     return 0 if results["episodes"] else 1
 
 
@@ -606,6 +611,9 @@ def main(argv: list[str] | None = None) -> int:
     bench_tasks_parser.add_argument("--out", default="bench/results")
     bench_tasks_parser.add_argument("--name", help="results file name (default: tasks-SUITE-LLM[-MODEL][-FAULTS-faults])")
     bench_tasks_parser.add_argument("--resume", action="store_true", help="keep the episodes an interrupted run wrote")
+    bench_tasks_parser.add_argument("--record-replies", metavar="SUITE_FILE",
+                                    help="also write the suite with every task's replies as its script, to replay "
+                                         "this run with --llm scripted")
     bench_tasks_parser.add_argument("--verbose", action="store_true", help="print every step of every episode")
     bench_tasks_parser.set_defaults(run=bench_tasks)
     bench_context_parser = bench_sub.add_parser("context", help="prompt tokens per LLM call in a home and in one with "
