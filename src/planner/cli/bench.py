@@ -1,0 +1,342 @@
+"""`planner bench …`: the benchmarks, each writing results, a report and a plot."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from planner.cli.stack import format_step
+
+
+def bench_perception(args) -> int:
+    from planner.bench import perception
+
+    results = perception.run(tuple(args.sizes), Path(args.out), args.repeat, args.seed)
+    summary = results["summary"]
+    print(json.dumps(summary["targets_met"], indent=1))
+    return 0
+
+
+def _bench_llm(args, config):
+    """The LLM a benchmark asked for: (policy or None for scripted, embedded server or None, the
+    results header's description of it), or None after saying why there is none."""
+    from planner.adapters.llm import open_policy
+    from planner.adapters.model_store import MODELS, ModelError
+    from planner.core.errors import PolicyError
+
+    update: dict = {"provider": args.llm}
+    if args.base_url:
+        update["base_url"] = args.base_url
+    if args.model and args.llm == "embedded":
+        if args.model not in MODELS:
+            print(f"error: no embedded model {args.model!r}; there are {', '.join(MODELS)}", file=sys.stderr)
+            return None
+        update["embedded"] = config.llm.embedded.model_copy(update={"model": args.model})
+    elif args.model:
+        update["model"] = args.model
+    llm = config.llm.model_copy(update=update).resolved()
+    policy = server = None
+    if llm.provider != "scripted":
+        try:
+            policy, server = open_policy(llm)
+        except (PolicyError, ModelError) as error:
+            print(f"error: no LLM: {error}", file=sys.stderr)
+            return None
+    model = llm.embedded.model if llm.provider == "embedded" else llm.model if llm.provider == "openai" else "task scripts"
+    header = {"backend": llm.provider, "model": model, "base_url": llm.base_url if llm.provider == "openai" else ""}
+    return policy, server, header
+
+
+def _bench_settings(config):
+    """Planner settings for simulated time: perception confirms at once, the robot state is there."""
+    return config.planner.model_copy(update={"confirm_timeout_s": 0.0, "robot_state_wait_s": 0.0})
+
+
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _bench_setup(args):
+    """What the task and ablation benches share: the config, suite, skills, the LLM (and its
+    server) and a name for the results that says which model made them; None if no LLM."""
+    from planner.adapters.embeddings import SentenceEmbedder
+    from planner.bench import tasks
+    from planner.bench.suite import load_suite
+    from planner.config import load_config
+    from planner.core.object_finder import ObjectFinder
+    from planner.core.skills import load_skill_library
+
+    config = load_config(args.config)
+    suite = load_suite(_suite_path(args.suite, config))
+    library = load_skill_library(config.path(config.skills))
+    opened = _bench_llm(args, config)
+    if opened is None:
+        return None
+    policy, server, llm = opened
+    model = "" if llm["backend"] == "scripted" else "-" + llm["model"].replace("/", "_")
+    finder = ObjectFinder(policy, config.object_finder, SentenceEmbedder()) if policy is not None else None
+    setup = tasks.BenchSetup(suite, library, _bench_settings(config), policy, None, args.faults, args.seed,
+                             finder=finder)
+    return config, setup, server, llm, f"{suite.suite.name}-{llm['backend']}{model}"
+
+
+def _open_memory(config, database: str):
+    from planner.wiring import open_case_memory
+
+    memory, problems = open_case_memory(config, database=database, progress=_progress)
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    return memory
+
+
+def bench_tasks(args) -> int:
+    from dataclasses import replace
+
+    from planner.bench import tasks
+
+    prepared = _bench_setup(args)
+    if prepared is None:
+        return 1
+    config, setup, server, llm, label = prepared
+    if args.explainer == "on":
+        print("loading the explainer's failure cases and embedding model ...", file=sys.stderr, flush=True)
+        memory = _open_memory(config, args.cases)
+        # Learned cases go in through a second memory: this run retrieves what the database had at its start.
+        setup = replace(setup, memory=memory, learner=_open_memory(config, args.cases) if args.learn else None)
+    if args.record_replies:
+        setup = replace(setup, record_replies=True)
+    name = args.name or f"tasks-{label}" + (f"-{args.faults}-faults" if args.faults != "none" else "")
+    header = {"llm": llm, "explainer": args.explainer, "cases": args.cases, "learn": args.learn}
+    show = (lambda step: print(format_step(step.kind, step.text), file=sys.stderr, flush=True)) if args.verbose else None
+    try:
+        results = tasks.run(setup, Path(args.out), name, args.repeat, header, args.tasks, args.resume,
+                            progress=_progress, on_step=show)
+    except KeyboardInterrupt:
+        print(f"interrupted; the episodes so far are in {Path(args.out) / (name + '.json')} (--resume carries on)",
+              file=sys.stderr)
+        return 130
+    finally:
+        if server is not None:
+            server.stop()
+    print(Path(args.out, name + ".md").read_text())
+    if args.record_replies:
+        written = tasks.replayable_suite(setup.suite, results["episodes"], Path(args.record_replies))
+        print(f"replayable suite: {written} (planner bench tasks --suite {written} --llm scripted)")
+    return 0 if results["episodes"] else 1
+
+
+def bench_ablation(args) -> int:
+    from planner.bench import explainer, tasks
+    from planner.bench.common import machine_info
+
+    prepared = _bench_setup(args)
+    if prepared is None:
+        return 1
+    config, setup, server, llm, label = prepared
+    only = args.tasks or [t.id for t in setup.suite.suite.tasks if t.faults]
+    name = args.name or f"ablation-{label}-{args.faults}-faults"
+    header = {"machine": machine_info(), "llm": llm, "suite": setup.suite.suite.name, "faults": args.faults,
+              "seed": args.seed}
+    out = Path(args.out)
+    return _run_then_write(server, lambda: explainer.ablation(setup, lambda database: _open_memory(config, database),
+                                                              out, name, header, only, tasks.run, _progress),
+                           out, name, explainer.ablation_plot, explainer.ablation_report)
+
+
+def _run_then_write(server, run: Callable[[], dict], out: Path, name: str, plot, report) -> int:
+    """Run a benchmark, stop its LLM server whatever happens, then write and print its results."""
+    from planner.bench.common import write_results
+
+    try:
+        results = run()
+    except KeyboardInterrupt:
+        print(f"interrupted; what was done so far is in {out}", file=sys.stderr)
+        return 130
+    finally:
+        if server is not None:
+            server.stop()
+    written = write_results(results, out, name, plot, report)
+    print(written[-1].read_text())
+    return 0
+
+
+def bench_explainer(args) -> int:
+    from planner.adapters.embeddings import SentenceEmbedder
+    from planner.bench import explainer
+    from planner.bench.common import machine_info, write_results
+    from planner.wiring import state_dir
+
+    out = Path(args.out)
+    results = explainer.retrieval(SentenceEmbedder(), args.sizes, args.queries, args.seed, state_dir(), _progress,
+                                  args.pool)
+    written = write_results({**results, "machine": machine_info()}, out, "explainer", explainer.retrieval_plot,
+                            explainer.retrieval_report)
+    print(written[-1].read_text())
+    return 0
+
+
+def bench_objects(args) -> int:
+    from planner.adapters.embeddings import SentenceEmbedder
+    from planner.adapters.llm import ScriptedPolicy
+    from planner.bench import objects
+    from planner.bench.common import machine_info
+    from planner.config import load_config
+    from planner.core.files import load_yaml
+    from planner.core.object_finder import WORKFLOWS, ObjectFinder
+
+    workflows = list(WORKFLOWS) if args.workflow == ["all"] else args.workflow
+    if unknown := [w for w in workflows if w not in WORKFLOWS]:
+        print(f"error: unknown workflow {', '.join(unknown)}; use {', '.join(WORKFLOWS)} or all", file=sys.stderr)
+        return 2
+    config = load_config(args.config)
+    queries, maps = objects.load_bench(Path(args.maps), Path(args.queries), Path(args.truth), _progress)
+    if args.llm == "scripted":
+        if not args.replies:
+            print("error: --llm scripted needs --replies FILE (a YAML list of replies, in order)", file=sys.stderr)
+            return 2
+        policy, server, llm = ScriptedPolicy(load_yaml(Path(args.replies))), None, {"backend": "scripted",
+                                                                                    "model": "scripted replies"}
+    else:
+        opened = _bench_llm(args, config)
+        if opened is None:
+            return 1
+        policy, server, llm = opened
+    name = args.name or f"objects-{llm['backend']}-{llm['model'].replace('/', '_')}"
+    out = Path(args.out)
+    previous = out / f"{name}.json"
+    results = json.loads(previous.read_text()) if args.resume and previous.exists() else {}
+    results.update({"benchmark": "objects", "machine": machine_info(), "llm": llm, "workflows": workflows,
+                    "settings": config.object_finder.model_dump(),
+                    "maps": {map_name: len(scene.furniture()) + len(scene.objects()) for map_name, scene, _ in maps}})
+    finder = ObjectFinder(policy, config.object_finder, SentenceEmbedder())
+    return _run_then_write(server, lambda: objects.run(finder, workflows, queries, maps, results, previous, _progress),
+                           out, name, objects.plot, objects.report)
+
+
+def bench_context(args) -> int:
+    from planner.bench import context, tasks
+    from planner.config import load_config
+    from planner.core.skills import load_skill_library
+
+    config = load_config(args.config)
+    if args.llm == "scripted":
+        print("error: bench context measures a real model's prompt tokens; use --llm embedded or openai", file=sys.stderr)
+        return 2
+    try:
+        suite = context.make_suite(args.rooms, args.objects, args.factor, args.seed)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    opened = _bench_llm(args, config)
+    if opened is None:
+        return 1
+    policy, server, llm = opened
+    setup = tasks.BenchSetup(suite, load_skill_library(config.path(config.skills)), _bench_settings(config), policy,
+                             None, "none", args.seed)
+    name = args.name or f"context-{llm['backend']}-{llm['model'].replace('/', '_')}"
+    try:
+        context.run(setup, Path(args.out), name, {"llm": llm}, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        if server is not None:
+            server.stop()
+    print(Path(args.out, name + ".md").read_text())
+    return 0
+
+
+def _suite_path(suite: str, config) -> Path:
+    """A suite file, or the name of one in the installed config/tasks."""
+    path = Path(suite)
+    return path if path.suffix in (".yaml", ".yml") else config.path(f"tasks/{suite}.yaml")
+
+
+def _llm_arguments(parser) -> None:
+    parser.add_argument("--llm", choices=["embedded", "openai", "scripted"], default="embedded",
+                        help="embedded llama.cpp model, an OpenAI-compatible endpoint, or each task's script")
+    parser.add_argument("--base-url", help="endpoint for --llm openai (default: config / OPENAI_BASE_URL)")
+    parser.add_argument("--model", help="model name: for --llm embedded one of the embedded models "
+                                        "(qwen2.5-coder-1.5b, qwen2.5-coder-0.5b), for --llm openai the server's")
+
+
+def add_commands(sub) -> None:
+    p = sub.add_parser("bench", help="run a benchmark; writes a JSON results file and a plot")
+    bench_sub = p.add_subparsers(dest="bench_command", required=True)
+    perception = bench_sub.add_parser("perception", help="scene graph build, fusion and queries at growing map sizes")
+    perception.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000, 10000], help="objects per map")
+    perception.add_argument("--repeat", type=int, default=3, help="builds per size (the median is reported)")
+    perception.add_argument("--seed", type=int, default=0)
+    perception.add_argument("--out", default="bench/results", help="folder for perception.json and perception.png")
+    perception.set_defaults(run=bench_perception)
+    bench_tasks_parser = bench_sub.add_parser("tasks", help="carry out a task suite in fresh simulated homes and score "
+                                                            "each task by its success predicate")
+    bench_tasks_parser.add_argument("--suite", default="full", help="a suite file, or a name in config/tasks "
+                                                                   "(full, smoke)")
+    _llm_arguments(bench_tasks_parser)
+    bench_tasks_parser.add_argument("--faults", choices=["none", "task", "random"], default="none",
+                                    help="task: the faults each task lists; random: one fault per episode from --seed")
+    bench_tasks_parser.add_argument("--seed", type=int, default=0)
+    bench_tasks_parser.add_argument("--repeat", type=int, default=1, help="episodes per task")
+    bench_tasks_parser.add_argument("--tasks", nargs="+", help="only these task ids")
+    bench_tasks_parser.add_argument("--explainer", choices=["on", "off"], default="on")
+    bench_tasks_parser.add_argument("--cases", default=":memory:", help="the explainer's case database (default: a "
+                                                                          "fresh one in memory with the seed cases)")
+    bench_tasks_parser.add_argument("--learn", action="store_true", help="record learned cases into --cases; this "
+                                                                        "run still retrieves only what it had")
+    bench_tasks_parser.add_argument("--config", help="stack config for LLM, planner, skills and explainer settings")
+    bench_tasks_parser.add_argument("--out", default="bench/results")
+    bench_tasks_parser.add_argument("--name", help="results file name (default: tasks-SUITE-LLM[-MODEL][-FAULTS-faults])")
+    bench_tasks_parser.add_argument("--resume", action="store_true", help="keep the episodes an interrupted run wrote")
+    bench_tasks_parser.add_argument("--record-replies", metavar="SUITE_FILE",
+                                    help="also write the suite with every task's replies as its script, to replay "
+                                         "this run with --llm scripted")
+    bench_tasks_parser.add_argument("--verbose", action="store_true", help="print every step of every episode")
+    bench_tasks_parser.set_defaults(run=bench_tasks)
+    bench_context_parser = bench_sub.add_parser("context", help="prompt tokens per LLM call in a home and in one with "
+                                                                "N times the objects")
+    bench_context_parser.add_argument("--rooms", type=int, default=12)
+    bench_context_parser.add_argument("--objects", type=int, default=30, help="objects in the small home")
+    bench_context_parser.add_argument("--factor", type=int, default=10, help="the large home has this many times more")
+    bench_context_parser.add_argument("--seed", type=int, default=0)
+    _llm_arguments(bench_context_parser)
+    bench_context_parser.add_argument("--config", help="stack config for LLM, planner and skill settings")
+    bench_context_parser.add_argument("--out", default="bench/results")
+    bench_context_parser.add_argument("--name", help="results file name (default: context-LLM-MODEL)")
+    bench_context_parser.set_defaults(run=bench_context)
+
+    ablation_parser = bench_sub.add_parser("ablation", help="the task bench with the explainer off, with its seed "
+                                                            "cases, and with the cases learned in the seed run")
+    ablation_parser.add_argument("--suite", default="full")
+    _llm_arguments(ablation_parser)
+    ablation_parser.add_argument("--faults", choices=["task", "random"], default="task")
+    ablation_parser.add_argument("--seed", type=int, default=0)
+    ablation_parser.add_argument("--tasks", nargs="+", help="only these task ids (default: the tasks with faults)")
+    ablation_parser.add_argument("--config")
+    ablation_parser.add_argument("--out", default="bench/results")
+    ablation_parser.add_argument("--name", help="results file name (default: ablation-SUITE-LLM-MODEL-FAULTS-faults)")
+    ablation_parser.set_defaults(run=bench_ablation)
+    objects_parser = bench_sub.add_parser("objects", help="find the objects natural-language queries ask for in "
+                                                          "Voxeland maps, scored Top-1/2/3/Any against ground truth")
+    objects_parser.add_argument("--maps", default="bench/objects/maps", help="folder of Voxeland maps (*.json, "
+                                                                            "rooms in NAME.rooms.yaml)")
+    objects_parser.add_argument("--queries", default="bench/objects/queries.yaml")
+    objects_parser.add_argument("--truth", default="bench/objects/truth", help="folder of NAME.yaml: query id -> ids")
+    objects_parser.add_argument("--workflow", nargs="+", default=["base"], help="base, self_reflection, "
+                                                                                "multi_agent, ensemble, or all")
+    _llm_arguments(objects_parser)
+    objects_parser.add_argument("--replies", help="for --llm scripted: a YAML list of replies, in order")
+    objects_parser.add_argument("--config", help="stack config (object_finder and LLM settings)")
+    objects_parser.add_argument("--out", default="bench/results")
+    objects_parser.add_argument("--name", help="results file name (default: objects-LLM-MODEL)")
+    objects_parser.add_argument("--resume", action="store_true", help="keep the answers of an interrupted run")
+    objects_parser.set_defaults(run=bench_objects)
+    explainer_parser = bench_sub.add_parser("explainer", help="case retrieval latency and memory at growing case counts")
+    explainer_parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
+    explainer_parser.add_argument("--queries", type=int, default=200, help="retrievals timed per size")
+    explainer_parser.add_argument("--pool", type=int, default=2000, help="distinct requests and reasons the cases "
+                                                                           "are made of")
+    explainer_parser.add_argument("--seed", type=int, default=0)
+    explainer_parser.add_argument("--out", default="bench/results")
+    explainer_parser.set_defaults(run=bench_explainer)

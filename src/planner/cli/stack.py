@@ -1,0 +1,234 @@
+"""`planner demo`, `planner bringup` and `planner send`: the stack started, and requests sent to it."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from planner.adapters.processes import DIE_WITH_PARENT
+from planner.ros.stack import NODES
+
+KIND_WIDTH = 12
+GOAL_ANSWER_S = 10.0  # a planner seen in discovery that never answers is a stale, stopped one
+
+
+def format_step(kind: str, text: str) -> str:
+    return f"[{kind}]".ljust(KIND_WIDTH) + " " + text
+
+
+class Stack:
+    """The stack's nodes as separate processes, stopped together."""
+
+    def __init__(self, config: str | None, nodes: tuple[str, ...] = NODES, quiet: bool = False, env: dict | None = None,
+                 namespace: str = ""):
+        self.config = config
+        self.nodes = nodes
+        self.namespace = namespace.strip("/")
+        self.quiet = quiet
+        self.env = env or os.environ.copy()
+        self.processes: list[tuple[str, subprocess.Popen]] = []
+
+    def start(self) -> None:
+        for name in self.nodes:
+            command = [sys.executable, "-m", "planner.ros.stack", name, "--ros-args", "--log-level", "warn" if self.quiet else "info"]
+            if self.config:
+                command += ["-p", f"config:={Path(self.config).resolve()}"]
+            if self.namespace and name != "explainer":  # one explainer serves every robot
+                command += ["-r", f"__ns:=/{self.namespace}"]
+            process = subprocess.Popen(command, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       stdin=subprocess.DEVNULL, text=True, bufsize=1, start_new_session=True,
+                                       preexec_fn=DIE_WITH_PARENT)
+            self.processes.append((name, process))
+            threading.Thread(target=self._relay, args=(name, process), daemon=True).start()
+
+    def _relay(self, name: str, process: subprocess.Popen) -> None:
+        for line in process.stdout:
+            if not self.quiet or "ERROR" in line or "Traceback" in line:
+                sys.stderr.write(f"{name:>13} | {line}")
+
+    def dead(self) -> list[str]:
+        return [f"{name} (exit {p.returncode})" for name, p in self.processes if p.poll() is not None]
+
+    def stop(self) -> None:
+        for _, process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + 10
+        for _, process in self.processes:
+            try:
+                process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack | None = None,
+         answer: str | None = None) -> int:
+    """Send a request to a running stack, print its trace, return 0 when the task succeeded.
+    A question from the planner is answered with `answer`, or asked on the terminal."""
+    import rclpy
+    from rclpy.action import ActionClient
+    from rclpy.executors import MultiThreadedExecutor
+    from std_msgs.msg import String
+
+    from planner.action import ExecuteTask
+    from planner.msg import PlanStep
+    from planner.ros.qos import RELIABLE
+    from planner.srv import Explain, GetSceneGraph
+
+    rclpy.init()
+    node = rclpy.create_node(f"planner_cli_{os.getpid()}")
+    printed: set[tuple[str, int]] = set()
+    lock = threading.Lock()
+
+    answers = node.create_publisher(String, "/planner/answer", RELIABLE)
+
+    def reply_to_question() -> None:
+        text = answer if answer is not None else input("your answer> ") if sys.stdin.isatty() else ""
+        if text.strip():
+            answers.publish(String(data=text))
+
+    def show(step) -> None:
+        with lock:
+            key = (step.task_id, step.index)
+            if key not in printed:
+                printed.add(key)
+                print(format_step(step.kind, step.text), flush=True)
+                if step.kind == "question":
+                    threading.Thread(target=reply_to_question, daemon=True).start()
+
+    node.create_subscription(PlanStep, "/planner/trace", show, RELIABLE)
+    node.create_subscription(String, "/sim/events", lambda m: print(format_step("world", m.data), flush=True), RELIABLE)
+    node.create_subscription(String, "/planner/status",
+                             lambda m: print(format_step("status", m.data), flush=True) if "ERROR" in m.data or "WARN" in m.data else None,
+                             RELIABLE)
+    client = ActionClient(node, ExecuteTask, "/planner/execute_task")
+    # A fresh stack is ready when its slowest nodes answer: the explainer loads an embedding model.
+    readiness = [node.create_client(Explain, "/explainer/explain"),
+                 node.create_client(GetSceneGraph, "/perception/get_scene_graph")] if stack is not None else []
+    executor = MultiThreadedExecutor()
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    try:
+        deadline = time.monotonic() + wait_for_stack_s
+        while not (client.wait_for_server(timeout_sec=1.0) and all(c.service_is_ready() for c in readiness)):
+            if stack is not None and stack.dead():
+                print(f"the stack failed to start: {', '.join(stack.dead())}", file=sys.stderr)
+                return 1
+            if time.monotonic() > deadline:
+                print(f"no planner answers on /planner/execute_task after {wait_for_stack_s:.0f} s "
+                      f"(ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}); is the stack running?", file=sys.stderr)
+                return 1
+        time.sleep(1.0)  # let the trace subscription match before the first step
+        goal_future = client.send_goal_async(ExecuteTask.Goal(request=request), feedback_callback=lambda fb: show(fb.feedback.step))
+        deadline = time.monotonic() + GOAL_ANSWER_S
+        while not goal_future.done():
+            if time.monotonic() > deadline:
+                print(f"the planner did not answer the request within {GOAL_ANSWER_S:.0f} s", file=sys.stderr)
+                return 1
+            time.sleep(0.05)
+        handle = goal_future.result()
+        if not handle.accepted:
+            print("the planner rejected the request (another task is running?)", file=sys.stderr)
+            return 1
+        result_future = handle.get_result_async()
+        deadline = time.monotonic() + timeout_s
+        while not result_future.done():
+            if time.monotonic() > deadline:
+                handle.cancel_goal_async()
+                print(f"no result after {timeout_s:.0f} s; canceled", file=sys.stderr)
+                return 1
+            time.sleep(0.1)
+        result = result_future.result().result
+        time.sleep(0.3)  # trailing trace messages
+        print(format_step("done", f"{result.outcome} after {result.steps} steps: {result.summary}"), flush=True)
+        return 0 if result.success else 1
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        executor.shutdown()
+        spinner.join(timeout=5)
+        client.destroy()
+        node.destroy_node()
+        rclpy.shutdown()
+
+
+def scenario_request(config_path: str | None) -> str:
+    """The request the configured scenario is written for."""
+    from planner.config import load_config
+    from planner.sim.simulated_world import load_scenario
+
+    config = load_config(config_path)
+    return load_scenario(config.path(config.scenario)).scenario.request
+
+
+def demo(args) -> int:
+    request = args.request or scenario_request(args.config)
+    if not request:
+        print("no request given and the scenario names none", file=sys.stderr)
+        return 2
+    env = os.environ.copy()
+    # A private DDS domain, so the demo neither joins nor disturbs another running stack.
+    env.setdefault("ROS_DOMAIN_ID", str(random.randint(20, 99)))
+    os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
+    stack = Stack(args.config, quiet=not args.verbose, env=env)
+    print(format_step("stack", f"starting {len(NODES)} nodes on ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']} ..."), flush=True)
+    stack.start()
+    try:
+        return send(request, args.timeout, args.startup_timeout, stack)
+    finally:
+        stack.stop()
+
+
+def bringup(args) -> int:
+    nodes = tuple(args.nodes or NODES)
+    if args.shared_explainer:
+        nodes = tuple(n for n in nodes if n != "explainer")
+    stack = Stack(args.config, nodes, namespace=args.namespace)
+    stack.start()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.is_set():
+            if stack.dead():
+                print(f"stopping: {', '.join(stack.dead())} exited", file=sys.stderr)
+                break
+            stop.wait(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stack.stop()
+    return 0
+
+
+def add_commands(sub) -> None:
+    p = sub.add_parser("demo", help="run the whole stack in the simulator and carry out a request")
+    p.add_argument("request", nargs="?", help="default: the request the configured scenario is written for")
+    p.add_argument("--config", help="stack config (default: the installed config/planner.yaml)")
+    p.add_argument("--timeout", type=float, default=900, help="seconds the task may take")
+    p.add_argument("--startup-timeout", type=float, default=240, help="seconds the stack may take to start")
+    p.add_argument("--verbose", action="store_true", help="show the nodes' logs")
+    p.set_defaults(run=demo)
+
+    p = sub.add_parser("bringup", help="start the nodes as separate processes (what ros2 launch does)")
+    p.add_argument("--config")
+    p.add_argument("--nodes", nargs="*", choices=NODES, help="only these nodes")
+    p.add_argument("--namespace", default="", help="the robot's namespace (e.g. robot1): its nodes' names go under "
+                                                   "it; the explainer's stay at the root, shared by every robot")
+    p.add_argument("--shared-explainer", action="store_true", help="do not start an explainer: another robot's "
+                                                                   "stack already runs the shared one")
+    p.set_defaults(run=bringup)
+
+    p = sub.add_parser("send", help="send a request to a running stack and stream its trace")
+    p.add_argument("request")
+    p.add_argument("--timeout", type=float, default=900)
+    p.add_argument("--wait", type=float, default=30, help="seconds to wait for the planner to appear")
+    p.add_argument("--answer", help="the answer if the planner asks which object is meant (default: asked here)")
+    p.set_defaults(run=lambda a: send(a.request, a.timeout, a.wait, answer=a.answer))
