@@ -10,9 +10,12 @@ def test_add_list_show_export_import_and_prune(tmp_path, capsys):
     assert main(["cases", "add", "--database", database, "--id", "human-mop", "--skill", "pick", "--code", "grasp_lost",
                  "--request", "Mop the floor", "--reason", "the mop slipped", "--suggestion", "Hold the mop lower."]) == 0
     assert "added human-mop" in capsys.readouterr().out
-    assert main(["cases", "add", "--database", database, "--id", "human-mop", "--skill", "PICK", "--code", "X",
+    assert main(["cases", "add", "--database", database, "--id", "human-mop", "--skill", "PICK", "--code", "GRASP_LOST",
                  "--request", "r", "--reason", "q", "--suggestion", "s"]) == 2
     assert "exists already" in capsys.readouterr().err
+    assert main(["cases", "add", "--database", database, "--skill", "PICK", "--code", "GRASP_LOTS",
+                 "--request", "r", "--reason", "q", "--suggestion", "s"]) == 2
+    assert "code: unknown failure code 'GRASP_LOTS'" in capsys.readouterr().err
 
     assert main(["cases", "list", "--database", database, "--source", "human"]) == 0
     listed = capsys.readouterr()
@@ -46,6 +49,6 @@ def test_add_list_show_export_import_and_prune(tmp_path, capsys):
 
 def test_a_bad_import_file_is_refused_naming_the_entry_and_field(tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("- {id: a, skill: PICK, code: X, request: r, reason: q, suggestion: s}\n- {id: b, skill: PICK}\n")
+    bad.write_text("- {id: a, skill: PICK, code: GRASP_LOST, request: r, reason: q, suggestion: s}\n- {id: b, skill: PICK}\n")
     assert main(["cases", "import", "--database", str(tmp_path / "c.sqlite"), str(bad)]) == 2
     assert "bad.yaml: 1.code: Field required" in capsys.readouterr().err

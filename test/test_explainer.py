@@ -248,10 +248,10 @@ def test_a_kill_during_recording_loses_no_committed_case(tmp_path):
 
 def test_a_malformed_case_file_is_rejected_naming_the_entry(tmp_path):
     path = tmp_path / "cases.yaml"
-    path.write_text("- {id: a, skill: PICK, code: X, request: r, reason: q}\n")
+    path.write_text("- {id: a, skill: PICK, code: GRASP_LOST, request: r, reason: q}\n")
     with pytest.raises(InputError, match=r"cases.yaml: 0.suggestion: Field required"):
         load_cases(path)
-    path.write_text("- {id: a, skill: PICK, code: X, request: r, reason: q, suggestion: s}\n" * 2)
+    path.write_text("- {id: a, skill: PICK, code: GRASP_LOST, request: r, reason: q, suggestion: s}\n" * 2)
     with pytest.raises(InputError, match="used more than once: a"):
         load_cases(path)
 

@@ -68,10 +68,18 @@ def _as_dict(case: StoredCase) -> dict:
 
 
 def cases_add(args) -> int:
-    from planner.core.explainer import FailureCase
+    from pydantic import ValidationError
 
-    case = FailureCase(id=args.id or f"human-{uuid.uuid4().hex[:8]}", skill=args.skill.upper(), code=args.code.upper(),
-                       request=args.request, reason=args.reason, suggestion=args.suggestion, source="human")
+    from planner.core.errors import InputError
+    from planner.core.explainer import FailureCase
+    from planner.core.files import describe_validation_error
+
+    try:
+        case = FailureCase(id=args.id or f"human-{uuid.uuid4().hex[:8]}", skill=args.skill.upper(),
+                           code=args.code.upper(), request=args.request, reason=args.reason, suggestion=args.suggestion,
+                           source="human")
+    except ValidationError as error:
+        raise InputError(describe_validation_error("planner cases add", error)) from None
     if not _add_to_memory(args, [case.stored()], replace=False):
         print(f"error: a case {case.id!r} exists already", file=sys.stderr)
         return 2

@@ -13,11 +13,10 @@ import math
 from dataclasses import dataclass, field
 
 from planner.core.controller import ExecutionEventInfo, check_after, check_before, describe_failure, object_of
-from planner.core.errors import PolicyError
 from planner.core.explainer import CaseMemory
 from planner.core.failures import FailureCode
 from planner.core.object_finder import ObjectFinder
-from planner.core.observations import entity_text, found_text, robot_text, room_contents_text, rooms_text, search_text, unknown_room_text
+from planner.core.perception_actions import SceneMap, perceive
 from planner.core.scene_graph import RobotSnapshot, SceneGraph
 from planner.core.skills import Command, SkillPlanner, SkillRefused
 from planner.core.types import FailureInfo, Observation, Recovery, SkillResult, SuggestionInfo
@@ -55,7 +54,7 @@ class SimulatedRobot:
         self.skills = skills
         self.memory = memory
         self.learner = learner
-        self.finder = finder
+        self.map = SceneMap(self.graph, finder)
         self.request = request
         self.log = RobotLog()
         self.camera_period_s = 1.0 / world.robot.camera.rate_hz
@@ -97,33 +96,7 @@ class SimulatedRobot:
 
     def perceive(self, name: str, args: list[str], focus: frozenset[str] = frozenset()) -> Observation:
         self._pass(LOOK_SECONDS)
-        graph = self.graph
-        if name == "get_rooms":
-            return Observation(rooms_text(graph.rooms()))
-        if name == "get_robot_state":
-            return Observation(robot_text(graph.robot), [graph.robot.room])
-        if name == "get_objects_in_room":
-            if args[0] not in graph.rooms():
-                return Observation(unknown_room_text(args[0], graph.rooms()))
-            items, relations = graph.room_contents(args[0])
-            return Observation(room_contents_text(args[0], items, relations, focus), [e.id for e in items])
-        if name == "get_object":
-            if not graph.has(args[0]):
-                return Observation(f"unknown object {args[0]!r}")
-            return Observation(entity_text(graph.entity(args[0]), graph.relations(args[0])), [args[0]])
-        if name == "find_objects":
-            found = graph.find(args[0])
-            return Observation(found_text(args[0], found), [e.id for e in found])
-        if name == "search_map":
-            if self.finder is None:
-                return Observation("searching the map in plain words is not available here")
-            try:
-                found = self.finder.find(graph, args[0])
-            except PolicyError as error:
-                return Observation(search_text(args[0], [], "", str(error)))
-            entities = [graph.entity(i) for i in found.relevant_objects]
-            return Observation(search_text(args[0], entities, found.explanation, found.error), found.relevant_objects)
-        return Observation(f"unknown perception action {name}")
+        return perceive(self.map, name, args, focus)
 
     def execute_skill(self, text: str) -> SkillResult:
         self.log.skills.append(text)

@@ -7,14 +7,14 @@ from __future__ import annotations
 import itertools
 
 from planner.core.goals import PLACING_KINDS, Goal, goal_furniture, goal_met, goal_objects
+from planner.core.perception_actions import ANSWERS
 from planner.core.scene_graph import SceneGraph
 from planner.core.skills import SkillCall, SkillPlanner
 
 GIVE_UP = "GIVE_UP()"
 ASK_USER = "ASK_USER()"
 SEARCH_MAP = "search_map()"
-PERCEPTION_ACTIONS = ("get_rooms", "get_objects_in_room", "get_object", "find_objects", "get_robot_state",
-                      "search_map")
+PERCEPTION_ACTIONS = tuple(ANSWERS)
 
 
 # ---- the action space ------------------------------------------------------------------------

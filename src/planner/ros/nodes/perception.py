@@ -19,6 +19,7 @@ from planner.core.errors import InputError, PolicyError
 from planner.core.frames import FrameError, FrameTree, TransformNotReady, planar, rigid
 from planner.core.object_finder import ObjectFinder
 from planner.core.observations import unknown_room_text
+from planner.core.perception_actions import unknown_entity_text
 from planner.core.scene_graph import Entity, SceneGraph, SensorFrame
 from planner.core.scene_store import SceneStore, fingerprint
 from planner.core.voxeland import load_voxeland
@@ -293,7 +294,7 @@ class PerceptionNode(PlannerNode):
     def _get_object(self, request, response):
         with self.lock:
             if not self.scene.has(request.id) or self.scene.entity(request.id).kind == "room":
-                response.success, response.message = False, f"no object or furniture {request.id!r}"
+                response.success, response.message = False, unknown_entity_text(request.id)
                 return response
             response.object = entity_to_msg(self.scene.entity(request.id), self.scene)
             response.relations = self.scene.relations(request.id)

@@ -17,8 +17,9 @@ from std_msgs.msg import Bool, String
 
 from planner.action import ExecuteSkill, ExecuteTask, Say
 from planner.core.failures import FailureCode
-from planner.core.observations import entity_text, found_text, robot_text, room_contents_text, rooms_text, search_text
+from planner.core.perception_actions import perceive
 from planner.core.planning.task_planner import TaskPlanner
+from planner.core.scene_graph import Entity, RobotSnapshot
 from planner.core.task_queue import TaskQueue
 from planner.core.types import EpisodeResult, FailureInfo, Observation, Recovery, SkillResult, SuggestionInfo, TraceStep
 from planner.msg import PlanStep
@@ -36,6 +37,41 @@ CLOSE_WAIT_S = 10.0  # for a running task to end once canceled (a skill's cancel
 SEARCH_TIMEOUT_S = 300.0  # an ensemble on a slow CPU takes minutes
 
 
+class PerceptionServices:
+    """Perception's services as a map source (planner.core.perception_actions.MapSource)."""
+
+    def __init__(self, clients: dict):
+        self.clients = clients
+
+    def rooms(self) -> list[str]:
+        return list(call_service(self.clients["rooms"], GetRooms.Request()).rooms)
+
+    def room_contents(self, room: str) -> tuple[list[Entity], list[str]] | str:
+        reply = call_service(self.clients["room"], GetObjectsInRoom.Request(room=room))
+        if not reply.success:
+            return reply.message
+        return [entity_from_msg(o) for o in reply.objects], list(reply.relations)
+
+    def entity(self, entity_id: str) -> tuple[Entity, list[str]] | str:
+        reply = call_service(self.clients["object"], GetObject.Request(id=entity_id))
+        if not reply.success:
+            return reply.message
+        return entity_from_msg(reply.object), list(reply.relations)
+
+    def find(self, label: str) -> list[Entity]:
+        return [entity_from_msg(o) for o in call_service(self.clients["find"], FindObjects.Request(query=label)).objects]
+
+    def robot(self) -> RobotSnapshot | None:
+        state = call_service(self.clients["robot"], GetRobotState.Request()).state
+        return robot_from_msg(state) if state.arms else None
+
+    def search(self, query: str) -> tuple[list[Entity], str, str]:
+        # The perception node's object finder, with the configured workflow: a few LLM calls.
+        reply = call_service(self.clients["find"], FindObjects.Request(query=query, workflow="default"),
+                             timeout_s=SEARCH_TIMEOUT_S)
+        return [entity_from_msg(o) for o in reply.objects], reply.explanation, "" if reply.success else reply.message
+
+
 class RosTools:
     """planner.core.ports.Tools over ROS services and actions, for one task."""
 
@@ -45,45 +81,17 @@ class RosTools:
         self.request = request
         self.current: ActionCall | None = None
         self.canceled = threading.Event()
+        self.map = PerceptionServices(node.clients_)
 
     def scene(self):
         reply = call_service(self.node.clients_["scene"], GetSceneGraph.Request())
         return scene_from_msg(reply.graph, reply.robot)
 
     def perceive(self, name: str, args: list[str], focus: frozenset[str] = frozenset()) -> Observation:
-        clients = self.node.clients_
         try:
-            if name == "get_rooms":
-                return Observation(rooms_text(call_service(clients["rooms"], GetRooms.Request()).rooms))
-            if name == "get_robot_state":
-                state = call_service(clients["robot"], GetRobotState.Request()).state
-                return Observation(robot_text(robot_from_msg(state) if state.arms else None), [state.room])
-            if name == "get_objects_in_room":
-                reply = call_service(clients["room"], GetObjectsInRoom.Request(room=args[0]))
-                if not reply.success:
-                    return Observation(reply.message)
-                entities = [entity_from_msg(o) for o in reply.objects]
-                return Observation(room_contents_text(args[0], entities, list(reply.relations), focus),
-                                   [e.id for e in entities])
-            if name == "get_object":
-                reply = call_service(clients["object"], GetObject.Request(id=args[0]))
-                if not reply.success:
-                    return Observation(reply.message)
-                return Observation(entity_text(entity_from_msg(reply.object), list(reply.relations)), [args[0]])
-            if name == "find_objects":
-                reply = call_service(clients["find"], FindObjects.Request(query=args[0]))
-                entities = [entity_from_msg(o) for o in reply.objects]
-                return Observation(found_text(args[0], entities), [e.id for e in entities])
-            if name == "search_map":
-                # The perception node's object finder, with the configured workflow: a few LLM calls.
-                reply = call_service(clients["find"], FindObjects.Request(query=args[0], workflow="default"),
-                                     timeout_s=SEARCH_TIMEOUT_S)
-                entities = [entity_from_msg(o) for o in reply.objects]
-                return Observation(search_text(args[0], entities, reply.explanation,
-                                               "" if reply.success else reply.message), [e.id for e in entities])
+            return perceive(self.map, name, args, focus)
         except CallFailed as error:
             return Observation(f"perception is not answering: {error}")
-        return Observation(f"unknown perception action {name}")
 
     def execute_skill(self, call: str) -> SkillResult:
         self.current = ActionCall(self.node.skill_client, "skill_planner/execute_skill")
