@@ -18,10 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from planner.core.errors import InputError
-from planner.core.files import load_model, load_yaml, write_json_atomic
+from planner.core.files import StrictModel, load_model, load_yaml, write_json_atomic
 from planner.core.object_finder import ObjectFinder
 from planner.core.scene_graph import SceneGraph
 from planner.core.voxeland import load_voxeland
@@ -32,15 +32,13 @@ TOP_K = (1, 2, 3)
 SMALL_MAP_ITEMS = 30  # the size the base workflow's time target is set for
 
 
-class Query(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Query(StrictModel):
     id: str = Field(min_length=1)
     type: Literal["descriptive", "affordance", "negation"]
     text: str = Field(min_length=1)
 
 
-class QueryFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class QueryFile(StrictModel):
     queries: list[Query] = Field(min_length=1)
 
     @field_validator("queries")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import Field, TypeAdapter, ValidationError
 
 from planner.core.calls import parse_call
 from planner.core.case_store import CaseStore, StoredCase
@@ -36,9 +36,8 @@ log = logging.getLogger(__name__)
 NO_MATCH = "No similar past failure is known; re-check the map and the robot state before retrying."
 
 
-class FailureCase(BaseModel):
+class FailureCase(StrictModel):
     """A case as people write it: in the seed file, `planner cases add` and import files."""
-    model_config = ConfigDict(extra="forbid")
     id: str = Field(min_length=1)
     skill: str = Field(min_length=1, description="skill name, e.g. PICK")
     code: KnownCode

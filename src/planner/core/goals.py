@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from planner.core.files import StrictModel
 from planner.core.scene_graph import SceneGraph
 
 LISTED_PER_GOAL = 3   # objects a goal's status line names; the others are counted
@@ -28,8 +29,7 @@ NEEDED: dict[str, tuple[str, ...]] = {
     "is_open": ("target",), "is_closed": ("target",), "clear": ("target",)}
 
 
-class Goal(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Goal(StrictModel):
     kind: GoalKind
     object: str = Field(default="", description="label of the object, e.g. bottle")
     target: str = Field(default="", description="label of the furniture, e.g. table")
@@ -58,9 +58,8 @@ class Goal(BaseModel):
         }[self.kind]
 
 
-class GoalReply(BaseModel):
+class GoalReply(StrictModel):
     """Goals, or why the request cannot be done with what is in the map and what the robot can do."""
-    model_config = ConfigDict(extra="forbid")
     goals: list[Goal] = Field(default_factory=list, max_length=4)
     impossible: str = Field(default="", max_length=200)
 

@@ -17,7 +17,6 @@ from planner.ros.qos import STATUS_QOS, STATUS_TOPIC
 from planner.wiring import open_llm
 
 
-# ---- node plumbing ---------------------------------------------------------------------------
 class UnavailablePolicy:
     """Stands where the configured LLM could not be set up, so each call ends with the reason."""
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 import random
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from planner.core.files import StrictModel
 from planner.core.ports import Policy
 from planner.core.types import PolicyReply
 from planner.core.world import World
@@ -41,8 +42,7 @@ GARBAGE_REPLIES = (
 )
 
 
-class Fault(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Fault(StrictModel):
     kind: FaultKind
     object: str = Field(default="", description="the object it concerns; empty: the task's first object")
     onto: str = Field(default="", description="object_moved: where it ends up; empty: chosen by the seed")

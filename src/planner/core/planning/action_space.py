@@ -15,10 +15,9 @@ GIVE_UP = "GIVE_UP()"
 ASK_USER = "ASK_USER()"
 SEARCH_MAP = "search_map()"
 PERCEPTION_ACTIONS = tuple(ANSWERS)
-
-
-# ---- the action space ------------------------------------------------------------------------
 ASKED_OBJECTS = 3   # get_object is offered for this many of a goal's candidates, the nearest
+
+
 def allowed_actions(scene: SceneGraph, known: set[str], withdrawn: set[str], skills: SkillPlanner,
                     goals: list[Goal], explored: set[str]) -> list[str]:
     """Every action valid now: each skill of the library grounded in what the robot has perceived

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from planner.core.files import StrictModel
 from planner.core.scene_graph import SceneGraph
 
 SYSTEM_PROMPT = """You control a household service robot. You plan one step at a time.
@@ -31,8 +32,7 @@ SPOKEN_OUTCOME = {"succeeded": "Done.", "impossible": "I cannot do that: {summar
                   "error": "Something went wrong: {summary}"}
 
 
-class StepReply(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class StepReply(StrictModel):
     thought: str = Field(max_length=1000)
     action: str
     question: str = Field(default="", max_length=300, description="for ASK_USER()")

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from planner.core.calls import parse_call
+from planner.core.files import StrictModel
 from planner.core.scene_graph import SceneGraph
 from planner.core.types import FailureInfo, Recovery
 
@@ -77,8 +78,7 @@ def compose_schema(case_ids: list[str]) -> dict:
                            "case_ids": {"type": "array", "minItems": 1, "items": {"enum": case_ids}}}}
 
 
-class ComposedSuggestion(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ComposedSuggestion(StrictModel):
     suggestion: str = Field(min_length=1, max_length=400)
     case_ids: list[str] = Field(min_length=1)
 

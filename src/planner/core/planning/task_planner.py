@@ -17,13 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from planner.core.ambiguity import Question, ambiguous_goals, chosen_candidate
 from planner.core.asking import ask_validated
 from planner.core.calls import format_call, parse_call
 from planner.core.errors import PolicyError, RequestImpossible
 from planner.core.failures import FailureCode
+from planner.core.files import StrictModel
 from planner.core.goals import Goal, goal_lacks, goal_met, goal_status
 from planner.core.planning.action_space import ASK_USER, GIVE_UP, PERCEPTION_ACTIONS, SEARCH_MAP, action_schema, allowed_actions
 from planner.core.planning.goal_reading import GoalReader
@@ -35,9 +36,7 @@ from planner.core.skills import SkillPlanner
 from planner.core.types import EpisodeOutcome, EpisodeResult, FailureInfo, PolicyReply, SuggestionInfo, TraceStep
 
 
-# ---- configuration and results ---------------------------------------------------------------
-class PlannerSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class PlannerSettings(StrictModel):
     step_budget: int = Field(default=30, ge=1)
     max_repairs: int = Field(default=2, ge=0, description="retries of a reply that fails validation")
     history_steps: int = Field(default=12, ge=1, description="most recent actions listed in the prompt")
@@ -46,7 +45,6 @@ class PlannerSettings(BaseModel):
     repeat_failure_limit: int = Field(default=2, ge=1, description="an action failing this often in a row is withdrawn")
     question_timeout_s: float = Field(default=30.0, ge=0, description="wait for the user to say which object they "
                                                                        "mean; then the nearest is taken")
-
 
 
 _IDS = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)*_\d+\b")
