@@ -1,8 +1,11 @@
 
-import yaml
 
-from conftest import CONFIG, DATA
+from conftest import CONFIG
+from fakes import KITCHEN_REQUEST as REQUEST
+from fakes import KITCHEN_SCENARIO as SCENARIO
 from fakes import InProcessRobot
+from fakes import kitchen_plan as recorded_plan
+from fakes import run_kitchen_request as run
 from planner.adapters.llm import ScriptedPolicy
 from planner.config import load_config
 from planner.core.errors import PolicyError
@@ -15,22 +18,7 @@ from planner.core.world import load_world
 from planner.sim.in_process import SimulatedRobot
 from planner.wiring import load_skill_planner
 
-SCENARIO = CONFIG / "scenarios" / "kitchen_bottle_moved.yaml"
-REQUEST = "Go to the table in the kitchen, pick up the bottle, and place it on the table in the bedroom"
 GOAL = {"goals": [{"kind": "object_on", "object": "bottle", "target": "table", "room": "bedroom"}]}
-
-
-def run(replies, skill_planner, **settings):
-    robot = InProcessRobot(SCENARIO, skill_planner)
-    policy = ScriptedPolicy(replies)
-    trace = []
-    planner = TaskPlanner(policy, robot, skill_planner, PlannerSettings(confirm_timeout_s=0, **settings),
-                          on_step=lambda step: trace.append((step.kind, step.text)))
-    return planner.run(REQUEST), trace, robot, policy
-
-
-def recorded_plan():
-    return yaml.safe_load((DATA / "scripted_kitchen.yaml").read_text())
 
 
 def test_the_recorded_plan_replans_after_the_bottle_moves(skill_planner):

@@ -20,7 +20,6 @@ from planner.sim.simulated_world import load_scenario
 
 def load_skill_planner(config: StackConfig):
     """The skill library with the robot profile of the configured world."""
-
     library = load_skill_library(config.path(config.skills))
     robot = load_scenario(config.path(config.scenario)).world.robot
     return SkillPlanner(library, RobotProfile.of(robot))
@@ -41,7 +40,6 @@ def open_case_store(config: StackConfig, database: str | None = None):
     """The configured case database (or `database`) with the seed cases synced into it, and what
     went wrong on the way (a database set aside, a seed file rejected) for the caller to report;
     the store works either way."""
-
     store = CaseStore(case_database_path(database or config.explainer.database))
     problems = [store.notice] if store.notice else []
     try:
@@ -53,7 +51,6 @@ def open_case_store(config: StackConfig, database: str | None = None):
 
 def open_case_memory(config: StackConfig, embedder=None, database: str | None = None, progress=None):
     """The explainer's case memory over `open_case_store`, and the problems it reported."""
-
     store, problems = open_case_store(config, database)
     return CaseMemory(store, embedder or SentenceEmbedder(), config.explainer, progress), problems
 

@@ -1,6 +1,5 @@
 """Conversions between the package's messages and the core's types, and ROS time stamps."""
 
-
 from __future__ import annotations
 
 import json
@@ -193,4 +192,3 @@ def failure_from_msg(msg: FailureMessage) -> FailureInfo:
     except json.JSONDecodeError:
         context = {"unparsed": msg.context_json}
     return FailureInfo(skill=msg.skill, command=msg.command, code=msg.code, reason=msg.reason, context=context)
-

@@ -1,7 +1,6 @@
 """The node base every stack node shares: its config, its status reports and the LLM it opens; the
 main loop that spins it."""
 
-
 from __future__ import annotations
 
 import sys
@@ -93,4 +92,3 @@ def main_for(node_class) -> int:
         if rclpy.ok():
             rclpy.shutdown()
     return 0
-

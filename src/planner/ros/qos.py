@@ -1,6 +1,5 @@
 """QoS profiles and the topic names every node shares."""
 
-
 from __future__ import annotations
 
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -13,4 +12,3 @@ RELIABLE = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
 STATUS_QOS = QoSProfile(depth=50, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
 STATUS_TOPIC = "planner/status"
 ESTOP_TOPIC = "emergency_stop"   # std_msgs/Bool: true stops every motion and task, false releases
-

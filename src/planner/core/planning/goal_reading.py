@@ -64,15 +64,15 @@ def final_goals(goals: list[Goal]) -> list[Goal]:
     return kept
 
 
-def phrase(label: str) -> str:
+def _phrase(label: str) -> str:
     return label.replace("_", " ")
 
 
 def rooms_named_for(furniture_label: str, words: str, rooms: list[str]) -> list[str]:
     """Rooms a request names for a piece of furniture: "the dining table", "the table in the kitchen"."""
-    thing = phrase(furniture_label)
+    thing = _phrase(furniture_label)
     return [room for room in rooms if f" {room_furniture_name(room, furniture_label)} " in words
-            or re.search(rf" {thing} (?:\w+ ){{0,2}}in the {phrase(room)} ", words)]
+            or re.search(rf" {thing} (?:\w+ ){{0,2}}in the {_phrase(room)} ", words)]
 
 
 def rooms_from_request(request: str, goals: list[Goal], scene: SceneGraph) -> list[Goal]:
@@ -102,7 +102,7 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
     already, a place the request does not name): the model may insist on doubtful goals."""
     words = words_of(request)
     furniture = scene.furniture()
-    named_furniture = sorted({f.label for f in furniture if f" {phrase(f.label)} " in words})
+    named_furniture = sorted({f.label for f in furniture if f" {_phrase(f.label)} " in words})
     known = ({o.label for o in scene.objects()}, {f.label for f in furniture}, set(scene.rooms()))
     problems, doubts = [], []
     for goal in goals:
@@ -118,7 +118,7 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
             problems.append(f"the request names no {goal.target}; it names {', '.join(named_furniture)}")
         if goal.kind in PLACING_KINDS and not named_furniture and not goal_met(goal, scene):
             doubts.append(f"the request names no furniture for the {goal.object} to go to; {_take_instead(goal)}")
-        if goal.kind == "object_on" and re.search(rf" (?:in|into|inside) (?:the |a |an )?{phrase(goal.target)} ", words) \
+        if goal.kind == "object_on" and re.search(rf" (?:in|into|inside) (?:the |a |an )?{_phrase(goal.target)} ", words) \
                 and any(f.label == goal.target and f.state for f in furniture):
             problems.append(f"the request puts the {goal.object} inside the {goal.target}: that is object_in")
         if goal.kind == "bring_to_user" and not mentions_user(request):
@@ -129,9 +129,9 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
         # "I can't find my keys" read as an open fridge: the thing the user talks about is lost.
         # Small models take up a goal written out for them far more often than a description of one.
         kind, who = ("bring_to_user", "brought to the user") if mentions_user(request) else ("holding", "taken")
-        doubts.append(f"the request is about the {', '.join(map(phrase, named_objects))}, and no goal has "
+        doubts.append(f"the request is about the {', '.join(map(_phrase, named_objects))}, and no goal has "
                       f"{'it' if len(named_objects) == 1 else 'one of them'} as its object; if the "
-                      f"{phrase(named_objects[0])} must be {who}, the goal is "
+                      f"{_phrase(named_objects[0])} must be {who}, the goal is "
                       f'{{"kind": "{kind}", "object": "{named_objects[0]}"}}')
     # Being back in this room at the end is a fair goal beside others, though true now.
     true_now = [goal for goal in goals if goal_met(goal, scene) and not (goal.kind == "robot_in_room" and len(goals) > 1)]
@@ -189,9 +189,9 @@ class GoalReader:
         # bathroom" may be: the room is named).
         reason = words_of(why)
         said_missing = [label for label in [*self.object_labels, *self.furniture_labels, *self.rooms]
-                        if f" no {phrase(label)} " in reason and not rooms_named_for(label, reason, self.rooms)]
+                        if f" no {_phrase(label)} " in reason and not rooms_named_for(label, reason, self.rooms)]
         if said_missing:
-            raise ValueError(f"the map has a {', a '.join(map(phrase, said_missing))}: look again at the "
+            raise ValueError(f"the map has a {', a '.join(map(_phrase, said_missing))}: look again at the "
                              "request and give goals")
         if self.impossible:
             raise RequestImpossible(why)

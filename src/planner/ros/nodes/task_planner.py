@@ -32,8 +32,6 @@ from planner.wiring import load_skill_planner
 
 SAY_TIMEOUT_S = 60.0
 CLOSE_WAIT_S = 10.0  # for a running task to end once canceled (a skill's cancel is answered within seconds)
-
-
 SEARCH_TIMEOUT_S = 300.0  # an ensemble on a slow CPU takes minutes
 
 
