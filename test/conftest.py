@@ -18,6 +18,15 @@ CONFIG = REPO / "config"
 DATA = Path(__file__).resolve().parent / "data"
 
 
+def _robee():
+    from planner.core.robot_profile import load_robot_profile
+
+    return load_robot_profile(CONFIG / "robots" / "robee.yaml")
+
+
+ROBOT = _robee()   # the robot profile the default config runs
+
+
 @pytest.fixture
 def world():
     from planner.core.world import load_world
@@ -48,7 +57,8 @@ def write_config(directory: Path, **sections) -> Path:
     """A stack config like test/data/scripted.yaml with some sections replaced."""
     import yaml
 
-    config = {"scenario": str(CONFIG / "scenarios" / "kitchen_bottle_moved.yaml"), "skills": str(CONFIG / "skills.yaml"),
+    config = {"robot": str(CONFIG / "robots" / "robee.yaml"),
+              "scenario": str(CONFIG / "scenarios" / "kitchen_bottle_moved.yaml"), "skills": str(CONFIG / "skills.yaml"),
               "failure_cases": str(CONFIG / "failure_cases.yaml"),
               "llm": {"provider": "scripted", "script": str(DATA / "scripted_kitchen.yaml")},
               "simulator": {"time_scale": 20.0},

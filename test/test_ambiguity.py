@@ -3,7 +3,7 @@ the answer, and without an answer takes the nearest."""
 
 import pytest
 
-from conftest import CONFIG
+from conftest import CONFIG, ROBOT
 from planner.adapters.llm import ScriptedPolicy
 from planner.config import load_config
 from planner.core.ambiguity import ambiguous_goals, chosen_candidate, pin_named_objects
@@ -19,7 +19,7 @@ HOLD_GLASS = {"goals": [{"kind": "holding", "object": "glass", "target": "", "ro
 
 def robot_at(place: str, answers=()) -> SimulatedRobot:
     skills = load_skill_planner(load_config(CONFIG / "planner.yaml"))
-    return SimulatedRobot(APARTMENT.with_robot_at(place), [], skills, answers=list(answers))
+    return SimulatedRobot(APARTMENT.with_robot_at(place, ROBOT.standoff_m), [], skills, answers=list(answers))
 
 
 def holding(label: str) -> list[Goal]:

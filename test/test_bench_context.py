@@ -3,13 +3,14 @@ times the objects, each carried out by the simulated robot when the plan is righ
 
 import pytest
 
+from conftest import ROBOT
 from planner.bench import context
 from planner.bench.suite import _task_problems
 
 
 @pytest.fixture(scope="module")
 def suite():
-    return context.make_suite(rooms=12, objects=30, factor=10, seed=0)
+    return context.make_suite(rooms=12, objects=30, factor=10, seed=0, robot=ROBOT)
 
 
 def test_the_two_homes_differ_only_in_their_objects(suite):
@@ -22,7 +23,7 @@ def test_the_two_homes_differ_only_in_their_objects(suite):
 def test_every_request_runs_in_both_homes_and_names_what_they_hold(suite):
     by_request = {}
     for task in suite.suite.tasks:
-        assert not _task_problems(task, suite.worlds[task.world]), task.id
+        assert not _task_problems(task, suite.worlds[task.world], ROBOT), task.id
         by_request.setdefault(task.request, set()).add(task.world)
     assert len(by_request) >= 4 and all(worlds == {"small", "large"} for worlds in by_request.values())
 
@@ -48,7 +49,7 @@ def test_a_step_prompt_stays_the_same_size_in_a_home_with_ten_times_the_objects(
     skills = load_skill_planner(load_config(CONFIG / "planner.yaml"))
     sizes = {}
     for name, world in suite.worlds.items():
-        robot = SimulatedRobot(world.with_robot_at("kitchen"), [], skills)
+        robot = SimulatedRobot(world.with_robot_at("kitchen", ROBOT.standoff_m), [], skills)
         policy = ScriptedPolicy([{"goals": [{"kind": "bring_to_user", "object": "cup"}]},
                                  {"thought": "look", "action": "get_objects_in_room(kitchen)"}, "stop"])
         TaskPlanner(policy, robot, skills, PlannerSettings(confirm_timeout_s=0, max_repairs=0, step_budget=2)).run(

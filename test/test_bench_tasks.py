@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import CONFIG
+from conftest import CONFIG, ROBOT
 from planner.bench.suite import FinalState, Predicate, check, load_suite, predicate_objects
 from planner.bench.tasks import world_outcomes
 from planner.cli import main
@@ -25,7 +25,7 @@ SMOKE = CONFIG / "tasks" / "smoke.yaml"
 
 
 def test_the_full_suite_has_three_tiers_over_two_homes_and_every_fault_compiles():
-    loaded = load_suite(FULL)
+    loaded = load_suite(FULL, ROBOT)
     tasks = loaded.suite.tasks
     tiers = {tier: sum(t.tier == tier for t in tasks) for tier in ("simple", "moderate", "complex")}
     assert len(tasks) >= 60 and min(tiers.values()) >= 15
@@ -35,11 +35,11 @@ def test_the_full_suite_has_three_tiers_over_two_homes_and_every_fault_compiles(
     assert {f.kind for t in tasks for f in t.faults} == set(FAULT_KINDS)
     for task in tasks:
         world = loaded.worlds[task.world]
-        fault_events(task.faults, world, predicate_objects(task.success, world), random.Random(0))
+        fault_events(task.faults, world, ROBOT, predicate_objects(task.success, world), random.Random(0))
 
 
 def final_state(world, outcome="succeeded") -> FinalState:
-    return FinalState(SimulatedWorld(world), outcome)
+    return FinalState(SimulatedWorld(world, ROBOT), outcome)
 
 
 def holds(predicate: dict, state: FinalState) -> bool:
@@ -64,7 +64,7 @@ def test_predicates_judge_where_things_are_what_is_held_and_what_was_reported(wo
 
 
 def test_inside_means_behind_the_door(world):
-    apartment = load_suite(FULL).worlds["apartment"]
+    apartment = load_suite(FULL, ROBOT).worlds["apartment"]
     state = final_state(apartment)
     assert holds({"object_on": {"object": "milk", "target": "fridge", "inside": True}}, state)
     assert not holds({"object_on": {"object": "apple", "target": "fridge"}}, state)
@@ -101,7 +101,7 @@ def write_suite(tmp_path, edit) -> str:
 def test_a_bad_suite_is_rejected_naming_the_file_the_task_and_the_field(tmp_path, edit, message):
     path = write_suite(tmp_path, edit)
     with pytest.raises(InputError) as error:
-        load_suite(path)
+        load_suite(path, ROBOT)
     assert f"{path}: {message}" in str(error.value)
 
 
@@ -112,7 +112,7 @@ def test_a_bad_world_is_named_through_the_suite(tmp_path):
                      .replace("{id: pan_1, label: pan, placed_on: stove_1,", "{id: pan_1, label: pan, placed_on: stove_1, inside: true,"))
     path = write_suite(tmp_path, lambda d: d["worlds"].update(apartment=str(world)))
     with pytest.raises(InputError) as error:
-        load_suite(path)
+        load_suite(path, ROBOT)
     assert f"{path}: worlds.apartment: {world}: objects[15] (pan_1).inside: stove_1 has no door or drawer" in str(error.value)
 
 

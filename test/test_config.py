@@ -2,8 +2,13 @@ import pytest
 
 from conftest import CONFIG
 from planner.adapters.llm import LLMSettings
+from planner.adapters.moveit import MoveItArms, MoveItSettings
 from planner.config import load_config
 from planner.core.errors import InputError
+from planner.core.geometry import Pose2D
+from planner.core.robot_profile import ArmProfile, load_robot_profile
+from planner.core.world import load_world
+from planner.wiring import load_robot
 
 
 @pytest.fixture(autouse=True)
@@ -35,7 +40,7 @@ def test_an_api_key_alone_means_openai(monkeypatch):
 
 def test_config_errors_name_file_and_field(tmp_path):
     path = tmp_path / "planner.yaml"
-    path.write_text("scenario: s.yaml\nskills: k.yaml\nfailure_cases: f.yaml\nllm: {provider: magic, temprature: 2}\n")
+    path.write_text("robot: r.yaml\nscenario: s.yaml\nskills: k.yaml\nfailure_cases: f.yaml\nllm: {provider: magic, temprature: 2}\n")
     with pytest.raises(InputError) as error:
         load_config(path)
     assert f"{path}: llm.provider: Input should be" in str(error.value)
@@ -43,12 +48,37 @@ def test_config_errors_name_file_and_field(tmp_path):
 
 
 def test_the_robot_backend_settings_are_checked_at_start_up(tmp_path):
-    config = load_config(CONFIG / "planner.yaml")
-    assert config.executor.moveit.arms["left"].gripper_group == "left_hand"
     path = tmp_path / "planner.yaml"
-    path.write_text("scenario: s.yaml\nskills: k.yaml\nfailure_cases: f.yaml\nexecutor:\n  backend: nav3\n"
-                    "  moveit: {arms: {left: {group: left_arm}}}\n")
+    path.write_text("robot: r.yaml\nscenario: s.yaml\nskills: k.yaml\nfailure_cases: f.yaml\nexecutor:\n  backend: nav3\n"
+                    "  moveit: {planning_frame: base_link}\n")
     with pytest.raises(InputError) as error:
         load_config(path)
     assert f"{path}: executor.backend: Input should be 'simulator' or 'robot'" in str(error.value)
-    assert "executor.moveit.arms.left.tool_link: Field required" in str(error.value)
+    assert "executor.moveit.planning_frame: Extra inputs are not permitted" in str(error.value)  # the profile's base_frame
+
+
+def test_the_robot_profile_is_checked_at_start_up_naming_file_and_field(tmp_path):
+    robot = load_robot(load_config(CONFIG / "planner.yaml"))
+    assert robot.arms["left"].gripper_group == "left_hand" and robot.base_frame == "base_link"
+    path = tmp_path / "robot.yaml"
+    path.write_text("name: bad\narms: {}\nreach_m: -1\npayload_kg: 5\nstandoff_m: 0.3\ncamera: {fov_deg: 400}\n")
+    with pytest.raises(InputError) as error:
+        load_robot_profile(path)
+    for field in ("arms: Dictionary should have at least 1 item", "reach_m: Input should be greater than 0",
+                  "camera.fov_deg: Input should be less than or equal to 360"):
+        assert f"{path}: {field}" in str(error.value)
+    # MoveIt needs each arm's group and links: said at start-up, not at the first grasp.
+    no_links = robot.model_copy(update={"arms": {"left": ArmProfile(group="left_arm")}})
+    with pytest.raises(InputError, match="arms.left.tool_link, arms.left.gripper_group: needed by the MoveIt"):
+        MoveItArms.connect(MoveItSettings(), no_links, lambda: Pose2D(0, 0, 0))
+
+
+def test_a_world_that_describes_the_robot_is_told_where_that_belongs(tmp_path):
+    path = tmp_path / "world.yaml"
+    path.write_text((CONFIG / "worlds" / "kitchen_bedroom.yaml").read_text()
+                    .replace("  pose: [-3.0, 3.0, 0.0]", "  pose: [-3.0, 3.0, 0.0]\n  reach_m: 1.0\n  arms: [left]"))
+    with pytest.raises(InputError) as error:
+        load_world(path)
+    assert f"{path}: robot: arms, reach_m: a world only places the robot (pose)" in str(error.value)
+
+

@@ -3,12 +3,13 @@ seen by perception after it; and a failure found that way reaching the planner w
 
 import pytest
 
-from conftest import CONFIG
+from conftest import CONFIG, ROBOT
 from planner.config import load_config
 from planner.core.controller import check_after, check_before
 from planner.core.failures import REASONS
 from planner.core.geometry import Pose2D
 from planner.core.skills import Command
+from planner.core.types import Outcome
 from planner.core.world import load_world
 from planner.sim.in_process import SimulatedRobot
 from planner.wiring import load_skill_planner
@@ -17,7 +18,7 @@ APARTMENT = load_world(CONFIG / "worlds" / "apartment.yaml")
 
 
 def robot_at(place: str) -> SimulatedRobot:
-    return SimulatedRobot(APARTMENT.with_robot_at(place), [], load_skill_planner(load_config(CONFIG / "planner.yaml")))
+    return SimulatedRobot(APARTMENT.with_robot_at(place, ROBOT.standoff_m), [], load_skill_planner(load_config(CONFIG / "planner.yaml")))
 
 
 def test_an_object_moved_or_gone_since_planning_is_a_world_change():
@@ -76,7 +77,7 @@ def test_a_grasp_the_camera_does_not_confirm_fails_the_skill_with_the_reason(mon
 
 def test_an_object_moved_while_the_arm_reaches_for_it_stops_the_grasp():
     robot = robot_at("table_1")
-    run = robot._run
+    run = robot.run
 
     def someone_takes_it(command):
         outcome = run(command)
@@ -84,7 +85,7 @@ def test_an_object_moved_while_the_arm_reaches_for_it_stops_the_grasp():
             robot.sim.move_object("apple_1", "counter_1")
             robot._pass(3.0)  # the camera watches meanwhile
         return outcome
-    robot._run = someone_takes_it
+    robot.run = someone_takes_it
     result = robot.execute_skill("PICK(apple_1, left)")
     assert not result.success and result.failure.code == "WORLD_CHANGED" and result.failure.command == "grasp"
     assert "apple_1 moved" in result.failure.reason and "apple_1 on counter_1" in result.failure.reason, result.failure
@@ -95,7 +96,7 @@ def test_a_handover_the_person_does_not_take_fails_with_the_reason(monkeypatch):
     """Anna does not take the apple: the gripper reports open, but the camera still sees it held."""
     from planner.core.world import Person
 
-    world = APARTMENT.with_robot_at("table_1").model_copy(update={"people": [Person(id="anna", position=(3.0, 7.0))]})
+    world = APARTMENT.with_robot_at("table_1", ROBOT.standoff_m).model_copy(update={"people": [Person(id="anna", position=(3.0, 7.0))]})
     robot = SimulatedRobot(world, [], load_skill_planner(load_config(CONFIG / "planner.yaml")))
     assert robot.execute_skill("PICK(apple_1, left)").success
     monkeypatch.setattr(robot.sim, "_wait_for_take", lambda *args: robot.sim._hand_out(*args))
@@ -112,8 +113,8 @@ def test_every_failure_code_reaches_the_planner_as_a_message_with_skill_command_
     command it happened in, the code's reason with the backend's detail, and where it happened."""
     robot = robot_at("table_1")
     support = robot.scene().support("apple_1")
-    run = robot._run
-    robot._run = lambda command: (code, "the detail") if command.name == "grasp" else run(command)
+    run = robot.run
+    robot.run = lambda command: Outcome(False, code, "the detail") if command.name == "grasp" else run(command)
     result = robot.execute_skill("PICK(apple_1, left)")
     failure = result.failure
     assert not result.success and (failure.code, failure.skill, failure.command) == (code, "PICK(apple_1, left)", "grasp")
@@ -131,7 +132,7 @@ def test_an_object_not_found_where_the_map_still_has_it_is_not_said_to_be_there(
     scene = robot_at("table_1").scene()
     stale = ExecutionEventInfo("e", "t", "PICK(apple_1, left)", "approach", 2, 6, "failed", "OBJECT_NOT_FOUND",
                                "apple_1 is not at (3.10, 8.20, 0.79) on table_1")
-    assert describe_failure(stale, scene, "apple_1").reason.endswith("someone may have moved it; it has not been seen "
+    assert describe_failure(stale, scene).reason.endswith("someone may have moved it; it has not been seen "
                                                                      "anywhere else yet")
     scene.move_item("apple_1", (0.35, 9.15, 0.94), stamp=1.0)  # the camera has found it on the counter meanwhile
-    assert describe_failure(stale, scene, "apple_1").reason.endswith("the map now shows it on counter_1")
+    assert describe_failure(stale, scene).reason.endswith("the map now shows it on counter_1")

@@ -5,9 +5,9 @@ import random
 
 import pytest
 
-from conftest import CONFIG
+from conftest import CONFIG, ROBOT
 from planner.adapters.llm import ScriptedPolicy
-from planner.core.skills import RobotProfile, SkillPlanner, load_skill_library
+from planner.core.skills import SkillPlanner, load_skill_library
 from planner.core.world import load_world
 from planner.sim.faults import Fault, GarbledPolicy, fault_events
 from planner.sim.in_process import SimulatedRobot
@@ -20,10 +20,9 @@ def apartment():
 
 
 def robot_for(world, faults=(), at="", seed=0, objects=("bottle_1",)):
-    world = world.with_robot_at(at)
-    events, _ = fault_events(list(faults), world, list(objects), random.Random(seed))
-    skills = SkillPlanner(load_skill_library(CONFIG / "skills.yaml"),
-                          RobotProfile.of(world.robot))
+    world = world.with_robot_at(at, ROBOT.standoff_m)
+    events, _ = fault_events(list(faults), world, ROBOT, list(objects), random.Random(seed))
+    skills = SkillPlanner(load_skill_library(CONFIG / "skills.yaml"), ROBOT)
     return SimulatedRobot(world, events, skills)
 
 
@@ -88,10 +87,10 @@ def test_an_occluded_object_goes_missing_for_a_while_and_comes_back(world):
 
 
 def test_detection_dropout_sends_no_frames_so_nothing_is_marked_missing(world):
-    sim = SimulatedWorld(world, [ScenarioEvent(trigger=Trigger(at_start=True), drop_detections=DropDetections(duration_s=3))])
+    sim = SimulatedWorld(world, ROBOT, [ScenarioEvent(trigger=Trigger(at_start=True), drop_detections=DropDetections(duration_s=3))])
     assert sim.camera_frame(1.0) is None and sim.camera_view(2.9) is None
     assert sim.camera_frame(3.0) is not None
-    sim = SimulatedWorld(world, [ScenarioEvent(trigger=Trigger(at_start=True), occlude=Occlude(object="book_1"))])
+    sim = SimulatedWorld(world, ROBOT, [ScenarioEvent(trigger=Trigger(at_start=True), occlude=Occlude(object="book_1"))])
     assert "book_1" not in {d.label + "_1" for d in sim.camera_frame(1.0).detections}
 
 

@@ -6,7 +6,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from conftest import CONFIG
+from conftest import CONFIG, ROBOT
 from planner.adapters.llm import ScriptedPolicy
 from planner.config import load_config
 from planner.core.goals import Goal, GoalReply, goal_met, goal_schema, goal_status
@@ -21,7 +21,7 @@ GIVE_UP = {"thought": "stop here", "action": "GIVE_UP()"}
 
 
 def robot_at(place: str) -> SimulatedRobot:
-    return SimulatedRobot(APARTMENT.with_robot_at(place), [], load_skill_planner(load_config(CONFIG / "planner.yaml")))
+    return SimulatedRobot(APARTMENT.with_robot_at(place, ROBOT.standoff_m), [], load_skill_planner(load_config(CONFIG / "planner.yaml")))
 
 
 def run(robot: SimulatedRobot, request: str, replies: list):

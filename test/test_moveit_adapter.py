@@ -9,9 +9,12 @@ import pytest
 
 from planner.adapters.moveit import MoveItArms, MoveItSettings, to_base_frame
 from planner.core.geometry import Pose2D
+from planner.core.robot_profile import RobotProfile
 from planner.core.skills import Command
 
-SETTINGS = MoveItSettings(arms={"left": {"group": "left_arm", "tool_link": "left_tool0", "gripper_group": "left_hand"}})
+SETTINGS = MoveItSettings()
+ONE_ARM = RobotProfile(name="one_arm", reach_m=1.0, payload_kg=5.0, standoff_m=0.35,
+                       arms={"left": {"group": "left_arm", "tool_link": "left_tool0", "gripper_group": "left_hand"}})
 
 
 class Plan(SimpleNamespace):
@@ -51,7 +54,7 @@ ROBOT = Pose2D(2.0, 1.0, math.pi / 2)
 
 
 def run(moveit, name, robot=ROBOT, **command):
-    arms = MoveItArms(moveit, SETTINGS, lambda: robot)
+    arms = MoveItArms(moveit, SETTINGS, ONE_ARM, lambda: robot)
     return arms.run(Command(name, arm="left", **command), threading.Event())
 
 
@@ -124,7 +127,7 @@ def test_execution_failures_map_to_reasons(status, code):
 
 
 def test_an_unconfigured_arm_or_motion_is_refused_with_the_reason():
-    arms = MoveItArms(FakeMoveIt(), SETTINGS, lambda: Pose2D(0, 0, 0))
+    arms = MoveItArms(FakeMoveIt(), SETTINGS, ONE_ARM, lambda: Pose2D(0, 0, 0))
     outcome = arms.run(Command("approach", arm="right", point=(1, 0, 1)), threading.Event())
     assert outcome.code == "BACKEND_UNAVAILABLE" and "right arm" in outcome.detail
     outcome = arms.run(Command("open", arm="left", target_id="fridge_1"), threading.Event())
@@ -133,7 +136,7 @@ def test_an_unconfigured_arm_or_motion_is_refused_with_the_reason():
 
 def test_a_stop_ends_the_running_trajectory_and_the_remaining_motions():
     moveit = FakeMoveIt()
-    arms = MoveItArms(moveit, SETTINGS, lambda: Pose2D(0, 0, 0))
+    arms = MoveItArms(moveit, SETTINGS, ONE_ARM, lambda: Pose2D(0, 0, 0))
     stop, stopped = threading.Event(), threading.Event()
     moveit.get_trajectory_execution_manager = lambda: SimpleNamespace(stop_execution=stopped.set)
 

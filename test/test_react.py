@@ -1,6 +1,6 @@
 
 
-from conftest import CONFIG
+from conftest import CONFIG, ROBOT
 from fakes import KITCHEN_REQUEST as REQUEST
 from fakes import KITCHEN_SCENARIO as SCENARIO
 from fakes import InProcessRobot
@@ -13,7 +13,7 @@ from planner.core.goals import Goal
 from planner.core.planning.action_space import ASK_USER, GIVE_UP
 from planner.core.planning.goal_reading import final_goals
 from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
-from planner.core.types import PolicyReply
+from planner.core.types import Outcome, PolicyReply
 from planner.core.world import load_world
 from planner.sim.in_process import SimulatedRobot
 from planner.wiring import load_skill_planner
@@ -110,7 +110,7 @@ def test_invalid_replies_are_repaired_a_bounded_number_of_times(skill_planner):
 
 def test_a_repeatedly_failing_action_is_withdrawn(skill_planner, monkeypatch):
     robot = InProcessRobot(SCENARIO, skill_planner)
-    monkeypatch.setattr(robot.sim, "plan_route", lambda goal: type("Blocked", (), {"code": "PATH_BLOCKED", "detail": "a box"})())
+    monkeypatch.setattr(robot.sim, "plan_route", lambda goal: Outcome(False, "PATH_BLOCKED", "a box"))
     policy = ScriptedPolicy([GOAL] + [{"thought": "go", "action": "GOTO(table_1)"}] * 2
                             + [{"thought": "look", "action": "get_rooms()"}, {"thought": "stop", "action": GIVE_UP}])
     planner = TaskPlanner(policy, robot, skill_planner, PlannerSettings(confirm_timeout_s=0, repeat_failure_limit=2))
@@ -126,7 +126,7 @@ def test_a_repeatedly_failing_action_is_withdrawn(skill_planner, monkeypatch):
 def test_going_round_in_a_circle_is_broken():
     """The move that brought the robot back to a situation it was in is not offered there again;
     the first move of the circle stays (it was often right)."""
-    robot = SimulatedRobot(load_world(CONFIG / "worlds" / "apartment.yaml").with_robot_at("fridge_1"), [],
+    robot = SimulatedRobot(load_world(CONFIG / "worlds" / "apartment.yaml").with_robot_at("fridge_1", ROBOT.standoff_m), [],
                            load_skill_planner(load_config(CONFIG / "planner.yaml")))
     opening, closing = {"thought": "open", "action": "OPEN(fridge_1)"}, {"thought": "close", "action": "CLOSE(fridge_1)"}
     policy = ScriptedPolicy([{"goals": [{"kind": "holding", "object": "juice"}]}, opening, closing, opening, closing])

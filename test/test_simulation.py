@@ -3,7 +3,7 @@ import math
 import pytest
 from pydantic import ValidationError
 
-from conftest import CONFIG
+from conftest import CONFIG, ROBOT
 from planner.core.errors import InputError
 from planner.core.geometry import Pose2D
 from planner.core.world import load_world
@@ -12,7 +12,7 @@ from planner.sim.simulated_world import BlockPath, ScenarioEvent, SimulatedWorld
 
 @pytest.fixture
 def sim(world):
-    return SimulatedWorld(world)
+    return SimulatedWorld(world, ROBOT)
 
 
 def test_routes_go_through_doors_and_take_time(sim):
@@ -68,7 +68,7 @@ def test_an_object_not_where_expected_or_out_of_reach(sim):
 
 def test_scenario_events_fire_once_at_their_moment():
     loaded = load_scenario(CONFIG / "scenarios" / "kitchen_bottle_moved.yaml")
-    sim = SimulatedWorld(loaded.world, list(loaded.scenario.events))
+    sim = SimulatedWorld(loaded.world, ROBOT, list(loaded.scenario.events))
     assert sim.arrive(Pose2D(3.55, 1.5, 0.0)) == []
     assert sim.start_command("approach", "cup_1") == []
     assert sim.start_command("approach", "bottle_1") == ["external agent moved bottle_1 onto table_2"]
@@ -100,8 +100,9 @@ def test_bad_world_and_scenario_files_name_file_entry_and_field(tmp_path):
     scenario = tmp_path / "scenario.yaml"
     scenario.write_text(f"world: {CONFIG / 'worlds' / 'kitchen_bedroom.yaml'}\n"
                         "events: [{trigger: {at_start: true}, worn_gripper: {arm: centre}}]\n")
+    loaded = load_scenario(scenario)  # the arms are the robot profile's: checked where the two meet
     with pytest.raises(InputError, match=r"events\[0\].worn_gripper.arm: the robot has no arm 'centre' \(it has left, right\)"):
-        load_scenario(scenario)
+        SimulatedWorld(loaded.world, ROBOT, loaded.scenario.events)
 
 
 def test_a_person_is_seen_and_takes_what_is_handed_to_them():
@@ -111,7 +112,7 @@ def test_a_person_is_seen_and_takes_what_is_handed_to_them():
     from planner.wiring import load_skill_planner
 
     apartment = load_world(CONFIG / "worlds" / "apartment.yaml")
-    world = apartment.with_robot_at("table_1").model_copy(update={"people": [Person(id="anna", position=(8.0, 8.5))]})
+    world = apartment.with_robot_at("table_1", ROBOT.standoff_m).model_copy(update={"people": [Person(id="anna", position=(8.0, 8.5))]})
     robot = SimulatedRobot(world, [], load_skill_planner(load_config(CONFIG / "planner.yaml")))
     assert robot.execute_skill("PICK(apple_1, left)").success
     result = robot.execute_skill("HANDOVER(apple_1, anna)")  # Anna is in the living room: the robot goes to her

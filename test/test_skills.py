@@ -1,6 +1,6 @@
 import pytest
 
-from conftest import CONFIG, write_config
+from conftest import CONFIG, ROBOT, write_config
 from planner.core.errors import InputError
 from planner.core.geometry import Pose2D
 from planner.core.skills import SkillRefused, SkillSyntaxError, load_skill_library, parse_call
@@ -213,7 +213,7 @@ def test_adding_a_skill_is_a_change_of_the_library_file_only(tmp_path):
 
     path = write_library(tmp_path, lambda library: library["skills"].__setitem__("WIPE", WIPE))
     config = load_config(write_config(tmp_path, skills=path))
-    world = load_world(CONFIG / "worlds" / "apartment.yaml").with_robot_at("table_1")
+    world = load_world(CONFIG / "worlds" / "apartment.yaml").with_robot_at("table_1", ROBOT.standoff_m)
     robot = SimulatedRobot(world, [], load_skill_planner(config))
     result = robot.execute_skill("WIPE(table_1, left)")
     assert result.success and robot.sim.wiped == ["table_1"]

@@ -3,31 +3,30 @@ consistent and usable by the simulated robot; bad world files named by file, ent
 
 import pytest
 
-from conftest import CONFIG
+from conftest import CONFIG, ROBOT
 from planner.cli import main
 from planner.core.errors import InputError
-from planner.core.skills import RobotProfile, SkillPlanner, load_skill_library
+from planner.core.skills import SkillPlanner, load_skill_library
 from planner.core.world import load_world
 from planner.core.worldgen import generate_world, world_yaml
 from planner.sim.in_process import SimulatedRobot
 
 
-def skills_for(world):
-    return SkillPlanner(load_skill_library(CONFIG / "skills.yaml"),
-                        RobotProfile.of(world.robot))
+def skill_planner():
+    return SkillPlanner(load_skill_library(CONFIG / "skills.yaml"), ROBOT)
 
 
 def test_generated_homes_are_valid_reproducible_and_every_object_can_be_fetched(tmp_path):
-    world = generate_world(rooms=9, objects=90, seed=5)
+    world = generate_world(rooms=9, objects=90, robot=ROBOT, seed=5)
     assert len(world.rooms) == 10 and len(world.objects) == 90  # nine rooms and the hallway
-    assert world == generate_world(rooms=9, objects=90, seed=5)
-    assert world != generate_world(rooms=9, objects=90, seed=6)
+    assert world == generate_world(rooms=9, objects=90, robot=ROBOT, seed=5)
+    assert world != generate_world(rooms=9, objects=90, robot=ROBOT, seed=6)
     assert {d.rooms[0] for d in world.doors} == {"hallway"} and len(world.doors) == 9
     path = tmp_path / "world.yaml"
     path.write_text(world_yaml(world, "test"))
     assert load_world(path) == world
     # The robot drives to each object's furniture from the hallway and picks it up (doors opened).
-    skills = skills_for(world)
+    skills = skill_planner()
     for obj in world.objects[::7]:
         robot = SimulatedRobot(world, [], skills)
         assert robot.execute_skill(f"GOTO({obj.placed_on})").success, obj.id
@@ -39,7 +38,7 @@ def test_generated_homes_are_valid_reproducible_and_every_object_can_be_fetched(
 
 def test_the_robot_can_go_into_every_room_of_the_apartment_even_when_furniture_fills_its_middle():
     world = load_world(CONFIG / "worlds" / "apartment.yaml")
-    robot = SimulatedRobot(world, [], skills_for(world))
+    robot = SimulatedRobot(world, [], skill_planner())
     for room in [r.name for r in world.rooms][1:] + [world.rooms[0].name]:
         result = robot.execute_skill(f"GOTO({room})")
         assert result.success, f"{room}: {result.message}"
@@ -48,7 +47,7 @@ def test_the_robot_can_go_into_every_room_of_the_apartment_even_when_furniture_f
 
 def test_a_home_too_small_for_its_objects_is_refused():
     with pytest.raises(ValueError, match="do not fit"):
-        generate_world(rooms=1, objects=500)
+        generate_world(rooms=1, objects=500, robot=ROBOT)
 
 
 def test_world_generate_and_from_voxeland_on_the_command_line(tmp_path, capsys):

@@ -57,7 +57,8 @@ class TaskSettings(StrictModel):
 
 
 class StackConfig(StrictModel):
-    scenario: str
+    robot: str = Field(description="the robot profile: arms, reach, payload, camera, frames")
+    scenario: str = Field(description="the simulator's world and events; where perception's prior map comes from")
     skills: str
     failure_cases: str
     llm: LLMSettings = Field(default_factory=LLMSettings)

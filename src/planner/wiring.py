@@ -1,5 +1,5 @@
-"""The stack's factories: what a config file asks for, opened — the skill planner with the robot
-profile, the case memory over its database, the LLM. The composition root the nodes, the CLI and
+"""The stack's factories: what a config file asks for, opened — the robot profile, the skill
+planner, the case memory over its database, the LLM. The composition root the nodes, the CLI and
 the benchmarks share; config.py only describes and validates."""
 
 from __future__ import annotations
@@ -14,15 +14,18 @@ from planner.core.case_store import CaseStore
 from planner.core.errors import InputError
 from planner.core.explainer import CaseMemory, load_cases, sync_seeds
 from planner.core.ports import Policy
-from planner.core.skills import RobotProfile, SkillPlanner, load_skill_library
-from planner.sim.simulated_world import load_scenario
+from planner.core.robot_profile import RobotProfile, load_robot_profile
+from planner.core.skills import SkillPlanner, load_skill_library
 
 
-def load_skill_planner(config: StackConfig):
-    """The skill library with the robot profile of the configured world."""
-    library = load_skill_library(config.path(config.skills))
-    robot = load_scenario(config.path(config.scenario)).world.robot
-    return SkillPlanner(library, RobotProfile.of(robot))
+def load_robot(config: StackConfig) -> RobotProfile:
+    """The configured robot profile."""
+    return load_robot_profile(config.path(config.robot))
+
+
+def load_skill_planner(config: StackConfig) -> SkillPlanner:
+    """The skill library for the configured robot."""
+    return SkillPlanner(load_skill_library(config.path(config.skills)), load_robot(config))
 
 
 def state_dir() -> Path:

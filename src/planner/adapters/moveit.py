@@ -14,29 +14,21 @@ from collections.abc import Callable
 from geometry_msgs.msg import PoseStamped
 from pydantic import Field
 
+from planner.core.errors import InputError
 from planner.core.failures import FailureCode
 from planner.core.files import StrictModel
 from planner.core.geometry import Pose2D
+from planner.core.robot_profile import ArmProfile, RobotProfile
 from planner.core.skills import Command
 from planner.core.types import Outcome
 
 
-class ArmSettings(StrictModel):
-    group: str = Field(description="MoveIt planning group of the arm, e.g. left_arm")
-    tool_link: str = Field(description="link whose pose the goals give, e.g. left_tool0")
-    gripper_group: str = Field(description="planning group of the gripper, e.g. left_hand")
-    open_state: str = "open"
-    closed_state: str = "closed"
-    rest_state: str = Field(default="home", description="named arm state it retreats to")
-
-
 class MoveItSettings(StrictModel):
     node_name: str = "planner_moveit"
-    planning_frame: str = Field(default="base_link", description="frame of the pose goals: the robot's base")
-    arms: dict[str, ArmSettings] = Field(default_factory=dict, description="by the arm names of the robot profile")
     hover_m: float = Field(default=0.10, gt=0, description="above an object before the grasp and after the lift")
     tool_down_xyzw: tuple[float, float, float, float] = Field(
-        default=(1.0, 0.0, 0.0, 0.0), description="tool orientation for top-down grasps, in the planning frame")
+        default=(1.0, 0.0, 0.0, 0.0), description="tool orientation for top-down grasps, in the base frame")
+
 
 STOP_POLL_S = 0.05   # how often a running trajectory looks at the stop
 SWEEP_CLEARANCE_M = 0.02   # the tool this far above a surface it wipes
@@ -64,20 +56,25 @@ class MoveItArms:
     move nothing: the camera is fixed to the body, and the controller confirms the grasp from
     perception after verify_grasp."""
 
-    def __init__(self, moveit, settings: MoveItSettings, robot_pose: Callable[[], Pose2D]):
+    def __init__(self, moveit, settings: MoveItSettings, robot: RobotProfile, robot_pose: Callable[[], Pose2D]):
         self.moveit = moveit
         self.settings = settings
+        self.robot = robot
         self.robot_pose = robot_pose
 
     @classmethod
-    def connect(cls, settings: MoveItSettings, robot_pose: Callable[[], Pose2D]) -> MoveItArms:
+    def connect(cls, settings: MoveItSettings, robot: RobotProfile, robot_pose: Callable[[], Pose2D]) -> MoveItArms:
+        """MoveItPy for the robot; raises InputError when the profile lacks an arm's MoveIt names."""
+        missing = [f"arms.{name}.{field}" for name, arm in robot.arms.items() for field in arm.missing_moveit_names()]
+        if missing:
+            raise InputError(f"robot profile {robot.name!r}: {', '.join(missing)}: needed by the MoveIt executor backend")
         from moveit.planning import MoveItPy
 
-        return cls(MoveItPy(node_name=settings.node_name), settings, robot_pose)
+        return cls(MoveItPy(node_name=settings.node_name), settings, robot, robot_pose)
 
     def run(self, command: Command, stop: threading.Event) -> Outcome:
         """One manipulation command; `stop` set at any time stops the arm and what is left of it."""
-        arm = self.settings.arms.get(command.arm)
+        arm = self.robot.arms.get(command.arm)
         if arm is None:
             return Outcome(False, FailureCode.BACKEND_UNAVAILABLE, f"no MoveIt group is configured for the "
                                                                 f"{command.arm or 'unnamed'} arm")
@@ -109,13 +106,13 @@ class MoveItArms:
     def pose_goal(self, point: tuple[float, float, float], above_m: float) -> PoseStamped:
         x, y, z = to_base_frame(point, self.robot_pose())
         goal = PoseStamped()
-        goal.header.frame_id = self.settings.planning_frame
+        goal.header.frame_id = self.robot.base_frame
         goal.pose.position.x, goal.pose.position.y, goal.pose.position.z = x, y, z + above_m
         q = goal.pose.orientation
         q.x, q.y, q.z, q.w = self.settings.tool_down_xyzw
         return goal
 
-    def _move(self, group: str, arm: ArmSettings, command: Command, kind: str, value,
+    def _move(self, group: str, arm: ArmProfile, command: Command, kind: str, value,
               stop: threading.Event) -> Outcome:
         component = self.moveit.get_planning_component(group)
         component.set_start_state_to_current_state()

@@ -26,7 +26,6 @@ from planner.core.types import Outcome
 
 class Nav2Settings(StrictModel):
     node_name: str = "planner_navigator"
-    frame_id: str = Field(default="map", description="frame of the navigation goals")
     stall_window_s: float = Field(default=20.0, gt=0, description="a goal is canceled as stalled when the distance "
                                                                    "to go has not shrunk by stall_min_progress_m in this time")
     stall_min_progress_m: float = Field(default=0.1, gt=0)

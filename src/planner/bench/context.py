@@ -12,6 +12,7 @@ from pathlib import Path
 from planner.bench.common import machine_info, write_results
 from planner.bench.suite import LoadedSuite, Suite, Task
 from planner.bench.tasks import BenchSetup, run_episode
+from planner.core.robot_profile import RobotProfile
 from planner.core.world import World
 from planner.core.worldgen import generate_world
 
@@ -40,9 +41,9 @@ def _requests(small: World, large: World) -> list[dict]:
     return requests
 
 
-def make_suite(rooms: int, objects: int, factor: int, seed: int) -> LoadedSuite:
-    small = generate_world(rooms, objects, seed, name="small")
-    large = generate_world(rooms, objects * factor, seed, name="large")
+def make_suite(rooms: int, objects: int, factor: int, seed: int, robot: RobotProfile) -> LoadedSuite:
+    small = generate_world(rooms, objects, robot, seed, name="small")
+    large = generate_world(rooms, objects * factor, robot, seed, name="large")
     tasks = [Task(tier="simple", world=world, **{**request, "id": f"{request['id']}-{world}"})
              for request in _requests(small, large) for world in ("small", "large")]
     suite = Suite(name="context", description=f"{objects} and {objects * factor} objects in {rooms} rooms",

@@ -13,6 +13,7 @@ from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from planner.core.errors import InputError
 from planner.core.files import StrictModel, describe_validation_error, exactly_one, load_yaml
+from planner.core.robot_profile import RobotProfile
 from planner.core.world import World, load_world
 from planner.sim.faults import OBJECT_FAULTS, Fault
 from planner.sim.simulated_world import SimulatedWorld
@@ -178,7 +179,7 @@ def _reference_problems(predicate: Predicate, world: World, where: str) -> list[
     return problems
 
 
-def _task_problems(task: Task, world: World) -> list[str]:
+def _task_problems(task: Task, world: World, robot: RobotProfile) -> list[str]:
     problems = _reference_problems(task.success, world, "success")
     places = {f.id for f in world.furniture} | {r.name for r in world.rooms}
     if task.robot_at and task.robot_at not in places:
@@ -191,7 +192,7 @@ def _task_problems(task: Task, world: World) -> list[str]:
             problems.append(f"faults[{index}].object: unknown object {fault.object!r}")
         if fault.onto and fault.onto not in furniture:
             problems.append(f"faults[{index}].onto: unknown furniture {fault.onto!r}")
-        if fault.arm and (wrong := world.robot.arm_problem(fault.arm)):
+        if fault.arm and (wrong := robot.arm_problem(fault.arm)):
             problems.append(f"faults[{index}].arm: {wrong}")
         if fault.kind in OBJECT_FAULTS and not fault.object and not has_object:
             problems.append(f"faults[{index}].object: {fault.kind} needs an object and the success predicate names none")
@@ -213,7 +214,8 @@ def _located(loc: tuple, data: object) -> str:
     return ".".join(parts)
 
 
-def load_suite(path: str | Path) -> LoadedSuite:
+def load_suite(path: str | Path, robot: RobotProfile) -> LoadedSuite:
+    """A task suite, checked against its worlds and the robot that will run it."""
     path = Path(path)
     data = load_yaml(path)
     try:
@@ -236,7 +238,7 @@ def load_suite(path: str | Path) -> LoadedSuite:
         if task.world not in worlds:
             problems.append(f"{where}.world: unknown world {task.world!r}; the suite has {', '.join(worlds)}")
             continue
-        problems += [f"{where}.{problem}" for problem in _task_problems(task, worlds[task.world])]
+        problems += [f"{where}.{problem}" for problem in _task_problems(task, worlds[task.world], robot)]
     if problems:
         raise InputError("\n".join(problems))
     return LoadedSuite(suite, path, worlds)

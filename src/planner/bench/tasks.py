@@ -29,7 +29,7 @@ from planner.core.files import load_yaml, write_json_atomic
 from planner.core.object_finder import ObjectFinder
 from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
 from planner.core.ports import Policy
-from planner.core.skills import RobotProfile, SkillLibrary, SkillPlanner
+from planner.core.skills import SkillPlanner
 from planner.core.types import PolicyReply, TraceStep
 from planner.sim.faults import GarbledPolicy, fault_events, random_faults
 from planner.sim.in_process import SimulatedRobot
@@ -41,7 +41,7 @@ ROBEE = {"simple": (0.90, 30), "moderate": (0.75, 20), "complex": (0.25, 10)}
 @dataclass
 class BenchSetup:
     suite: LoadedSuite
-    library: SkillLibrary
+    skills: SkillPlanner             # the skill library for the configured robot
     settings: PlannerSettings
     policy: Policy | None            # None: each task's own script (the scripted policy)
     memory: CaseMemory | None        # None: explainer off
@@ -87,7 +87,7 @@ def episode_rng(seed: int, task_id: str, repeat: int, purpose: str) -> random.Ra
 
 
 def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[TraceStep], None] | None = None) -> dict:
-    world = setup.suite.worlds[task.world].with_robot_at(task.robot_at)
+    world = setup.suite.worlds[task.world].with_robot_at(task.robot_at, setup.skills.robot.standoff_m)
     objects = predicate_objects(task.success, world)
     if setup.faults == "task":
         faults = task.faults
@@ -95,9 +95,9 @@ def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[T
         faults = random_faults(episode_rng(setup.seed, task.id, repeat, "kind"), objects)
     else:
         faults = []
-    events, garbage_calls = fault_events(faults, world, objects, episode_rng(setup.seed, task.id, repeat, "where"))
-    skills = SkillPlanner(setup.library, RobotProfile.of(world.robot))
-    robot = SimulatedRobot(world, events, skills, setup.memory, task.request, task.answers, setup.learner,
+    events, garbage_calls = fault_events(faults, world, setup.skills.robot, objects,
+                                         episode_rng(setup.seed, task.id, repeat, "where"))
+    robot = SimulatedRobot(world, events, setup.skills, setup.memory, task.request, task.answers, setup.learner,
                            setup.finder)
     policy: Policy = setup.policy if setup.policy is not None else ScriptedPolicy(task.script)
     recorder = RecordingPolicy(policy) if setup.record_replies else None
@@ -111,7 +111,7 @@ def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[T
         if on_step:
             on_step(step)
 
-    planner = TaskPlanner(policy, robot, skills, setup.settings, record)
+    planner = TaskPlanner(policy, robot, setup.skills, setup.settings, record)
     started = time.monotonic()
     try:
         result = planner.run(task.request)

@@ -66,18 +66,18 @@ def _bench_setup(args):
     from planner.bench.suite import load_suite
     from planner.config import load_config
     from planner.core.object_finder import ObjectFinder
-    from planner.core.skills import load_skill_library
+    from planner.wiring import load_skill_planner
 
     config = load_config(args.config)
-    suite = load_suite(_suite_path(args.suite, config))
-    library = load_skill_library(config.path(config.skills))
+    skills = load_skill_planner(config)
+    suite = load_suite(_suite_path(args.suite, config), skills.robot)
     opened = _bench_llm(args, config)
     if opened is None:
         return None
     policy, server, llm = opened
     model = "" if llm["backend"] == "scripted" else "-" + llm["model"].replace("/", "_")
     finder = ObjectFinder(policy, config.object_finder, SentenceEmbedder()) if policy is not None else None
-    setup = tasks.BenchSetup(suite, library, _bench_settings(config), policy, None, args.faults, args.seed,
+    setup = tasks.BenchSetup(suite, skills, _bench_settings(config), policy, None, args.faults, args.seed,
                              finder=finder)
     return config, setup, server, llm, f"{suite.suite.name}-{llm['backend']}{model}"
 
@@ -218,14 +218,15 @@ def bench_objects(args) -> int:
 def bench_context(args) -> int:
     from planner.bench import context, tasks
     from planner.config import load_config
-    from planner.core.skills import load_skill_library
+    from planner.wiring import load_skill_planner
 
     config = load_config(args.config)
+    skills = load_skill_planner(config)
     if args.llm == "scripted":
         print("error: bench context measures a real model's prompt tokens; use --llm embedded or openai", file=sys.stderr)
         return 2
     try:
-        suite = context.make_suite(args.rooms, args.objects, args.factor, args.seed)
+        suite = context.make_suite(args.rooms, args.objects, args.factor, args.seed, skills.robot)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -233,8 +234,7 @@ def bench_context(args) -> int:
     if opened is None:
         return 1
     policy, server, llm = opened
-    setup = tasks.BenchSetup(suite, load_skill_library(config.path(config.skills)), _bench_settings(config), policy,
-                             None, "none", args.seed)
+    setup = tasks.BenchSetup(suite, skills, _bench_settings(config), policy, None, "none", args.seed)
     name = args.name or f"context-{llm['backend']}-{llm['model'].replace('/', '_')}"
     try:
         context.run(setup, Path(args.out), name, {"llm": llm}, progress=lambda line: print(line, file=sys.stderr, flush=True))

@@ -20,10 +20,12 @@ def map_show(args) -> int:
 
 
 def world_generate(args) -> int:
+    from planner.config import load_config
     from planner.core.worldgen import generate_world, world_yaml
+    from planner.wiring import load_robot
 
     try:
-        world = generate_world(args.rooms, args.objects, args.seed)
+        world = generate_world(args.rooms, args.objects, load_robot(load_config(args.config)), args.seed)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -72,6 +74,8 @@ def add_commands(sub) -> None:
     generate.add_argument("--objects", type=int, default=150)
     generate.add_argument("--seed", type=int, default=0)
     generate.add_argument("--out", default="world.yaml")
+    generate.add_argument("--config", help="stack config whose robot the objects are placed within reach of "
+                                           "(default: the installed one)")
     generate.set_defaults(run=world_generate)
     voxeland = world_sub.add_parser("from-voxeland", help="a world from a Voxeland map and room polygons")
     voxeland.add_argument("map", help="Voxeland JSON map")

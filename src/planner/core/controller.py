@@ -4,6 +4,7 @@ with a reason the planner can act on, and the context it happened in."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from planner.core.failures import FailureCode, reason_for
 from planner.core.geometry import horizontal_distance
@@ -13,6 +14,9 @@ from planner.core.types import FailureInfo, Outcome
 
 MOVED_M = 0.25      # an object further than this from where its skill was planned has been moved
 ARRIVED_M = 0.30    # the base this close to a navigation goal has arrived
+
+CheckPhase = Literal["before", "after"]
+
 
 class StallDetector:
     """Progress from feedback (a distance still to go): stalled when it has not come down by
@@ -55,8 +59,10 @@ def object_of(skill: str, scene: SceneGraph | None) -> str:
     return next((a for a in args if scene.has(a) and scene.entity(a).kind == "object"), "")
 
 
-def describe_failure(event: ExecutionEventInfo, scene: SceneGraph | None, object_id: str = "") -> FailureInfo:
-    """A failure message for the planner: code, one-sentence reason, and where it happened."""
+def describe_failure(event: ExecutionEventInfo, scene: SceneGraph | None) -> FailureInfo:
+    """A failure message for the planner: code, one-sentence reason, and where it happened (the
+    robot, and the object the skill acts on)."""
+    object_id = object_of(event.skill, scene)
     context: dict = {"execution_id": event.execution_id, "command_index": event.index, "commands": event.total,
                      "stage": "preconditions" if event.state == "refused" else "execution"}
     where = ""
@@ -74,6 +80,19 @@ def describe_failure(event: ExecutionEventInfo, scene: SceneGraph | None, object
     reason = reason_for(event.code, event.detail, object_id, where)
     return FailureInfo(skill=event.skill, command=event.command, code=event.code or FailureCode.FAILED, reason=reason,
                        context=context)
+
+
+def missing_object(failure: FailureInfo) -> str:
+    """The object a failure found missing from where the map has it ("" for other failures):
+    perception stops trusting that place."""
+    if failure.code != FailureCode.OBJECT_NOT_FOUND:
+        return ""
+    found = failure.context.get("object")
+    return str(found.get("id", "")) if isinstance(found, dict) else ""
+
+
+def check_command(phase: CheckPhase, command: Command, scene: SceneGraph) -> Outcome:
+    return check_before(command, scene) if phase == "before" else check_after(command, scene)
 
 
 def check_before(command: Command, scene: SceneGraph) -> Outcome:
@@ -97,6 +116,8 @@ def check_after(command: Command, scene: SceneGraph) -> Outcome:
     object in the gripper after grasp, verify_grasp and lift, on its target after release, out of
     it after the person took it, the door moved."""
     robot = scene.robot
+    if robot is None:
+        return Outcome(False, FailureCode.ROBOT_STATE_UNKNOWN, f"no robot state to confirm {command.name} with")
     if command.name == "navigate" and command.base_pose is not None:
         off = robot.pose.distance_to(command.base_pose.x, command.base_pose.y)
         if off > ARRIVED_M:

@@ -3,6 +3,8 @@ sentence embedder. Implemented in process (sim, tests) and over ROS (nodes) alik
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -15,6 +17,10 @@ class Tools(Protocol):
     """The robot as the planner sees it; the task planner node implements it over ROS."""
 
     def scene(self) -> SceneGraph: ...
+
+    def wait_until(self, condition: Callable[[SceneGraph], bool], timeout_s: float, stop: threading.Event) -> bool:
+        """`condition` on the scene, again as the world changes, until it holds (True), or
+        `timeout_s` passes or `stop` is set (False)."""
 
     def perceive(self, name: str, args: list[str], focus: frozenset[str] = frozenset()) -> Observation:
         """A perception action; `focus`: object labels the task is about, listed first when a

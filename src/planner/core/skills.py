@@ -34,6 +34,7 @@ from planner.core.htn import (
     check_references,
     parse_terms,
 )
+from planner.core.robot_profile import RobotProfile
 from planner.core.scene_graph import SceneGraph
 from planner.core.types import Outcome
 
@@ -209,20 +210,6 @@ class Command:
     point: tuple[float, float, float] | None = None
     text: str = ""
     timeout_s: float = 30.0
-
-
-@dataclass
-class RobotProfile:
-    arms: list[str]
-    reach_m: float
-    standoff_m: float
-    payload_kg: float = 5.0
-    workspace_z_m: tuple[float, float] = (0.0, 1.9)
-
-    @classmethod
-    def of(cls, robot) -> RobotProfile:
-        """The profile of a world file's robot (planner.core.world.Robot)."""
-        return cls(list(robot.arms), robot.reach_m, robot.standoff_m, robot.payload_kg, tuple(robot.workspace_z_m))
 
 
 class SkillPlanner:
@@ -488,11 +475,11 @@ PRECONDITIONS: dict[str, Callable[..., Outcome]] = {
 
 # ---- parameters a skill fills itself ---------------------------------------------------------
 def _free_arm(planner: SkillPlanner, scene: SceneGraph) -> str:
-    return next((a for a in planner.robot.arms if not scene.robot.held.get(a)), planner.robot.arms[0])
+    return next((a for a in planner.robot.arms if not scene.robot.held.get(a)), planner.robot.arm_names[0])
 
 
 def _holding_arm(planner: SkillPlanner, scene: SceneGraph, object_id: str) -> str:
-    return scene.robot.holding(object_id) or planner.robot.arms[0]
+    return scene.robot.holding(object_id) or planner.robot.arm_names[0]
 
 
 CHOOSERS: dict[str, Callable[..., str]] = {"free_arm": _free_arm, "holding_arm": _holding_arm}

@@ -1,4 +1,5 @@
-"""World files: rooms as polygons, furniture, objects and the robot, validated at load.
+"""World files: rooms as polygons, furniture, objects, people and where the robot starts, validated
+at load.
 
 A world file describes a home as the simulator holds it (ground truth) and, at start-up, as the
 robot has mapped it before (the prior scene graph of perception).
@@ -15,6 +16,7 @@ from shapely.geometry import Point, Polygon
 from planner.core.errors import InputError
 from planner.core.files import Point3, Size3, StrictModel, describe_validation_error, load_model, load_yaml
 from planner.core.geometry import approach_pose
+from planner.core.robot_profile import RobotProfile
 
 INNER_SHELF_M = 0.1   # height of the lowest inner shelf of cabinets, fridges and drawers
 PERSON_WIDTH_M = 0.5  # a standing person's footprint, each way
@@ -77,30 +79,20 @@ class Person(StrictModel):
     height_m: float = Field(default=1.7, gt=0)
 
 
-class Camera(StrictModel):
-    # A head camera that sweeps the room: 360 degrees, walls occlude (only the robot's room).
-    fov_deg: float = Field(default=360.0, gt=0, le=360)
-    range_m: float = Field(default=6.0, gt=0)
-    rate_hz: float = Field(default=2.0, gt=0)
-    frame_id: str = Field(default="camera_link", min_length=1)
-    mount_xyz: Point3 = Field(default=(0.1, 0.0, 1.3), description="camera position in base_link")
-    mount_rpy: tuple[float, float, float] = Field(default=(0.0, 0.0, 0.0), description="camera orientation in base_link")
+PROFILE_FIELDS = set(RobotProfile.model_fields)
 
 
-class Robot(StrictModel):
+class RobotPlacement(StrictModel):
+    """Where the robot starts; what it is (arms, reach, camera) is its robot profile."""
     pose: tuple[float, float, float] = Field(description="x, y, yaw (rad) in the map frame")
-    arms: list[str] = Field(default_factory=lambda: ["left", "right"], min_length=1)
-    reach_m: float = Field(default=0.9, gt=0)
-    workspace_z_m: tuple[float, float] = Field(default=(0.0, 1.9), description="lowest and highest point the "
-                                                                                "hands reach, above the floor")
-    payload_kg: float = Field(default=5.0, gt=0)
-    speed_mps: float = Field(default=0.5, gt=0)
-    standoff_m: float = Field(default=0.45, gt=0, description="base distance kept from furniture")
-    camera: Camera = Field(default_factory=Camera)
 
-    def arm_problem(self, arm: str) -> str:
-        """Why a file's arm name is wrong for this robot ('' when it has that arm)."""
-        return "" if arm in self.arms else f"the robot has no arm {arm!r} (it has {', '.join(self.arms)})"
+    @model_validator(mode="before")
+    @classmethod
+    def _no_profile_fields(cls, data: object) -> object:
+        if isinstance(data, dict) and (profile := sorted(PROFILE_FIELDS & set(data))):
+            raise ValueError(f"{', '.join(profile)}: a world only places the robot (pose); what the robot is "
+                             f"belongs in its robot profile (the config's robot: file)")
+        return data
 
 
 class Door(StrictModel):
@@ -115,10 +107,10 @@ class World(StrictModel):
     furniture: list[Furniture] = Field(default_factory=list)
     objects: list[WorldObject] = Field(default_factory=list)
     people: list[Person] = Field(default_factory=list, description="people the robot can hand things to")
-    robot: Robot
+    robot: RobotPlacement
 
     @model_validator(mode="after")
-    def _consistent(self):
+    def _consistent(self) -> World:
         seen: set[str] = set()
         for entry in [*(r.name for r in self.rooms), *(f.id for f in self.furniture), *(o.id for o in self.objects),
                       *(p.id for p in self.people)]:
@@ -166,8 +158,9 @@ class World(StrictModel):
         floor = base.inner_floor_z if obj.inside else base.top_z
         return (base.center[0] + obj.offset[0], base.center[1] + obj.offset[1], floor + obj.size[2] / 2)
 
-    def with_robot_at(self, robot_at: str) -> World:
-        """The world with the robot placed next to a piece of furniture (facing it) or in a room."""
+    def with_robot_at(self, robot_at: str, standoff_m: float) -> World:
+        """The world with the robot placed next to a piece of furniture (facing it, `standoff_m`
+        from it) or in a room."""
         if not robot_at:
             return self
         room = next((r for r in self.rooms if r.name == robot_at), None)
@@ -178,7 +171,7 @@ class World(StrictModel):
             item = self.furniture_by_id(robot_at)
             room = next(r for r in self.rooms if r.name == self.room_at(item.center[0], item.center[1]))
             centre = room.shape().centroid
-            goal = approach_pose(item.center, item.size, centre.x, centre.y, self.robot.standoff_m)
+            goal = approach_pose(item.center, item.size, centre.x, centre.y, standoff_m)
             pose = (goal.x, goal.y, goal.yaw)
         return self.model_copy(update={"robot": self.robot.model_copy(update={"pose": pose})})
 
@@ -203,4 +196,4 @@ def load_rooms(path: Path) -> dict[str, list[tuple[float, float]]]:
         rooms = TypeAdapter(list[Room]).validate_python(data)
     except ValidationError as error:
         raise InputError(describe_validation_error(str(path), error)) from None
-    return {room.name: [tuple(p) for p in room.polygon] for room in rooms}
+    return {room.name: [(x, y) for x, y in room.polygon] for room in rooms}

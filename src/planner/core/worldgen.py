@@ -12,6 +12,7 @@ import shapely
 from shapely.geometry import Polygon
 
 from planner.core.geometry import approach_pose
+from planner.core.robot_profile import RobotProfile
 from planner.core.scene_graph import SceneGraph
 from planner.core.world import World
 
@@ -42,7 +43,6 @@ OBJECTS = {
 }
 OBJECT_SIZE = (0.08, 0.08, 0.12)
 SLOT_M = 0.2           # objects stand on a grid of this pitch, at most one per slot
-REACH_M, STANDOFF_M = 1.0, 0.35   # the generated robot's arm reach and distance kept from furniture
 
 
 @dataclass
@@ -51,9 +51,9 @@ class Skipped:
     reason: str
 
 
-def generate_world(rooms: int, objects: int, seed: int = 0, name: str = "") -> World:
+def generate_world(rooms: int, objects: int, robot: RobotProfile, seed: int = 0, name: str = "") -> World:
     """A hallway with `rooms` rooms off both sides, furnished by kind, and `objects` objects on
-    (and in) the furniture. The same seed gives the same home."""
+    (and in) the furniture where `robot` reaches them. The same seed gives the same home."""
     if rooms < 1 or objects < 0:
         raise ValueError("rooms must be at least 1 and objects at least 0")
     rng = random.Random(seed)
@@ -85,7 +85,7 @@ def generate_world(rooms: int, objects: int, seed: int = 0, name: str = "") -> W
             data["furniture"].append(item)
             surfaces.append((item, (x0 + ROOM_W / 2, (y0 + y1) / 2)))
             kind_of[item["id"]] = kind
-    slots = {item["id"]: _slots(item, middle) for item, middle in surfaces}
+    slots = {item["id"]: _slots(item, middle, robot) for item, middle in surfaces}
     for _ in range(objects):
         free = [item for item, _ in surfaces if slots[item["id"]]]
         if not free:
@@ -98,7 +98,7 @@ def generate_world(rooms: int, objects: int, seed: int = 0, name: str = "") -> W
         if "openable" in item and rng.random() < 0.5:
             obj["inside"] = True
         data["objects"].append(obj)
-    data["robot"] = {"pose": [ROOM_W / 2, HALL_D / 2, 0.0], "reach_m": REACH_M, "standoff_m": STANDOFF_M}
+    data["robot"] = {"pose": [ROOM_W / 2, HALL_D / 2, 0.0]}
     return World.model_validate(data)
 
 
@@ -108,15 +108,15 @@ def _next_id(label: str, counts: dict[str, int]) -> str:
     return f"{label}_{counts[key]}"
 
 
-def _slots(item: dict, room_middle: tuple[float, float]) -> list[tuple[float, float]]:
+def _slots(item: dict, room_middle: tuple[float, float], robot: RobotProfile) -> list[tuple[float, float]]:
     """Offsets where objects can stand on a piece of furniture: a grid over its top, kept where an
     arm reaches from the base pose the robot takes coming into the room (facing its middle)."""
     half_x, half_y = item["size"][0] / 2 - 0.06, item["size"][1] / 2 - 0.06
-    base = approach_pose(item["center"], item["size"], room_middle[0], room_middle[1], STANDOFF_M)
+    base = approach_pose(item["center"], item["size"], room_middle[0], room_middle[1], robot.standoff_m)
     grid = [(round(-half_x + i * SLOT_M, 3), round(-half_y + j * SLOT_M, 3))
             for i in range(int(2 * half_x / SLOT_M) + 1) for j in range(int(2 * half_y / SLOT_M) + 1)]
     return [(u, v) for u, v in grid
-            if math.hypot(item["center"][0] + u - base.x, item["center"][1] + v - base.y) <= REACH_M - 0.1]
+            if math.hypot(item["center"][0] + u - base.x, item["center"][1] + v - base.y) <= robot.reach_m - 0.1]
 
 
 # ---- from a Voxeland map -----------------------------------------------------------------------

@@ -100,11 +100,11 @@ def apply_update_msg(scene: SceneGraph, msg: SceneGraphUpdate) -> None:
                         "removed": list(msg.removed)})
 
 
-def robot_to_msg(robot: RobotSnapshot, stamp: Time) -> RobotState:
+def robot_to_msg(robot: RobotSnapshot, stamp: Time, map_frame: str) -> RobotState:
     msg = RobotState(base_pose=pose_to_msg(robot.pose), room=robot.room, arms=list(robot.arms),
                      held=[robot.held.get(arm, "") for arm in robot.arms], busy=robot.busy)
     msg.header.stamp = stamp
-    msg.header.frame_id = "map"
+    msg.header.frame_id = map_frame
     return msg
 
 
@@ -136,8 +136,9 @@ def frame_to_msg(frame: SensorFrame, stamp: Time) -> Detection3DArray:
     return msg
 
 
-def frame_from_msg(msg: Detection3DArray) -> tuple[SensorFrame, list[str]]:
-    """Detections as they came (in header.frame_id); unusable ones are left out and described."""
+def frame_from_msg(msg: Detection3DArray, map_frame: str) -> tuple[SensorFrame, list[str]]:
+    """Detections as they came (in header.frame_id, else the map frame); unusable ones are left
+    out and described."""
     position, q = msg.sensor_pose.position, msg.sensor_pose.orientation
     sensor = from_quaternion((position.x, position.y, position.z), (q.w, q.x, q.y, q.z))
     detections, problems = [], []
@@ -152,7 +153,7 @@ def frame_from_msg(msg: Detection3DArray) -> tuple[SensorFrame, list[str]]:
             detections.append(detection)
         else:
             problems.append(f"detection {index} ({detection.label if detection.labels else '?'}): {problem}")
-    frame = SensorFrame(msg.header.frame_id or "map", sensor, msg.fov_deg, msg.range_m, seconds(msg.header.stamp), detections)
+    frame = SensorFrame(msg.header.frame_id or map_frame, sensor, msg.fov_deg, msg.range_m, seconds(msg.header.stamp), detections)
     return frame, problems
 
 
@@ -179,6 +180,12 @@ def event_from_msg(msg: ExecutionEvent) -> ExecutionEventInfo:
                               index=msg.index, total=msg.total, state=msg.state, code=msg.code, detail=msg.detail)
 
 
+def event_to_msg(event: ExecutionEventInfo, stamp: Time) -> ExecutionEvent:
+    return ExecutionEvent(stamp=stamp, execution_id=event.execution_id, task_id=event.task_id, skill=event.skill,
+                          command=event.command, index=event.index, total=event.total, state=event.state,
+                          code=event.code, detail=event.detail)
+
+
 def failure_to_msg(failure: FailureInfo, stamp: Time, execution_id: str = "", task_id: str = "",
                    request: str = "") -> FailureMessage:
     return FailureMessage(stamp=stamp, execution_id=execution_id, task_id=task_id, request=request,
@@ -186,9 +193,12 @@ def failure_to_msg(failure: FailureInfo, stamp: Time, execution_id: str = "", ta
                           context_json=json.dumps(failure.context))
 
 
+UNREADABLE_CONTEXT = "unparsed"  # the key a failure context that is not JSON is kept under
+
+
 def failure_from_msg(msg: FailureMessage) -> FailureInfo:
     try:
         context = json.loads(msg.context_json) if msg.context_json else {}
     except json.JSONDecodeError:
-        context = {"unparsed": msg.context_json}
+        context = {UNREADABLE_CONTEXT: msg.context_json}
     return FailureInfo(skill=msg.skill, command=msg.command, code=msg.code, reason=msg.reason, context=context)

@@ -14,17 +14,19 @@ from planner.core.types import Outcome
 from planner.msg import RobotState
 from planner.ros.convert import pose_from_msg
 from planner.ros.qos import RELIABLE
+from planner.wiring import load_robot
 
 
 class RobotBackend:
     def __init__(self, node, callback_group):
         settings = node.config.executor
+        robot = load_robot(node.config)
         self._pose: Pose2D | None = None
         self._lock = threading.Lock()
         node.create_subscription(RobotState, "robot/state", self._on_state, RELIABLE, callback_group=callback_group)
         try:
-            self.navigation = Nav2Navigation.connect(**settings.nav2.model_dump())
-            self.arms = MoveItArms.connect(settings.moveit, self.robot_pose)
+            self.navigation = Nav2Navigation.connect(frame_id=robot.map_frame, **settings.nav2.model_dump())
+            self.arms = MoveItArms.connect(settings.moveit, robot, self.robot_pose)
         except ImportError as error:
             raise ValueError(f"executor.backend robot needs Nav2's nav2_simple_commander and MoveIt 2's moveit_py "
                              f"(a ROS 2 install with both): {error}") from error

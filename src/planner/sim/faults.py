@@ -11,6 +11,7 @@ from pydantic import Field
 
 from planner.core.files import StrictModel
 from planner.core.ports import Policy
+from planner.core.robot_profile import RobotProfile
 from planner.core.types import PolicyReply
 from planner.core.world import World
 from planner.sim.simulated_world import (
@@ -82,10 +83,11 @@ def _surface_for(world: World, object_id: str, rng: random.Random) -> str:
     return rng.choice(same_room or surfaces).id
 
 
-def fault_events(faults: list[Fault], world: World, objects: list[str], rng: random.Random
+def fault_events(faults: list[Fault], world: World, robot: RobotProfile, objects: list[str], rng: random.Random
                  ) -> tuple[list[ScenarioEvent], set[int]]:
     """Scenario events for the simulator, and the LLM calls that get garbage. `objects` are the ids
-    the task is about (the first is the default target of object faults)."""
+    the task is about (the first is the default target of object faults); a worn gripper is the
+    robot's first arm unless the fault names one."""
     events: list[ScenarioEvent] = []
     garbage: set[int] = set()
     navigation = Trigger(command_started=CommandStarted(command="navigate"))
@@ -101,7 +103,7 @@ def fault_events(faults: list[Fault], world: World, objects: list[str], rng: ran
             events.append(ScenarioEvent(trigger=on_command("lift"), slip_grasp=SlipGrasp(object=target)))
         elif fault.kind == "worn_gripper":
             events.append(ScenarioEvent(trigger=Trigger(at_start=True),
-                                        worn_gripper=WornGripper(arm=fault.arm or world.robot.arms[0])))
+                                        worn_gripper=WornGripper(arm=fault.arm or robot.arm_names[0])))
         elif fault.kind == "command_timeout":
             events.append(ScenarioEvent(trigger=on_command("grasp"), hang_command=HangCommand(command="grasp")))
         elif fault.kind == "object_occluded":

@@ -10,16 +10,19 @@ same world outcome every time (the task benchmark runs on it).
 from __future__ import annotations
 
 import math
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from planner.core.controller import ExecutionEventInfo, check_after, check_before, describe_failure, object_of
+from planner.core.controller import CheckPhase, ExecutionEventInfo, check_command, describe_failure, missing_object
 from planner.core.explainer import CaseMemory
 from planner.core.failures import FailureCode
 from planner.core.object_finder import ObjectFinder
 from planner.core.perception_actions import SceneMap, perceive
 from planner.core.scene_graph import RobotSnapshot, SceneGraph
-from planner.core.skills import Command, SkillPlanner, SkillRefused
-from planner.core.types import FailureInfo, Observation, Recovery, SkillResult, SuggestionInfo
+from planner.core.skill_execution import CommandsResult, execute_skill, run_commands
+from planner.core.skills import Command, SkillCall, SkillPlanner
+from planner.core.types import FailureInfo, Observation, Outcome, Recovery, SkillResult, SuggestionInfo
 from planner.core.world import World
 from planner.sim.simulated_world import HANG, MANIPULATION_SECONDS, Route, ScenarioEvent, SimulatedWorld
 
@@ -39,7 +42,8 @@ class RobotLog:
 
 
 class SimulatedRobot:
-    """planner.core.ports.Tools over the built-in simulator, in process."""
+    """planner.core.ports.Tools over the built-in simulator, in process; also the robot and the
+    controller's checks of planner.core.skill_execution."""
 
     def __init__(self, world: World, events: list[ScenarioEvent], skills: SkillPlanner,
                  memory: CaseMemory | None = None, request: str = "", answers: list[str] = (),
@@ -49,7 +53,7 @@ class SimulatedRobot:
         what is learned must not be used before the next run); `finder` answers search_map (None:
         not available)."""
         self.answers = list(answers)  # what the simulated user replies to questions, in order
-        self.sim = SimulatedWorld(world, list(events))
+        self.sim = SimulatedWorld(world, skills.robot, list(events))
         self.graph = SceneGraph.from_world(world)
         self.skills = skills
         self.memory = memory
@@ -57,7 +61,7 @@ class SimulatedRobot:
         self.map = SceneMap(self.graph, finder)
         self.request = request
         self.log = RobotLog()
-        self.camera_period_s = 1.0 / world.robot.camera.rate_hz
+        self.camera_period_s = 1.0 / skills.robot.camera.rate_hz
         self._last_frame = -math.inf
         self._look()
 
@@ -94,61 +98,65 @@ class SimulatedRobot:
     def scene(self) -> SceneGraph:
         return self.graph
 
+    def wait_until(self, condition: Callable[[SceneGraph], bool], timeout_s: float, stop: threading.Event) -> bool:
+        # Simulated time passes only when the robot acts: waiting would show nothing new.
+        return condition(self.graph)
+
     def perceive(self, name: str, args: list[str], focus: frozenset[str] = frozenset()) -> Observation:
         self._pass(LOOK_SECONDS)
         return perceive(self.map, name, args, focus)
 
     def execute_skill(self, text: str) -> SkillResult:
         self.log.skills.append(text)
-        try:
-            call, commands = self.skills.plan(text, self.graph)
-        except SkillRefused as refusal:
-            return self._failed(text, "preconditions", 0, 0, "refused", refusal.code, refusal.reason)
-        for index, command in enumerate(commands):
-            self.log.commands += 1
-            # The controller's checks around each command, as the executor asks the controller node.
-            before = check_before(command, self.graph)
-            code, detail = (before.code, before.detail) if not before.ok else self._run(command)
-            self._look()
-            if not code and not (after := check_after(command, self.graph)).ok:
-                code, detail = after.code, after.detail
-            if code:
-                return self._failed(str(call), command.name, index, len(commands), "failed", code, detail)
-        return SkillResult(True, f"{call} succeeded ({', '.join(c.name for c in commands)})")
+        return execute_skill(self.skills, text, self.graph, self._run_commands, self._judge, "episode", "task")
 
-    def _run(self, command: Command) -> tuple[str, str]:
-        """One command on the simulator: ("", detail) when it succeeded, else (code, detail)."""
+    def _run_commands(self, call: SkillCall, commands: list[Command]) -> CommandsResult:
+        return run_commands(commands, self, self, self._count)
+
+    def _count(self, index: int, command: Command, state: str, outcome: Outcome) -> None:
+        if state == "started":
+            self.log.commands += 1
+
+    def check(self, phase: CheckPhase, command: Command) -> Outcome:
+        """The controller's checks, on the graph the camera keeps."""
+        return check_command(phase, command, self.graph)
+
+    def run(self, command: Command) -> Outcome:
+        """One command on the simulator, then a look at its effect."""
+        outcome = self._simulate(command)
+        self._look()
+        return outcome
+
+    def _simulate(self, command: Command) -> Outcome:
         sim = self.sim
         sim.start_command(command.name, command.object_id or command.target_id)
         if command.name == "say":
             self.say(command.text)
-            return "", "said"
+            return Outcome(True, detail="said")
         if command.name == "navigate":
             route = sim.plan_route(command.base_pose)
             if not isinstance(route, Route):
-                return route.code, route.detail
-            speed = sim.world.robot.speed_mps
+                return route
+            speed = sim.profile.speed_mps
             self._pass(route.drive_length / speed, route, speed)
             if route.abort_at is not None:
-                outcome = sim.abort(route)
-                return outcome.code, outcome.detail
+                return sim.abort(route)
             sim.arrive(command.base_pose)
-            return "", "arrived"
+            return Outcome(True, detail="arrived")
         self._pass(MANIPULATION_SECONDS.get(command.name, 0.0))
         outcome = sim.manipulate(command.name, command.arm, command.object_id, command.target_id, command.point)
         if outcome.code == HANG:  # the executor gives up after the command's timeout
             self._pass(max(command.timeout_s - MANIPULATION_SECONDS.get(command.name, 0.0), 0.0))
-            return FailureCode.TIMEOUT, f"{command.name} gave no answer within {command.timeout_s:.0f} s"
-        return ("", outcome.detail) if outcome.ok else (outcome.code, outcome.detail)
+            return Outcome(False, FailureCode.TIMEOUT, f"{command.name} gave no answer within {command.timeout_s:.0f} s")
+        return outcome
 
-    def _failed(self, skill: str, command: str, index: int, total: int, state: str, code: str, detail: str) -> SkillResult:
-        event = ExecutionEventInfo("episode", "task", skill, command, index, total, state, code, detail)
-        failure = describe_failure(event, self.graph, object_of(skill, self.graph))
-        if code == FailureCode.OBJECT_NOT_FOUND and failure.context.get("object"):
-            # As the perception node does on the controller's message: stop trusting that place.
-            self.graph.mark_missing(failure.context["object"]["id"])
+    def _judge(self, event: ExecutionEventInfo) -> FailureInfo:
+        """The controller's verdict, and what perception makes of it."""
+        failure = describe_failure(event, self.graph)
+        if missing := missing_object(failure):
+            self.graph.mark_missing(missing)
         self.log.failures.append(failure)
-        return SkillResult(False, failure.reason, failure)
+        return failure
 
     def explain(self, failure: FailureInfo) -> SuggestionInfo | None:
         if self.memory is None:

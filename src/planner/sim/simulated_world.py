@@ -1,5 +1,5 @@
-"""The built-in simulator's world: ground truth of a household, a robot base with two arms, a
-head camera, and an external agent that can move things. Plain Python; the simulator node serves
+"""The built-in simulator's world: ground truth of a household, the robot of a robot profile (a
+base, its arms, a head camera), and an external agent that can move things. Plain Python; the simulator node serves
 it over ROS actions and topics, taking the durations computed here.
 """
 
@@ -19,6 +19,7 @@ from planner.core.failures import FailureCode
 from planner.core.files import StrictModel, exactly_one, load_model
 from planner.core.frames import planar, rigid, transform_point
 from planner.core.geometry import Pose2D, footprint_contains, horizontal_distance, in_field_of_view
+from planner.core.robot_profile import RobotProfile
 from planner.core.scene_graph import Detection, DetectionFrame, SensorFrame
 from planner.core.types import Outcome
 from planner.core.world import World, load_world, person_box
@@ -145,8 +146,6 @@ def event_problems(events: list[ScenarioEvent], world: World) -> list[str]:
         for effect in ("slip_grasp", "occlude"):
             if getattr(event, effect):
                 checks.append((f"{effect}.object", getattr(event, effect).object, objects, "object"))
-        if event.worn_gripper and (wrong := world.robot.arm_problem(event.worn_gripper.arm)):
-            problems.append(f"events[{index}].worn_gripper.arm: {wrong}")
         problems += [f"events[{index}].{where}: unknown {kind} {value!r}" for where, value, known, kind in checks
                      if value and value not in known]
     return problems
@@ -205,6 +204,7 @@ class Blockage:
 @dataclass
 class SimulatedWorld:
     world: World
+    profile: RobotProfile           # the simulated robot
     events: list[ScenarioEvent] = field(default_factory=list)
     robot: Pose2D = field(init=False)
     positions: dict[str, tuple[float, float, float]] = field(init=False)
@@ -222,7 +222,11 @@ class SimulatedWorld:
         self.positions = {o.id: self.world.object_center(o) for o in self.world.objects}
         self.support = {o.id: o.placed_on for o in self.world.objects}
         self.inside = {o.id for o in self.world.objects if o.inside}
-        self.held = {arm: "" for arm in self.world.robot.arms}
+        wrong = [f"events[{index}].worn_gripper.arm: {problem}" for index, event in enumerate(self.events)
+                 if event.worn_gripper and (problem := self.profile.arm_problem(event.worn_gripper.arm))]
+        if wrong:
+            raise InputError(f"scenario events for robot {self.profile.name!r}: " + "; ".join(wrong))
+        self.held = {arm: "" for arm in self.profile.arms}
         self.open_state = {f.id: f.open for f in self.world.furniture if f.openable}
         self._sizes = {o.id: o.size for o in self.world.objects}
         self._labels = {o.id: o.label for o in self.world.objects}
@@ -262,7 +266,7 @@ class SimulatedWorld:
         doors and drawers with their state; None while detections drop out."""
         if stamp < self._dropout_until:
             return None
-        camera = self.world.robot.camera
+        camera = self.profile.camera
         room = self.robot_room
 
         def visible(center) -> bool:
@@ -285,7 +289,7 @@ class SimulatedWorld:
         seen = self.camera_frame(stamp)
         if seen is None:
             return None
-        camera = self.world.robot.camera
+        camera = self.profile.camera
         camera_pose = planar(self.robot) @ rigid(camera.mount_xyz, camera.mount_rpy)
         to_camera = np.linalg.inv(camera_pose)
         # Boxes keep the map's axes, seen turned from the camera, as a 3D detector reports them.
@@ -436,7 +440,7 @@ class SimulatedWorld:
             return Outcome(False, FailureCode.OBJECT_NOT_FOUND,
                            f"{object_id} is not at ({point[0]:.2f}, {point[1]:.2f}, {point[2]:.2f})"
                            + (f" on {expected_on}" if expected_on else ""))
-        if horizontal_distance((self.robot.x, self.robot.y), actual) > self.world.robot.reach_m:
+        if horizontal_distance((self.robot.x, self.robot.y), actual) > self.profile.reach_m:
             return Outcome(False, FailureCode.OUT_OF_REACH, f"{object_id} is beyond the {arm} arm's reach")
         closed = self.enclosed_in(object_id)
         if closed:
@@ -451,7 +455,7 @@ class SimulatedWorld:
         if surface is None:
             return Outcome(False, FailureCode.UNKNOWN_FURNITURE, f"no furniture {furniture_id!r}")
         edge = horizontal_distance((self.robot.x, self.robot.y), surface.center) - min(surface.size[:2]) / 2
-        if edge > self.world.robot.reach_m:
+        if edge > self.profile.reach_m:
             return Outcome(False, FailureCode.OUT_OF_REACH, f"{furniture_id} is beyond the {arm} arm's reach")
         return Outcome(True)
 
@@ -481,10 +485,10 @@ class SimulatedWorld:
             source = self._drop_back(arm, object_id)
             return Outcome(False, FailureCode.GRASP_LOST, f"{object_id} slipped from the {arm} gripper while lifting "
                                                 f"and fell back onto {source}")
-        if self._mass[object_id] > self.world.robot.payload_kg:  # the arm stalls: it lets go
+        if self._mass[object_id] > self.profile.payload_kg:  # the arm stalls: it lets go
             self._drop_back(arm, object_id)
             return Outcome(False, FailureCode.TOO_HEAVY, f"{object_id} ({self._mass[object_id]:.1f} kg) is beyond the {arm} "
-                                               f"arm's {self.world.robot.payload_kg:.1f} kg; it was put back")
+                                               f"arm's {self.profile.payload_kg:.1f} kg; it was put back")
         return Outcome(True)
 
     def _drop_back(self, arm: str, object_id: str) -> str:
@@ -539,7 +543,7 @@ class SimulatedWorld:
         person = self._people.get(target_id)
         if person is None:
             return Outcome(False, FailureCode.PERSON_NOT_FOUND, f"nobody called {target_id!r} is here")
-        if horizontal_distance((self.robot.x, self.robot.y), person.position) > self.world.robot.reach_m + PERSON_REACH_M:
+        if horizontal_distance((self.robot.x, self.robot.y), person.position) > self.profile.reach_m + PERSON_REACH_M:
             return Outcome(False, FailureCode.OUT_OF_REACH, f"{target_id} is beyond the {arm} arm's reach")
         return Outcome(True)
 

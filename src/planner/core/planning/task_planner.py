@@ -171,7 +171,8 @@ class TaskPlanner:
     def _begin(self, request: str, usage: LLMUsage, acted: list[ActionRecord]) -> LoopState | Ending:
         """The goals read from the request, ambiguities settled, and a first look around; or why
         the task ends before its first step."""
-        if not self._wait_for(lambda: self.tools.scene().robot is not None, self.settings.robot_state_wait_s):
+        if not self.tools.wait_until(lambda scene: scene.robot is not None, self.settings.robot_state_wait_s,
+                                     self.cancel_event):
             self._emit("error", "the robot state is not known (nothing received on /robot/state)")
             return Ending(EpisodeOutcome.ERROR, "the robot state is unknown", 0)
         try:
@@ -393,13 +394,5 @@ class TaskPlanner:
 
     def _confirm(self, goals: list[Goal]) -> bool:
         """Goals are met once perception shows them; give it a moment to see the result of a skill."""
-        return self._wait_for(lambda: all(goal_met(goal, self.tools.scene()) for goal in goals),
-                              self.settings.confirm_timeout_s)
-
-    def _wait_for(self, condition: Callable[[], bool], timeout_s: float) -> bool:
-        deadline = time.monotonic() + timeout_s
-        while not condition():
-            if time.monotonic() >= deadline or self.cancel_event.is_set():
-                return False
-            time.sleep(0.1)
-        return True
+        return self.tools.wait_until(lambda scene: all(goal_met(goal, scene) for goal in goals),
+                                     self.settings.confirm_timeout_s, self.cancel_event)

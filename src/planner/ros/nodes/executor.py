@@ -7,16 +7,20 @@ motion at once and refuses commands until False."""
 from __future__ import annotations
 
 import threading
+from functools import partial
 
 from rclpy.action import ActionClient, ActionServer, CancelResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from std_msgs.msg import Bool
 
 from planner.action import ExecuteCommands, Say
+from planner.core.controller import CheckPhase
 from planner.core.failures import FailureCode
+from planner.core.skill_execution import run_commands
+from planner.core.skills import Command
 from planner.core.types import Outcome
 from planner.msg import ExecutionEvent
-from planner.ros.convert import command_from_msg, stamp_now
+from planner.ros.convert import command_from_msg, command_to_msg, stamp_now
 from planner.ros.executor_robot import RobotBackend
 from planner.ros.executor_simulator import SimulatorBackend
 from planner.ros.futures import ActionCall, CallFailed, call_service
@@ -64,77 +68,83 @@ class ExecutorNode(PlannerNode):
             stop.set()
         return CancelResponse.ACCEPT
 
-    def _event(self, goal, index: int, command: str, state: str, code: str = "", detail: str = "") -> ExecutionEvent:
+    def _report(self, goal_handle, index: int, command: Command, state: str, outcome: Outcome) -> None:
+        goal = goal_handle.request
         event = ExecutionEvent(stamp=stamp_now(self), execution_id=goal.execution_id, task_id=goal.task_id,
-                               skill=goal.skill, command=command, index=index, total=len(goal.commands),
-                               state=state, code=code, detail=detail)
+                               skill=goal.skill, command=command.name, index=index, total=len(goal.commands),
+                               state=state, code=outcome.code, detail=outcome.detail)
         self.feedback_pub.publish(event)
-        return event
-
-    def _check(self, goal, phase: str, msg) -> Outcome:
-        """The controller's verdict; without a controller the command goes unchecked (said once)."""
-        wait = self.config.controller.confirm_timeout_s + 5.0
-        try:
-            reply = call_service(self.check_client, CheckCommand.Request(
-                phase=phase, execution_id=goal.execution_id, skill=goal.skill, command=msg), timeout_s=wait)
-        except CallFailed as error:
-            if not self.unchecked_reported:
-                self.report("warn", f"commands run unchecked: {error}")
-                self.unchecked_reported = True
-            return Outcome(True)
-        return Outcome(reply.ok, reply.code, reply.reason)
-
-    def _run(self, goal, msg, stop: threading.Event) -> Outcome:
-        if self.estop.is_set():
-            return Outcome(False, FailureCode.EMERGENCY_STOP, f"{msg.name} not started")
-        before = self._check(goal, "before", msg)
-        if not before.ok:
-            return before
-        command = command_from_msg(msg)
-        outcome = self._say(command, stop) if command.name == "say" else self.backend.run(command, stop)
-        if self.estop.is_set():
-            return Outcome(False, FailureCode.EMERGENCY_STOP, f"{msg.name} stopped")
-        return self._check(goal, "after", msg) if outcome.ok else outcome
-
-    def _say(self, command, stop: threading.Event) -> Outcome:
-        try:
-            result = ActionCall(self.say_client, "speech/say").run(Say.Goal(text=command.text), command.timeout_s,
-                                                                    stop=stop)
-        except CallFailed as error:
-            return Outcome(False, FailureCode.CANCELED if stop.is_set() else FailureCode.SPEECH_UNAVAILABLE, str(error))
-        return Outcome(result.success, "" if result.success else FailureCode.SPEECH_UNAVAILABLE, result.message)
+        goal_handle.publish_feedback(ExecuteCommands.Feedback(event=event))
 
     def _execute(self, goal_handle):
         key = bytes(goal_handle.goal_id.uuid)
         with self.stops_lock:
             self.stops[key] = threading.Event()
+        goal = goal_handle.request
         try:
-            return self._commands(goal_handle, self.stops[key])
+            result = run_commands([command_from_msg(msg) for msg in goal.commands],
+                                  StoppableRobot(self, self.stops[key]), ControllerChecks(self, goal),
+                                  partial(self._report, goal_handle), lambda: goal_handle.is_cancel_requested)
         finally:
             with self.stops_lock:
                 del self.stops[key]
+        if result.ok:
+            goal_handle.succeed()
+        elif goal_handle.is_cancel_requested:
+            goal_handle.canceled()
+        else:
+            goal_handle.abort()
+        return ExecuteCommands.Result(success=result.ok, failed_index=result.failed_index, code=result.code,
+                                      detail=result.detail)
 
-    def _commands(self, goal_handle, stop: threading.Event):
-        goal = goal_handle.request
-        result = ExecuteCommands.Result(success=True)
-        for index, msg in enumerate(goal.commands):
-            if goal_handle.is_cancel_requested:
-                goal_handle.canceled()
-                return ExecuteCommands.Result(success=False, failed_index=index, code=FailureCode.CANCELED, detail="canceled")
-            goal_handle.publish_feedback(ExecuteCommands.Feedback(event=self._event(goal, index, msg.name, "started")))
-            outcome = self._run(goal, msg, stop)
-            state = "succeeded" if outcome.ok else "failed"
-            goal_handle.publish_feedback(ExecuteCommands.Feedback(
-                event=self._event(goal, index, msg.name, state, outcome.code, outcome.detail)))
-            if not outcome.ok:
-                result = ExecuteCommands.Result(success=False, failed_index=index, code=outcome.code, detail=outcome.detail)
-                if goal_handle.is_cancel_requested:
-                    goal_handle.canceled()
-                else:
-                    goal_handle.abort()
-                return result
-        goal_handle.succeed()
-        return result
+
+class StoppableRobot:
+    """The executor's robot for one goal: the backend (speech for `say`), refused while the
+    emergency stop is on, ended at once when the goal's stop is set."""
+
+    def __init__(self, node: ExecutorNode, stop: threading.Event):
+        self.node = node
+        self.stop = stop
+
+    def run(self, command: Command) -> Outcome:
+        if self.node.estop.is_set():
+            return Outcome(False, FailureCode.EMERGENCY_STOP, f"{command.name} not started")
+        outcome = self._say(command) if command.name == "say" else self.node.backend.run(command, self.stop)
+        if self.node.estop.is_set():
+            return Outcome(False, FailureCode.EMERGENCY_STOP, f"{command.name} stopped")
+        return outcome
+
+    def _say(self, command: Command) -> Outcome:
+        try:
+            result = ActionCall(self.node.say_client, "speech/say").run(Say.Goal(text=command.text), command.timeout_s,
+                                                                         stop=self.stop)
+        except CallFailed as error:
+            code = FailureCode.CANCELED if self.stop.is_set() else FailureCode.SPEECH_UNAVAILABLE
+            return Outcome(False, code, str(error))
+        return Outcome(result.success, "" if result.success else FailureCode.SPEECH_UNAVAILABLE, result.message)
+
+
+class ControllerChecks:
+    """The controller node's verdict on each command of one goal; without a controller the
+    command goes unchecked (said once)."""
+
+    def __init__(self, node: ExecutorNode, goal):
+        self.node = node
+        self.goal = goal
+
+    def check(self, phase: CheckPhase, command: Command) -> Outcome:
+        node = self.node
+        wait = node.config.controller.confirm_timeout_s + 5.0
+        request = CheckCommand.Request(phase=phase, execution_id=self.goal.execution_id, skill=self.goal.skill,
+                                       command=command_to_msg(command))
+        try:
+            reply = call_service(node.check_client, request, timeout_s=wait)
+        except CallFailed as error:
+            if not node.unchecked_reported:
+                node.report("warn", f"commands run unchecked: {error}")
+                node.unchecked_reported = True
+            return Outcome(True)
+        return Outcome(reply.ok, reply.code, reply.reason)
 
 
 def main() -> int:

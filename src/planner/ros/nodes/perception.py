@@ -4,7 +4,6 @@ and saves the graph as it changes."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -15,6 +14,7 @@ from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
 from planner.adapters.embeddings import SentenceEmbedder
+from planner.core.controller import missing_object
 from planner.core.errors import InputError, PolicyError
 from planner.core.frames import FrameError, FrameTree, TransformNotReady, planar, rigid
 from planner.core.object_finder import ObjectFinder
@@ -26,16 +26,26 @@ from planner.core.voxeland import load_voxeland
 from planner.core.world import load_rooms
 from planner.msg import Detection3DArray, FailureMessage, RobotState, SceneEdge, SceneGraphUpdate, SceneNode
 from planner.msg import SceneGraph as SceneGraphMsg
-from planner.ros.convert import edge_to_msg, entity_to_msg, frame_from_msg, robot_from_msg, robot_to_msg, seconds, stamp_now
+from planner.ros.convert import (
+    UNREADABLE_CONTEXT,
+    edge_to_msg,
+    entity_to_msg,
+    failure_from_msg,
+    frame_from_msg,
+    robot_from_msg,
+    robot_to_msg,
+    seconds,
+    stamp_now,
+)
 from planner.ros.node import PlannerNode, main_for
 from planner.ros.qos import LATCHED, RELIABLE
 from planner.ros.tf_frames import TfLookup, tf_available
 from planner.sim.simulated_world import load_scenario
 from planner.srv import FindObjects, GetObject, GetObjectsInRoom, GetRobotState, GetRooms, GetSceneGraph
+from planner.wiring import load_robot
 
 TICK_S = 0.1
 PENDING_FRAMES_MAX = 20
-BASE_FRAME = "base_link"
 KIND_COLORS = {"room": (0.6, 0.6, 0.6, 0.3), "furniture": (0.55, 0.35, 0.2, 0.8), "object": (0.1, 0.5, 0.9, 0.9),
                "person": (0.95, 0.75, 0.1, 0.9)}
 MISSING_COLOR = (0.9, 0.2, 0.2, 0.4)
@@ -45,7 +55,8 @@ class SceneMessages:
     """The graph as ROS messages, rebuilt only for the nodes that change: publishing a graph of
     10,000 objects must not rebuild 10,000 messages each time one cup moves."""
 
-    def __init__(self):
+    def __init__(self, map_frame: str):
+        self.map_frame = map_frame
         self.nodes: dict[str, SceneNode] = {}
         self.edges: dict[str, list[SceneEdge]] = {}
         self.markers: dict[str, list[Marker]] = {}
@@ -66,7 +77,7 @@ class SceneMessages:
 
     def graph(self, stamp, seq: int) -> SceneGraphMsg:
         msg = SceneGraphMsg(seq=seq, nodes=list(self.nodes.values()), edges=[e for edges in self.edges.values() for e in edges])
-        msg.header.stamp, msg.header.frame_id = stamp, "map"
+        msg.header.stamp, msg.header.frame_id = stamp, self.map_frame
         return msg
 
     def marker_array(self, stamp) -> MarkerArray:
@@ -76,11 +87,10 @@ class SceneMessages:
             marker.header.stamp = stamp
         return MarkerArray(markers=markers)
 
-    @staticmethod
-    def _markers(entity: Entity, number: int) -> list[Marker]:
+    def _markers(self, entity: Entity, number: int) -> list[Marker]:
         color = MISSING_COLOR if entity.status == "missing" else KIND_COLORS[entity.kind]
         shape = Marker(ns=entity.kind, id=number, action=Marker.ADD, color=ColorRGBA(**dict(zip("rgba", color))))
-        shape.header.frame_id = "map"
+        shape.header.frame_id = self.map_frame
         shape.pose.orientation.w = 1.0
         if entity.kind == "room":
             shape.type = Marker.LINE_STRIP
@@ -94,7 +104,7 @@ class SceneMessages:
         text = entity.id if entity.kind == "room" else f"{entity.id}: {entity.label} {probability:.2f}"
         label = Marker(ns=f"{entity.kind}_labels", id=number, action=Marker.ADD, type=Marker.TEXT_VIEW_FACING, text=text,
                        color=ColorRGBA(r=1.0, g=1.0, b=1.0, a=1.0))
-        label.header.frame_id = "map"
+        label.header.frame_id = self.map_frame
         label.pose.position.x, label.pose.position.y = float(entity.center[0]), float(entity.center[1])
         label.pose.position.z = float(entity.center[2] + entity.size[2] / 2 + 0.15)
         label.pose.orientation.w = 1.0
@@ -108,10 +118,11 @@ class PerceptionNode(PlannerNode):
         self.settings = self.config.perception
         self.lock = threading.RLock()
         world = load_scenario(self.config.path(self.config.scenario)).world
+        self.profile = load_robot(self.config)
         use_tf = self.settings.tf == "on" or (self.settings.tf == "auto" and tf_available())
-        self.frames = FrameTree(fallback=TfLookup(self) if use_tf else None)
-        camera = world.robot.camera
-        self.frames.set_static(BASE_FRAME, camera.frame_id, rigid(camera.mount_xyz, camera.mount_rpy))
+        self.frames = FrameTree(self.profile.map_frame, fallback=TfLookup(self, self.profile.map_frame) if use_tf else None)
+        camera = self.profile.camera
+        self.frames.set_static(self.profile.base_frame, camera.frame_id, rigid(camera.mount_xyz, camera.mount_rpy))
         self.pending: list[tuple[float, SensorFrame]] = []   # frames waiting for the robot pose of their stamp
         prior, prior_files = self._prior_map(world)
         self.store = SceneStore(self.config.path(self.settings.state_file), fingerprint(prior_files)) \
@@ -121,10 +132,12 @@ class PerceptionNode(PlannerNode):
             self.report("warn" if "set aside" in message else "info", message)
         self.scene = restored or prior
         self.scene.missing_after_frames = self.settings.missing_after_frames
-        self.messages = SceneMessages()
+        self.messages = SceneMessages(self.profile.map_frame)
         self.messages.refresh(self.scene, list(self.scene.graph.nodes), [])
         self.scene.take_changes()
-        self.seq = 0
+        # Sequence numbers start above any earlier run's, so a consumer's mirror takes a restart
+        # for what it is, a gap (planner.ros.scene_mirror).
+        self.seq = time.time_ns()
         self.last_full = 0.0
         self.full_due = True
         self.last_save = time.monotonic()
@@ -170,7 +183,7 @@ class PerceptionNode(PlannerNode):
 
     # ---- inputs ---------------------------------------------------------------------------------
     def _on_detections(self, msg: Detection3DArray) -> None:
-        frame, problems = frame_from_msg(msg)
+        frame, problems = frame_from_msg(msg, self.profile.map_frame)
         for problem in problems:
             self.report("error", f"detection rejected, the rest of the frame is used: {problem}")
         self._fuse(frame, time.monotonic())
@@ -199,7 +212,7 @@ class PerceptionNode(PlannerNode):
 
     def _on_robot_state(self, msg: RobotState) -> None:
         robot = robot_from_msg(msg)
-        self.frames.set_dynamic("map", BASE_FRAME, seconds(msg.header.stamp), planar(robot.pose))
+        self.frames.set_dynamic(self.profile.map_frame, self.profile.base_frame, seconds(msg.header.stamp), planar(robot.pose))
         with self.lock:
             self.scene.set_robot(robot)
         waiting, self.pending = self.pending, []
@@ -208,13 +221,11 @@ class PerceptionNode(PlannerNode):
 
     def _on_failure(self, msg: FailureMessage) -> None:
         """The controller found an object missing from its place: stop trusting that place."""
-        if msg.code != "OBJECT_NOT_FOUND":
-            return
-        try:
-            object_id = json.loads(msg.context_json or "{}").get("object", {}).get("id", "")
-        except (json.JSONDecodeError, AttributeError):
+        failure = failure_from_msg(msg)
+        if UNREADABLE_CONTEXT in failure.context:
             self.report("warn", f"failure message with unreadable context ignored: {msg.context_json[:80]!r}")
             return
+        object_id = missing_object(failure)
         with self.lock:
             copy_id = self.scene.mark_missing(object_id) if object_id and self.scene.has(object_id) else None
         if copy_id:
@@ -237,7 +248,7 @@ class PerceptionNode(PlannerNode):
                 update = SceneGraphUpdate(seq=self.seq,
                     nodes=[self.messages.nodes[n["id"]] for n in changes["nodes"]],
                     edges=[e for n in changes["nodes"] for e in self.messages.edges[n["id"]]], removed=changes["removed"])
-                update.header.stamp, update.header.frame_id = stamp, "map"
+                update.header.stamp, update.header.frame_id = stamp, self.profile.map_frame
                 self.update_pub.publish(update)
                 self.full_due = self.unsaved = True
             if self.full_due and now - self.last_full >= self.settings.full_graph_period_s:
@@ -354,7 +365,7 @@ class PerceptionNode(PlannerNode):
     def _get_robot_state(self, request, response):
         with self.lock:
             if self.scene.robot is not None:
-                response.state = robot_to_msg(self.scene.robot, stamp_now(self))
+                response.state = robot_to_msg(self.scene.robot, stamp_now(self), self.profile.map_frame)
         return response
 
     def _get_scene_graph(self, request, response):
@@ -364,7 +375,7 @@ class PerceptionNode(PlannerNode):
             self.messages.refresh(self.scene, [i for i in self.scene.changed if self.scene.has(i)], self.scene.removed)
             response.graph = self.messages.graph(stamp, self.seq)
             if self.scene.robot is not None:
-                response.robot = robot_to_msg(self.scene.robot, stamp)
+                response.robot = robot_to_msg(self.scene.robot, stamp, self.profile.map_frame)
         return response
 
 

@@ -14,6 +14,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from std_msgs.msg import String
 
 from planner.action import Manipulate, Navigate
+from planner.core.errors import InputError
 from planner.core.failures import FailureCode
 from planner.core.scene_graph import RobotSnapshot
 from planner.msg import Detection3DArray, RobotState
@@ -22,6 +23,7 @@ from planner.ros.node import PlannerNode, main_for
 from planner.ros.qos import LATCHED, RELIABLE
 from planner.sim.simulated_world import HANG, MANIPULATION_SECONDS, SimulatedWorld, load_scenario
 from planner.srv import MoveObject
+from planner.wiring import load_robot
 
 NAVIGATION_TICK_S = 0.1   # wall-clock period of navigation updates
 
@@ -29,8 +31,13 @@ NAVIGATION_TICK_S = 0.1   # wall-clock period of navigation updates
 class SimulatorNode(PlannerNode):
     def __init__(self, config=None):
         super().__init__("simulator", config)
-        loaded = load_scenario(self.config.path(self.config.scenario))
-        self.sim = SimulatedWorld(loaded.world, list(loaded.scenario.events), now=seconds(stamp_now(self)))
+        path = self.config.path(self.config.scenario)
+        loaded = load_scenario(path)
+        try:
+            self.sim = SimulatedWorld(loaded.world, load_robot(self.config), list(loaded.scenario.events),
+                                      now=seconds(stamp_now(self)))
+        except InputError as error:
+            raise InputError(f"{path}: {error}") from None
         self.time_scale = self.config.simulator.time_scale
         self.lock = threading.RLock()       # guards self.sim
         self.busy = threading.Lock()        # one motion at a time: base or arms
@@ -45,7 +52,7 @@ class SimulatorNode(PlannerNode):
                      goal_callback=self._accept_if_idle, cancel_callback=lambda _: CancelResponse.ACCEPT)
         self.create_service(MoveObject, "sim/move_object", self._move_object, callback_group=group)
         self.create_timer(1.0 / self.config.simulator.state_rate_hz, self._publish_state, callback_group=group)
-        self.create_timer(1.0 / loaded.world.robot.camera.rate_hz, self._publish_detections, callback_group=group)
+        self.create_timer(1.0 / self.sim.profile.camera.rate_hz, self._publish_detections, callback_group=group)
         self._publish_world()
         self.get_logger().info(f"simulating {loaded.world.name}: {len(loaded.world.objects)} objects, "
                                f"{len(self.sim.events)} scripted events, time x{self.time_scale}")
@@ -56,7 +63,7 @@ class SimulatorNode(PlannerNode):
         with self.lock:
             robot = RobotSnapshot(self.sim.robot, self.sim.robot_room, list(self.sim.held), dict(self.sim.held),
                                   busy=self.busy.locked())
-            self.state_pub.publish(robot_to_msg(robot, stamp or stamp_now(self)))
+            self.state_pub.publish(robot_to_msg(robot, stamp or stamp_now(self), self.sim.profile.map_frame))
 
     def _publish_detections(self) -> None:
         """A camera frame in the camera's own frame, after the robot pose of the same stamp (what
@@ -111,7 +118,7 @@ class SimulatorNode(PlannerNode):
                 goal_handle.abort()
                 result.code, result.detail = route.code, route.detail
                 return result
-            speed = self.sim.world.robot.speed_mps
+            speed = self.sim.profile.speed_mps
             travelled = 0.0
             while travelled < route.drive_length:
                 if not self._sleep(NAVIGATION_TICK_S * self.time_scale, goal_handle):

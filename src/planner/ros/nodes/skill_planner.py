@@ -6,21 +6,24 @@ from __future__ import annotations
 
 import threading
 import uuid
+from functools import partial
 
 from rclpy.action import ActionClient, ActionServer, CancelResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 
 from planner.action import ExecuteCommands, ExecuteSkill
+from planner.core.controller import ExecutionEventInfo
 from planner.core.errors import InputError
 from planner.core.failures import FailureCode
-from planner.core.skills import SkillRefused
+from planner.core.skill_execution import CommandsResult, refuse, run_planned
+from planner.core.skills import Command, SkillCall, SkillRefused
 from planner.core.types import FailureInfo
 from planner.msg import ExecutionEvent, FailureMessage
-from planner.ros.convert import command_to_msg, failure_to_msg, scene_from_msg, stamp_now
-from planner.ros.futures import ActionCall, CallFailed, call_service
+from planner.ros.convert import command_to_msg, event_to_msg, failure_from_msg, failure_to_msg, stamp_now
+from planner.ros.futures import ActionCall, CallFailed
 from planner.ros.node import PlannerNode, main_for
 from planner.ros.qos import RELIABLE
-from planner.srv import GetSceneGraph
+from planner.ros.scene_mirror import SceneMirror
 from planner.wiring import load_skill_planner
 
 CONTROLLER_WAIT_S = 3.0
@@ -35,7 +38,7 @@ class SkillPlannerNode(PlannerNode):
             self.report("error", f"skill library rejected: {error}")
             raise
         group = ReentrantCallbackGroup()
-        self.scene_client = self.create_client(GetSceneGraph, "perception/get_scene_graph", callback_group=group)
+        self.mirror = SceneMirror(self, group)
         self.executor_client = ActionClient(self, ExecuteCommands, "executor/execute_commands", callback_group=group)
         self.events_pub = self.create_publisher(ExecutionEvent, "executor/feedback", RELIABLE)
         self.failures: dict[str, FailureMessage] = {}
@@ -55,37 +58,23 @@ class SkillPlannerNode(PlannerNode):
             call.cancel()
         return CancelResponse.ACCEPT
 
-    def _controller_verdict(self, execution_id: str, fallback: FailureInfo, goal) -> FailureMessage:
+    def _verdict(self, event: ExecutionEventInfo, goal_handle) -> FailureInfo:
+        """The controller's failure message for the event; a refusal is published here (the
+        executor publishes failed commands)."""
+        if event.state == "refused":
+            msg = event_to_msg(event, stamp_now(self))
+            self.events_pub.publish(msg)
+            goal_handle.publish_feedback(ExecuteSkill.Feedback(event=msg))
         with self.failure_arrived:
-            self.failure_arrived.wait_for(lambda: execution_id in self.failures, timeout=CONTROLLER_WAIT_S)
-            verdict = self.failures.pop(execution_id, None)
+            self.failure_arrived.wait_for(lambda: event.execution_id in self.failures, timeout=CONTROLLER_WAIT_S)
+            verdict = self.failures.pop(event.execution_id, None)
         if verdict is None:
             self.report("warn", "no failure message from the controller; passing on the raw error")
-            return failure_to_msg(fallback, stamp_now(self), execution_id, goal.task_id, goal.request)
-        verdict.request = goal.request
-        return verdict
+            return FailureInfo(event.skill, event.command, event.code, event.detail)
+        return failure_from_msg(verdict)
 
-    def _refuse(self, goal_handle, execution_id: str, code: str, detail: str):
+    def _run_commands(self, goal_handle, execution_id: str, call: SkillCall, commands: list[Command]) -> CommandsResult:
         goal = goal_handle.request
-        event = ExecutionEvent(stamp=stamp_now(self), execution_id=execution_id, task_id=goal.task_id, skill=goal.skill,
-                               command="preconditions", state="refused", code=code, detail=detail)
-        self.events_pub.publish(event)
-        goal_handle.publish_feedback(ExecuteSkill.Feedback(event=event))
-        failure = self._controller_verdict(execution_id, FailureInfo(goal.skill, "preconditions", code, detail), goal)
-        goal_handle.abort()
-        return ExecuteSkill.Result(success=False, message=f"{goal.skill} refused: {failure.reason}", failure=failure)
-
-    def _execute(self, goal_handle):
-        goal = goal_handle.request
-        execution_id = uuid.uuid4().hex[:10]
-        try:
-            reply = call_service(self.scene_client, GetSceneGraph.Request(), timeout_s=5.0)
-        except CallFailed as error:
-            return self._refuse(goal_handle, execution_id, FailureCode.PERCEPTION_UNAVAILABLE, str(error))
-        try:
-            call, commands = self.planner.plan(goal.skill, scene_from_msg(reply.graph, reply.robot))
-        except SkillRefused as refusal:
-            return self._refuse(goal_handle, execution_id, refusal.code, refusal.reason)
         action = ActionCall(self.executor_client, "executor/execute_commands")
         self.calls[execution_id] = action
         request = ExecuteCommands.Goal(execution_id=execution_id, task_id=goal.task_id, skill=str(call),
@@ -94,19 +83,34 @@ class SkillPlannerNode(PlannerNode):
             result = action.run(request, self.config.tasks.skill_timeout_s,
                                 feedback_callback=lambda fb: goal_handle.publish_feedback(ExecuteSkill.Feedback(event=fb.feedback.event)))
         except CallFailed as error:
-            result = ExecuteCommands.Result(success=False, code=FailureCode.BACKEND_UNAVAILABLE, detail=str(error))
+            return CommandsResult(False, 0, FailureCode.BACKEND_UNAVAILABLE, str(error))
         finally:
             self.calls.pop(execution_id, None)
+        return CommandsResult(result.success, result.failed_index, result.code, result.detail)
+
+    def _execute(self, goal_handle):
+        goal = goal_handle.request
+        execution_id = uuid.uuid4().hex[:10]
+        judge = partial(self._verdict, goal_handle=goal_handle)
+        try:
+            with self.mirror.current() as scene:
+                call, commands = self.planner.plan(goal.skill, scene)
+        except CallFailed as error:
+            result = refuse(goal.skill, FailureCode.PERCEPTION_UNAVAILABLE, str(error), judge, execution_id, goal.task_id)
+        except SkillRefused as refusal:
+            result = refuse(goal.skill, refusal.code, refusal.reason, judge, execution_id, goal.task_id)
+        else:
+            result = run_planned(call, commands, partial(self._run_commands, goal_handle, execution_id), judge,
+                                 execution_id, goal.task_id)
         if result.success:
             goal_handle.succeed()
-            return ExecuteSkill.Result(success=True, message=f"{call} succeeded ({', '.join(c.name for c in commands)})")
-        command = commands[result.failed_index].name if result.failed_index < len(commands) else ""
-        failure = self._controller_verdict(execution_id, FailureInfo(str(call), command, result.code, result.detail), goal)
+            return ExecuteSkill.Result(success=True, message=result.message)
         if goal_handle.is_cancel_requested:
             goal_handle.canceled()
         else:
             goal_handle.abort()
-        return ExecuteSkill.Result(success=False, message=f"{call} failed at {command}: {failure.reason}", failure=failure)
+        failure = failure_to_msg(result.failure, stamp_now(self), execution_id, goal.task_id, goal.request)
+        return ExecuteSkill.Result(success=False, message=result.message, failure=failure)
 
 
 def main() -> int:

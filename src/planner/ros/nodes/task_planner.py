@@ -10,6 +10,7 @@ import queue
 import threading
 import time
 import uuid
+from collections.abc import Callable
 
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -19,15 +20,16 @@ from planner.action import ExecuteSkill, ExecuteTask, Say
 from planner.core.failures import FailureCode
 from planner.core.perception_actions import perceive
 from planner.core.planning.task_planner import TaskPlanner
-from planner.core.scene_graph import Entity, RobotSnapshot
+from planner.core.scene_graph import Entity, RobotSnapshot, SceneGraph
 from planner.core.task_queue import TaskQueue
 from planner.core.types import EpisodeResult, FailureInfo, Observation, Recovery, SkillResult, SuggestionInfo, TraceStep
 from planner.msg import PlanStep
-from planner.ros.convert import entity_from_msg, failure_from_msg, failure_to_msg, robot_from_msg, scene_from_msg, stamp_now
+from planner.ros.convert import entity_from_msg, failure_from_msg, failure_to_msg, robot_from_msg, stamp_now
 from planner.ros.futures import ActionCall, CallFailed, call_service
 from planner.ros.node import PlannerNode, main_for
 from planner.ros.qos import ESTOP_TOPIC, RELIABLE
-from planner.srv import Explain, FindObjects, GetObject, GetObjectsInRoom, GetRobotState, GetRooms, GetSceneGraph, RecordRecovery
+from planner.ros.scene_mirror import SceneMirror
+from planner.srv import Explain, FindObjects, GetObject, GetObjectsInRoom, GetRobotState, GetRooms, RecordRecovery
 from planner.wiring import load_skill_planner
 
 SAY_TIMEOUT_S = 60.0
@@ -81,9 +83,11 @@ class RosTools:
         self.canceled = threading.Event()
         self.map = PerceptionServices(node.clients_)
 
-    def scene(self):
-        reply = call_service(self.node.clients_["scene"], GetSceneGraph.Request())
-        return scene_from_msg(reply.graph, reply.robot)
+    def scene(self) -> SceneGraph:
+        return self.node.mirror.snapshot()
+
+    def wait_until(self, condition: Callable[[SceneGraph], bool], timeout_s: float, stop: threading.Event) -> bool:
+        return bool(self.node.mirror.wait_until(condition, timeout_s, stop))
 
     def perceive(self, name: str, args: list[str], focus: frozenset[str] = frozenset()) -> Observation:
         try:
@@ -164,8 +168,8 @@ class TaskPlannerNode(PlannerNode):
         self.skills = load_skill_planner(self.config)
         self.policy = policy or self.open_llm()
         group = ReentrantCallbackGroup()
+        self.mirror = SceneMirror(self, group)
         self.clients_ = {
-            "scene": self.create_client(GetSceneGraph, "perception/get_scene_graph", callback_group=group),
             "rooms": self.create_client(GetRooms, "perception/get_rooms", callback_group=group),
             "room": self.create_client(GetObjectsInRoom, "perception/get_objects_in_room", callback_group=group),
             "object": self.create_client(GetObject, "perception/get_object", callback_group=group),

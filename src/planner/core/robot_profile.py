@@ -1,0 +1,61 @@
+"""The robot the stack plans for, read from a robot profile file (config/robots/*.yaml): its arms
+with the MoveIt names of their groups and links, reach, workspace, payload, speed, the distance it
+keeps from furniture, its camera and its frames. The skill planner, perception, the executor and
+the simulator read it; a world file only places the robot, so a real robot needs no world."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+
+from planner.core.files import Point3, StrictModel, load_model
+
+
+class ArmProfile(StrictModel):
+    """One arm; the MoveIt names are needed only by the MoveIt executor backend."""
+    group: str = Field(default="", description="MoveIt planning group of the arm, e.g. left_arm")
+    tool_link: str = Field(default="", description="link whose pose the arm goals give, e.g. left_tool0")
+    gripper_group: str = Field(default="", description="MoveIt planning group of the gripper, e.g. left_hand")
+    open_state: str = Field(default="open", description="named gripper state, open")
+    closed_state: str = Field(default="closed", description="named gripper state, closed")
+    rest_state: str = Field(default="home", description="named arm state it retreats to")
+
+    def missing_moveit_names(self) -> list[str]:
+        return [name for name in ("group", "tool_link", "gripper_group") if not getattr(self, name)]
+
+
+class Camera(StrictModel):
+    # A head camera that sweeps the room: 360 degrees, walls occlude (only the robot's room).
+    fov_deg: float = Field(default=360.0, gt=0, le=360)
+    range_m: float = Field(default=6.0, gt=0)
+    rate_hz: float = Field(default=2.0, gt=0)
+    frame_id: str = Field(default="camera_link", min_length=1)
+    mount_xyz: Point3 = Field(default=(0.1, 0.0, 1.3), description="camera position in the base frame")
+    mount_rpy: tuple[float, float, float] = Field(default=(0.0, 0.0, 0.0), description="camera orientation in the base frame")
+
+
+class RobotProfile(StrictModel):
+    name: str = Field(min_length=1)
+    base_frame: str = Field(default="base_link", min_length=1, description="the mobile base's frame")
+    map_frame: str = Field(default="map", min_length=1, description="the fixed frame of the map and navigation goals")
+    arms: dict[str, ArmProfile] = Field(min_length=1, description="by the names skills use, e.g. left, right")
+    reach_m: float = Field(gt=0, description="how far from the base centre the hands reach")
+    workspace_z_m: tuple[float, float] = Field(default=(0.0, 1.9), description="lowest and highest point the hands "
+                                                                                "reach, above the floor")
+    payload_kg: float = Field(gt=0, description="the heaviest object one hand lifts")
+    speed_mps: float = Field(default=0.5, gt=0, description="base speed, for time estimates and the simulator")
+    standoff_m: float = Field(gt=0, description="distance the base keeps from furniture")
+    camera: Camera = Field(default_factory=Camera)
+
+    @property
+    def arm_names(self) -> list[str]:
+        return list(self.arms)
+
+    def arm_problem(self, arm: str) -> str:
+        """Why an arm name is wrong for this robot ('' when it has that arm)."""
+        return "" if arm in self.arms else f"the robot has no arm {arm!r} (it has {', '.join(self.arms)})"
+
+
+def load_robot_profile(path: str | Path) -> RobotProfile:
+    return load_model(path, RobotProfile)
