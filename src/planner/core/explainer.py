@@ -179,7 +179,7 @@ class _Group:
         if self.clustered is not None or len(self.cases) < self.clustered_from:
             return
         try:
-            self.clustered = _ClusteredIndex(self.cases, self.requests, self.reasons)
+            self.clustered = _ClusteredIndex(self.cases, *self._scanned())
             self.requests = self.reasons = None
         except ImportError:
             log.warning("%d cases in one skill and code, and faiss is not installed (pip install faiss-cpu): "
@@ -201,12 +201,14 @@ class _Group:
         if self.clustered is not None:
             self.clustered.remove(case_id)
         else:
-            self.requests, self.reasons = self.requests[keep], self.reasons[keep]
+            requests, reasons = self._scanned()
+            self.requests, self.reasons = requests[keep], reasons[keep]
 
     def best(self, request: np.ndarray, reason: np.ndarray, k: int, exact: bool) -> list[tuple[StoredCase, float]]:
         if self.clustered is not None:
             return self.clustered.best(request, reason, k, exact)
-        scores = 0.5 * (self.requests @ request) + 0.5 * (self.reasons @ reason)
+        requests, reasons = self._scanned()
+        scores = 0.5 * (requests @ request) + 0.5 * (reasons @ reason)
         best = np.argpartition(-scores, k - 1)[:k] if len(scores) > k else np.arange(len(scores))
         return [(self.cases[i], float(scores[i])) for i in best]
 
@@ -214,11 +216,18 @@ class _Group:
         """Cases at least `limit` similar in request and in reason."""
         if self.clustered is not None:
             return self.clustered.close_to(request, reason, limit)
-        close = (self.requests @ request >= limit) & (self.reasons @ reason >= limit)
+        requests, reasons = self._scanned()
+        close = (requests @ request >= limit) & (reasons @ reason >= limit)
         return [self.cases[i] for i in np.flatnonzero(close)]
 
     def nbytes(self) -> int:
-        return self.clustered.nbytes() if self.clustered is not None else self.requests.nbytes + self.reasons.nbytes
+        return self.clustered.nbytes() if self.clustered is not None else sum(m.nbytes for m in self._scanned())
+
+    def _scanned(self) -> tuple[np.ndarray, np.ndarray]:
+        """The request and reason vectors of a group that is scanned in full (not clustered)."""
+        if self.requests is None or self.reasons is None:
+            raise RuntimeError("a case group that is scanned in full has no vectors")
+        return self.requests, self.reasons
 
 
 def skill_name(call: str) -> str:

@@ -83,7 +83,7 @@ def goal_schema(object_labels: list[str], furniture_labels: list[str], openable_
             choices = {**values, "target": sorted(openable_labels)}
         else:
             choices = values
-        properties = {"kind": {"const": kind}}
+        properties: dict[str, dict] = {"kind": {"const": kind}}
         for name in fields:
             optional = name not in NEEDED[kind]
             properties[name] = {"enum": choices[name] + ([""] if optional else [])}

@@ -291,7 +291,7 @@ class ObjectFinder:
         self.selector = CandidateSelector(embedder) if embedder is not None else None
 
     # -- one call ---------------------------------------------------------------------------
-    def _ask(self, run: _Run, role: str, messages: list[dict], schema: dict, parse: Callable[[str], object]):
+    def _ask(self, run: _Run, role: str, messages: list[dict], schema: dict, parse: Callable[[str], BaseModel]):
         def call(current: list[dict]) -> PolicyReply:
             reply = self.policy.complete(current, schema)
             run.calls += 1

@@ -15,12 +15,14 @@ import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 import networkx as nx
 import numpy as np
 import shapely
 from shapely.geometry import Polygon
 
+from planner.core.errors import PlannerError
 from planner.core.files import bulk_allocation
 from planner.core.frames import FrameTree, to_planar, transform_box
 from planner.core.geometry import Pose2D, horizontal_distance, in_field_of_view
@@ -251,7 +253,7 @@ class SceneGraph:
         shape = Polygon(polygon)
         centroid = shape.centroid
         room = Entity(id=name, kind="room", label="room", labels={"room": 1.0},
-                      center=(centroid.x, centroid.y, 0.0), polygon=[tuple(p) for p in polygon])
+                      center=(centroid.x, centroid.y, 0.0), polygon=[(x, y) for x, y in polygon])
         self.graph.add_node(name, entity=room)
         self._by_id[name] = room
         self._room_shapes[name] = shape
@@ -314,7 +316,7 @@ class SceneGraph:
         scene = cls()
         for room in world.rooms:
             scene.add_room(room.name, room.polygon)
-        prior = dict(last_seen=stamp, first_seen=stamp, n_observations=int(PRIOR_EVIDENCE))
+        prior: dict[str, Any] = {"last_seen": stamp, "first_seen": stamp, "n_observations": int(PRIOR_EVIDENCE)}
         scene.add_items([Entity(id=item.id, kind="furniture", label=item.label, labels={item.label: 1.0},
                                 center=item.center, size=item.size,
                                 state=("open" if item.open else "closed") if item.openable else "", **prior)
@@ -528,6 +530,14 @@ class SceneGraph:
         return sorted(matches, key=lambda e: (-max((e.labels.get(w, 0.0) for w in words), default=0.0), e.id))
 
     # ---- updates ----------------------------------------------------------------------------
+    @property
+    def known_robot(self) -> RobotSnapshot:
+        """The robot state, for code that runs only once there is one (skills refuse to plan and
+        tasks to start without it)."""
+        if self.robot is None:
+            raise PlannerError("no robot state has been received yet")
+        return self.robot
+
     def set_robot(self, robot: RobotSnapshot) -> None:
         """Robot state in; held objects leave their support, released ones wait to be re-seen."""
         held_now = {obj for obj in robot.held.values() if obj and obj in self.graph}
@@ -607,9 +617,8 @@ class SceneGraph:
         self._index_labels(entity, before_labels)
         entity.n_observations += 1
         weight = 1.0 if entity.status != "seen" else 1.0 / min(entity.n_observations, FUSION_WEIGHT_CAP)
-        center = tuple(c + weight * (d - c) for c, d in zip(entity.center, detection.center))
-        size = tuple(s + weight * (d - s) for s, d in zip(entity.size, detection.size))
-        self.move_item(entity.id, center, stamp, size)
+        self.move_item(entity.id, _toward(entity.center, detection.center, weight), stamp,
+                       _toward(entity.size, detection.size, weight))
         if entity.label != before_label:
             report.relabelled.append(entity.id)
 
@@ -809,6 +818,12 @@ class SceneGraph:
             scene.apply_update({"nodes": sorted(data["nodes"], key=lambda n: n["kind"] != "room"), "edges": data["edges"]})
         scene.changed = set()
         return scene
+
+
+def _toward(current: tuple[float, float, float], seen: tuple[float, float, float], weight: float
+            ) -> tuple[float, float, float]:
+    x, y, z = (c + weight * (d - c) for c, d in zip(current, seen))
+    return x, y, z
 
 
 def _entity_dict(entity: Entity) -> dict:

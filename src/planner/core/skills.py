@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 
 import networkx as nx
 from pydantic import Field, model_validator
@@ -179,7 +179,7 @@ class SkillLibrary(StrictModel):
 
         def methods(specs: list[MethodSpec]) -> list[Method]:
             return [Method(m.name, conditions(m.when), [Step.parse(s) for s in m.steps]) for m in specs]
-        operators = {name: Operator(tuple(c.args), conditions(c.requires), conditions(c.effects))
+        operators: dict[str, Operator] = {name: Operator(tuple(c.args), conditions(c.requires), conditions(c.effects))
                      for name, c in self.commands.items()}
         compounds = {name: Compound(tuple(t.params), methods(t.methods)) for name, t in self.tasks.items()}
         compounds |= {name: Compound(tuple(s.all_params()), methods(s.methods)) for name, s in self.skills.items()}
@@ -281,7 +281,7 @@ class SkillPlanner:
     def read_fact(self, scene: SceneGraph, fact: Fact) -> bool:
         """A fact as the scene graph shows it now."""
         name, *args = fact
-        robot = scene.robot
+        robot = scene.known_robot
         if name == "holding":
             return robot.held.get(args[0]) == args[1]
         if name == "holding_any":
@@ -295,7 +295,7 @@ class SkillPlanner:
         if name == "is_open":
             return scene.entity(args[0]).state == "open"
         support = scene.support(args[0])  # on
-        return bool(support) and support[1] == args[1]
+        return support is not None and support[1] == args[1]
 
     def decompose(self, call: SkillCall, scene: SceneGraph) -> list[Command]:
         """The commands for a call whose preconditions hold, from the first methods that plan."""
@@ -316,12 +316,12 @@ class SkillPlanner:
 
     def _command(self, step: tuple[str, ...], scene: SceneGraph) -> Command:
         name, *args = step
-        spec = self.library.commands[name]
+        spec = self.library.commands[cast(CommandName, name)]  # the decomposer only emits the library's commands
         slots = dict(zip(spec.args, args))
         command = Command(name=name, arm=slots.get("arm", ""), object_id=slots.get("object", ""),
                           target_id=slots.get("target", ""), text=slots.get("text", ""), timeout_s=spec.timeout_s)
         if name == "navigate":
-            command.base_pose = self.navigation_goal(command.target_id, scene, scene.robot.pose)
+            command.base_pose = self.navigation_goal(command.target_id, scene, scene.known_robot.pose)
         elif spec.point:
             aimed = scene.entity(command.object_id if spec.point == "object" else command.target_id)
             top = aimed.size[2] / 2 if spec.point == "target_top" else 0.0
@@ -354,22 +354,22 @@ def _location_known(planner: SkillPlanner, scene: SceneGraph, object_id: str) ->
 
 
 def _arm_free(planner: SkillPlanner, scene: SceneGraph, arm: str) -> Outcome:
-    held = scene.robot.held.get(arm, "")
+    held = scene.known_robot.held.get(arm, "")
     if held:
         return Outcome(False, FailureCode.ARM_OCCUPIED, f"the {arm} arm already holds {held}")
     return Outcome(True)
 
 
 def _not_held(planner: SkillPlanner, scene: SceneGraph, object_id: str) -> Outcome:
-    arm = scene.robot.holding(object_id)
+    arm = scene.known_robot.holding(object_id)
     if arm:
         return Outcome(False, FailureCode.ALREADY_HOLDING, f"{object_id} is already held by the {arm} arm")
     return Outcome(True)
 
 
 def _holding(planner: SkillPlanner, scene: SceneGraph, object_id: str, arm: str) -> Outcome:
-    if scene.robot.held.get(arm) != object_id:
-        actual = scene.robot.held.get(arm) or "nothing"
+    if scene.known_robot.held.get(arm) != object_id:
+        actual = scene.known_robot.held.get(arm) or "nothing"
         return Outcome(False, FailureCode.NOT_HOLDING, f"the {arm} arm holds {actual}, not {object_id}")
     return Outcome(True)
 
@@ -378,7 +378,7 @@ def _reachable(planner: SkillPlanner, scene: SceneGraph, node_id: str, arm: str 
     """Within the arm's workspace from where the base stands: near enough, and neither too low nor
     too high (for furniture, its top, where things go)."""
     entity = scene.entity(node_id)
-    robot = scene.robot
+    robot = scene.known_robot
     hand = f"the {arm} arm" if arm else "the robot"
     distance = horizontal_distance((robot.pose.x, robot.pose.y), entity.center)
     height = entity.center[2]
@@ -408,7 +408,7 @@ def _payload(planner: SkillPlanner, scene: SceneGraph, object_id: str, arm: str)
 
 def _elsewhere(planner: SkillPlanner, scene: SceneGraph, place_id: str) -> Outcome:
     """Going where the robot already is does nothing."""
-    robot = scene.robot
+    robot = scene.known_robot
     entity = scene.entity(place_id)
     if entity.kind == "room" and robot.room == place_id:
         return Outcome(False, FailureCode.ALREADY_THERE, f"the robot is already in the {place_id}")
@@ -437,13 +437,13 @@ def _is_open(planner: SkillPlanner, scene: SceneGraph, target_id: str) -> Outcom
 
 
 def _hand_free(planner: SkillPlanner, scene: SceneGraph) -> Outcome:
-    if all(scene.robot.held.get(arm) for arm in planner.robot.arms):
+    if all(scene.known_robot.held.get(arm) for arm in planner.robot.arms):
         return Outcome(False, FailureCode.ARM_OCCUPIED, "both hands are full; PLACE something first")
     return Outcome(True)
 
 
 def _held(planner: SkillPlanner, scene: SceneGraph, object_id: str) -> Outcome:
-    if not scene.robot.holding(object_id):
+    if not scene.known_robot.holding(object_id):
         return Outcome(False, FailureCode.NOT_HOLDING, f"the robot does not hold {object_id}; PICK it first")
     return Outcome(True)
 
@@ -475,11 +475,11 @@ PRECONDITIONS: dict[str, Callable[..., Outcome]] = {
 
 # ---- parameters a skill fills itself ---------------------------------------------------------
 def _free_arm(planner: SkillPlanner, scene: SceneGraph) -> str:
-    return next((a for a in planner.robot.arms if not scene.robot.held.get(a)), planner.robot.arm_names[0])
+    return next((a for a in planner.robot.arms if not scene.known_robot.held.get(a)), planner.robot.arm_names[0])
 
 
 def _holding_arm(planner: SkillPlanner, scene: SceneGraph, object_id: str) -> str:
-    return scene.robot.holding(object_id) or planner.robot.arm_names[0]
+    return scene.known_robot.holding(object_id) or planner.robot.arm_names[0]
 
 
 CHOOSERS: dict[str, Callable[..., str]] = {"free_arm": _free_arm, "holding_arm": _holding_arm}

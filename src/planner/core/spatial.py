@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Hashable
 
 Bounds = tuple[float, float, float, float]  # min x, min y, max x, max y
 # Items spanning more cells than this (a whole-floor box) are kept aside and always returned.
@@ -16,11 +15,13 @@ MAX_CELLS_PER_ITEM = 400
 
 
 class GridIndex:
+    """Item ids (the scene graph's) by the grid cells their boxes cover."""
+
     def __init__(self, cell_m: float = 1.0):
         self.cell_m = cell_m
-        self._cells: dict[tuple[int, int], set[Hashable]] = defaultdict(set)
-        self._item_cells: dict[Hashable, list[tuple[int, int]]] = {}
-        self._large: set[Hashable] = set()
+        self._cells: dict[tuple[int, int], set[str]] = defaultdict(set)
+        self._item_cells: dict[str, list[tuple[int, int]]] = {}
+        self._large: set[str] = set()
 
     def _span(self, bounds: Bounds) -> list[tuple[int, int]] | None:
         size = self.cell_m
@@ -31,7 +32,7 @@ class GridIndex:
         rows = range(y0, y1)
         return [(i, j) for i in range(x0, x1) for j in rows]
 
-    def insert(self, item: Hashable, bounds: Bounds) -> None:
+    def insert(self, item: str, bounds: Bounds) -> None:
         self.remove(item)
         cells = self._span(bounds)
         if cells is None:
@@ -41,7 +42,7 @@ class GridIndex:
             self._cells[cell].add(item)
         self._item_cells[item] = cells
 
-    def remove(self, item: Hashable) -> None:
+    def remove(self, item: str) -> None:
         self._large.discard(item)
         for cell in self._item_cells.pop(item, ()):
             members = self._cells[cell]
@@ -49,7 +50,7 @@ class GridIndex:
             if not members:
                 del self._cells[cell]
 
-    def query(self, bounds: Bounds) -> set[Hashable]:
+    def query(self, bounds: Bounds) -> set[str]:
         """Items whose cells overlap `bounds`: a superset of the items whose boxes do."""
         found = set(self._large)
         cells = self._span(bounds)

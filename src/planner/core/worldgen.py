@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
+from typing import Any
 
 import shapely
 from shapely.geometry import Polygon
@@ -78,7 +79,7 @@ def generate_world(rooms: int, objects: int, robot: RobotProfile, seed: int = 0,
         for label, size, openable, (u, v) in ROOM_KINDS[kind]:
             y = HALL_D + v if north else -v
             furniture_id = _next_id(label, counts)
-            item = {"id": furniture_id, "label": label, "center": [round(x0 + u, 3), round(y, 3), size[2] / 2],
+            item: dict[str, Any] = {"id": furniture_id, "label": label, "center": [round(x0 + u, 3), round(y, 3), size[2] / 2],
                     "size": list(size)}
             if openable:
                 item["openable"] = openable
@@ -93,7 +94,7 @@ def generate_world(rooms: int, objects: int, robot: RobotProfile, seed: int = 0,
         item = rng.choice(free)
         offset = slots[item["id"]].pop(rng.randrange(len(slots[item["id"]])))
         label = rng.choice(OBJECTS[kind_of[item["id"]]])
-        obj = {"id": _next_id(label, counts), "label": label, "placed_on": item["id"], "offset": list(offset),
+        obj: dict[str, Any] = {"id": _next_id(label, counts), "label": label, "placed_on": item["id"], "offset": list(offset),
                "size": list(OBJECT_SIZE)}
         if "openable" in item and rng.random() < 0.5:
             obj["inside"] = True
@@ -136,7 +137,7 @@ def world_from_scene(scene: SceneGraph, name: str, robot_pose: tuple[float, floa
     furniture, objects, skipped = [], [], []
     for item in scene.furniture():
         renamed[item.id] = _next_id(item.label, counts)
-        entry = {"id": renamed[item.id], "label": item.label, "center": [round(v, 3) for v in item.center],
+        entry: dict[str, Any] = {"id": renamed[item.id], "label": item.label, "center": [round(v, 3) for v in item.center],
                  "size": [round(v, 3) for v in item.size]}
         if item.label in OPENABLE_LABELS:
             entry["openable"] = OPENABLE_LABELS[item.label]

@@ -72,7 +72,7 @@ def allowed_actions(scene: SceneGraph, known: set[str], withdrawn: set[str], ski
                   "person": [p.id for p in scene.people()] if "bring_to_user" in {g.kind for g in goals} else [],
                   "text": []}
     # Opening takes a free hand: while something must still be opened, the last one is not filled.
-    free_arms = [arm for arm in candidates["arm"] if not scene.robot.held.get(arm)]
+    free_arms = [arm for arm in candidates["arm"] if not scene.known_robot.held.get(arm)]
     keep_free = free_arms if opening_helps and len(free_arms) == 1 else []
     moves, handling = [], []
     for name, spec in skills.library.skills.items():

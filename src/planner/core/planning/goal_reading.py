@@ -151,7 +151,7 @@ class GoalReader:
     def __init__(self, request: str, scene: SceneGraph):
         self.request = request
         self.scene = scene
-        self.user_room = scene.robot.room  # the user asks the robot where it stands
+        self.user_room = scene.known_robot.room  # the user asks the robot where it stands
         self.object_labels = sorted({o.label for o in scene.objects()})
         self.furniture_labels = sorted({f.label for f in scene.furniture()})
         self.openable_labels = sorted({f.label for f in scene.furniture() if f.state})

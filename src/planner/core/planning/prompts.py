@@ -55,7 +55,7 @@ class PromptHistory:
 
 
 def robot_line(scene: SceneGraph, reach_m: float) -> str:
-    robot = scene.robot
+    robot = scene.known_robot
     near = scene.furniture_near(robot.pose.x, robot.pose.y, reach_m)
     held = [f"{arm} arm holds {obj}" for arm, obj in robot.held.items() if obj]
     return (f"in the {robot.room}, " + (f"next to {near[0]}" if near else "next to nothing") + "; "

@@ -186,7 +186,7 @@ class TaskPlanner:
             goals[question.goal] = goals[question.goal].model_copy(update={"object_id": self._settle(question)})
         self._emit("goal", "; ".join(str(g) for g in goals))
         # The robot looks around where it stands before the first step.
-        room = self.tools.scene().robot.room
+        room = self.tools.scene().known_robot.room
         state = LoopState(request, goals, frozenset(g.object for g in goals if g.object), acted, seen_room=room,
                           explored={room})
         view = self.tools.perceive("get_objects_in_room", [room], state.focus)
@@ -251,7 +251,7 @@ class TaskPlanner:
             if not failed:
                 state.last_move = (situation, action)
         scene = self.tools.scene()
-        room = scene.robot.room
+        room = scene.known_robot.room
         if not failed and room != state.seen_room:
             # Arriving in a room, the robot sees what is there.
             view = self.tools.perceive("get_objects_in_room", [room], state.focus)
