@@ -138,5 +138,7 @@ def test_skills_on_a_10000_object_map_do_not_pull_the_graph_and_the_mirror_survi
         assert mirror.received >= 3
         wait_for(lambda: mirror.wait_until(lambda scene: equal_to_perception(scene, perception), 5.0), timeout=20)
         assert mirror.fetches == 2
+        # Every fused frame is announced, so a consumer can wait for the robot to have looked.
+        assert mirror.wait_for_look(25.0, 5.0) and not mirror.wait_for_look(26.0, 0.5)
     finally:
         client.close()

@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from planner.core.scene_graph import SceneGraph
 from planner.msg import RobotState, SceneGraphUpdate
-from planner.ros.convert import apply_update_msg, robot_from_msg, scene_from_msg
+from planner.ros.convert import apply_update_msg, robot_from_msg, scene_from_msg, seconds
 from planner.ros.futures import call_service
 from planner.ros.qos import RELIABLE
 from planner.srv import GetSceneGraph
@@ -44,6 +44,7 @@ class SceneMirror:
         self._scene: SceneGraph | None = None
         self._seq = 0
         self._robot_applied: RobotState | None = None
+        self.seen_until = 0.0                       # stamp of the latest camera frame in the graph
         self.fetches = 0                            # whole-graph fetches so far (at start and on gaps)
 
     # ---- subscription callbacks: queue, wake waiters ----------------------------------------
@@ -93,6 +94,11 @@ class SceneMirror:
             with self._arrived:
                 self._arrived.wait_for(lambda seen=seen: self._changes != seen, timeout=remaining)
 
+    def wait_for_look(self, after_s: float, timeout_s: float, stop: threading.Event | None = None) -> bool:
+        """Until the graph holds a camera frame taken after `after_s` (ROS time, seconds): what
+        the robot saw once it had acted, as the in-process robot looks after each command."""
+        return bool(self.wait_until(lambda _: self.seen_until >= after_s, timeout_s, stop))
+
     # ---- catching up -----------------------------------------------------------------------------
     def _catch_up(self) -> SceneGraph:
         with self._arrived:
@@ -106,7 +112,7 @@ class SceneMirror:
                 self._fetch()   # one or more lost: the fetched graph holds them
             if update.seq == self._seq + 1:
                 apply_update_msg(self._scene, update)
-                self._seq = update.seq
+                self._seq, self.seen_until = update.seq, max(self.seen_until, seconds(update.seen_until))
         if robot is not None and robot is not self._robot_applied and robot.arms:
             self._scene.robot = robot_from_msg(robot)
             self._robot_applied = robot
@@ -116,6 +122,7 @@ class SceneMirror:
         reply = call_service(self._client, GetSceneGraph.Request(), timeout_s=FETCH_TIMEOUT_S)
         self.fetches += 1
         self._scene, self._seq = scene_from_msg(reply.graph, reply.robot), reply.graph.seq
+        self.seen_until = seconds(reply.graph.seen_until)
         self._robot_applied = None
 
 

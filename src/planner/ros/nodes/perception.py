@@ -36,6 +36,7 @@ from planner.ros.convert import (
     robot_to_msg,
     seconds,
     stamp_now,
+    to_stamp,
 )
 from planner.ros.node import PlannerNode, main_for
 from planner.ros.qos import LATCHED, RELIABLE
@@ -75,8 +76,9 @@ class SceneMessages:
             for marker in self.markers.pop(node_id, []):
                 self.deleted_markers.append(Marker(ns=marker.ns, id=marker.id, action=Marker.DELETE))
 
-    def graph(self, stamp, seq: int) -> SceneGraphMsg:
-        msg = SceneGraphMsg(seq=seq, nodes=list(self.nodes.values()), edges=[e for edges in self.edges.values() for e in edges])
+    def graph(self, stamp, seq: int, seen_until: float) -> SceneGraphMsg:
+        msg = SceneGraphMsg(seq=seq, seen_until=to_stamp(seen_until), nodes=list(self.nodes.values()),
+                            edges=[e for edges in self.edges.values() for e in edges])
         msg.header.stamp, msg.header.frame_id = stamp, self.map_frame
         return msg
 
@@ -138,6 +140,8 @@ class PerceptionNode(PlannerNode):
         # Sequence numbers start above any earlier run's, so a consumer's mirror takes a restart
         # for what it is, a gap (planner.ros.scene_mirror).
         self.seq = time.time_ns()
+        self.seen_until = 0.0           # stamp of the latest camera frame fused
+        self.published_until = 0.0      # ... as the last update said
         self.last_full = 0.0
         self.full_due = True
         self.last_save = time.monotonic()
@@ -202,6 +206,7 @@ class PerceptionNode(PlannerNode):
             return True
         with self.lock:
             report = self.scene.fuse(placed)
+            self.seen_until = max(self.seen_until, frame.stamp)
         for object_id in report.moved + report.merged:
             self.get_logger().info(f"{object_id} moved: now {'; '.join(self.scene.relations(object_id))}")
         for object_id in report.created:
@@ -242,17 +247,20 @@ class PerceptionNode(PlannerNode):
         stamp = stamp_now(self)
         with self.lock:
             changes = self.scene.take_changes()
-            if changes["nodes"] or changes["removed"]:
+            if changes["nodes"] or changes["removed"] or self.seen_until > self.published_until:
+                # Also for a frame that changed nothing: consumers wait for the robot to have looked.
                 self.messages.refresh(self.scene, [n["id"] for n in changes["nodes"]], changes["removed"])
                 self.seq += 1
-                update = SceneGraphUpdate(seq=self.seq,
+                self.published_until = self.seen_until
+                update = SceneGraphUpdate(seq=self.seq, seen_until=to_stamp(self.seen_until),
                     nodes=[self.messages.nodes[n["id"]] for n in changes["nodes"]],
                     edges=[e for n in changes["nodes"] for e in self.messages.edges[n["id"]]], removed=changes["removed"])
                 update.header.stamp, update.header.frame_id = stamp, self.profile.map_frame
                 self.update_pub.publish(update)
-                self.full_due = self.unsaved = True
+                if changes["nodes"] or changes["removed"]:
+                    self.full_due = self.unsaved = True
             if self.full_due and now - self.last_full >= self.settings.full_graph_period_s:
-                self.graph_pub.publish(self.messages.graph(stamp, self.seq))
+                self.graph_pub.publish(self.messages.graph(stamp, self.seq, self.seen_until))
                 self.marker_pub.publish(self.messages.marker_array(stamp))
                 self.full_due, self.last_full = False, now
             if self.store and self.unsaved and now - self.last_save >= self.settings.save_period_s and not self._saving():
@@ -373,7 +381,7 @@ class PerceptionNode(PlannerNode):
         with self.lock:
             # Fresh, not as last published; the changes stay queued for the next update message.
             self.messages.refresh(self.scene, [i for i in self.scene.changed if self.scene.has(i)], self.scene.removed)
-            response.graph = self.messages.graph(stamp, self.seq)
+            response.graph = self.messages.graph(stamp, self.seq, self.seen_until)
             if self.scene.robot is not None:
                 response.robot = robot_to_msg(self.scene.robot, stamp, self.profile.map_frame)
         return response

@@ -24,7 +24,7 @@ from planner.core.scene_graph import Entity, RobotSnapshot, SceneGraph
 from planner.core.task_queue import TaskQueue
 from planner.core.types import EpisodeResult, FailureInfo, Observation, Recovery, SkillResult, SuggestionInfo, TraceStep
 from planner.msg import PlanStep
-from planner.ros.convert import entity_from_msg, failure_from_msg, failure_to_msg, robot_from_msg, stamp_now
+from planner.ros.convert import entity_from_msg, failure_from_msg, failure_to_msg, robot_from_msg, seconds, stamp_now
 from planner.ros.futures import ActionCall, CallFailed, call_service
 from planner.ros.node import PlannerNode, main_for
 from planner.ros.qos import ESTOP_TOPIC, RELIABLE
@@ -35,6 +35,7 @@ from planner.wiring import load_skill_planner
 SAY_TIMEOUT_S = 60.0
 CLOSE_WAIT_S = 10.0  # for a running task to end once canceled (a skill's cancel is answered within seconds)
 SEARCH_TIMEOUT_S = 300.0  # an ensemble on a slow CPU takes minutes
+LOOK_FRAMES = 3  # camera periods a skill's end waits for a frame taken after it
 
 
 class PerceptionServices:
@@ -104,6 +105,10 @@ class RosTools:
             return SkillResult(False, str(error), FailureInfo(call, "", FailureCode.SKILL_PLANNER_UNAVAILABLE, str(error)))
         finally:
             self.current = None
+        # The robot looks once it has acted (as the in-process robot does after each command), so
+        # the next step sees the skill's outcome; without a camera frame in time it goes on as is.
+        camera = self.node.skills.robot.camera
+        self.node.mirror.wait_for_look(seconds(stamp_now(self.node)), LOOK_FRAMES / camera.rate_hz, self.canceled)
         return SkillResult(result.success, result.message, None if result.success else failure_from_msg(result.failure))
 
     def explain(self, failure: FailureInfo) -> SuggestionInfo | None:
