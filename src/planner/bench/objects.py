@@ -2,9 +2,10 @@
 workflow and scored against ground truth.
 
 Files: DIR of maps `<name>.json` (Voxeland) with optional room polygons `<name>.rooms.yaml`; a
-queries file `{queries: [{id, type, text}]}` with type descriptive | affordance | negation; a truth
-DIR with `<name>.yaml` mapping each query id to the ranked ids that answer it in that map (empty:
-nothing in the map does).
+queries file `{queries: [{id, type, text}]}` with type descriptive | affordance | negation, for
+every map, or a folder of `<name>.yaml` queries files, one per map (as `planner bench generate`
+writes them); a truth DIR with `<name>.yaml` mapping each query id to the ranked ids that answer
+it in that map (empty: nothing in the map does).
 
 Metrics: Top-k is a hit when one of the first k answers is in the truth, or both are empty;
 Top-1 is k = 1; Top-Any looks at every answer.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -63,6 +65,14 @@ def hit(answer: list[str], truth: list[str], k: int | None) -> bool:
     return any(a in truth for a in (answer if k is None else answer[:k]))
 
 
+@dataclass(frozen=True)
+class BenchMap:
+    name: str
+    scene: SceneGraph
+    queries: list[Query]
+    truth: dict[str, list[str]]   # query id -> the ids that answer it
+
+
 def load_bench_map(path: Path) -> SceneGraph:
     rooms_file = path.with_name(f"{path.stem}.rooms.yaml")
     semantic_map = load_voxeland(path)
@@ -94,11 +104,14 @@ def load_truth(path: Path, queries: list[Query], scene: SceneGraph) -> dict[str,
     return truth
 
 
-def load_bench(maps_dir: Path, queries_file: Path, truth_dir: Path,
-               report: Callable[[str], None]) -> tuple[list[Query], list[tuple[str, SceneGraph, dict]]]:
-    """The queries and every map that loads with its truth; a map or truth file in error is
-    reported and left out, the rest still run."""
-    queries = load_queries(queries_file)
+def load_bench(maps_dir: Path, queries: Path, truth_dir: Path,
+               report: Callable[[str], None]) -> list[BenchMap]:
+    """Every map that loads with its queries and truth; `queries` is one file for every map or a
+    folder of `<map>.yaml`, one per map. A map, queries or truth file in error is reported and
+    left out; the rest still run."""
+    shared = load_queries(queries) if queries.is_file() else None
+    if shared is None and not queries.is_dir():
+        raise InputError(f"{queries}: no such queries file or folder")
     maps = sorted(maps_dir.glob("*.json"))
     if not maps:
         raise InputError(f"{maps_dir}: no maps (*.json)")
@@ -106,29 +119,31 @@ def load_bench(maps_dir: Path, queries_file: Path, truth_dir: Path,
     for path in maps:
         try:
             scene = load_bench_map(path)
-            loaded.append((path.stem, scene, load_truth(truth_dir / f"{path.stem}.yaml", queries, scene)))
+            own = shared if shared is not None else load_queries(queries / f"{path.stem}.yaml")
+            loaded.append(BenchMap(path.stem, scene, own, load_truth(truth_dir / f"{path.stem}.yaml", own, scene)))
         except InputError as error:
             report(f"error: map {path.name} left out: {error}")
     if not loaded:
         raise InputError("no map could be used (see the errors above)")
-    return queries, loaded
+    return loaded
 
 
 def score(answer: list[str], truth: list[str]) -> dict:
     return {**{f"top{k}": hit(answer, truth, k) for k in TOP_K}, "top_any": hit(answer, truth, None)}
 
 
-def run(finder: ObjectFinder, workflows: list[str], queries: list[Query], maps: list[tuple[str, SceneGraph, dict]],
-        results: dict, out_path: Path, progress: Callable[[str], None]) -> dict:
-    """Every query on every map with every workflow; the results file is rewritten after each
-    answer, so an interrupted run keeps what it did."""
+def run(finder: ObjectFinder, workflows: list[str], maps: list[BenchMap], results: dict, out_path: Path,
+        progress: Callable[[str], None]) -> dict:
+    """Every map's queries with every workflow; the results file is rewritten after each answer,
+    so an interrupted run keeps what it did."""
     records = results.setdefault("records", [])
     done = {(r["workflow"], r["map"], r["query"]) for r in records}
-    total = len(workflows) * len(maps) * len(queries)
+    total = len(workflows) * sum(len(m.queries) for m in maps)
     started, ran = time.monotonic(), 0
     for workflow in workflows:
-        for name, scene, truth in maps:
-            for query in queries:
+        for bench_map in maps:
+            name, scene, truth = bench_map.name, bench_map.scene, bench_map.truth
+            for query in bench_map.queries:
                 if (workflow, name, query.id) in done:
                     continue
                 found = finder.find(scene, query.text, workflow)
@@ -160,7 +175,23 @@ def _rates(records: list[dict]) -> dict:
                 r["calls"] for r in records), 2),
             "mean_prompt_tokens": round(statistics.mean(r["prompt_tokens"] for r in records)),
             "mean_completion_tokens": round(statistics.mean(r["completion_tokens"] for r in records)),
-            "errors": sum(bool(r["error"]) for r in records)}
+            "errors": sum(bool(r["error"]) for r in records), **_abstention(records)}
+
+
+def _abstention(records: list[dict]) -> dict:
+    """How the "nothing fits" answers went: precision (of the empty answers, the share where
+    nothing fits), recall (of the queries nothing fits, the share answered empty), and Top-1 on
+    the queries that have an answer."""
+    empty = [r for r in records if not r["answer"]]
+    unanswerable = [r for r in records if not r["truth"]]
+    answerable = [r for r in records if r["truth"]]
+    right = sum(not r["truth"] for r in empty)
+    return {"abstained": round(100 * len(empty) / len(records), 1),
+            "no_answer_share": round(100 * len(unanswerable) / len(records), 1),
+            "abstention_precision": round(100 * right / len(empty), 1) if empty else None,
+            "abstention_recall": round(100 * right / len(unanswerable), 1) if unanswerable else None,
+            "top1_answerable": round(100 * sum(r["top1"] for r in answerable) / len(answerable), 1)
+            if answerable else None}
 
 
 def summarize(records: list[dict]) -> dict:
@@ -189,6 +220,14 @@ def report(results: dict) -> str:
         lines.append(f"| {workflow} | {a['queries']} | {a['top1']} | {a['top2']} | {a['top3']} | {a['top_any']} "
                      f"| {a['median_s']} | {row['small_maps_median_s']} | {a['mean_calls']} "
                      f"| {a['mean_prompt_tokens']:,} + {a['mean_completion_tokens']} |")
+    lines += ["", "Saying that nothing fits (%): abstained = empty answers; precision = of those, nothing fitted; "
+              "recall = of the queries nothing fits, answered empty:", "",
+              "| workflow | no answer exists | abstained | precision | recall | Top-1 where an answer exists |",
+              "|---|---|---|---|---|---|"]
+    for workflow, row in results["summary"].items():
+        a = row["all"]
+        lines.append(f"| {workflow} | {a['no_answer_share']} | {a['abstained']} | {a['abstention_precision']} "
+                     f"| {a['abstention_recall']} | {a['top1_answerable']} |")
     lines += ["", "By query type (Top-1 / Top-Any, %):", "", "| workflow | " + " | ".join(QUERY_TYPES) + " |",
               "|---|" + "---|" * len(QUERY_TYPES)]
     for workflow, row in results["summary"].items():

@@ -191,7 +191,7 @@ def bench_objects(args) -> int:
         print(f"error: unknown workflow {', '.join(unknown)}; use {', '.join(WORKFLOWS)} or all", file=sys.stderr)
         return 2
     config = load_config(args.config)
-    queries, maps = objects.load_bench(Path(args.maps), Path(args.queries), Path(args.truth), _progress)
+    maps = objects.load_bench(Path(args.maps), Path(args.queries), Path(args.truth), _progress)
     if args.llm == "scripted":
         if not args.replies:
             print("error: --llm scripted needs --replies FILE (a YAML list of replies, in order)", file=sys.stderr)
@@ -209,9 +209,9 @@ def bench_objects(args) -> int:
     results = json.loads(previous.read_text()) if args.resume and previous.exists() else {}
     results.update({"benchmark": "objects", "machine": machine_info(), "llm": llm, "workflows": workflows,
                     "settings": config.object_finder.model_dump(),
-                    "maps": {map_name: len(scene.furniture()) + len(scene.objects()) for map_name, scene, _ in maps}})
+                    "maps": {m.name: len(m.scene.furniture()) + len(m.scene.objects()) for m in maps}})
     finder = ObjectFinder(policy, config.object_finder, SentenceEmbedder())
-    return _run_then_write(server, lambda: objects.run(finder, workflows, queries, maps, results, previous, _progress),
+    return _run_then_write(server, lambda: objects.run(finder, workflows, maps, results, previous, _progress),
                            out, name, objects.plot, objects.report)
 
 
@@ -244,6 +244,25 @@ def bench_context(args) -> int:
         if server is not None:
             server.stop()
     print(Path(args.out, name + ".md").read_text())
+    return 0
+
+
+def bench_generate(args) -> int:
+    from planner.bench import generate
+
+    try:
+        seeds = generate.parse_seeds(args.seeds)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    for number, seed in enumerate(seeds, 1):
+        counts = generate.write_home(generate.make_home(seed, args.items), out)
+        split = "test" if seed >= generate.TEST_SEEDS_FROM else "development"
+        _progress(f"[{number}/{len(seeds)}] home-{seed} ({split}): {counts['rooms']} rooms, {counts['items']} items, "
+                  f"{counts['queries']} queries ({counts['no_answer']} with no answer)")
+    print(f"wrote {len(seeds)} homes to {out}; run: planner bench objects --maps {out}/maps --queries {out}/queries "
+          f"--truth {out}/truth")
     return 0
 
 
@@ -321,7 +340,8 @@ def add_commands(sub) -> None:
                                                           "Voxeland maps, scored Top-1/2/3/Any against ground truth")
     objects_parser.add_argument("--maps", default="bench/objects/maps", help="folder of Voxeland maps (*.json, "
                                                                             "rooms in NAME.rooms.yaml)")
-    objects_parser.add_argument("--queries", default="bench/objects/queries.yaml")
+    objects_parser.add_argument("--queries", default="bench/objects/queries.yaml", help="one queries file for every "
+                                "map, or a folder of NAME.yaml, one per map")
     objects_parser.add_argument("--truth", default="bench/objects/truth", help="folder of NAME.yaml: query id -> ids")
     objects_parser.add_argument("--workflow", nargs="+", default=["base"], help="base, self_reflection, "
                                                                                 "multi_agent, ensemble, or all")
@@ -332,6 +352,15 @@ def add_commands(sub) -> None:
     objects_parser.add_argument("--name", help="results file name (default: objects-LLM-MODEL)")
     objects_parser.add_argument("--resume", action="store_true", help="keep the answers of an interrupted run")
     objects_parser.set_defaults(run=bench_objects)
+    generate_parser = bench_sub.add_parser("generate", help="make benchmark homes and queries from seeds (seeds from "
+                                           "1000 on are the test range: report them, do not tune on them)")
+    generate_parser.add_argument("what", choices=["objects"], help="objects: Voxeland maps, queries and truth for "
+                                 "planner bench objects")
+    generate_parser.add_argument("--seeds", required=True, help="a seed, a range (1000-1009) or a list (1,5,9)")
+    generate_parser.add_argument("--items", type=int, default=25, help="furniture and things per home: each home has "
+                                 "60-120%% of this many")
+    generate_parser.add_argument("--out", required=True, help="folder for maps/, queries/ and truth/")
+    generate_parser.set_defaults(run=bench_generate)
     explainer_parser = bench_sub.add_parser("explainer", help="case retrieval latency and memory at growing case counts")
     explainer_parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     explainer_parser.add_argument("--queries", type=int, default=200, help="retrievals timed per size")
