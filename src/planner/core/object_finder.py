@@ -53,6 +53,9 @@ class FinderSettings(BaseModel):
     max_repairs: int = Field(default=2, ge=0, description="invalid replies answered with what was wrong")
     model_explains: bool = Field(default=False, description="the model adds a reason to each answer (~1-2 s more "
                                  "on a CPU); otherwise the explanation is the map's evidence for the ids chosen")
+    check_answers: int = Field(default=2, ge=0, description="the first N ids of an answer are checked one by one "
+                               "against the query and dropped when they do not meet it; when none of them does, the "
+                               "answer is that nothing fits (0: no check)")
 
 
 # ---- the map as the model sees it ------------------------------------------------------------
@@ -164,6 +167,14 @@ class FeedbackReply(BaseModel):
     evidence: list[str] = Field(default_factory=list)
 
 
+class CheckReply(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    fits: bool
+
+
+CHECK_SCHEMA = {"type": "object", "properties": {"fits": {"type": "boolean"}}, "required": ["fits"]}
+
+
 class ChoiceReply(BaseModel):
     model_config = ConfigDict(extra="ignore")
     choice: int
@@ -221,9 +232,9 @@ Map ({shown}):
 {map}
 
 Answer with JSON:
-- query: the thing the person wants, in two or three words (e.g. "a seat", "a drink");
+- query: the thing the person wants, in two or three words (e.g. "a ladder", "a hot meal");
 - ids: the items that meet it, best first (at most {max_answers}); empty if none does{why}
-Read negations ("not a couch") and conditions ("close to a table") strictly. Judge what an item
+Read negations ("anything but a ladder") and conditions ("below the window") strictly. Judge what an item
 is from its labels and probabilities, its size and what it is near."""
 
 QUERY_PROMPT = "Query: {query}"
@@ -252,6 +263,11 @@ feedback, give the final answer. Follow the feedback only where the map supports
 MEMBER_LENSES = ("",
                  "\nAn item may be what its second label says: weigh every label before you answer.",
                  "\nBe strict: list only the items that surely meet every part of the query.")
+
+CHECK_PROMPT = """Query: {query}
+Item: {line}
+Look only at this item. Does it meet every part of the query, including any "not" or condition?
+Its labels are uncertain: judge by the most likely ones. Answer with JSON: fits true or false."""
 
 CHOOSER_ROLE = """Several answers were given to the query below. Choose the one that best meets the
 query, judged against the map. Answer with JSON: choice (the answer's number) and a short reason."""
@@ -331,7 +347,7 @@ class ObjectFinder:
         run = _Run(prepared, self.settings)
         started = time.monotonic()
         try:
-            answer = getattr(self, f"_{prepared.workflow}")(run)
+            answer = self._checked(run, getattr(self, f"_{prepared.workflow}")(run))
             error = ""
         except FinderError as failure:
             answer, error = FindReply(), str(failure)
@@ -349,6 +365,24 @@ class ObjectFinder:
 
     def _feedback(self, run: _Run, role: str, messages: list[dict]) -> FeedbackReply:
         return self._ask(run, role, messages, run.feedback_schema, lambda text: parse_feedback(text, run.known))
+
+    def _checked(self, run: _Run, answer: FindReply) -> FindReply:
+        """Each of the first `check_answers` ids asked about on its own: a small model lists the
+        closest items even when none fits (measured: 0 empty answers in 300 on maps where 31% of
+        the queries had none), while a narrow yes/no on one item it can judge. The ids after those
+        checked are kept only when one checked id fits."""
+        checked = answer.relevant_objects[:self.settings.check_answers]
+        if not checked:
+            return answer
+        fitting = []
+        for name in checked:
+            line = run.prepared.lines[run.id_of[name]]
+            reply = self._ask(run, f"check {name}", run.messages(CHECK_PROMPT.format(query=run.query, line=line)),
+                              CHECK_SCHEMA, CheckReply.model_validate_json)
+            if reply.fits:
+                fitting.append(name)
+        kept = [*fitting, *answer.relevant_objects[len(checked):]] if fitting else []
+        return answer.model_copy(update={"relevant_objects": kept})
 
     def _base(self, run: _Run) -> FindReply:
         return self._answer(run, "answer", run.messages(QUERY_PROMPT.format(query=run.query)))
