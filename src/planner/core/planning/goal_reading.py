@@ -13,27 +13,27 @@ from planner.core.scene_graph import SceneGraph
 
 GOAL_PROMPT = """Turn the user's request into goals that can be checked in the world once the request is done.
 Kinds of goal:
-- holding: the robot ends holding an `object` ("pick up the cup", "take the apple", "grab the keys").
-- bring_to_user: the robot brings an `object` to the user, who says me, I or my ("bring me the book", and needs:
-  "I'm thirsty" -> something to drink, "I'm hungry" -> something to eat, "I'm cold" -> something warm).
-- object_on: an `object` ends on the furniture `target`, in `room` when the request names one ("put the cup on the
-  table", "bring the book to the bedroom table", "take the milk out of the fridge and put it on the table").
-- object_in: an `object` ends inside a `target` with a door or drawer ({openable}): "put the milk in the fridge".
-- robot_in_room: the robot ends in `room` ("go to the kitchen").
-- is_open / is_closed: the furniture `target` ends open or closed ("open the fridge").
-- clear: nothing is left on the furniture `target` ("clear the table", "tidy the desk").
-Goals describe only the end state, never steps on the way: for "go to the table, take the cup and put it on the
-shelf" the goal is only the cup on the shelf. A request that says where an object must end has an object_on goal for it,
-not holding or bring_to_user. A goal must not be true already; requests ask for a change.
+- holding: the robot ends holding an `object` ("lift the jar", "hold on to the scarf").
+- bring_to_user: the robot brings an `object` to the user, who says me, I or my ("hand me the scarf"); a need the
+  user states without naming a thing asks for the object in the map that best meets that need.
+- object_on: an `object` ends on the furniture `target`, in `room` when the request names one ("set the jar on the
+  workbench", "carry the scarf to the garage workbench", "move the jar out of the pantry onto the workbench").
+- object_in: an `object` ends inside a `target` with a door or drawer ({openable}): "store the jar in the pantry".
+- robot_in_room: the robot ends in `room` ("head over to the garage").
+- is_open / is_closed: the furniture `target` ends open or closed ("shut the pantry").
+- clear: nothing is left on the furniture `target` ("empty the workbench").
+Goals describe only the end state, never steps on the way: for "walk to the pantry, fetch the jar and leave it on the
+workbench" the goal is only the jar on the workbench. A request that says where an object must end has an object_on goal
+for it, not holding or bring_to_user. A goal must not be true already; requests ask for a change.
 Use only these labels. Objects: {objects}. Furniture: {furniture}. Rooms: {rooms}. The user is in the {user_room}.
 The robot can go somewhere, pick, place, open and close; when nothing in the map can meet the request or it needs
-another ability, say why: "bring me the piano" when no piano is listed -> {{"goals": [], "impossible": "there is no piano
+another ability, say why: "hand me the canoe" when no canoe is listed -> {{"goals": [], "impossible": "there is no canoe
 in the map"}}.
-Examples: "take the book from the desk" -> {{"goals": [{{"kind": "holding", "object": "book"}}]}};
-"go to the shelf, take the vase and bring it to the hall desk" -> {{"goals": [{{"kind": "object_on", "object": "vase",
-"target": "desk", "room": "hall"}}]}} (the shelf is where the vase is now, not where it goes);
-"open the drawer" -> {{"goals": [{{"kind": "is_open", "target": "drawer", "room": ""}}]}};
-"put the apple on the desk in the office" -> {{"goals": [{{"kind": "object_on", "object": "apple", "target": "desk", "room": "office"}}]}}"""  # noqa: E501 (prompt text, word for word)
+Examples: "fetch the scarf off the hook" -> {{"goals": [{{"kind": "holding", "object": "scarf"}}]}};
+"walk to the hook, fetch the scarf and drop it on the garage bench" -> {{"goals": [{{"kind": "object_on", "object": "scarf",
+"target": "bench", "room": "garage"}}]}} (the hook is where the scarf is now, not where it goes);
+"pull the pantry drawer out" -> {{"goals": [{{"kind": "is_open", "target": "drawer", "room": ""}}]}};
+"leave the jar on the workbench in the garage" -> {{"goals": [{{"kind": "object_on", "object": "jar", "target": "workbench", "room": "garage"}}]}}"""  # noqa: E501 (prompt text, word for word)
 
 
 

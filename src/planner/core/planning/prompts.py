@@ -23,7 +23,7 @@ Example: to put cup_1 (on desk_1 in the office) on shelf_2 in the hall: GOTO(des
 Objects may not be where the map says: after a failure, read the reason and the suggestion, look at the map again, and adapt.
 Use ids exactly as the observations give them (e.g. table_1). GIVE_UP() only when the request is impossible.
 ASK_USER() puts your "question" to the user, once per task, when the request is unclear and the map cannot tell.
-search_map() looks through the whole map for what your "query" asks in plain words ("something to drink")."""  # noqa: E501 (prompt text, word for word)
+search_map() looks through the whole map for what your "query" asks in plain words ("a thing to hold flowers")."""  # noqa: E501 (prompt text, word for word)
 
 
 # What the robot tells the user at the end of a task.
