@@ -105,7 +105,7 @@ def test_a_scripted_run_scores_every_query_and_writes_results_report_and_plot(be
     report = (bench / "out" / "run.md").read_text()
     assert "| base | 15 |" in report and "| workflow | studio (20) |" in report
     assert "[ 15/15] base" in capsys.readouterr().err
-    assert "| base | 20.0 | 20.0 | 100.0 | 100.0 |" in report
+    assert "| base | 20.0 | 20.0 | 100.0 | 100.0 | 91.7 | 93.3 / 20.0 |" in report
 
 
 def test_generated_homes_are_reproducible_and_their_queries_and_truth_load_per_map(tmp_path, capsys):

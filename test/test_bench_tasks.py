@@ -201,3 +201,14 @@ def per_task_outcomes(hash_seed: str, tmp_path) -> list:
 def test_episodes_do_not_depend_on_the_hash_seed(tmp_path):
     """Set and dict orders vary with PYTHONHASHSEED; what a seeded, scripted episode does must not."""
     assert per_task_outcomes("1", tmp_path) == per_task_outcomes("2", tmp_path)
+
+
+def test_a_recorded_judgement_replays_with_its_probability_of_yes():
+    from planner.adapters.llm import ScriptedPolicy
+    from planner.bench.tasks import RecordingPolicy
+    from planner.core.ports import judged
+
+    recording = RecordingPolicy(ScriptedPolicy([{"fits": True, "p": 0.35}]))
+    assert judged(recording, [{"role": "user", "content": "fits?"}]).yes_probability == 0.35
+    replay = judged(ScriptedPolicy(recording.replies), [{"role": "user", "content": "fits?"}])
+    assert (replay.text, replay.yes_probability) == ('{"fits": true, "p": 0.35}', 0.35)

@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import math
 import signal
 import threading
 import zipfile
@@ -28,8 +29,17 @@ def server():
             if "tools" in body:
                 message = {"role": "assistant", "content": None, "tool_calls": [{
                     "id": "1", "type": "function", "function": {"name": "reply", "arguments": '{"action": "GOTO(kitchen)"}'}}]}
+            choice = {"index": 0, "message": message, "finish_reason": "stop"}
+            if body.get("logprobs"):  # a judgement: "true" written, though the model leaned to "false"
+                choice["message"] = {"role": "assistant", "content": '{"fits": true}'}
+                choice["logprobs"] = {"content": [
+                    {"token": token, "logprob": -0.1, "bytes": None, "top_logprobs": [
+                        {"token": alternative, "logprob": logprob, "bytes": None} for alternative, logprob in top]}
+                    for token, top in [('{"', [('{"', -0.1)]), ("fits", [("fits", -0.01)]), ('":', [('":', -0.1)]),
+                                       (" true", [(" false", math.log(0.6)), (" true", math.log(0.3)),
+                                                  ("true", math.log(0.1))]), ("}", [("}", -0.01)])]]}
             reply = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                     "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                     "choices": [choice],
                      "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}}
             data = json.dumps(reply).encode()
             self.send_response(200)
@@ -61,6 +71,20 @@ def test_each_structured_output_mode_sends_the_schema_its_server_understands(ser
         assert sent["response_format"]["type"] == "json_schema" and sent["response_format"]["json_schema"]["schema"] == SCHEMA
     else:
         assert sent["tools"][0]["function"]["parameters"] == SCHEMA and sent["tool_choice"]["function"]["name"] == "reply"
+
+
+@pytest.mark.parametrize("mode", ["json_object_schema", "json_schema", "tool_call"])
+def test_a_judgement_reads_how_sure_the_model_was_from_its_token_probabilities(server, mode):
+    url, requests = server
+    policy = OpenAICompatiblePolicy(url, "key", "some-model", mode, timeout_s=5, max_retries=0, temperature=0.0, max_tokens=64)
+    reply = policy.judge([{"role": "user", "content": "does it fit?"}])
+    assert json.loads(reply.text) == {"fits": True}
+    assert reply.yes_probability == pytest.approx(0.4)  # true 0.3 + 0.1 against false 0.6
+    sent = requests[-1]
+    assert sent["logprobs"] is True and sent["top_logprobs"] == 5
+    assert "tools" not in sent and "fits" in json.dumps(sent["response_format"])  # tool calls carry no probabilities
+    assert policy.complete([{"role": "user", "content": "go"}], SCHEMA).yes_probability is None
+    assert "logprobs" not in requests[-1]
 
 
 def test_an_unreachable_server_raises_a_clear_error():

@@ -52,7 +52,7 @@ def test_the_model_sees_uncertain_labels_positions_sizes_and_relations_and_may_o
     found = find.find(scene, "where can I sit?")
     system = policy.prompts[0][0]["content"]
     assert "chair1: chair 0.55, stool 0.45" in system
-    assert "size 0.45x0.45x0.90" in system and "at (1.0, 1.7, 0.5)" in system
+    assert "size 0.45x0.45x0.90" in system and "at (" not in system  # relations say what is near what
     assert "cup1: cup 0.60, mug 0.40" in system and "on table1" in system
     assert "near table1" in system.split("chair1:")[1].split("\n")[0]  # furniture beside furniture
     assert set(schemas[0]["properties"]["ids"]["items"]["enum"]) == {"table1", "chair1", "sofa1", "cup1"}
@@ -81,7 +81,8 @@ def test_items_with_opaque_ids_are_shown_by_label_names_and_answers_come_back_as
 
 
 def test_each_answer_is_checked_on_its_own_and_nothing_fits_when_no_checked_item_does(scene):
-    find, policy = finder([answer(["sofa1", "chair1", "table1"]), {"fits": False}, {"fits": True}], check_answers=2)
+    find, policy = finder([answer(["sofa1", "chair1", "table1"]), {"fits": True, "p": 0.4},
+                           {"fits": True, "p": 0.7}], check_answers=2, check_threshold=0.6)
     found = find.find(scene, "a seat that is not a couch")
     checks = [prompt[1]["content"] for prompt in policy.prompts[1:]]
     assert checks[0].startswith("Query: a seat that is not a couch\nItem: sofa1: sofa 0.90, bed 0.10")
@@ -90,6 +91,8 @@ def test_each_answer_is_checked_on_its_own_and_nothing_fits_when_no_checked_item
     # The sofa is dropped; the unchecked table stays behind the chair that fits.
     assert found.relevant_objects == ["chair1", "table1"] and found.calls == 3
     assert [r["role"] for r in found.rounds] == ["answer", "check sofa1", "check chair1"]
+    assert [r["reply"]["p_yes"] for r in found.rounds[1:]] == [0.4, 0.7]  # a yes below the threshold is a no
+    assert found.unchecked == ["sofa1", "chair1", "table1"]
 
     find, _ = finder([answer(["sofa1", "table1", "cup1"]), {"fits": False}, {"fits": False}], check_answers=2)
     found = find.find(scene, "a piano")

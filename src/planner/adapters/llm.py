@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import socket
 import subprocess
@@ -25,7 +26,7 @@ from planner.adapters.model_store import DEFAULT_MODEL, MODELS
 from planner.adapters.processes import DIE_WITH_PARENT
 from planner.core.errors import PolicyError
 from planner.core.files import StrictModel, load_yaml
-from planner.core.ports import Policy
+from planner.core.ports import JUDGEMENT_SCHEMA, Policy, judged
 from planner.core.types import PolicyReply
 
 log = logging.getLogger(__name__)
@@ -113,6 +114,12 @@ class ScriptedPolicy:
                 raise PolicyError("the scripted policy has no replies left")
             return PolicyReply(self._replies.pop(0))
 
+    def judge(self, messages: list[dict]) -> PolicyReply:
+        """The next reply; {"fits": ..., "p": 0.7} scripts the probability of yes too."""
+        reply = self.complete(messages, JUDGEMENT_SCHEMA)
+        data = json.loads(reply.text)
+        return PolicyReply(reply.text, yes_probability=data.get("p", float(bool(data.get("fits")))))
+
 
 
 
@@ -129,34 +136,64 @@ class OpenAICompatiblePolicy:
         self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed",
                                     timeout=timeout_s, max_retries=max_retries)
 
-    def _format_arguments(self, schema: dict) -> dict:
-        if self.structured_output == "json_object_schema":
+    def _format_arguments(self, schema: dict, mode: StructuredOutput) -> dict:
+        if mode == "json_object_schema":
             return {"response_format": {"type": "json_object", "schema": schema}}
-        if self.structured_output == "json_schema":
+        if mode == "json_schema":
             return {"response_format": {"type": "json_schema",
                                         "json_schema": {"name": "reply", "schema": schema, "strict": False}}}
         return {"tools": [{"type": "function", "function": {"name": "reply", "parameters": schema}}],
                 "tool_choice": {"type": "function", "function": {"name": "reply"}}}
 
     def complete(self, messages: list[dict], schema: dict) -> PolicyReply:
+        return self._reply(messages, schema, {})
+
+    def judge(self, messages: list[dict]) -> PolicyReply:
+        """A yes/no reply with the model's probability of yes, read from the alternatives of the
+        token where it wrote true or false. Servers give the model's own probabilities there,
+        before the schema's grammar masks them, so the figure says how sure the model was."""
+        # Tool calls carry no token probabilities; the schema goes in the response format.
+        mode = "json_schema" if self.structured_output == "tool_call" else self.structured_output
+        return self._reply(messages, JUDGEMENT_SCHEMA, {"logprobs": True, "top_logprobs": 5}, mode)
+
+    def _reply(self, messages: list[dict], schema: dict, extra: dict, mode: StructuredOutput | None = None
+               ) -> PolicyReply:
         started = time.monotonic()
+        mode = mode or self.structured_output
         try:
             response = self.client.chat.completions.create(
                 model=self.model, messages=messages, temperature=self.temperature,
-                max_tokens=self.max_tokens, **self._format_arguments(schema))
+                max_tokens=self.max_tokens, **self._format_arguments(schema, mode), **extra)
         except openai.APIError as error:
             raise PolicyError(f"LLM server {self.base_url} failed: {error.__class__.__name__}: {error}") from None
         if not response.choices:
             raise PolicyError(f"LLM server {self.base_url} returned no choices")
-        message = response.choices[0].message
-        if self.structured_output == "tool_call" and message.tool_calls:
+        choice = response.choices[0]
+        message = choice.message
+        if mode == "tool_call" and message.tool_calls:
             text = message.tool_calls[0].function.arguments
         else:
             text = message.content or ""
         usage = response.usage
         return PolicyReply(text=text.strip(), prompt_tokens=usage.prompt_tokens if usage else 0,
                            completion_tokens=usage.completion_tokens if usage else 0,
-                           seconds=time.monotonic() - started, source=self.label)
+                           seconds=time.monotonic() - started, source=self.label,
+                           yes_probability=_yes_probability(choice.logprobs) if extra else None)
+
+
+def _yes_probability(logprobs) -> float | None:
+    """P(true) / (P(true) + P(false)) at the first token that is true or false."""
+    for token in (logprobs.content or []) if logprobs else []:
+        if token.token.strip().lower() not in ("true", "false"):
+            continue
+        weight = {"true": 0.0, "false": 0.0}
+        for alternative in token.top_logprobs or []:
+            word = alternative.token.strip().lower()
+            if word in weight:
+                weight[word] += math.exp(alternative.logprob)
+        total = weight["true"] + weight["false"]
+        return weight["true"] / total if total > 0 else None
+    return None
 
 
 class FallbackPolicy:
@@ -171,12 +208,18 @@ class FallbackPolicy:
         self.resting_until: dict[int, float] = {}
 
     def complete(self, messages: list[dict], schema: dict) -> PolicyReply:
+        return self._first_answer(lambda policy: policy.complete(messages, schema))
+
+    def judge(self, messages: list[dict]) -> PolicyReply:
+        return self._first_answer(lambda policy: judged(policy, messages))
+
+    def _first_answer(self, ask: Callable[[Policy], PolicyReply]) -> PolicyReply:
         now = self.clock()
         awake = [i for i in range(len(self.policies)) if self.resting_until.get(i, 0.0) <= now] or range(len(self.policies))
         errors = []
         for index in awake:
             try:
-                reply = self.policies[index].complete(messages, schema)
+                reply = ask(self.policies[index])
             except PolicyError as error:
                 self.resting_until[index] = self.clock() + self.rest_s
                 errors.append(str(error))
@@ -197,8 +240,14 @@ class RevivingPolicy:
         self.restarts = 0
 
     def complete(self, messages: list[dict], schema: dict) -> PolicyReply:
+        return self._revived(lambda: self.policy.complete(messages, schema))
+
+    def judge(self, messages: list[dict]) -> PolicyReply:
+        return self._revived(lambda: self.policy.judge(messages))
+
+    def _revived(self, ask: Callable[[], PolicyReply]) -> PolicyReply:
         try:
-            return self.policy.complete(messages, schema)
+            return ask()
         except PolicyError as error:
             code = self.server.exit_code()
             if code is None:
@@ -206,7 +255,7 @@ class RevivingPolicy:
             log.warning("the embedded LLM server exited with code %s (%s); starting it again", code, error)
             self.restarts += 1
             self.server.start()
-            return self.policy.complete(messages, schema)
+            return ask()
 
 
 def _free_port() -> int:

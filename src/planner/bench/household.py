@@ -109,7 +109,7 @@ KINDS: tuple[Kind, ...] = (
       ("cabinet", "refrigerator"), container=True),
     K("dresser", ("chest of drawers", "dresser"), (1.0, 0.5, 0.9), True, ("store_clothes",), ("storage",),
       ("cabinet", "nightstand"), surface=True, container=True),
-    K("bookcase", ("bookshelf", "bookcase", "shelves"), (1.0, 0.35, 1.8), True, (), ("storage",),
+    K("bookcase", ("bookshelf", "bookcase", "set of shelves"), (1.0, 0.35, 1.8), True, (), ("storage",),
       ("cabinet", "wardrobe"), surface=True, container=True),
     K("nightstand", ("bedside table", "nightstand"), (0.45, 0.4, 0.55), True, (), ("table", "storage"),
       ("side_table", "cabinet"), surface=True, container=True),

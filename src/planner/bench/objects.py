@@ -150,6 +150,7 @@ def run(finder: ObjectFinder, workflows: list[str], maps: list[BenchMap], result
                 record = {"workflow": workflow, "map": name, "map_items": found.map_items, "query": query.id,
                           "type": query.type, "text": query.text, "answer": found.relevant_objects,
                           "truth": truth[query.id], **score(found.relevant_objects, truth[query.id]),
+                          "unchecked": found.unchecked, "unchecked_top1": hit(found.unchecked, truth[query.id], 1),
                           "achievable": found.query_achievable, "inferred_query": found.inferred_query,
                           "explanation": found.explanation, "candidates": found.candidates, "calls": found.calls,
                           "prompt_tokens": found.prompt_tokens, "completion_tokens": found.completion_tokens,
@@ -191,7 +192,11 @@ def _abstention(records: list[dict]) -> dict:
             "abstention_precision": round(100 * right / len(empty), 1) if empty else None,
             "abstention_recall": round(100 * right / len(unanswerable), 1) if unanswerable else None,
             "top1_answerable": round(100 * sum(r["top1"] for r in answerable) / len(answerable), 1)
-            if answerable else None}
+            if answerable else None,
+            # The same answers before the check of each (the check only removes ids).
+            "unchecked_top1": round(100 * sum(r.get("unchecked_top1", r["top1"]) for r in records) / len(records), 1),
+            "unchecked_abstained": round(100 * sum(not r.get("unchecked", r["answer"]) for r in records)
+                                         / len(records), 1)}
 
 
 def summarize(records: list[dict]) -> dict:
@@ -222,12 +227,13 @@ def report(results: dict) -> str:
                      f"| {a['mean_prompt_tokens']:,} + {a['mean_completion_tokens']} |")
     lines += ["", "Saying that nothing fits (%): abstained = empty answers; precision = of those, nothing fitted; "
               "recall = of the queries nothing fits, answered empty:", "",
-              "| workflow | no answer exists | abstained | precision | recall | Top-1 where an answer exists |",
-              "|---|---|---|---|---|---|"]
+              "| workflow | no answer exists | abstained | precision | recall | Top-1 where an answer exists "
+              "| before the check: Top-1 / abstained |", "|---|---|---|---|---|---|---|"]
     for workflow, row in results["summary"].items():
         a = row["all"]
         lines.append(f"| {workflow} | {a['no_answer_share']} | {a['abstained']} | {a['abstention_precision']} "
-                     f"| {a['abstention_recall']} | {a['top1_answerable']} |")
+                     f"| {a['abstention_recall']} | {a['top1_answerable']} "
+                     f"| {a['unchecked_top1']} / {a['unchecked_abstained']} |")
     lines += ["", "By query type (Top-1 / Top-Any, %):", "", "| workflow | " + " | ".join(QUERY_TYPES) + " |",
               "|---|" + "---|" * len(QUERY_TYPES)]
     for workflow, row in results["summary"].items():

@@ -28,7 +28,7 @@ from planner.core.explainer import CaseMemory
 from planner.core.files import load_yaml, write_json_atomic
 from planner.core.object_finder import ObjectFinder
 from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
-from planner.core.ports import Policy
+from planner.core.ports import Policy, judged
 from planner.core.skills import SkillPlanner
 from planner.core.types import PolicyReply, TraceStep
 from planner.sim.faults import GarbledPolicy, fault_events, random_faults
@@ -62,6 +62,14 @@ class RecordingPolicy:
     def complete(self, messages: list[dict], schema: dict) -> PolicyReply:
         reply = self.policy.complete(messages, schema)
         self.replies.append(reply.text)
+        return reply
+
+    def judge(self, messages: list[dict]) -> PolicyReply:
+        """Kept with the probability of yes, which a replay needs as much as the text."""
+        reply = judged(self.policy, messages)
+        recorded = json.loads(reply.text) if reply.yes_probability is not None else None
+        self.replies.append(json.dumps({**recorded, "p": reply.yes_probability}) if isinstance(recorded, dict)
+                            else reply.text)
         return reply
 
 

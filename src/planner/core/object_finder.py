@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from planner.core.asking import ask_validated
 from planner.core.errors import PlannerError
-from planner.core.ports import Embedder, Policy
+from planner.core.ports import JUDGEMENT_SCHEMA, Embedder, Policy, judged
 from planner.core.scene_graph import Entity, SceneGraph
 from planner.core.types import PolicyReply
 from planner.core.voxeland import STRUCTURE_LABEL
@@ -56,13 +56,12 @@ class FinderSettings(BaseModel):
     check_answers: int = Field(default=2, ge=0, description="the first N ids of an answer are checked one by one "
                                "against the query and dropped when they do not meet it; when none of them does, the "
                                "answer is that nothing fits (0: no check)")
+    check_threshold: float = Field(default=0.5, ge=0, le=1, description="an id passes the check when the model's "
+                                   "probability that it fits is at least this (servers without token probabilities: "
+                                   "when it says it fits)")
 
 
 # ---- the map as the model sees it ------------------------------------------------------------
-def _number(value: float) -> str:
-    return f"{value:.1f}".replace("-0.0", "0.0")
-
-
 def _top_label(entity: Entity) -> str:
     return next((label for label in entity.labels if label != STRUCTURE_LABEL), entity.label)
 
@@ -89,15 +88,14 @@ def prompt_names(scene: SceneGraph, ids: list[str]) -> dict[str, str]:
 
 def describe_item(scene: SceneGraph, entity: Entity, show_room: bool, names: dict[str, str],
                   geometry: bool = True) -> str:
-    """One line per item: name, top labels with probabilities, room, position, size, relations."""
+    """One line per item: name, top labels with probabilities, room, size, relations."""
     labels = ", ".join(f"{label} {p:.2f}" for label, p in entity.labels.items()
                        if p >= LABEL_FLOOR and label != STRUCTURE_LABEL) or entity.label
     parts = [f"{names[entity.id]}: {labels}"]
     if show_room:
         parts.append(entity.room)
-    if geometry:
-        parts.append(f"at ({', '.join(_number(c) for c in entity.center)}) size "
-                     f"{'x'.join(f'{s:.2f}' for s in entity.size)}")
+    if geometry:  # the size, not the position: relations say what is near what, in fewer tokens
+        parts.append(f"size {'x'.join(f'{s:.2f}' for s in entity.size)}")
     if entity.status != "seen":
         parts.append(entity.status)
     if entity.kind == "furniture":  # the graph relates objects only; "a chair close to a table" needs this too
@@ -172,9 +170,6 @@ class CheckReply(BaseModel):
     fits: bool
 
 
-CHECK_SCHEMA = {"type": "object", "properties": {"fits": {"type": "boolean"}}, "required": ["fits"]}
-
-
 class ChoiceReply(BaseModel):
     model_config = ConfigDict(extra="ignore")
     choice: int
@@ -224,18 +219,18 @@ def parse_feedback(text: str, known: set[str]) -> FeedbackReply:
 
 # ---- prompts --------------------------------------------------------------------------------
 MAP_PROMPT = """You help a home robot pick the things in its semantic map that a person's query asks for.
-Each line of the map is one item: its id, its most likely labels with their probabilities (the
-mapping is uncertain), {room_note}its position and size in metres (x, y, z; width x depth x height),
-and what it stands on, is in or is near.
-
-Map ({shown}):
-{map}
+Each line of the map below is one item: its id, its most likely labels with their probabilities
+(the mapping is uncertain), {room_note}its size in metres (width x depth x height), and what it
+stands on, is in or is near.
 
 Answer with JSON:
 - query: the thing the person wants, in two or three words (e.g. "a ladder", "a hot meal");
 - ids: the items that meet it, best first (at most {max_answers}); empty if none does{why}
-Read negations ("anything but a ladder") and conditions ("below the window") strictly. Judge what an item
-is from its labels and probabilities, its size and what it is near."""
+Read negations ("anything but a ladder") and conditions ("below the window") strictly. Judge what
+an item is from its labels and probabilities, its size and what it is near.
+
+Map ({shown}):
+{map}"""
 
 QUERY_PROMPT = "Query: {query}"
 
@@ -292,6 +287,7 @@ class FoundObjects:
     completion_tokens: int = 0
     seconds: float = 0.0
     rounds: list[dict] = field(default_factory=list)   # each agent's reply, in order
+    unchecked: list[str] = field(default_factory=list)  # the ids before the check of each answer
     error: str = ""            # set when no valid answer came back
 
 
@@ -307,12 +303,16 @@ class ObjectFinder:
         self.selector = CandidateSelector(embedder) if embedder is not None else None
 
     # -- one call ---------------------------------------------------------------------------
-    def _ask(self, run: _Run, role: str, messages: list[dict], schema: dict, parse: Callable[[str], BaseModel]):
+    def _ask(self, run: _Run, role: str, messages: list[dict], schema: dict, parse: Callable[[str], BaseModel],
+             send: Callable[[list[dict]], PolicyReply] | None = None):
+        """One validated reply (`send` asks another way than `complete` with the schema); the
+        last raw reply stays in `run.last_reply`."""
         def call(current: list[dict]) -> PolicyReply:
-            reply = self.policy.complete(current, schema)
+            reply = send(current) if send is not None else self.policy.complete(current, schema)
             run.calls += 1
             run.prompt_tokens += reply.prompt_tokens
             run.completion_tokens += reply.completion_tokens
+            run.last_reply = reply
             return reply
 
         problems: list[str] = []
@@ -346,15 +346,17 @@ class ObjectFinder:
     def run(self, prepared: Prepared) -> FoundObjects:
         run = _Run(prepared, self.settings)
         started = time.monotonic()
+        unchecked = FindReply()
         try:
-            answer = self._checked(run, getattr(self, f"_{prepared.workflow}")(run))
-            error = ""
+            unchecked = getattr(self, f"_{prepared.workflow}")(run)
+            answer, error = self._checked(run, unchecked), ""
         except FinderError as failure:
             answer, error = FindReply(), str(failure)
         return FoundObjects(answer.inferred_query, answer.query_achievable,
                             [run.id_of[name] for name in answer.relevant_objects],
                             run.explanation(answer), prepared.workflow, len(prepared.ids), prepared.map_items, run.calls,
-                            run.prompt_tokens, run.completion_tokens, time.monotonic() - started, run.rounds, error)
+                            run.prompt_tokens, run.completion_tokens, time.monotonic() - started, run.rounds,
+                            [run.id_of[name] for name in unchecked.relevant_objects], error)
 
     def find(self, scene: SceneGraph, query: str, workflow: str | None = None) -> FoundObjects:
         return self.run(self.prepare(scene, query, workflow))
@@ -369,20 +371,23 @@ class ObjectFinder:
     def _checked(self, run: _Run, answer: FindReply) -> FindReply:
         """Each of the first `check_answers` ids asked about on its own: a small model lists the
         closest items even when none fits (measured: 0 empty answers in 300 on maps where 31% of
-        the queries had none), while a narrow yes/no on one item it can judge. The ids after those
-        checked are kept only when one checked id fits."""
+        the queries had none), while a narrow yes/no on one item, whose probability of yes is
+        compared with a threshold set on development data, can say no. The ids after those checked
+        are kept only when one checked id fits."""
         checked = answer.relevant_objects[:self.settings.check_answers]
         if not checked:
             return answer
-        fitting = []
-        for name in checked:
-            line = run.prepared.lines[run.id_of[name]]
-            reply = self._ask(run, f"check {name}", run.messages(CHECK_PROMPT.format(query=run.query, line=line)),
-                              CHECK_SCHEMA, CheckReply.model_validate_json)
-            if reply.fits:
-                fitting.append(name)
+        fitting = [name for name in checked if self._fits(run, name)]
         kept = [*fitting, *answer.relevant_objects[len(checked):]] if fitting else []
         return answer.model_copy(update={"relevant_objects": kept})
+
+    def _fits(self, run: _Run, name: str) -> bool:
+        messages = run.messages(CHECK_PROMPT.format(query=run.query, line=run.prepared.lines[run.id_of[name]]))
+        value = self._ask(run, f"check {name}", messages, JUDGEMENT_SCHEMA, CheckReply.model_validate_json,
+                          lambda current: judged(self.policy, current))
+        p_yes = run.last_reply.yes_probability if run.last_reply.yes_probability is not None else float(value.fits)
+        run.rounds[-1]["reply"]["p_yes"] = round(p_yes, 3)
+        return p_yes >= self.settings.check_threshold
 
     def _base(self, run: _Run) -> FindReply:
         return self._answer(run, "answer", run.messages(QUERY_PROMPT.format(query=run.query)))
@@ -478,7 +483,7 @@ class Prepared:
     ids: list[str]            # the items shown, in the order shown
     names: dict[str, str]     # id -> the name the model sees it by
     lines: dict[str, str]     # id -> its line of the map text
-    evidence: dict[str, str]  # id -> that line without position and size, to explain an answer
+    evidence: dict[str, str]  # id -> that line without the size, to explain an answer
     map_items: int            # furniture and objects in the whole map
     show_room: bool
 
@@ -495,6 +500,7 @@ class _Run:
         self.answer_schema = answer_schema(shown, settings.max_answers, settings.model_explains)
         self.feedback_schema = feedback_schema(shown, settings.max_answers)
         self.calls = self.prompt_tokens = self.completion_tokens = 0
+        self.last_reply = PolicyReply("")
         self.rounds: list[dict] = []
         self._system = self._system_prompt()
 

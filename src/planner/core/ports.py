@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -45,9 +45,26 @@ class Policy(Protocol):
     def complete(self, messages: list[dict], schema: dict) -> PolicyReply: ...
 
 
+JUDGEMENT_SCHEMA = {"type": "object", "properties": {"fits": {"type": "boolean"}}, "required": ["fits"]}
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """A policy that can say how sure it is of a yes/no answer, from its token probabilities."""
+
+    def judge(self, messages: list[dict]) -> PolicyReply:
+        """A reply in JUDGEMENT_SCHEMA with `yes_probability` set when the server gives token
+        probabilities."""
+
+
 
 class Embedder(Protocol):
     name: str
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Unit-length row vectors, one per text."""
+
+
+def judged(policy: Policy, messages: list[dict]) -> PolicyReply:
+    """A yes/no reply from any policy: with the probability of yes where the policy can judge."""
+    return policy.judge(messages) if isinstance(policy, Judge) else policy.complete(messages, JUDGEMENT_SCHEMA)

@@ -70,6 +70,7 @@ class PolicyReply:
     completion_tokens: int = 0
     seconds: float = 0.0
     source: str = ""        # which model and server answered
+    yes_probability: float | None = None  # for a judgement: how sure the model was of "true"
 
 
 
