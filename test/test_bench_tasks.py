@@ -212,3 +212,24 @@ def test_a_recorded_judgement_replays_with_its_probability_of_yes():
     assert judged(recording, [{"role": "user", "content": "fits?"}]).yes_probability == 0.35
     replay = judged(ScriptedPolicy(recording.replies), [{"role": "user", "content": "fits?"}])
     assert (replay.text, replay.yes_probability) == ('{"fits": true, "p": 0.35}', 0.35)
+
+
+def test_generated_homes_and_tasks_load_as_a_suite_in_three_tiers_with_refusals(tmp_path, capsys):
+    from planner.cli import main
+
+    assert main(["bench", "generate", "tasks", "--seeds", "3-4", "--out", str(tmp_path / "a"),
+                 "--config", str(CONFIG / "planner.yaml")]) == 0
+    assert main(["bench", "generate", "tasks", "--seeds", "3,4", "--out", str(tmp_path / "b"),
+                 "--config", str(CONFIG / "planner.yaml")]) == 0
+    assert (tmp_path / "a" / "tasks.yaml").read_text() == (tmp_path / "b" / "tasks.yaml").read_text()
+    assert "36 tasks" in capsys.readouterr().out
+    suite = load_suite(tmp_path / "a" / "tasks.yaml", ROBOT)  # every predicate names what its world has
+    tasks = suite.suite.tasks
+    assert {t.tier: sum(u.tier == t.tier for u in tasks) for t in tasks} == {"simple": 12, "moderate": 12, "complex": 12}
+    assert any(t.success.gave_up for t in tasks)  # the homes lack something that is asked for
+    world = suite.worlds["home-3"]
+    labels = {f.label for f in world.furniture} | {o.label for o in world.objects}
+    requests = " ".join(t.request.lower() for t in tasks if t.world == "home-3")
+    # Things go by what people call them, which is often not the map's label.
+    assert any(label not in requests for label in labels if "_" in label)
+    assert "development range" in (tmp_path / "a" / "worlds" / "home-3.yaml").read_text()

@@ -1,4 +1,4 @@
-"""No benchmark's requests or queries reach the model as prompt text, worked examples or seed
+"""No benchmark's requests or queries (committed or generated) reach the model as prompt text, worked examples or seed
 memories: what the benchmarks measure would otherwise be what the model was shown."""
 
 from __future__ import annotations
@@ -8,7 +8,10 @@ from pathlib import Path
 
 import yaml
 
+from conftest import ROBOT
 from planner.bench.generate import make_home, make_queries
+from planner.bench.generate_tasks import make_home as make_task_home
+from planner.bench.generate_tasks import make_tasks
 from planner.core import object_finder
 from planner.core.planning import goal_reading, prompts, recoveries
 
@@ -38,6 +41,8 @@ def benchmark_requests() -> list[tuple[str, str]]:
                  for query in yaml.safe_load((REPO / "bench" / "objects" / "queries.yaml").read_text())["queries"]]
     requests += [(query["text"], f"generated home-{seed} {query['id']}")
                  for seed in (0, 1, 1000, 1001) for query in make_queries(make_home(seed, 25))]
+    requests += [(task["request"], f"generated tasks {task['id']}")
+                 for seed in (0, 1, 1000, 1001) for task in make_tasks(make_task_home(seed, ROBOT))]
     return requests
 
 

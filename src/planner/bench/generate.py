@@ -193,7 +193,7 @@ class Candidate:
     sentence: bool = False     # a whole sentence ("my feet hurt"), not a phrase to wrap in "where is ...?"
 
 
-def _misspell(rng: random.Random, text: str) -> str:
+def misspell(rng: random.Random, text: str) -> str:
     """One typo in a longer word, as people type on a phone."""
     words = text.split(" ")
     long = [i for i, w in enumerate(words) if len(w) >= 6 and w.isalpha()]
@@ -321,7 +321,7 @@ def make_queries(home: Home, per_type: int = QUERIES_PER_TYPE) -> list[dict]:
         for number, candidate in enumerate(picked, 1):
             text = candidate.text if candidate.sentence else rng.choice(WRAPPERS).format(q=candidate.text)
             if rng.random() < 0.15:
-                text = _misspell(rng, text)
+                text = misspell(rng, text)
             seen.add(candidate.text)
             chosen.append({"id": f"{query_type[:4]}{number}", "type": query_type, "text": text[0].upper() + text[1:],
                            "answer": list(candidate.answer)})

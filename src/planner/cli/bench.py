@@ -256,6 +256,21 @@ def bench_generate(args) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     out = Path(args.out)
+    if args.what == "tasks":
+        from planner.bench import generate_tasks
+        from planner.config import load_config
+        from planner.wiring import load_robot
+
+        robot = load_robot(load_config(args.config))
+        plans = []
+        for number, seed in enumerate(seeds, 1):
+            plans.append(generate_tasks.make_home(seed, robot))
+            _progress(f"[{number}/{len(seeds)}] home-{seed}: {', '.join(plans[-1].rooms)}; "
+                      f"{len(plans[-1].world.objects)} objects")
+        counts = generate_tasks.write_suite(plans, out)
+        print(f"wrote {len(plans)} homes and {sum(counts.values())} tasks ({counts}) to {out}; run: planner bench "
+              f"tasks --suite {out}/tasks.yaml")
+        return 0
     for number, seed in enumerate(seeds, 1):
         counts = generate.write_home(generate.make_home(seed, args.items), out)
         split = "test" if seed >= generate.TEST_SEEDS_FROM else "development"
@@ -354,12 +369,14 @@ def add_commands(sub) -> None:
     objects_parser.set_defaults(run=bench_objects)
     generate_parser = bench_sub.add_parser("generate", help="make benchmark homes and queries from seeds (seeds from "
                                            "1000 on are the test range: report them, do not tune on them)")
-    generate_parser.add_argument("what", choices=["objects"], help="objects: Voxeland maps, queries and truth for "
-                                 "planner bench objects")
+    generate_parser.add_argument("what", choices=["objects", "tasks"], help="objects: Voxeland maps, queries and "
+                                 "truth for planner bench objects; tasks: worlds and a task suite for planner bench tasks")
     generate_parser.add_argument("--seeds", required=True, help="a seed, a range (1000-1009) or a list (1,5,9)")
     generate_parser.add_argument("--items", type=int, default=25, help="furniture and things per home: each home has "
                                  "60-120%% of this many")
-    generate_parser.add_argument("--out", required=True, help="folder for maps/, queries/ and truth/")
+    generate_parser.add_argument("--out", required=True, help="folder for maps/, queries/ and truth/ (objects) or "
+                                 "worlds/ and tasks.yaml (tasks)")
+    generate_parser.add_argument("--config", help="stack config: the robot the homes are furnished for (tasks)")
     generate_parser.set_defaults(run=bench_generate)
     explainer_parser = bench_sub.add_parser("explainer", help="case retrieval latency and memory at growing case counts")
     explainer_parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])

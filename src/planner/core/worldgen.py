@@ -52,18 +52,28 @@ class Skipped:
     reason: str
 
 
-def generate_world(rooms: int, objects: int, robot: RobotProfile, seed: int = 0, name: str = "") -> World:
+FurnitureSpec = tuple[str, tuple[float, float, float], str, tuple[float, float]]  # label, size, openable, (u, v)
+
+
+def generate_world(rooms: int, objects: int, robot: RobotProfile, seed: int = 0, name: str = "",
+                   room_kinds: dict[str, list[FurnitureSpec]] | None = None,
+                   objects_by_room: dict[str, list[str]] | None = None,
+                   holders: frozenset[str] | None = None) -> World:
     """A hallway with `rooms` rooms off both sides, furnished by kind, and `objects` objects on
-    (and in) the furniture where `robot` reaches them. The same seed gives the same home."""
+    (and in) the furniture where `robot` reaches them. The same seed gives the same home.
+    `room_kinds` and `objects_by_room` replace the built-in kinds (a room per key, in order);
+    `holders`: furniture labels things may stand on or in (default: all)."""
     if rooms < 1 or objects < 0:
         raise ValueError("rooms must be at least 1 and objects at least 0")
+    room_kinds = room_kinds or ROOM_KINDS
+    objects_by_room = objects_by_room or OBJECTS
     rng = random.Random(seed)
     per_side = math.ceil(rooms / 2)
     length = per_side * ROOM_W
     data: dict = {"name": name or f"generated_{rooms}_rooms_{objects}_objects_seed_{seed}",
                   "rooms": [{"name": "hallway", "polygon": [[0, 0], [length, 0], [length, HALL_D], [0, HALL_D]]}],
                   "doors": [], "furniture": [], "objects": []}
-    kinds = list(ROOM_KINDS)
+    kinds = list(room_kinds)
     counts: dict[str, int] = {}
     surfaces: list[tuple[dict, tuple[float, float]]] = []     # furniture and the middle of its room
     kind_of: dict[str, str] = {}
@@ -76,7 +86,7 @@ def generate_world(rooms: int, objects: int, robot: RobotProfile, seed: int = 0,
         y0, y1 = (HALL_D, HALL_D + ROOM_D) if north else (-ROOM_D, 0.0)
         data["rooms"].append({"name": room, "polygon": [[x0, y0], [x0 + ROOM_W, y0], [x0 + ROOM_W, y1], [x0, y1]]})
         data["doors"].append({"rooms": ["hallway", room], "position": [x0 + ROOM_W / 2, HALL_D if north else 0.0]})
-        for label, size, openable, (u, v) in ROOM_KINDS[kind]:
+        for label, size, openable, (u, v) in room_kinds[kind]:
             y = HALL_D + v if north else -v
             furniture_id = _next_id(label, counts)
             item: dict[str, Any] = {"id": furniture_id, "label": label, "center": [round(x0 + u, 3), round(y, 3), size[2] / 2],
@@ -84,7 +94,8 @@ def generate_world(rooms: int, objects: int, robot: RobotProfile, seed: int = 0,
             if openable:
                 item["openable"] = openable
             data["furniture"].append(item)
-            surfaces.append((item, (x0 + ROOM_W / 2, (y0 + y1) / 2)))
+            if holders is None or label in holders:
+                surfaces.append((item, (x0 + ROOM_W / 2, (y0 + y1) / 2)))
             kind_of[item["id"]] = kind
     slots = {item["id"]: _slots(item, middle, robot) for item, middle in surfaces}
     for _ in range(objects):
@@ -93,7 +104,7 @@ def generate_world(rooms: int, objects: int, robot: RobotProfile, seed: int = 0,
             raise ValueError(f"{objects} objects do not fit on the furniture of {rooms} rooms; add rooms")
         item = rng.choice(free)
         offset = slots[item["id"]].pop(rng.randrange(len(slots[item["id"]])))
-        label = rng.choice(OBJECTS[kind_of[item["id"]]])
+        label = rng.choice(objects_by_room[kind_of[item["id"]]])
         obj: dict[str, Any] = {"id": _next_id(label, counts), "label": label, "placed_on": item["id"], "offset": list(offset),
                "size": list(OBJECT_SIZE)}
         if "openable" in item and rng.random() < 0.5:

@@ -1,0 +1,257 @@
+"""Task suites nobody can memorise: simulated homes and requests made from a seed.
+
+`planner bench generate tasks --seeds 1000-1005 --out DIR` writes a world file per seed
+(`DIR/worlds/home-S.yaml`) and one suite over them (`DIR/tasks.yaml`), which
+`planner bench tasks --suite DIR/tasks.yaml` runs. Homes take their rooms, furniture and things
+from the generator's own vocabulary (labels as a mapper gives them: refrigerator, tv_monitor,
+dining_table); requests call things what people call them (fridge, telly, the dining table),
+name rooms by other names (lounge for a living room), and come polite, terse or misspelt, in the
+three tiers of the fixed suite. Each task's success is a predicate over the final world state,
+so "succeeded" is checked against what the request asked, not against the goals the planner read.
+Seeds below TEST_SEEDS_FROM are for development; the test range is reported, not read task by task.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from planner.bench.generate import TEST_SEEDS_FROM, misspell
+from planner.bench.household import KIND_BY_LABEL, ROOM_KINDS, USES, Kind, RoomKind
+from planner.core.robot_profile import RobotProfile
+from planner.core.world import World
+from planner.core.worldgen import FurnitureSpec, generate_world, world_yaml
+
+TASKS_PER_TIER = 6
+# Where furniture stands in a 5 x 4 m room whose door is in the middle of the hallway wall (v = 0).
+FURNITURE_SLOTS = ((0.7, 3.4), (2.5, 3.45), (4.3, 3.4), (0.45, 1.9), (4.55, 1.9))
+MAX_FOOTPRINT = (1.2, 0.8)
+# Furniture with a door or drawer in the simulator.
+OPENING = {"refrigerator": "door", "cabinet": "door", "wardrobe": "door", "dresser": "drawer", "nightstand": "drawer",
+           "microwave": "door"}
+PICK_VERBS = ("pick up", "grab", "take", "get", "fetch")
+POLITE = ("{r}", "{r}", "{r}, please", "Could you {l}?", "Please {l}", "Would you {l}?", "Hey robot, {l}")
+
+
+@dataclass
+class HomePlan:
+    seed: int
+    rooms: dict[str, RoomKind]          # world room name -> its kind
+    world: World
+
+    @property
+    def name(self) -> str:
+        return f"home-{self.seed}"
+
+
+def _holders() -> frozenset[str]:
+    return frozenset(k.label for k in KIND_BY_LABEL.values() if k.furniture and (k.surface or k.container)
+                     and (k.size[2] <= 1.3 or k.label in OPENING))
+
+
+def make_home(seed: int, robot: RobotProfile) -> HomePlan:
+    """Three to five rooms of different kinds off a hallway, 3-5 pieces of furniture each, and
+    about three things per room where the robot reaches them."""
+    rng = random.Random(seed)
+    # Every generated home has a hallway of its own, from which the rooms open.
+    kinds = rng.sample([k for k in ROOM_KINDS if k.name != "hallway"], rng.randint(3, 5))
+    layout: dict[str, list[FurnitureSpec]] = {}
+    objects: dict[str, list[str]] = {}
+    holders = _holders()
+    for kind in kinds:
+        room = kind.name
+        optional = list(kind.furniture[2:])
+        rng.shuffle(optional)
+        labels = [*kind.furniture[:2], *optional][:rng.randint(3, len(FURNITURE_SLOTS))]
+        if not any(label in holders for label in labels):
+            labels[-1] = next(label for label in kind.furniture if label in holders)
+        layout[room] = [(label, _footprint(rng, KIND_BY_LABEL[label]), OPENING.get(label, ""), slot)
+                        for label, slot in zip(labels, FURNITURE_SLOTS)]
+        objects[room] = list(kind.objects)
+    world = generate_world(len(kinds), 3 * len(kinds), robot, seed, f"home-{seed}", layout, objects, holders)
+    return HomePlan(seed, {kind.name: kind for kind in kinds}, world)
+
+
+def _footprint(rng: random.Random, kind: Kind) -> tuple[float, float, float]:
+    w, d, h = (round(s * rng.uniform(0.85, 1.15), 2) for s in kind.size)
+    return (min(w, MAX_FOOTPRINT[0]), min(d, MAX_FOOTPRINT[1]), h)
+
+
+# ---- requests -------------------------------------------------------------------------------
+def _name(rng: random.Random, label: str) -> str:
+    kind = KIND_BY_LABEL.get(label)
+    return rng.choice(kind.names) if kind else label.replace("_", " ")
+
+
+def _room_name(rng: random.Random, plan: HomePlan, room: str) -> str:
+    return rng.choice(plan.rooms[room].names) if room in plan.rooms else room.replace("_", " ")
+
+
+def _polite(rng: random.Random, request: str) -> str:
+    text = rng.choice(POLITE).format(r=request, l=request[0].lower() + request[1:])
+    if rng.random() < 0.12:
+        text = misspell(rng, text)
+    return text[0].upper() + text[1:]
+
+
+class TaskMaker:
+    """The requests one home allows, by tier, each with its success predicate."""
+
+    def __init__(self, plan: HomePlan, rng: random.Random):
+        self.plan, self.rng, self.world = plan, rng, plan.world
+        self.furniture = {f.id: f for f in self.world.furniture}
+        self.room_of = {f.id: self.world.room_at(f.center[0], f.center[1]) for f in self.world.furniture}
+        self.labels = [o.label for o in self.world.objects]
+
+    def _ref(self, obj) -> str:
+        """An object as a predicate names it: its label when it is the only one, else its id."""
+        return obj.label if self.labels.count(obj.label) == 1 else obj.id
+
+    def _said(self, obj, moving: bool = False) -> str:
+        """An object as a person names it: by its furniture when there are more than one ("the
+        cup on the desk", or "the cup from the desk" in a request that moves it elsewhere)."""
+        name = _name(self.rng, obj.label)
+        if self.labels.count(obj.label) > 1:
+            support = self.furniture[obj.placed_on]
+            return f"{name} {'from' if moving else 'in' if obj.inside else 'on'} the {_name(self.rng, support.label)}"
+        return name
+
+    def simple(self) -> list[dict]:
+        rng, tasks = self.rng, []
+        for obj in [o for o in self.world.objects if not o.inside]:
+            request = f"{rng.choice(PICK_VERBS)} the {self._said(obj)}"
+            tasks.append({"request": _polite(rng, request), "robot_at": obj.placed_on,
+                          "success": {"holding": self._ref(obj)}})
+        for room in self.plan.rooms:
+            verb = rng.choice(("Go to the", "Head to the", "Go into the", "Make your way to the"))
+            tasks.append({"request": _polite(rng, f"{verb} {_room_name(rng, self.plan, room)}"), "success": {"robot_in": room}})
+        for item in self.world.furniture:
+            if item.openable:
+                verb = rng.choice(("open", "open up", "pull open"))
+                tasks.append({"request": _polite(rng, f"{verb} the {_name(rng, item.label)}"), "robot_at": item.id,
+                              "success": {"is_open": item.id}})
+        return tasks
+
+    def moderate(self) -> list[dict]:
+        rng, tasks = self.rng, []
+        surfaces = [f for f in self.world.furniture if KIND_BY_LABEL[f.label].surface and f.size[2] <= 1.3]
+        for obj in self.world.objects:
+            targets = [f for f in surfaces if f.id != obj.placed_on and f.label != self.furniture[obj.placed_on].label]
+            if targets:
+                target = rng.choice(targets)
+                room = self.room_of[target.id]
+                where = f"the {_name(rng, target.label)} in the {_room_name(rng, self.plan, room)}"
+                template = rng.choice(("Take the {o} and put it on {w}", "Move the {o} to {w}",
+                                       "Bring the {o} over to {w}", "Go get the {o}, then leave it on {w}"))
+                tasks.append({"request": _polite(rng, template.format(o=self._said(obj, moving=True), w=where)),
+                              "success": {"object_on": {"object": self._ref(obj), "target": target.label, "room": room}}})
+            openable = [f for f in self.world.furniture if f.openable and f.id != obj.placed_on]
+            if openable and not obj.inside:
+                box = rng.choice(openable)
+                tasks.append({"request": _polite(rng, f"put the {self._said(obj, moving=True)} in the "
+                                                      f"{_name(rng, box.label)}"),
+                              "success": {"object_on": {"object": self._ref(obj), "target": box.id, "inside": True}}})
+        for obj in self.world.objects:
+            room = self.room_of[obj.placed_on]
+            tasks.append({"request": _polite(rng, f"go to the {_room_name(rng, self.plan, room)} and "
+                                                  f"{rng.choice(PICK_VERBS)} the {self._said(obj)}"),
+                          "success": {"holding": self._ref(obj)}})
+        absent = self._absent_objects()
+        if absent and surfaces:
+            target = rng.choice(surfaces)
+            tasks.append({"request": _polite(rng, f"put the {_name(rng, absent[0])} on the {_name(rng, target.label)}"),
+                          "success": {"gave_up": True}})
+        return tasks
+
+    def complex(self, user_room: str, user_at: str) -> list[dict]:
+        rng, tasks = self.rng, []
+        objects = self.world.objects
+        for use, (phrases, needs) in USES.items():
+            meeting = [o for o in objects if use in KIND_BY_LABEL[o.label].uses]
+            if meeting:
+                ways = [{"all_of": [{"holding": o.id}, {"robot_in": user_room}]} for o in meeting]
+                ways += [{"object_on": {"object": o.id, "room": user_room}} for o in meeting]
+                need = rng.choice(needs)  # a whole sentence: said as it is
+                tasks.append({"request": need[0].upper() + need[1:], "robot_at": user_at,
+                              "success": {"any_of": ways}})
+            elif all(use not in KIND_BY_LABEL[f.label].uses for f in self.world.furniture):
+                things = [phrase for phrase in phrases if phrase.startswith(("something ", "a "))]
+                if things:  # a thing to bring, not a place ("somewhere to wash")
+                    tasks.append({"request": _polite(rng, f"bring me {rng.choice(things)}"), "robot_at": user_at,
+                                  "success": {"gave_up": True}})
+        movable = [o for o in objects if not o.inside]
+        surfaces = [f for f in self.world.furniture if KIND_BY_LABEL[f.label].surface and f.size[2] <= 1.3]
+        for first, second in zip(movable, movable[1:]):
+            targets = [f for f in surfaces if f.id not in (first.placed_on, second.placed_on)]
+            if targets and first.label != second.label:
+                target = rng.choice(targets)
+                tasks.append({"request": _polite(rng, f"put the {self._said(first, True)} and the "
+                                                      f"{self._said(second, True)} on the {_name(rng, target.label)}"),
+                              "success": {"all_of": [{"object_on": {"object": self._ref(o), "target": target.id}}
+                                                     for o in (first, second)]}})
+        for item in surfaces:
+            on_it = [o for o in objects if o.placed_on == item.id and not o.inside]
+            if 1 <= len(on_it) <= 2:
+                room = self.room_of[item.id]
+                clear = rng.choice(("clear the {f} in the {r}", "tidy everything off the {f} in the {r}"))
+                tasks.append({"request": _polite(rng, clear.format(f=_name(rng, item.label),
+                                                                  r=_room_name(rng, self.plan, room))),
+                              "robot_at": item.id,
+                              "success": {"all_of": [p for o in on_it for p in (
+                                  {"not": {"object_on": {"object": o.id, "target": item.id}}},
+                                  {"not": {"holding": o.id}})]}})
+        for obj in movable:
+            room = self.room_of[obj.placed_on]
+            elsewhere = [r for r in self.plan.rooms if r != room]
+            if elsewhere:
+                here = rng.choice(elsewhere)
+                at = next(f.id for f in self.world.furniture if self.room_of[f.id] == here)
+                request = rng.choice(("I'm in the {r}, bring me the {o}", "Could you bring the {o} to me? I'm in the {r}"))
+                tasks.append({"request": request.format(r=_room_name(rng, self.plan, here), o=self._said(obj)),
+                              "robot_at": at,
+                              "success": {"any_of": [{"all_of": [{"holding": obj.id}, {"robot_in": here}]},
+                                                     {"object_on": {"object": obj.id, "room": here}}]}})
+        return tasks
+
+    def _absent_objects(self) -> list[str]:
+        present = set(self.labels)
+        return [label for label, kind in sorted(KIND_BY_LABEL.items()) if not kind.furniture and label not in present]
+
+
+def make_tasks(plan: HomePlan, per_tier: int = TASKS_PER_TIER) -> list[dict]:
+    """`per_tier` tasks of each tier for one home, drawn from every request it allows."""
+    rng = random.Random(plan.seed * 7777 + 5)
+    maker = TaskMaker(plan, rng)
+    user_at = rng.choice([f.id for f in plan.world.furniture])
+    user_room = maker.room_of[user_at]
+    chosen = []
+    for tier, pool in (("simple", maker.simple()), ("moderate", maker.moderate()),
+                       ("complex", maker.complex(user_room, user_at))):
+        # Requests the home cannot meet are kept in every draw that has them: declining is a skill too.
+        refusals = [t for t in pool if t["success"] == {"gave_up": True}][:1]
+        rest = [t for t in pool if t not in refusals]
+        rng.shuffle(rest)
+        for number, task in enumerate([*refusals, *rest][:per_tier], 1):
+            chosen.append({"id": f"h{plan.seed}-{tier[0]}{number:02d}", "tier": tier, "world": plan.name, **task})
+    return chosen
+
+
+def write_suite(plans: list[HomePlan], out: Path) -> dict:
+    """World files and the suite over them; returns counts per tier."""
+    (out / "worlds").mkdir(parents=True, exist_ok=True)
+    tasks = []
+    for plan in plans:
+        split = "test" if plan.seed >= TEST_SEEDS_FROM else "development"
+        header = f"Generated by planner bench generate tasks (seed {plan.seed}, {split} range). Do not edit."
+        (out / "worlds" / f"{plan.name}.yaml").write_text(world_yaml(plan.world, header))
+        tasks += make_tasks(plan)
+    seeds = [p.seed for p in plans]
+    suite = {"name": f"generated-{min(seeds)}-{max(seeds)}",
+             "description": f"generated homes, seeds {', '.join(map(str, seeds))}",
+             "worlds": {p.name: f"worlds/{p.name}.yaml" for p in plans}, "tasks": tasks}
+    (out / "tasks.yaml").write_text("# Generated by planner bench generate tasks. Do not edit.\n"
+                                    + yaml.safe_dump(suite, sort_keys=False, width=120))
+    return {tier: sum(t["tier"] == tier for t in tasks) for tier in ("simple", "moderate", "complex")}
