@@ -133,7 +133,7 @@ def test_the_smoke_suite_runs_from_the_command_line(tmp_path, capsys):
     assert any(kind == "error" and "invalid reply" in text for kind, text in episodes["garbage"]["trace"])
     assert episodes["umbrella"]["outcome"] == "impossible"
     report = (tmp_path / "tasks-smoke-scripted-task-faults.md").read_text()
-    assert "| moderate | 2 | 100% (2) | 75% (20) |" in report
+    assert "| moderate | 2 | 100% (2) | 0% (0) | 75% (20) |" in report
     progress = capsys.readouterr().err
     assert "[  6/6] umbrella" in progress and "faults: object_moved" in progress
 
@@ -233,3 +233,17 @@ def test_generated_homes_and_tasks_load_as_a_suite_in_three_tiers_with_refusals(
     # Things go by what people call them, which is often not the map's label.
     assert any(label not in requests for label in labels if "_" in label)
     assert "development range" in (tmp_path / "a" / "worlds" / "home-3.yaml").read_text()
+
+
+def test_saying_done_when_the_request_was_not_met_is_counted_on_its_own():
+    from planner.bench.tasks import summarize
+
+    def episode(outcome, success):
+        return {"tier": "complex", "outcome": outcome, "success": success, "steps": 3, "llm_calls": 4,
+                "prompt_tokens": 10, "completion_tokens": 2, "seconds": 1.0, "replans": 0, "failures": [],
+                "recovered": False}
+
+    summary = summarize([episode("succeeded", True), episode("succeeded", False), episode("impossible", False),
+                         episode("succeeded", False)])
+    assert summary["complex"]["false_successes"] == 2 and summary["complex"]["false_success_rate"] == 0.5
+    assert summary["all"]["successes"] == 1

@@ -172,6 +172,10 @@ def summarize(episodes: list[dict]) -> dict:
             "episodes_with_failures": len(with_failures),
             "recoveries": sum(e["recovered"] for e in group),
             "outcomes": {o: sum(e["outcome"] == o for e in group) for o in sorted({e["outcome"] for e in group})},
+            # The robot said "Done." and the request was not done: worse than a failure it reports.
+            "false_successes": sum(e["outcome"] == "succeeded" and not e["success"] for e in group),
+            "false_success_rate": round(sum(e["outcome"] == "succeeded" and not e["success"] for e in group)
+                                        / len(group), 3),
         }
     return {"all": stats(episodes), **{tier: stats([e for e in episodes if e["tier"] == tier]) for tier in TIERS}}
 
@@ -234,15 +238,16 @@ def report(results: dict) -> str:
              "", f"Command: `{results.get('command')}`  ", f"Machine: {results['machine']['cpu']}, "
              f"{results['machine']['cores']} cores; faults: {results['faults']}, seed {results['seed']}, "
              f"repeat {results['repeat']}", "",
-             "| tier | episodes | success | RoBee (Llama 3 70B) | steps | LLM calls | prompt + completion tokens "
-             "| s / episode | s / step | replans | recoveries |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| tier | episodes | success | said done, was not | RoBee (Llama 3 70B) | steps | LLM calls "
+             "| prompt + completion tokens | s / episode | s / step | replans | recoveries |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for tier in (*TIERS, "all"):
         s = summary[tier]
         if not s["episodes"]:
             continue
         robee = f"{ROBEE[tier][0]:.0%} ({ROBEE[tier][1]})" if tier in ROBEE else ""
-        lines.append(f"| {tier} | {s['episodes']} | {s['success_rate']:.0%} ({s['successes']}) | {robee} | {s['mean_steps']} "
+        lines.append(f"| {tier} | {s['episodes']} | {s['success_rate']:.0%} ({s['successes']}) "
+                     f"| {s['false_success_rate']:.0%} ({s['false_successes']}) | {robee} | {s['mean_steps']} "
                      f"| {s['mean_llm_calls']} | {s['mean_prompt_tokens']} + {s['mean_completion_tokens']} "
                      f"| {s['mean_seconds']} | {s['seconds_per_step']} | {s['replans']} "
                      f"| {s['recoveries']} / {s['episodes_with_failures']} |")
