@@ -47,7 +47,7 @@ class FinderSettings(BaseModel):
     workflow: Workflow = Field(default="base", description="base | self_reflection | multi_agent | ensemble")
     iterations: int = Field(default=2, ge=1, description="feedback-and-refinement rounds of the reflection workflows")
     ensemble_size: int = Field(default=3, ge=2, description="answers the ensemble's chooser picks from")
-    max_candidates: int = Field(default=40, ge=5, description="a larger map is narrowed to this many items related "
+    max_candidates: int = Field(default=12, ge=5, description="a larger map is narrowed to this many items related "
                                                               "to the query")
     max_answers: int = Field(default=5, ge=1, description="ids in an answer, at most")
     max_repairs: int = Field(default=2, ge=0, description="invalid replies answered with what was wrong")
