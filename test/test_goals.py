@@ -306,3 +306,18 @@ def test_something_brought_to_the_user_goes_to_the_room_where_they_asked():
         {"thought": "take it", "action": "PICK(can_1, right)"}])
     assert ("goal", "the robot brings a can to the user in the living_room") in trace
     assert result.success and robot.sim.held["right"] == "can_1"
+
+
+def test_a_destination_named_otherwise_than_its_label_is_accepted_once_the_request_is_grounded():
+    from planner.core.planning.goal_reading import GoalReader
+    from planner.core.planning.grounding import Grounding, Match
+
+    scene = robot_at("sofa_1").scene()
+    request = "Put the juice on the couch, please"
+    reply = json.dumps({"goals": [{"kind": "object_on", "object": "juice", "target": "sofa", "room": ""}]})
+    with pytest.raises(ValueError, match="names no furniture"):  # read as said: the request names no sofa
+        GoalReader(request, scene).parse(reply)
+    grounded = Grounding(request, "put the juice on the sofa please", (Match("couch", "sofa", 0.86),))
+    reader = GoalReader(request, scene, grounded)
+    assert reader.parse(reply) == [Goal(kind="object_on", object="juice", target="sofa", room="")]
+    assert reader.messages()[1]["content"] == "Put the juice on the couch, please\n(In the map's labels: couch = sofa)"

@@ -13,6 +13,7 @@ from planner.config import StackConfig
 from planner.core.case_store import CaseStore
 from planner.core.errors import InputError
 from planner.core.explainer import CaseMemory, load_cases, sync_seeds
+from planner.core.planning.grounding import Grounder
 from planner.core.ports import Policy
 from planner.core.robot_profile import RobotProfile, load_robot_profile
 from planner.core.skills import SkillPlanner, load_skill_library
@@ -56,6 +57,12 @@ def open_case_memory(config: StackConfig, embedder=None, database: str | None = 
     """The explainer's case memory over `open_case_store`, and the problems it reported."""
     store, problems = open_case_store(config, database)
     return CaseMemory(store, embedder or SentenceEmbedder(), config.explainer, progress), problems
+
+
+def make_grounder(config: StackConfig, embedder=None) -> Grounder | None:
+    """The request grounder the planner settings ask for (None when grounding is off)."""
+    threshold = config.planner.grounding_threshold
+    return Grounder(embedder or SentenceEmbedder(), threshold) if threshold < 1 else None
 
 
 def open_llm(config: StackConfig) -> tuple[Policy, EmbeddedServer | None]:

@@ -27,6 +27,7 @@ from planner.bench.suite import TIERS, FinalState, LoadedSuite, Task, check, pre
 from planner.core.explainer import CaseMemory
 from planner.core.files import load_yaml, write_json_atomic
 from planner.core.object_finder import ObjectFinder
+from planner.core.planning.grounding import Grounder
 from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
 from planner.core.ports import Policy, judged
 from planner.core.skills import SkillPlanner
@@ -50,6 +51,7 @@ class BenchSetup:
     learner: CaseMemory | None = None  # records what followed failures (None: nothing learned)
     finder: ObjectFinder | None = None  # answers search_map (None: not offered an answer)
     record_replies: bool = False     # keep each episode's raw replies (for a replayable suite)
+    grounder: Grounder | None = None  # the request in the map's words (None: as said)
 
 
 class RecordingPolicy:
@@ -119,7 +121,7 @@ def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[T
         if on_step:
             on_step(step)
 
-    planner = TaskPlanner(policy, robot, setup.skills, setup.settings, record)
+    planner = TaskPlanner(policy, robot, setup.skills, setup.settings, record, setup.grounder)
     started = time.monotonic()
     try:
         result = planner.run(task.request)

@@ -66,7 +66,7 @@ def _bench_setup(args):
     from planner.bench.suite import load_suite
     from planner.config import load_config
     from planner.core.object_finder import ObjectFinder
-    from planner.wiring import load_skill_planner
+    from planner.wiring import load_skill_planner, make_grounder
 
     config = load_config(args.config)
     skills = load_skill_planner(config)
@@ -76,9 +76,10 @@ def _bench_setup(args):
         return None
     policy, server, llm = opened
     model = "" if llm["backend"] == "scripted" else "-" + llm["model"].replace("/", "_")
-    finder = ObjectFinder(policy, config.object_finder, SentenceEmbedder()) if policy is not None else None
+    embedder = SentenceEmbedder()
+    finder = ObjectFinder(policy, config.object_finder, embedder) if policy is not None else None
     setup = tasks.BenchSetup(suite, skills, _bench_settings(config), policy, None, args.faults, args.seed,
-                             finder=finder)
+                             finder=finder, grounder=make_grounder(config, embedder))
     return config, setup, server, llm, f"{suite.suite.name}-{llm['backend']}{model}"
 
 

@@ -9,6 +9,7 @@ import re
 from planner.core.ambiguity import named_object_labels, pin_named_objects, room_furniture_name, words_of
 from planner.core.errors import PolicyError, RequestImpossible
 from planner.core.goals import PLACING_KINDS, Goal, GoalReply, goal_met, goal_schema
+from planner.core.planning.grounding import Grounding
 from planner.core.scene_graph import SceneGraph
 
 GOAL_PROMPT = """Turn the user's request into goals that can be checked in the world once the request is done.
@@ -148,8 +149,11 @@ class GoalReader:
     """The goal step for one request in one map: the prompt and schema to ask with, the check of
     each reply (a ValueError says what to redo), and the verdict once the repairs are spent."""
 
-    def __init__(self, request: str, scene: SceneGraph):
-        self.request = request
+    def __init__(self, request: str, scene: SceneGraph, grounding: Grounding | None = None):
+        self.said = request
+        self.grounding = grounding
+        # The checks read the request in the map's words: "put it in the fridge" names the refrigerator.
+        self.request = grounding.text if grounding is not None else request
         self.scene = scene
         self.user_room = scene.known_robot.room  # the user asks the robot where it stands
         self.object_labels = sorted({o.label for o in scene.objects()})
@@ -163,7 +167,8 @@ class GoalReader:
         prompt = GOAL_PROMPT.format(objects=", ".join(self.object_labels), furniture=", ".join(self.furniture_labels),
                                     rooms=", ".join(self.rooms), user_room=self.user_room,
                                     openable=", ".join(self.openable_labels) or "none in this map")
-        return [{"role": "system", "content": prompt}, {"role": "user", "content": self.request}]
+        note = f"\n(In the map's labels: {self.grounding.note()})" if self.grounding and self.grounding.matches else ""
+        return [{"role": "system", "content": prompt}, {"role": "user", "content": self.said + note}]
 
     def schema(self) -> dict:
         return goal_schema(self.object_labels, self.furniture_labels, self.openable_labels, self.rooms)

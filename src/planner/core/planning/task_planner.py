@@ -28,6 +28,7 @@ from planner.core.files import StrictModel
 from planner.core.goals import Goal, goal_lacks, goal_met, goal_status
 from planner.core.planning.action_space import ASK_USER, GIVE_UP, PERCEPTION_ACTIONS, SEARCH_MAP, action_schema, allowed_actions
 from planner.core.planning.goal_reading import GoalReader
+from planner.core.planning.grounding import Grounder
 from planner.core.planning.prompts import EXAMPLE_TURNS, SPOKEN_OUTCOME, SYSTEM_PROMPT, PromptHistory, StepReply, robot_line, user_message
 from planner.core.planning.recoveries import ActionRecord, ComposedSuggestion, compose_messages, compose_schema, find_recoveries
 from planner.core.ports import Policy, Tools
@@ -45,6 +46,9 @@ class PlannerSettings(StrictModel):
     repeat_failure_limit: int = Field(default=2, ge=1, description="an action failing this often in a row is withdrawn")
     question_timeout_s: float = Field(default=30.0, ge=0, description="wait for the user to say which object they "
                                                                        "mean; then the nearest is taken")
+    grounding_threshold: float = Field(default=0.6, ge=0, le=1, description="a phrase of the request names a map "
+                                       "label of another wording (fridge: refrigerator) when the sentence embeddings "
+                                       "are at least this similar; 1 turns grounding off")
 
 
 _IDS = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)*_\d+\b")
@@ -132,8 +136,9 @@ class LoopState:
 
 class TaskPlanner:
     def __init__(self, policy: Policy, tools: Tools, skills: SkillPlanner, settings: PlannerSettings | None = None,
-                 on_step: Callable[[TraceStep], None] | None = None):
+                 on_step: Callable[[TraceStep], None] | None = None, grounder: Grounder | None = None):
         self.policy = policy
+        self.grounder = grounder
         self.tools = tools
         self.skills = skills
         self.system_prompt = SYSTEM_PROMPT.format(skills="\n".join(
@@ -309,7 +314,15 @@ class TaskPlanner:
                              lambda problem, text: self._emit("error", f"invalid reply ({problem}): {text[:200]}"))
 
     def _extract_goals(self, request: str, usage: LLMUsage) -> list[Goal]:
-        reader = GoalReader(request, self.tools.scene())
+        scene = self.tools.scene()
+        grounding = None
+        if self.grounder is not None:
+            # Things only: room names share "room" and little else ("utility room" came out as the living room).
+            grounding = self.grounder.ground(request, sorted({e.label for e in [*scene.objects(), *scene.furniture()]}),
+                                             scene.rooms())
+            if grounding.matches:
+                self._emit("perception", f"the request in the map's words: {grounding.note()}")
+        reader = GoalReader(request, scene, grounding)
         return reader.settle(self._validated(reader.messages(), reader.schema(), usage, reader.parse))
 
     def _decide(self, prompt: str, actions: list[str], usage: LLMUsage) -> StepReply | None:

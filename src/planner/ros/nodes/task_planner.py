@@ -30,7 +30,7 @@ from planner.ros.node import PlannerNode, main_for
 from planner.ros.qos import ESTOP_TOPIC, RELIABLE
 from planner.ros.scene_mirror import SceneMirror
 from planner.srv import Explain, FindObjects, GetObject, GetObjectsInRoom, GetRobotState, GetRooms, RecordRecovery
-from planner.wiring import load_skill_planner
+from planner.wiring import load_skill_planner, make_grounder
 
 SAY_TIMEOUT_S = 60.0
 CLOSE_WAIT_S = 10.0  # for a running task to end once canceled (a skill's cancel is answered within seconds)
@@ -172,6 +172,7 @@ class TaskPlannerNode(PlannerNode):
         super().__init__("task_planner", config, namespace)
         self.skills = load_skill_planner(self.config)
         self.policy = policy or self.open_llm()
+        self.grounder = make_grounder(self.config)  # its sentence model loads at the first request
         group = ReentrantCallbackGroup()
         self.mirror = SceneMirror(self, group)
         self.clients_ = {
@@ -313,7 +314,7 @@ class TaskPlannerNode(PlannerNode):
                 goal_handle.publish_feedback(ExecuteTask.Feedback(step=msg))
 
         tools = RosTools(self, task_id, request)
-        planner = TaskPlanner(self.policy, tools, self.skills, self.config.planner, on_step)
+        planner = TaskPlanner(self.policy, tools, self.skills, self.config.planner, on_step, self.grounder)
         self.running = (goal_handle, planner, tools)
         if self.closing.is_set():  # closed while this turn was starting
             self._stop_running()

@@ -1,0 +1,103 @@
+"""The request in the map's words: each phrase that names something the map has by another name
+("the fridge" for a refrigerator, "the couch" for a sofa, "my phone" for a cell_phone) is
+found by meaning (sentence embeddings) and written with the map's label, so the model is told
+which label the user means and the word-level checks of its goals see the same names as the map.
+
+A phrase is grounded when it is close enough to one label and clearly closer to it than to any
+other label of this map; words the map already uses are left as they are.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.core.ports import Embedder
+
+# Words that never begin or end a name: a phrase "the fridge" is grounded as "fridge".
+FUNCTION_WORDS = frozenset("""a an the this that these those to of in into on onto from off at by for with and or
+then it its me my mine you your i i'm im we us our please could would can will you'd go get put take bring
+pick up give hand move place leave set is are be been there here some any all both one other next near
+want need like have has do does just now again also over out down back""".split())
+MAX_PHRASE_WORDS = 3
+
+
+@dataclass(frozen=True)
+class Match:
+    phrase: str
+    label: str
+    similarity: float
+
+
+@dataclass(frozen=True)
+class Grounding:
+    request: str
+    text: str                 # the request with grounded phrases written as map labels (spaces for _)
+    matches: tuple[Match, ...]
+
+    def note(self) -> str:
+        """What the model is told: "(fridge = refrigerator; couch = sofa)", or nothing."""
+        return "; ".join(f"{m.phrase} = {m.label}" for m in self.matches)
+
+
+class Grounder:
+    def __init__(self, embedder: Embedder, threshold: float = 0.6, margin: float = 0.05):
+        self.embedder = embedder
+        self.threshold = threshold
+        self.margin = margin
+        self._vectors: dict[str, np.ndarray] = {}
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        new = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if new:
+            self._vectors.update(zip(new, self.embedder.encode(new)))
+        return np.array([self._vectors[t] for t in texts])
+
+    def ground(self, request: str, labels: list[str], rooms: Sequence[str] = ()) -> Grounding:
+        """`labels`: what phrases may be grounded to; `rooms`: names left alone wherever they are
+        said ("the bedroom" is no bed)."""
+        words = re.findall(r"[a-z0-9']+", request.lower())
+        names = {label: label.replace("_", " ") for label in dict.fromkeys(labels)}
+        said = " " + " ".join(words) + " "
+        unnamed = [label for label, name in names.items() if f" {name} " not in said]
+        in_rooms: set[int] = set()
+        for room in rooms:
+            room_words = room.replace("_", " ").split()
+            for start in range(len(words) - len(room_words) + 1):
+                if words[start:start + len(room_words)] == room_words:
+                    in_rooms |= set(range(start, start + len(room_words)))
+        spans = [(start, end) for start in range(len(words)) for end in range(start + 1, min(start + MAX_PHRASE_WORDS,
+                                                                                             len(words)) + 1)
+                 if words[start] not in FUNCTION_WORDS and words[end - 1] not in FUNCTION_WORDS
+                 and not in_rooms & set(range(start, end))]
+        spans = [s for s in spans if " ".join(words[s[0]:s[1]]) not in names.values()]
+        if not spans or not unnamed:
+            return Grounding(request, request, ())
+        phrases = [" ".join(words[start:end]) for start, end in spans]
+        similarity = self._encode(phrases) @ self._encode([names[label] for label in labels]).T
+        label_index = {label: i for i, label in enumerate(labels)}
+        candidates = []
+        for row, span in enumerate(spans):
+            order = np.argsort(-similarity[row])
+            best = labels[order[0]]
+            second = similarity[row][order[1]] if len(order) > 1 else -1.0
+            if best in unnamed and similarity[row][order[0]] >= self.threshold and \
+                    similarity[row][order[0]] - second >= self.margin:
+                candidates.append((float(similarity[row][label_index[best]]), span, best))
+        taken: set[int] = set()
+        matches: list[tuple[tuple[int, int], Match]] = []
+        for score, (start, end), label in sorted(candidates, key=lambda c: (-c[0], c[1])):
+            if taken & set(range(start, end)):
+                continue
+            taken |= set(range(start, end))
+            matches.append(((start, end), Match(" ".join(words[start:end]), label, round(score, 2))))
+        out, position = [], 0
+        for (start, end), match in sorted(matches, key=lambda m: m[0]):
+            out += [*words[position:start], names[match.label]]
+            position = end
+        text = " ".join([*out, *words[position:]])
+        return Grounding(request, text if matches else request,
+                         tuple(m for _, m in sorted(matches, key=lambda m: m[0])))

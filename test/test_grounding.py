@@ -1,0 +1,33 @@
+"""The request in the map's words, with the real sentence model: other names for what the map has
+are written as its labels; unrelated words and things the map lacks are left alone."""
+
+import pytest
+
+from planner.adapters.embeddings import SentenceEmbedder
+from planner.core.planning.grounding import Grounder
+
+LABELS = ["refrigerator", "dining_table", "sofa", "milk_carton", "cell_phone", "tv_monitor", "cup", "mug", "apple"]
+
+
+@pytest.fixture(scope="module")
+def grounder():
+    return Grounder(SentenceEmbedder())
+
+
+def test_other_names_for_what_the_map_has_are_written_as_its_labels(grounder):
+    grounding = grounder.ground("Put the milk from the dining table into the fridge", LABELS)
+    assert grounding.text == "put the milk carton from the dining table into the refrigerator"
+    assert grounding.note() == "milk = milk_carton; fridge = refrigerator"
+    assert grounder.ground("Bring my phone to the couch", LABELS).note() == "phone = cell_phone; couch = sofa"
+
+
+def test_words_the_map_uses_and_things_it_lacks_are_left_as_said(grounder):
+    for request in ("Pick up the cup", "Take the mug and the apple", "Bring me the piano", "I'm thirsty"):
+        grounding = grounder.ground(request, LABELS)
+        assert grounding.text == request and not grounding.matches, grounding
+
+
+def test_room_names_are_left_alone(grounder):
+    grounding = grounder.ground("Put the bottle on the table in the bedroom", ["bed", "bottle", "table"],
+                                ["kitchen", "bedroom"])
+    assert grounding.text == "Put the bottle on the table in the bedroom" and not grounding.matches
