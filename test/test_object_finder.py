@@ -217,6 +217,13 @@ def test_a_large_map_is_narrowed_to_the_items_related_to_the_query(tmp_path):
     seats = sum(line.split(": ", 1)[1].split(" ")[0] in {"chair", "sofa", "armchair", "stool", "bench"}
                 for line in shown.splitlines() if " | " in line)
     assert seats >= 10
+    # A map within `narrow_above` is shown whole, the same prompt for every query (cached by the server).
+    office = load_bench_map(BENCH / "maps" / "office.json")
+    find, policy = finder([answer([]), answer([])], max_candidates=5)
+    find.selector = ObjectFinder(policy, embedder=SentenceEmbedder()).selector
+    first, second = find.find(office, "a seat"), find.find(office, "something to write with")
+    assert first.candidates == second.candidates == first.map_items <= 40
+    assert policy.prompts[0][0] == policy.prompts[1][0]
 
 
 @pytest.mark.embedded

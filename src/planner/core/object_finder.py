@@ -47,8 +47,10 @@ class FinderSettings(BaseModel):
     workflow: Workflow = Field(default="base", description="base | self_reflection | multi_agent | ensemble")
     iterations: int = Field(default=2, ge=1, description="feedback-and-refinement rounds of the reflection workflows")
     ensemble_size: int = Field(default=3, ge=2, description="answers the ensemble's chooser picks from")
-    max_candidates: int = Field(default=12, ge=5, description="a larger map is narrowed to this many items related "
-                                                              "to the query")
+    narrow_above: int = Field(default=40, ge=5, description="a map of more items than this is narrowed to the "
+                              "items related to the query; a smaller one is shown whole, one prompt the server "
+                              "keeps cached for every query")
+    max_candidates: int = Field(default=12, ge=5, description="items a narrowed map keeps")
     max_answers: int = Field(default=5, ge=1, description="ids in an answer, at most")
     max_repairs: int = Field(default=2, ge=0, description="invalid replies answered with what was wrong")
     model_explains: bool = Field(default=False, description="the model adds a reason to each answer (~1-2 s more "
@@ -335,8 +337,8 @@ class ObjectFinder:
             raise ValueError("the query is empty")
         items = [*scene.furniture(), *scene.objects()]
         # Without an embedder every item is shown, however many.
-        ids = (self.selector.select(scene, items, query, self.settings.max_candidates) if self.selector is not None
-               else [e.id for e in items])
+        ids = (self.selector.select(scene, items, query, self.settings.max_candidates)
+               if self.selector is not None and len(items) > self.settings.narrow_above else [e.id for e in items])
         show_room = len(scene.rooms()) > 1
         names = prompt_names(scene, ids)
         lines = {i: describe_item(scene, scene.entity(i), show_room, names) for i in ids}
