@@ -31,3 +31,12 @@ def test_room_names_are_left_alone(grounder):
     grounding = grounder.ground("Put the bottle on the table in the bedroom", ["bed", "bottle", "table"],
                                 ["kitchen", "bedroom"])
     assert grounding.text == "Put the bottle on the table in the bedroom" and not grounding.matches
+
+
+def test_a_kind_of_thing_is_not_taken_for_one_of_its_kind(grounder):
+    """"The fruit" with an apple and a banana in the map is either: the model must choose, not the
+    grounder for it, and "a drink" is not the water."""
+    for request in ("The fruit on the table goes in the fridge", "Can I have a drink"):
+        grounding = grounder.ground(request, ["apple", "banana", "water_bottle", "refrigerator", "table"])
+        assert all(m.label in {"refrigerator", "water_bottle"} and m.phrase in {"fridge"} for m in grounding.matches), \
+            grounding

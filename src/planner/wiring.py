@@ -61,8 +61,9 @@ def open_case_memory(config: StackConfig, embedder=None, database: str | None = 
 
 def make_grounder(config: StackConfig, embedder=None) -> Grounder | None:
     """The request grounder the planner settings ask for (None when grounding is off)."""
-    threshold = config.planner.grounding_threshold
-    return Grounder(embedder or SentenceEmbedder(), threshold) if threshold < 1 else None
+    settings = config.planner
+    return Grounder(embedder or SentenceEmbedder(), settings.grounding_threshold,
+                    settings.grounding_part_threshold) if settings.grounding_threshold < 1 else None
 
 
 def open_llm(config: StackConfig) -> tuple[Policy, EmbeddedServer | None]:

@@ -46,9 +46,11 @@ class PlannerSettings(StrictModel):
     repeat_failure_limit: int = Field(default=2, ge=1, description="an action failing this often in a row is withdrawn")
     question_timeout_s: float = Field(default=30.0, ge=0, description="wait for the user to say which object they "
                                                                        "mean; then the nearest is taken")
-    grounding_threshold: float = Field(default=0.6, ge=0, le=1, description="a phrase of the request names a map "
+    grounding_threshold: float = Field(default=0.8, ge=0, le=1, description="a phrase of the request names a map "
                                        "label of another wording (fridge: refrigerator) when the sentence embeddings "
                                        "are at least this similar; 1 turns grounding off")
+    grounding_part_threshold: float = Field(default=0.6, ge=0, le=1, description="... or this similar when the "
+                                            "phrase is part of the label's name (milk: milk_carton)")
 
 
 _IDS = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)*_\d+\b")
