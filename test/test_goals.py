@@ -79,6 +79,53 @@ def test_a_request_to_open_something_is_done_when_the_map_shows_it_open():
     assert result.success and robot.sim.open_state["fridge_1"]
 
 
+def test_the_goal_step_may_have_a_model_of_its_own_and_the_steps_keep_the_main_one():
+    robot = robot_at("fridge_1")
+    reader = ScriptedPolicy([{"goals": [{"kind": "is_open", "target": "fridge", "room": ""}]}])
+    actor = ScriptedPolicy([{"thought": "The fridge is in front of me.", "action": "OPEN(fridge_1)"}])
+    result = TaskPlanner(actor, robot, robot.skills, PlannerSettings(confirm_timeout_s=0), goal_policy=reader
+                         ).run("Open the fridge")
+    assert result.success and len(reader.prompts) == len(actor.prompts) == 1
+    assert "Turn the user's request into goals" in reader.prompts[0][0]["content"]
+
+
+def checked_run(request: str, replies: list, answers=()):
+    robot = SimulatedRobot(APARTMENT.with_robot_at("fridge_1", ROBOT.standoff_m), [],
+                           load_skill_planner(load_config(CONFIG / "planner.yaml")), answers=list(answers))
+    trace = []
+    policy = ScriptedPolicy(replies)
+    planner = TaskPlanner(policy, robot, robot.skills, PlannerSettings(confirm_timeout_s=0, goal_check_threshold=0.5),
+                          on_step=lambda step: trace.append((step.kind, step.text)))
+    return planner.run(request), trace, robot, policy
+
+
+OPEN_FRIDGE = {"goals": [{"kind": "is_open", "target": "fridge", "room": ""}]}
+OPEN_DRESSER = {"goals": [{"kind": "is_open", "target": "dresser", "room": ""}]}
+
+
+def test_a_reading_the_check_doubts_is_read_again_with_the_doubt_said():
+    result, trace, robot, policy = checked_run("Open the fridge", [
+        OPEN_DRESSER, {"fits": False, "p": 0.1},
+        OPEN_FRIDGE, {"fits": True, "p": 0.8},
+        {"thought": "The fridge is in front of me.", "action": "OPEN(fridge_1)"}])
+    assert result.success and robot.sim.open_state["fridge_1"] and not robot.log.questions
+    reread = policy.prompts[2]
+    assert "A check doubts" in reread[-1]["content"] and "the dresser is open" in reread[-1]["content"]
+    assert ("check", "the fridge is open: 0.80 likely what was asked") in trace
+
+
+def test_a_reading_still_doubted_is_put_to_the_user_and_a_no_ends_the_task_without_acting():
+    doubted_twice = [OPEN_FRIDGE, {"fits": False, "p": 0.3}, OPEN_FRIDGE, {"fits": False, "p": 0.3}]
+    result, trace, robot, policy = checked_run("Open the fridge", doubted_twice, answers=["no, the cupboard"])
+    assert result.outcome == "impossible" and "not what you asked" in result.summary
+    assert robot.log.questions == ["Do you want this: the fridge is open?"] and not robot.sim.open_state["fridge_1"]
+    # A yes, or no answer in time, and the robot goes on with that reading.
+    act = [{"thought": "The fridge is in front of me.", "action": "OPEN(fridge_1)"}]
+    for answers in (["yes please"], []):
+        result, trace, robot, _ = checked_run("Open the fridge", doubted_twice + act, answers=answers)
+        assert result.success and robot.log.questions
+
+
 def test_clearing_a_table_puts_everything_on_it_somewhere_else():
     robot = robot_at("side_table_1")
     on_it = [o.id for o in robot.scene().objects() if (s := robot.scene().support(o.id)) and s[1] == "side_table_1"]

@@ -214,3 +214,19 @@ def test_altered_parts_install_nothing(tmp_path, monkeypatch):
     with pytest.raises(model_store.ModelError, match="may have been altered"):
         model_store.install_model(altered, tmp_path, progress=lambda m: None)
     assert not model_store.model_path(altered).exists()
+
+
+def test_a_part_of_the_stack_asks_its_own_server_first_and_the_main_one_when_that_is_down(server):
+    from planner.adapters.llm import part_policy
+
+    url, requests = server
+    main, _ = open_policy(LLMSettings(provider="openai", base_url=url, model="small", max_retries=0).resolved())
+    settings = LLMSettings(provider="openai", base_url=url, max_retries=0, timeout_s=2,
+                           goal_step=[{"base_url": url, "model": "large"}],
+                           object_finder=[{"base_url": "http://127.0.0.1:9/v1", "model": "large"}]).resolved()
+    goals, _ = part_policy(settings, settings.goal_step, main, None)
+    assert goals.complete([{"role": "user", "content": "go"}], SCHEMA).source == f"large at {url}"
+    finder, _ = part_policy(settings, settings.object_finder, main, None)  # its server is down: the main model
+    assert finder.complete([{"role": "user", "content": "go"}], SCHEMA).source == f"small at {url}"
+    assert [r["model"] for r in requests] == ["large", "small"]
+    assert part_policy(settings, [], main, None)[0] is main

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from planner.adapters.embeddings import SentenceEmbedder
-from planner.adapters.llm import EmbeddedServer, open_policy
+from planner.adapters.llm import EmbeddedServer, open_policy, part_policy
 from planner.config import StackConfig
 from planner.core.case_store import CaseStore
 from planner.core.errors import InputError
@@ -71,3 +71,11 @@ def open_llm(config: StackConfig) -> tuple[Policy, EmbeddedServer | None]:
     PolicyError, ModelError or InputError saying why there is none."""
     settings = config.llm.resolved()
     return open_policy(settings, config.path(settings.script) if settings.script else None)
+
+
+def open_part_llm(config: StackConfig, part: str, main: Policy, server: EmbeddedServer | None
+                  ) -> tuple[Policy, EmbeddedServer | None]:
+    """The LLM of one part of the stack (`goal_step`, `object_finder`): the servers configured for
+    it, then `main`; with the embedded server now running (shared with `main`'s), if any."""
+    settings = config.llm.resolved()
+    return part_policy(settings, getattr(settings, part), main, server)

@@ -73,6 +73,10 @@ class LLMSettings(StrictModel):
     structured_output: Literal["auto"] | StructuredOutput = "auto"
     fallbacks: list[FallbackEndpoint] = Field(default_factory=list, description="asked in order when the main "
                                                                                 "endpoint does not answer")
+    goal_step: list[FallbackEndpoint] = Field(default_factory=list, description="servers that read a request into "
+                                              "goals, asked before the endpoints above (e.g. a larger model)")
+    object_finder: list[FallbackEndpoint] = Field(default_factory=list, description="servers for the object "
+                                                  "finder, asked before the endpoints above")
     rest_s: float = Field(default=30, ge=0, description="an endpoint that did not answer is passed over this long")
     temperature: float = Field(default=0.0, ge=0, le=2)
     max_tokens: int = Field(default=256, ge=16)
@@ -332,27 +336,44 @@ def open_policy(settings, script_file: Path | None = None):
         if script_file is None:
             raise PolicyError("provider scripted needs llm.script: a YAML list of replies")
         return ScriptedPolicy(load_yaml(script_file)), None
-    main = ("embedded" if settings.provider == "embedded" else settings.base_url, settings.api_key, settings.model,
-            settings.structured_output)
-    endpoints = [main, *((f.base_url, f.api_key, f.model, structured_output_for(f.base_url, f.structured_output))
-                         for f in settings.fallbacks)]
-    server = None
-    policies = []
+    main = FallbackEndpoint(base_url="embedded" if settings.provider == "embedded" else settings.base_url,
+                            api_key=settings.api_key, model=settings.model,
+                            structured_output=settings.structured_output)
+    policies, server = _endpoint_policies(settings, [main, *settings.fallbacks], None)
+    return (policies[0] if len(policies) == 1 else FallbackPolicy(policies, settings.rest_s)), server
+
+
+def part_policy(settings, endpoints: list[FallbackEndpoint], main: Policy, server: EmbeddedServer | None
+                ) -> tuple[Policy, EmbeddedServer | None]:
+    """The policy of one part of the stack (the goal step, the object finder): its own `endpoints`
+    first, then `main`, so the stack keeps working on the main model when a larger one is down.
+    The embedded server is shared; the one returned is the server now running, if any."""
+    if not endpoints or isinstance(main, ScriptedPolicy):
+        return main, server
+    policies, server = _endpoint_policies(settings, endpoints, server)
+    return FallbackPolicy([*policies, main], settings.rest_s), server
+
+
+def _endpoint_policies(settings, endpoints: list[FallbackEndpoint], server: EmbeddedServer | None
+                       ) -> tuple[list[Policy], EmbeddedServer | None]:
+    started = server is None
+    policies: list[Policy] = []
     try:
-        for base_url, api_key, model, mode in endpoints:
-            label = ""
+        for endpoint in endpoints:
+            base_url, label = endpoint.base_url, ""
             embedded = base_url == "embedded"
             if embedded:
                 server = server or _start_embedded(settings.embedded)
                 base_url, label = server.base_url, f"embedded {settings.embedded.model}"
-            policy = OpenAICompatiblePolicy(base_url, api_key, model, mode, settings.timeout_s, settings.max_retries,
-                                            settings.temperature, settings.max_tokens, label)
-            policies.append(RevivingPolicy(policy, server) if embedded else policy)
+            mode = structured_output_for(base_url if not embedded else "", endpoint.structured_output)
+            policy = OpenAICompatiblePolicy(base_url, endpoint.api_key, endpoint.model, mode, settings.timeout_s,
+                                            settings.max_retries, settings.temperature, settings.max_tokens, label)
+            policies.append(RevivingPolicy(policy, server) if embedded and server else policy)
     except Exception:
-        if server is not None:
+        if server is not None and started:
             server.stop()
         raise
-    return (policies[0] if len(policies) == 1 else FallbackPolicy(policies, settings.rest_s)), server
+    return policies, server
 
 
 def _start_embedded(embedded) -> EmbeddedServer:

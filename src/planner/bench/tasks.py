@@ -52,14 +52,15 @@ class BenchSetup:
     finder: ObjectFinder | None = None  # answers search_map (None: not offered an answer)
     record_replies: bool = False     # keep each episode's raw replies (for a replayable suite)
     grounder: Grounder | None = None  # the request in the map's words (None: as said)
+    goal_policy: Policy | None = None  # a model of its own for the goal step (None: `policy`)
 
 
 class RecordingPolicy:
     """Passes calls on and keeps the text of every reply, in order: a replay script."""
 
-    def __init__(self, policy: Policy):
+    def __init__(self, policy: Policy, replies: list[str] | None = None):
         self.policy = policy
-        self.replies: list[str] = []
+        self.replies: list[str] = replies if replies is not None else []
 
     def complete(self, messages: list[dict], schema: dict) -> PolicyReply:
         reply = self.policy.complete(messages, schema)
@@ -114,6 +115,9 @@ def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[T
     policy = recorder or policy  # garbled replies are drawn again from the seed on replay, so the clean ones are kept
     if garbage_calls:
         policy = GarbledPolicy(policy, garbage_calls, episode_rng(setup.seed, task.id, repeat, "garbage"))
+    goal_policy = policy
+    if setup.goal_policy is not None:  # a model of its own, recorded into the same script in the order of the calls
+        goal_policy = RecordingPolicy(setup.goal_policy, recorder.replies) if recorder else setup.goal_policy
     trace: list[list[str]] = []
 
     def record(step: TraceStep) -> None:
@@ -121,7 +125,7 @@ def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[T
         if on_step:
             on_step(step)
 
-    planner = TaskPlanner(policy, robot, setup.skills, setup.settings, record, setup.grounder)
+    planner = TaskPlanner(policy, robot, setup.skills, setup.settings, record, setup.grounder, goal_policy)
     started = time.monotonic()
     try:
         result = planner.run(task.request)

@@ -49,6 +49,17 @@ def _bench_llm(args, config):
     return policy, server, header
 
 
+def _part_llm(config, part: str, policy, server, llm: dict):
+    """The servers the config gives one part of the stack, before the benchmark's LLM; named in the
+    results header (`llm[part]`) when there are any."""
+    from planner.wiring import open_part_llm
+
+    endpoints = getattr(config.llm, part)
+    if endpoints:
+        llm[part] = [f"{e.model} at {e.base_url}" for e in endpoints]
+    return open_part_llm(config, part, policy, server)
+
+
 def _bench_settings(config):
     """Planner settings for simulated time: perception confirms at once, the robot state is there."""
     return config.planner.model_copy(update={"confirm_timeout_s": 0.0, "robot_state_wait_s": 0.0})
@@ -77,9 +88,14 @@ def _bench_setup(args):
     policy, server, llm = opened
     model = "" if llm["backend"] == "scripted" else "-" + llm["model"].replace("/", "_")
     embedder = SentenceEmbedder()
-    finder = ObjectFinder(policy, config.object_finder, embedder) if policy is not None else None
+    goal_policy = finder = None
+    if policy is not None:
+        goal_policy, server = _part_llm(config, "goal_step", policy, server, llm)
+        finder_policy, server = _part_llm(config, "object_finder", policy, server, llm)
+        finder = ObjectFinder(finder_policy, config.object_finder, embedder)
     setup = tasks.BenchSetup(suite, skills, _bench_settings(config), policy, None, args.faults, args.seed,
-                             finder=finder, grounder=make_grounder(config, embedder))
+                             finder=finder, grounder=make_grounder(config, embedder),
+                             goal_policy=goal_policy if goal_policy is not policy else None)
     return config, setup, server, llm, f"{suite.suite.name}-{llm['backend']}{model}"
 
 
@@ -211,6 +227,7 @@ def bench_objects(args) -> int:
     results.update({"benchmark": "objects", "machine": machine_info(), "llm": llm, "workflows": workflows,
                     "settings": config.object_finder.model_dump(),
                     "maps": {m.name: len(m.scene.furniture()) + len(m.scene.objects()) for m in maps}})
+    policy, server = _part_llm(config, "object_finder", policy, server, llm)
     finder = ObjectFinder(policy, config.object_finder, SentenceEmbedder())
     return _run_then_write(server, lambda: objects.run(finder, workflows, maps, results, previous, _progress),
                            out, name, objects.plot, objects.report)

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from planner.core.asking import ask_validated
 from planner.core.errors import PlannerError
-from planner.core.ports import JUDGEMENT_SCHEMA, Embedder, Policy, judged
+from planner.core.ports import JUDGEMENT_SCHEMA, Embedder, Judgement, Policy, judged
 from planner.core.scene_graph import Entity, SceneGraph
 from planner.core.types import PolicyReply
 from planner.core.voxeland import STRUCTURE_LABEL
@@ -165,11 +165,6 @@ class FeedbackReply(BaseModel):
     verdict: Literal["correct", "revise"]
     problems: str = ""
     evidence: list[str] = Field(default_factory=list)
-
-
-class CheckReply(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    fits: bool
 
 
 class ChoiceReply(BaseModel):
@@ -385,7 +380,7 @@ class ObjectFinder:
 
     def _fits(self, run: _Run, name: str) -> bool:
         messages = run.messages(CHECK_PROMPT.format(query=run.query, line=run.prepared.lines[run.id_of[name]]))
-        value = self._ask(run, f"check {name}", messages, JUDGEMENT_SCHEMA, CheckReply.model_validate_json,
+        value = self._ask(run, f"check {name}", messages, JUDGEMENT_SCHEMA, Judgement.model_validate_json,
                           lambda current: judged(self.policy, current))
         p_yes = run.last_reply.yes_probability if run.last_reply.yes_probability is not None else float(value.fits)
         run.rounds[-1]["reply"]["p_yes"] = round(p_yes, 3)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
 from planner.core.scene_graph import SceneGraph
 from planner.core.types import FailureInfo, Observation, PolicyReply, Recovery, SkillResult, SuggestionInfo
@@ -43,6 +44,12 @@ class Tools(Protocol):
 
 class Policy(Protocol):
     def complete(self, messages: list[dict], schema: dict) -> PolicyReply: ...
+
+
+class Judgement(BaseModel):
+    """A yes/no reply as the model writes it (JUDGEMENT_SCHEMA)."""
+    model_config = ConfigDict(extra="ignore")
+    fits: bool
 
 
 JUDGEMENT_SCHEMA = {"type": "object", "properties": {"fits": {"type": "boolean"}}, "required": ["fits"]}

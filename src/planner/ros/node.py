@@ -13,7 +13,7 @@ from std_msgs.msg import String
 from planner.config import StackConfig, load_config
 from planner.core.errors import PlannerError, PolicyError
 from planner.ros.qos import STATUS_QOS, STATUS_TOPIC
-from planner.wiring import open_llm
+from planner.wiring import open_llm, open_part_llm
 
 
 class UnavailablePolicy:
@@ -36,8 +36,9 @@ class PlannerNode(Node):
         self._status = self.create_publisher(String, STATUS_TOPIC, STATUS_QOS)
         self.embedded = None  # the embedded LLM server this node started, stopped by close
 
-    def open_llm(self):
-        """The configured LLM, or a policy whose every call fails with why there is none (reported)."""
+    def open_llm(self, part: str = ""):
+        """The configured LLM (for `part`, its own servers first), or a policy whose every call fails
+        with why there is none (reported)."""
         try:
             policy, self.embedded = open_llm(self.config)
         except PlannerError as error:
@@ -45,6 +46,16 @@ class PlannerNode(Node):
             return UnavailablePolicy(f"LLM unavailable: {error}")
         if self.embedded is not None:
             self.get_logger().info(f"embedded LLM {self.config.llm.embedded.model} serving at {self.embedded.base_url}")
+        return self.part_llm(part, policy) if part else policy
+
+    def part_llm(self, part: str, main):
+        """`main` behind the servers configured for one part of the stack (`goal_step`, `object_finder`);
+        `main` alone (reported) when they cannot be opened."""
+        try:
+            policy, self.embedded = open_part_llm(self.config, part, main, self.embedded)
+        except PlannerError as error:
+            self.report("error", f"the {part} LLM is unavailable, using the main one: {error}")
+            return main
         return policy
 
     def close(self) -> None:

@@ -38,6 +38,27 @@ Examples: "fetch the scarf off the hook" -> {{"goals": [{{"kind": "holding", "ob
 
 
 
+GOAL_CHECK_PROMPT = """A person asked a home robot: "{request}"
+The robot read it as: when it is done, {reading}.
+Is that what the person asked for: the things they meant (or, for a need, a thing that meets it), where they
+meant, and nothing more? Answer with JSON: fits true or false."""
+
+GOAL_DOUBT = """A check doubts that this is what the request asks: {reading}. Read the request again: which things
+it means, where they must end, and nothing more; if nothing in the map meets it, say it is impossible."""
+
+# Answers by which a user confirms what the robot read.
+YES_WORDS = frozenset({"yes", "yeah", "yep", "sure", "right", "correct", "ok", "okay", "exactly", "please"})
+
+
+def reading_of(goals: list[Goal]) -> str:
+    return "; ".join(str(goal) for goal in goals)
+
+
+def confirmed(answer: str) -> bool:
+    words = re.findall(r"[a-z']+", answer.lower())
+    return bool(words) and words[0] in YES_WORDS and not {"no", "not", "nope", "wrong"} & set(words)
+
+
 # Words with which users refer to themselves; a request without any asks for nothing to be brought to them.
 USER_WORDS = frozenset({"i", "i'm", "im", "i've", "i'd", "me", "my", "mine", "we", "we're", "us", "our", "here"})
 

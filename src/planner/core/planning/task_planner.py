@@ -25,13 +25,13 @@ from planner.core.calls import format_call, parse_call
 from planner.core.errors import PolicyError, RequestImpossible
 from planner.core.failures import FailureCode
 from planner.core.files import StrictModel
-from planner.core.goals import Goal, goal_lacks, goal_met, goal_status
+from planner.core.goals import Goal, GoalReply, goal_lacks, goal_met, goal_status
 from planner.core.planning.action_space import ASK_USER, GIVE_UP, PERCEPTION_ACTIONS, SEARCH_MAP, action_schema, allowed_actions
-from planner.core.planning.goal_reading import GoalReader
+from planner.core.planning.goal_reading import GOAL_CHECK_PROMPT, GOAL_DOUBT, GoalReader, confirmed, reading_of
 from planner.core.planning.grounding import Grounder
 from planner.core.planning.prompts import EXAMPLE_TURNS, SPOKEN_OUTCOME, SYSTEM_PROMPT, PromptHistory, StepReply, robot_line, user_message
 from planner.core.planning.recoveries import ActionRecord, ComposedSuggestion, compose_messages, compose_schema, find_recoveries
-from planner.core.ports import Policy, Tools
+from planner.core.ports import Judgement, Policy, Tools, judged
 from planner.core.scene_graph import SceneGraph
 from planner.core.skills import SkillPlanner
 from planner.core.types import EpisodeOutcome, EpisodeResult, FailureInfo, PolicyReply, SuggestionInfo, TraceStep
@@ -49,6 +49,9 @@ class PlannerSettings(StrictModel):
     grounding_threshold: float = Field(default=0.8, ge=0, le=1, description="a phrase of the request names a map "
                                        "label of another wording (fridge: refrigerator) when the sentence embeddings "
                                        "are at least this similar; 1 turns grounding off")
+    goal_check_threshold: float = Field(default=0.0, ge=0, le=1, description="the goals read are checked by a yes/no "
+                                        "question to the model and, when its probability of yes is below this, read "
+                                        "again with the doubt said, then put to the user; 0: no check")
     grounding_part_threshold: float = Field(default=0.6, ge=0, le=1, description="... or this similar when the "
                                             "phrase is part of the label's name (milk: milk_carton)")
 
@@ -138,8 +141,10 @@ class LoopState:
 
 class TaskPlanner:
     def __init__(self, policy: Policy, tools: Tools, skills: SkillPlanner, settings: PlannerSettings | None = None,
-                 on_step: Callable[[TraceStep], None] | None = None, grounder: Grounder | None = None):
+                 on_step: Callable[[TraceStep], None] | None = None, grounder: Grounder | None = None,
+                 goal_policy: Policy | None = None):
         self.policy = policy
+        self.goal_policy = goal_policy or policy  # reading the request may be given to a larger model
         self.grounder = grounder
         self.tools = tools
         self.skills = skills
@@ -302,17 +307,18 @@ class TaskPlanner:
         return choice
 
     # ---- one model call, validated --------------------------------------------------------
-    def _call(self, messages: list[dict], schema: dict, usage: LLMUsage) -> PolicyReply:
-        reply = self.policy.complete(messages, schema)
+    def _call(self, messages: list[dict], schema: dict, usage: LLMUsage, policy: Policy | None = None) -> PolicyReply:
+        reply = (policy or self.policy).complete(messages, schema)
         usage.add(reply)
         if reply.prompt_tokens or reply.seconds:  # scripted replies have neither
             self._emit("llm", f"{reply.prompt_tokens}+{reply.completion_tokens} tokens, {reply.seconds:.2f} s"
                               + (f" ({reply.source})" if reply.source else ""))
         return reply
 
-    def _validated(self, messages: list[dict], schema: dict, usage: LLMUsage, parse: Callable[[str], object]):
+    def _validated(self, messages: list[dict], schema: dict, usage: LLMUsage, parse: Callable[[str], object],
+                   policy: Policy | None = None):
         """Ask, validate, and on an invalid reply tell the model what was wrong, a bounded number of times."""
-        return ask_validated(lambda m: self._call(m, schema, usage), messages, parse, self.settings.max_repairs,
+        return ask_validated(lambda m: self._call(m, schema, usage, policy), messages, parse, self.settings.max_repairs,
                              lambda problem, text: self._emit("error", f"invalid reply ({problem}): {text[:200]}"))
 
     def _extract_goals(self, request: str, usage: LLMUsage) -> list[Goal]:
@@ -325,7 +331,39 @@ class TaskPlanner:
             if grounding.matches:
                 self._emit("perception", f"the request in the map's words: {grounding.note()}")
         reader = GoalReader(request, scene, grounding)
-        return reader.settle(self._validated(reader.messages(), reader.schema(), usage, reader.parse))
+        goals = reader.settle(self._validated(reader.messages(), reader.schema(), usage, reader.parse,
+                                              self.goal_policy))
+        if self.settings.goal_check_threshold <= 0 or self._goals_fit(reader, goals, usage):
+            return goals
+        # Doubted: read again with the doubt said; a reading that is still doubted is put to the user.
+        again = GoalReader(request, scene, grounding)
+        messages = [*again.messages(), {"role": "assistant", "content": GoalReply(goals=goals).model_dump_json()},
+                    {"role": "user", "content": GOAL_DOUBT.format(reading=reading_of(goals))}]
+        goals = again.settle(self._validated(messages, again.schema(), usage, again.parse, self.goal_policy))
+        if self._goals_fit(again, goals, usage):
+            return goals
+        question = f"Do you want this: {reading_of(goals)}?"
+        self._emit("question", question)
+        answer = self.tools.ask(question, self.settings.question_timeout_s)
+        self._emit("answer", answer or "no answer: going on with that reading")
+        if answer and not confirmed(answer):
+            raise RequestImpossible(f"you said that is not what you asked ({answer!r}); please say it another way")
+        return goals
+
+    def _goals_fit(self, reader: GoalReader, goals: list[Goal], usage: LLMUsage) -> bool:
+        """A narrow yes/no on the goals read: the model's probability that they are what was asked."""
+        messages = [{"role": "user", "content": GOAL_CHECK_PROMPT.format(request=reader.said,
+                                                                          reading=reading_of(goals))}]
+        try:
+            reply = judged(self.goal_policy, messages)
+            usage.add(reply)
+            fits = Judgement.model_validate_json(reply.text).fits
+        except (PolicyError, ValueError) as error:  # no check is no doubt: the reading stands as it did
+            self._emit("error", f"could not check the goals: {error}")
+            return True
+        p_yes = reply.yes_probability if reply.yes_probability is not None else float(fits)
+        self._emit("check", f"{reading_of(goals)}: {p_yes:.2f} likely what was asked")
+        return p_yes >= self.settings.goal_check_threshold
 
     def _decide(self, prompt: str, actions: list[str], usage: LLMUsage) -> StepReply | None:
         messages = [{"role": "system", "content": self.system_prompt}, *EXAMPLE_TURNS,

@@ -345,7 +345,7 @@ class PerceptionNode(PlannerNode):
     def _find_described(self, request, response):
         """The objects a request in plain words needs, chosen by the object finder over the map."""
         if self.finder is None:
-            self.finder = ObjectFinder(self.open_llm(), self.config.object_finder, SentenceEmbedder())
+            self.finder = ObjectFinder(self.open_llm("object_finder"), self.config.object_finder, SentenceEmbedder())
         try:
             with self.lock:
                 prepared = self.finder.prepare(self.scene, request.query,

@@ -172,6 +172,7 @@ class TaskPlannerNode(PlannerNode):
         super().__init__("task_planner", config, namespace)
         self.skills = load_skill_planner(self.config)
         self.policy = policy or self.open_llm()
+        self.goal_policy = policy or self.part_llm("goal_step", self.policy)
         self.grounder = make_grounder(self.config)  # its sentence model loads at the first request
         group = ReentrantCallbackGroup()
         self.mirror = SceneMirror(self, group)
@@ -314,7 +315,8 @@ class TaskPlannerNode(PlannerNode):
                 goal_handle.publish_feedback(ExecuteTask.Feedback(step=msg))
 
         tools = RosTools(self, task_id, request)
-        planner = TaskPlanner(self.policy, tools, self.skills, self.config.planner, on_step, self.grounder)
+        planner = TaskPlanner(self.policy, tools, self.skills, self.config.planner, on_step, self.grounder,
+                              self.goal_policy)
         self.running = (goal_handle, planner, tools)
         if self.closing.is_set():  # closed while this turn was starting
             self._stop_running()
