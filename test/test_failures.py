@@ -26,7 +26,7 @@ def test_a_code_from_a_newer_client_keeps_its_detail():
 
 def test_the_adapters_map_into_the_registry():
     assert set(NAV2_ERRORS.values()) <= set(FailureCode)
-    assert set(MOVEIT_ERRORS.values()) <= set(FailureCode)
+    assert {code for _, code in MOVEIT_ERRORS.values()} <= set(FailureCode)
 
 
 def test_the_failure_message_declares_the_registry_as_constants():
@@ -59,5 +59,6 @@ def test_failure_codes_are_named_through_the_registry_not_typed_as_strings(sourc
     import planner
 
     text = (Path(planner.__file__).parent / source).read_text()
-    typed = [m for m in re.findall(r'"([A-Z][A-Z_]{3,})"', text) if m in FailureCode.__members__]
+    # A backend's own name for an error, paired with our code, is not ours ("GOAL_IN_COLLISION" in MoveIt's table).
+    typed = [m for m in re.findall(r'"([A-Z][A-Z_]{3,})"(?!, FailureCode\.)', text) if m in FailureCode.__members__]
     assert typed == [], f"{source} spells failure codes as strings: {typed}"

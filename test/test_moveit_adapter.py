@@ -100,14 +100,19 @@ def test_gripper_handover_and_wiping_motions():
     assert heights == pytest.approx([0.85, 0.77, 0.85])  # over the top, down close to it, and up again
 
 
-@pytest.mark.parametrize("error, code", [(-31, "OUT_OF_REACH"), (-12, "ARM_GOAL_IN_COLLISION"),
-                                         (-10, "ARM_IN_COLLISION"), (-2, "ARM_PLANNING_FAILED"),
-                                         (-4, "WORLD_CHANGED")])
-def test_planning_failures_map_to_reasons_and_nothing_moves(error, code):
+# moveit_msgs/msg/MoveItErrorCodes.msg, as the message defines them.
+@pytest.mark.parametrize("error, name, code", [
+    (-1, "PLANNING_FAILED", "ARM_PLANNING_FAILED"), (-2, "INVALID_MOTION_PLAN", "ARM_PLANNING_FAILED"),
+    (-3, "MOTION_PLAN_INVALIDATED_BY_ENVIRONMENT_CHANGE", "WORLD_CHANGED"),
+    (-4, "CONTROL_FAILED", "ARM_EXECUTION_FAILED"), (-5, "UNABLE_TO_AQUIRE_SENSOR_DATA", "ARM_PLANNING_FAILED"),
+    (-6, "TIMED_OUT", "TIMEOUT"), (-7, "PREEMPTED", "CANCELED"), (-10, "START_STATE_IN_COLLISION", "ARM_IN_COLLISION"),
+    (-12, "GOAL_IN_COLLISION", "ARM_GOAL_IN_COLLISION"), (-21, "FRAME_TRANSFORM_FAILURE", "LOCALIZATION_LOST"),
+    (-31, "NO_IK_SOLUTION", "OUT_OF_REACH"), (-99, "error -99", "ARM_PLANNING_FAILED")])
+def test_planning_failures_map_to_reasons_and_nothing_moves(error, name, code):
     moveit = FakeMoveIt(plan_error=error, failing={"left_arm"})
     outcome = run(moveit, "approach", object_id="cup_1", point=(2.0, 1.6, 0.8))
     assert (outcome.ok, outcome.code) == (False, code)
-    assert f"MoveIt could not plan left_tool0 to cup_1 (error {error})" == outcome.detail
+    assert f"MoveIt could not plan left_tool0 to cup_1 ({name}, {error})" == outcome.detail
     assert moveit.executed == 0
 
 

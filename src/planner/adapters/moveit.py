@@ -33,11 +33,20 @@ class MoveItSettings(StrictModel):
 STOP_POLL_S = 0.05   # how often a running trajectory looks at the stop
 SWEEP_CLEARANCE_M = 0.02   # the tool this far above a surface it wipes
 
-# moveit_msgs/MoveItErrorCodes values → our failure codes; anything else is a planning failure.
+# moveit_msgs/MoveItErrorCodes: value → (its name, our failure code). The code drives replanning and
+# the explainer's retrieval; a value not listed is a planning failure.
 MOVEIT_ERRORS = {
-    -31: FailureCode.OUT_OF_REACH, -12: FailureCode.ARM_GOAL_IN_COLLISION, -10: FailureCode.ARM_IN_COLLISION,
-    -7: FailureCode.TIMEOUT, -8: FailureCode.CANCELED,
-    -5: FailureCode.ARM_EXECUTION_FAILED, -4: FailureCode.WORLD_CHANGED, -21: FailureCode.LOCALIZATION_LOST,
+    -1: ("PLANNING_FAILED", FailureCode.ARM_PLANNING_FAILED),
+    -2: ("INVALID_MOTION_PLAN", FailureCode.ARM_PLANNING_FAILED),
+    -3: ("MOTION_PLAN_INVALIDATED_BY_ENVIRONMENT_CHANGE", FailureCode.WORLD_CHANGED),
+    -4: ("CONTROL_FAILED", FailureCode.ARM_EXECUTION_FAILED),
+    -5: ("UNABLE_TO_AQUIRE_SENSOR_DATA", FailureCode.ARM_PLANNING_FAILED),
+    -6: ("TIMED_OUT", FailureCode.TIMEOUT),
+    -7: ("PREEMPTED", FailureCode.CANCELED),
+    -10: ("START_STATE_IN_COLLISION", FailureCode.ARM_IN_COLLISION),
+    -12: ("GOAL_IN_COLLISION", FailureCode.ARM_GOAL_IN_COLLISION),
+    -21: ("FRAME_TRANSFORM_FAILURE", FailureCode.LOCALIZATION_LOST),
+    -31: ("NO_IK_SOLUTION", FailureCode.OUT_OF_REACH),
 }
 
 
@@ -126,9 +135,9 @@ class MoveItArms:
             goal = f"{group} to {value!r}"
         plan = component.plan()
         if not plan:
-            code = int(getattr(getattr(plan, "error_code", None), "val", -1))
-            return Outcome(False, MOVEIT_ERRORS.get(code, FailureCode.ARM_PLANNING_FAILED),
-                                  f"MoveIt could not plan {goal} (error {code})")
+            value = int(getattr(getattr(plan, "error_code", None), "val", -1))
+            name, code = MOVEIT_ERRORS.get(value, (f"error {value}", FailureCode.ARM_PLANNING_FAILED))
+            return Outcome(False, code, f"MoveIt could not plan {goal} ({name}, {value})")
         status = self._execute(plan.trajectory, stop)
         if status is not None and not status:  # Humble returns nothing; later an ExecutionStatus
             name = str(getattr(status, "status", status))

@@ -56,7 +56,7 @@ def pose_stamped(pose: Pose2D, frame_id: str, stamp) -> PoseStamped:
 
 def task_error(navigator) -> tuple[int, str]:
     """The failed task's error code and message: getTaskError() where the Simple Commander has it
-    (Jazzy and later), else the result message of the action."""
+    (Kilted and later), else the result message of the action."""
     if hasattr(navigator, "getTaskError"):
         code, message = navigator.getTaskError()
         return int(code or 0), str(message or "")
