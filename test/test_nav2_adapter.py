@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from builtin_interfaces.msg import Time
 
-from planner.adapters.nav2 import Nav2Navigation
+from planner.adapters.nav2 import Nav2Navigation, wait_until_active
 from planner.core.geometry import Pose2D
 from planner.core.skills import Command
 
@@ -32,7 +32,7 @@ class FakeNavigator:
         self.now = 0.0
         self.goals, self.canceled = [], 0
         self.feedback = None
-        if old_api:  # before Jazzy: no getTaskError, the error code is in the action result
+        if old_api:  # before Kilted: no getTaskError, the error code is in the action result
             self.result_future = SimpleNamespace(done=lambda: True, result=lambda: SimpleNamespace(
                 result=SimpleNamespace(error_code=error[0], error_msg=error[1])))
         else:
@@ -55,7 +55,9 @@ class FakeNavigator:
         if not self.distances:
             return True
         self.now += 0.1
-        self.feedback = SimpleNamespace(distance_remaining=self.distances.pop(0))
+        distance = self.distances.pop(0)
+        if distance is not None:  # None: no feedback in this tick
+            self.feedback = SimpleNamespace(distance_remaining=distance)
         return False
 
     def getFeedback(self):
@@ -165,3 +167,31 @@ def test_choosing_the_robot_backend_where_nav2_is_not_installed_says_what_is_mis
     with pytest.raises(ValueError, match="executor.backend robot needs Nav2's nav2_simple_commander and MoveIt 2's "
                                          "moveit_py"):
         ExecutorNode(config)
+
+
+def test_a_long_drive_is_not_taken_for_a_stall_by_the_last_goals_feedback_or_the_zero_before_a_path():
+    navigator = FakeNavigator(distances=[1.0, 0.5, 0.2])
+    adapter, outcome = navigate(navigator)
+    assert outcome.ok and navigator.feedback.distance_remaining == 0.2
+    # The next goal: 25 s with no feedback (the commander still holds 0.2 m), 5 s of "0 m" before
+    # Nav2 has a path, then a 60 s drive from 12 m that makes steady progress.
+    navigator.distances = [None] * 250 + [0.0] * 50 + [12.0 - 0.019 * tick for tick in range(600)]
+    navigator.result = TaskResult.SUCCEEDED
+    outcome = adapter.run(Command("navigate", base_pose=Pose2D(9.0, 0.0, 0.0), timeout_s=120.0), threading.Event())
+    assert outcome.ok and navigator.canceled == 0 and not navigator.distances
+
+
+def test_a_drive_that_stops_making_progress_after_a_path_is_still_a_stall():
+    navigator = FakeNavigator(distances=[None] * 50 + [0.0] * 20 + [8.0, 7.5] + [7.45] * 300)
+    _, outcome = navigate(navigator, timeout_s=120.0)
+    assert (outcome.ok, outcome.code, navigator.canceled) == (False, "STALLED", 1)
+    assert outcome.detail.startswith("7.45 m still to go")
+
+
+@pytest.mark.parametrize("localizer, waited_for", [("amcl", "amcl"), ("slam_toolbox", "slam_toolbox"),
+                                                   ("none", "bt_navigator")])
+def test_start_up_waits_for_the_configured_localizer_not_always_amcl(localizer, waited_for):
+    calls = []
+    navigator = SimpleNamespace(waitUntilNav2Active=lambda **kwargs: calls.append(kwargs))
+    wait_until_active(navigator, localizer)
+    assert calls == [{"navigator": "bt_navigator", "localizer": waited_for}]

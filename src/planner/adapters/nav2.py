@@ -29,6 +29,9 @@ class Nav2Settings(StrictModel):
     stall_window_s: float = Field(default=20.0, gt=0, description="a goal is canceled as stalled when the distance "
                                                                    "to go has not shrunk by stall_min_progress_m in this time")
     stall_min_progress_m: float = Field(default=0.1, gt=0)
+    localizer: str = Field(default="amcl", min_length=1,
+                           description="the lifecycle node that localizes the robot, waited for at start-up: amcl "
+                                       "(then also an initial pose), slam_toolbox, ...; none: wait for the navigator only")
 
 # Nav2 error codes (nav2_msgs actions: FollowPath 1xx, ComputePathToPose 2xx,
 # ComputePathThroughPoses 3xx, NavigateToPose 9xxx) → our failure codes.
@@ -65,6 +68,17 @@ def task_error(navigator) -> tuple[int, str]:
     return int(getattr(result, "error_code", 0) or 0), str(getattr(result, "error_msg", "") or "")
 
 
+NAVIGATOR_NODE = "bt_navigator"
+
+
+def wait_until_active(navigator, localizer: str) -> None:
+    """Wait for Nav2's lifecycle nodes. The commander waits for the localizer named, and for AMCL
+    also for an initial pose, so the default would never return with another localizer; with
+    none, the navigator is the only node to wait for."""
+    navigator.waitUntilNav2Active(navigator=NAVIGATOR_NODE,
+                                  localizer=NAVIGATOR_NODE if localizer == "none" else localizer)
+
+
 class Nav2Navigation:
     """Runs navigate and look_around commands on a BasicNavigator, one goal at a time."""
 
@@ -77,11 +91,11 @@ class Nav2Navigation:
         self.clock = clock
 
     @classmethod
-    def connect(cls, node_name: str, **settings) -> Nav2Navigation:
+    def connect(cls, node_name: str, localizer: str, **settings) -> Nav2Navigation:
         from nav2_simple_commander.robot_navigator import BasicNavigator
 
         navigator = BasicNavigator(node_name=node_name)
-        navigator.waitUntilNav2Active()
+        wait_until_active(navigator, localizer)
         return cls(navigator, **settings)
 
     def run(self, command: Command, stop: threading.Event) -> Outcome:
@@ -97,16 +111,20 @@ class Nav2Navigation:
             return Outcome(False, FailureCode.BACKEND_UNAVAILABLE, f"Nav2 rejected {where}")
         started = self.clock()
         stall = StallDetector(self.stall_window_s, self.stall_min_progress_m)
+        # The commander keeps the last goal's feedback until new feedback comes, and Nav2 reports 0 m
+        # to go before it has a path: neither says anything about this drive's progress.
+        stale = self.navigator.getFeedback()
         while not self.navigator.isTaskComplete():
             now = self.clock()
             stopped = None
+            feedback = self.navigator.getFeedback()
+            remaining = float(getattr(feedback, "distance_remaining", 0.0) or 0.0)
             if stop.is_set():
                 stopped = Outcome(False, FailureCode.CANCELED, "canceled")
             elif now - started > command.timeout_s:
                 stopped = Outcome(False, FailureCode.TIMEOUT, f"{where} did not end within {command.timeout_s:.0f} s")
-            elif (feedback := self.navigator.getFeedback()) is not None and hasattr(feedback, "distance_remaining") \
-                    and stall.update(now, float(feedback.distance_remaining)):
-                stopped = Outcome(False, FailureCode.STALLED, f"{feedback.distance_remaining:.2f} m still to go on {where}, less "
+            elif feedback is not stale and remaining > 0 and stall.update(now, remaining):
+                stopped = Outcome(False, FailureCode.STALLED, f"{remaining:.2f} m still to go on {where}, less "
                                                            f"than {self.stall_min_progress_m} m closer in "
                                                            f"{self.stall_window_s:.0f} s")
             if stopped is not None:
