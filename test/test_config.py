@@ -28,7 +28,7 @@ def test_an_endpoint_from_the_environment(monkeypatch):
     settings = LLMSettings().resolved()
     assert (settings.provider, settings.base_url, settings.model) == ("openai", "http://localhost:8000/v1",
                                                                       "Qwen/Qwen2.5-7B-Instruct")
-    assert settings.structured_output == "json_object_schema"
+    assert settings.structured_output == "json_schema"  # the form vLLM, Ollama and llama-server all enforce
 
 
 def test_an_api_key_alone_means_openai(monkeypatch):

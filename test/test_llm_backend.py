@@ -137,7 +137,8 @@ def test_when_no_endpoint_answers_the_error_names_every_one():
 def test_fallbacks_from_the_config_keep_their_own_structured_output_mode(server):
     url, requests = server
     settings = LLMSettings(provider="openai", base_url="http://127.0.0.1:9/v1", max_retries=0, timeout_s=2,
-                           fallbacks=[{"base_url": url, "model": "local"}]).resolved()
+                           fallbacks=[{"base_url": url, "model": "local", "structured_output": "json_object_schema"}]
+                           ).resolved()
     policy, embedded = open_policy(settings)
     assert embedded is None and isinstance(policy, FallbackPolicy)
     assert policy.complete([{"role": "user", "content": "go"}], SCHEMA).source == f"local at {url}"

@@ -16,6 +16,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -48,11 +49,14 @@ class EmbeddedSettings(StrictModel):
     startup_timeout_s: float = Field(default=120, gt=0)
 
 
-def structured_output_for(base_url: str, mode: str) -> StructuredOutput:
-    """`auto` means OpenAI's json_schema form on api.openai.com, llama.cpp's form elsewhere."""
+def structured_output_for(embedded: bool, mode: str) -> StructuredOutput:
+    """`auto`: llama.cpp's form for the embedded server (llama-cpp-python enforces no other), and
+    OpenAI's json_schema form for every other server — OpenAI, vLLM, Ollama and llama.cpp's own
+    llama-server enforce it, while Ollama turns llama.cpp's form into plain JSON with no schema.
+    `planner llm check` says which forms a server enforces."""
     if mode != "auto":
         return mode  # type: ignore[return-value]
-    return "json_schema" if "api.openai.com" in base_url else "json_object_schema"
+    return "json_object_schema" if embedded else "json_schema"
 
 
 class FallbackEndpoint(StrictModel):
@@ -97,7 +101,7 @@ class LLMSettings(StrictModel):
             base_url = OPENAI_API_URL
         if provider == "openai" and base_url == OPENAI_API_URL and model == "default":
             model = OPENAI_DEFAULT_MODEL
-        mode = structured_output_for(base_url if provider == "openai" else "", self.structured_output)
+        mode = structured_output_for(provider == "embedded", self.structured_output)
         return self.model_copy(update={"provider": provider, "base_url": base_url, "api_key": api_key,
                                        "model": model, "structured_output": mode})
 
@@ -354,6 +358,40 @@ def part_policy(settings, endpoints: list[FallbackEndpoint], main: Policy, serve
     return FallbackPolicy([*policies, main], settings.rest_s), server
 
 
+# `planner llm check`: a schema the model would not follow by chance (asked for a greeting, it
+# must answer with this one word), so a reply that matches it shows the server enforced it.
+PROBE_SCHEMA = {"type": "object", "properties": {"probe": {"type": "string", "enum": ["violet-42"]}},
+                "required": ["probe"], "additionalProperties": False}
+PROBE_MESSAGES = [{"role": "user", "content": "Greet me in one short sentence."}]
+STRUCTURED_OUTPUTS: tuple[StructuredOutput, ...] = ("json_schema", "json_object_schema", "tool_call")
+
+
+@dataclass(frozen=True)
+class SchemaCheck:
+    mode: StructuredOutput
+    enforced: bool
+    reply: str   # what the server answered, or why it did not
+
+
+def check_schema_enforcement(base_url: str, api_key: str, model: str, timeout_s: float) -> list[SchemaCheck]:
+    """Ask the server once in each structured-output form and see which ones bind the reply."""
+    checks = []
+    for mode in STRUCTURED_OUTPUTS:
+        policy = OpenAICompatiblePolicy(base_url, api_key, model, mode, timeout_s, max_retries=0, temperature=0.0,
+                                        max_tokens=48)
+        try:
+            text = policy.complete(PROBE_MESSAGES, PROBE_SCHEMA).text
+        except PolicyError as error:
+            checks.append(SchemaCheck(mode, False, str(error)))
+            continue
+        try:
+            enforced = json.loads(text) == {"probe": "violet-42"}
+        except ValueError:
+            enforced = False
+        checks.append(SchemaCheck(mode, enforced, text))
+    return checks
+
+
 def _endpoint_policies(settings, endpoints: list[FallbackEndpoint], server: EmbeddedServer | None
                        ) -> tuple[list[Policy], EmbeddedServer | None]:
     started = server is None
@@ -365,7 +403,7 @@ def _endpoint_policies(settings, endpoints: list[FallbackEndpoint], server: Embe
             if embedded:
                 server = server or _start_embedded(settings.embedded)
                 base_url, label = server.base_url, f"embedded {settings.embedded.model}"
-            mode = structured_output_for(base_url if not embedded else "", endpoint.structured_output)
+            mode = structured_output_for(embedded, endpoint.structured_output)
             policy = OpenAICompatiblePolicy(base_url, endpoint.api_key, endpoint.model, mode, settings.timeout_s,
                                             settings.max_retries, settings.temperature, settings.max_tokens, label)
             policies.append(RevivingPolicy(policy, server) if embedded and server else policy)
