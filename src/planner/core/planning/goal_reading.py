@@ -114,6 +114,18 @@ def rooms_from_request(request: str, goals: list[Goal], scene: SceneGraph) -> li
     return fixed
 
 
+def inside_from_request(request: str, goals: list[Goal], scene: SceneGraph) -> list[Goal]:
+    """"Put the jar in the pantry" read as the jar on the pantry: an object the request puts in,
+    into or inside furniture that opens goes inside it. Small models repeat the kind they chose
+    however often they are told, so the words decide."""
+    words = words_of(request)
+    openable = {f.label for f in scene.furniture() if f.state}
+    return [goal.model_copy(update={"kind": "object_in"})
+            if goal.kind == "object_on" and goal.target in openable
+            and re.search(rf" (?:in|into|inside) (?:the |a |an )?{_phrase(goal.target)} ", words) else goal
+            for goal in goals]
+
+
 def _take_instead(goal: Goal) -> str:
     return f'if the request is to take the {goal.object}, the goal is {{"kind": "holding", "object": "{goal.object}"}}'
 
@@ -140,9 +152,6 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
             problems.append(f"the request names no {goal.target}; it names {', '.join(named_furniture)}")
         if goal.kind in PLACING_KINDS and not named_furniture and not goal_met(goal, scene):
             doubts.append(f"the request names no furniture for the {goal.object} to go to; {_take_instead(goal)}")
-        if goal.kind == "object_on" and re.search(rf" (?:in|into|inside) (?:the |a |an )?{_phrase(goal.target)} ", words) \
-                and any(f.label == goal.target and f.state for f in furniture):
-            problems.append(f"the request puts the {goal.object} inside the {goal.target}: that is object_in")
         if goal.kind == "bring_to_user" and not mentions_user(request):
             problems.append("bring_to_user is for requests to bring something to the user (me, I, my), and "
                             "this request does not ask that; where it names furniture, use object_on")
@@ -198,9 +207,10 @@ class GoalReader:
         reply = GoalReply.model_validate_json(text)
         if reply.impossible:
             self._check_impossible(reply.impossible)
-        goals = pin_named_objects(self.request, rooms_from_request(self.request, final_goals(
-            [g.model_copy(update={"room": self.user_room}) if g.kind == "bring_to_user" else g for g in reply.goals]),
-            self.scene), self.scene)
+        goals = final_goals([g.model_copy(update={"room": self.user_room}) if g.kind == "bring_to_user" else g
+                             for g in reply.goals])
+        for repair in (rooms_from_request, inside_from_request, pin_named_objects):
+            goals = repair(self.request, goals, self.scene)
         problems, doubts = goal_problems(self.request, goals, self.scene)
         self.doubted = goals if doubts and not problems else []
         if problems or doubts:
