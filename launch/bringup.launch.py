@@ -1,33 +1,33 @@
-"""ros2 launch planner bringup.launch.py [config:=/path/to/planner.yaml] [namespace:=robot1]
-                                         [explainer:=false]
+"""ros2 launch planner bringup.launch.py [sim:=false] [robot:=my_robot.yaml] [namespace:=robot1]
+    [config:=planner.yaml] [params_file:=params.yaml] [use_sim_time:=true] [log_level:=debug]
+    [llm_base_url:=http://gpu-box:8000/v1] [llm_model:=qwen2.5-7b] [explainer:=false]
 
-Starts the same nodes as `planner bringup`, from the same list (planner.ros.stack.NODES). A robot's
-nodes go under `namespace`; the explainer stays at the root, one for every robot, so the second
-robot's launch passes explainer:=false."""
+`ros2 launch planner bringup.launch.py --show-args` describes each. The arguments and the nodes
+they start come from planner.ros.stack, which `planner bringup` uses too, so the two cannot drift.
+Nodes keep their own names (a launch `name=` would rename the helper nodes in their processes too).
+"""
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
-from launch.conditions import IfCondition
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from planner.ros.stack import NODES
+from planner.ros.stack import LAUNCH_ARGUMENTS, stack_nodes
+
+
+def launch_nodes(context):
+    arguments = {name: LaunchConfiguration(name).perform(context) for name, _, _ in LAUNCH_ARGUMENTS}
+    return [
+        Node(package="planner", executable="planner-node", arguments=[node.name], namespace=node.namespace,
+             parameters=[*([node.params_file] if node.params_file else []), node.parameters],
+             additional_env=node.env, ros_arguments=["--log-level", node.log_level], output="screen")
+        for node in stack_nodes(arguments)
+    ]
 
 
 def generate_launch_description():
-    config = LaunchConfiguration("config")
-    namespace = LaunchConfiguration("namespace")
-    nodes = [
-        Node(package="planner", executable="planner-node", name=name, arguments=[name],
-             parameters=[{"config": config}], output="screen",
-             namespace="" if name == "explainer" else namespace,
-             condition=IfCondition(LaunchConfiguration("explainer")) if name == "explainer" else None)
-        for name in NODES
-    ]
     return LaunchDescription([
-        DeclareLaunchArgument("config", default_value="", description="stack config (default: the installed one)"),
-        DeclareLaunchArgument("namespace", default_value="", description="the robot's namespace, e.g. robot1"),
-        DeclareLaunchArgument("explainer", default_value="true",
-                              description="start the explainer (false when another robot's launch runs it)"),
-        *nodes,
+        *(DeclareLaunchArgument(name, default_value=default, description=description)
+          for name, default, description in LAUNCH_ARGUMENTS),
+        OpaqueFunction(function=launch_nodes),
     ])

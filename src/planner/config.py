@@ -77,6 +77,19 @@ class StackConfig(StrictModel):
         return (self.base_dir / Path(relative).expanduser()).resolve()
 
 
+def deployed(config: StackConfig, sim: bool | None = None, robot: str = "") -> StackConfig:
+    """The config as a launch deploys it: `sim` False drives the robot through Nav2 and MoveIt 2 (True: the
+    built-in simulator; None: as the file says), `robot` replaces the robot profile (an absolute path)."""
+    update: dict = {}
+    if sim is not None:
+        update["executor"] = config.executor.model_copy(update={"backend": "simulator" if sim else "robot"})
+    if robot:
+        if not Path(robot).is_file():
+            raise ValueError(f"robot profile {robot} does not exist")
+        update["robot"] = str(Path(robot).resolve())
+    return config.model_copy(update=update) if update else config
+
+
 def default_config_path() -> Path:
     """The installed config/planner.yaml: share/planner/config in the ament index on a ROS 2
     install, in the Python prefix on the pip path (where no AMENT_PREFIX_PATH is set)."""

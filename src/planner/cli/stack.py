@@ -9,10 +9,9 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 from planner.adapters.processes import DIE_WITH_PARENT
-from planner.ros.stack import NODES
+from planner.ros.stack import LAUNCH_ARGUMENTS, NODES, NodeLaunch, stack_nodes
 
 KIND_WIDTH = 12
 GOAL_ANSWER_S = 10.0  # a planner seen in discovery that never answers is a stale, stopped one
@@ -22,30 +21,37 @@ def format_step(kind: str, text: str) -> str:
     return f"[{kind}]".ljust(KIND_WIDTH) + " " + text
 
 
-class Stack:
-    """The stack's nodes as separate processes, stopped together."""
+def node_command(node: NodeLaunch, log_level: str) -> list[str]:
+    """The command line that runs one node of the stack as a launch would start it."""
+    command = [sys.executable, "-m", "planner.ros.stack", node.name, "--ros-args", "--log-level", log_level]
+    for name, value in node.parameters.items():
+        command += ["-p", f"{name}:={str(value).lower() if isinstance(value, bool) else value}"]
+    if node.params_file:
+        command += ["--params-file", node.params_file]
+    if node.namespace:
+        command += ["-r", f"__ns:=/{node.namespace}"]
+    return command
 
-    def __init__(self, config: str | None, nodes: tuple[str, ...] = NODES, quiet: bool = False, env: dict | None = None,
-                 namespace: str = ""):
-        self.config = config
-        self.nodes = nodes
-        self.namespace = namespace.strip("/")
+
+class Stack:
+    """The stack's nodes as separate processes, stopped together: what bringup.launch.py starts for
+    the same launch arguments (planner.ros.stack.LAUNCH_ARGUMENTS), less the nodes not in `only`."""
+
+    def __init__(self, arguments: dict[str, str], only: tuple[str, ...] = NODES, quiet: bool = False,
+                 env: dict | None = None):
+        self.nodes = [node for node in stack_nodes(arguments) if node.name in only]
         self.quiet = quiet
         self.env = env or os.environ.copy()
         self.processes: list[tuple[str, subprocess.Popen]] = []
 
     def start(self) -> None:
-        for name in self.nodes:
-            command = [sys.executable, "-m", "planner.ros.stack", name, "--ros-args", "--log-level", "warn" if self.quiet else "info"]
-            if self.config:
-                command += ["-p", f"config:={Path(self.config).resolve()}"]
-            if self.namespace and name != "explainer":  # one explainer serves every robot
-                command += ["-r", f"__ns:=/{self.namespace}"]
-            process = subprocess.Popen(command, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL, text=True, bufsize=1, start_new_session=True,
-                                       preexec_fn=DIE_WITH_PARENT)
-            self.processes.append((name, process))
-            threading.Thread(target=self._relay, args=(name, process), daemon=True).start()
+        for node in self.nodes:
+            command = node_command(node, "warn" if self.quiet else node.log_level)
+            process = subprocess.Popen(command, env={**self.env, **node.env}, stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, bufsize=1,
+                                       start_new_session=True, preexec_fn=DIE_WITH_PARENT)
+            self.processes.append((node.name, process))
+            threading.Thread(target=self._relay, args=(node.name, process), daemon=True).start()
 
     def _relay(self, name: str, process: subprocess.Popen) -> None:
         for line in process.stdout:
@@ -178,8 +184,8 @@ def demo(args) -> int:
     # A private DDS domain, so the demo neither joins nor disturbs another running stack.
     env.setdefault("ROS_DOMAIN_ID", str(random.randint(20, 99)))
     os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
-    stack = Stack(args.config, quiet=not args.verbose, env=env)
-    print(format_step("stack", f"starting {len(NODES)} nodes on ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']} ..."), flush=True)
+    stack = Stack({"config": args.config or ""}, quiet=not args.verbose, env=env)
+    print(format_step("stack", f"starting {len(stack.nodes)} nodes on ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']} ..."), flush=True)
     stack.start()
     try:
         return send(request, args.timeout, args.startup_timeout, stack)
@@ -188,10 +194,12 @@ def demo(args) -> int:
 
 
 def bringup(args) -> int:
-    nodes = tuple(args.nodes or NODES)
-    if args.shared_explainer:
-        nodes = tuple(n for n in nodes if n != "explainer")
-    stack = Stack(args.config, nodes, namespace=args.namespace)
+    arguments = {name: getattr(args, name) for name, _, _ in LAUNCH_ARGUMENTS if getattr(args, name) is not None}
+    try:
+        stack = Stack(arguments, tuple(args.nodes or NODES))
+    except ValueError as error:
+        print(f"planner bringup: {error}", file=sys.stderr)
+        return 2
     stack.start()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -217,13 +225,12 @@ def add_commands(sub) -> None:
     p.add_argument("--verbose", action="store_true", help="show the nodes' logs")
     p.set_defaults(run=demo)
 
-    p = sub.add_parser("bringup", help="start the nodes as separate processes (what ros2 launch does)")
-    p.add_argument("--config")
+    p = sub.add_parser("bringup", help="start the nodes as separate processes, as ros2 launch planner "
+                                         "bringup.launch.py does; the options are its launch arguments")
+    for name, default, description in LAUNCH_ARGUMENTS:
+        p.add_argument(f"--{name.replace('_', '-')}", dest=name, metavar=name.upper(),
+                       help=f"{description} (default: {default})" if default else description)
     p.add_argument("--nodes", nargs="*", choices=NODES, help="only these nodes")
-    p.add_argument("--namespace", default="", help="the robot's namespace (e.g. robot1): its nodes' names go under "
-                                                   "it; the explainer's stay at the root, shared by every robot")
-    p.add_argument("--shared-explainer", action="store_true", help="do not start an explainer: another robot's "
-                                                                   "stack already runs the shared one")
     p.set_defaults(run=bringup)
 
     p = sub.add_parser("send", help="send a request to a running stack and stream its trace")

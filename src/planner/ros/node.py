@@ -8,9 +8,10 @@ import sys
 import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from std_msgs.msg import String
 
-from planner.config import StackConfig, load_config
+from planner.config import StackConfig, deployed, load_config
 from planner.core.errors import PlannerError, PolicyError
 from planner.ros.qos import STATUS_QOS, STATUS_TOPIC
 from planner.wiring import open_llm, open_part_llm
@@ -27,12 +28,15 @@ class UnavailablePolicy:
 
 
 class PlannerNode(Node):
-    """A node that loads the stack config from its `config` parameter and reports on /planner/status."""
+    """A node that loads the stack config from its `config` parameter, as deployed by its `sim` and
+    `robot` parameters (bringup.launch.py's arguments), and reports on /planner/status."""
 
     def __init__(self, name: str, config: StackConfig | None = None, namespace: str | None = None):
         super().__init__(name, namespace=namespace)
         path = self.declare_parameter("config", "").value
-        self.config = config or load_config(path or None)
+        sim = self.declare_parameter("sim", Parameter.Type.BOOL).value  # unset: as the config says
+        robot = self.declare_parameter("robot", "").value
+        self.config = deployed(config or load_config(path or None), sim, robot)
         self._status = self.create_publisher(String, STATUS_TOPIC, STATUS_QOS)
         self.embedded = None  # the embedded LLM server this node started, stopped by close
 

@@ -1,10 +1,13 @@
-"""The stack's node list, shared by `planner bringup` (pip side) and launch/bringup.launch.py
-(ROS 2 side) so the two cannot drift."""
+"""The stack's nodes and how they are started, shared by `planner bringup` (pip side) and
+launch/bringup.launch.py (ROS 2 side) so the two cannot drift: the launch arguments, and for a set
+of their values the node list with each node's namespace, parameters, environment and log level."""
 
 from __future__ import annotations
 
 import importlib
 import sys
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import rclpy
 
@@ -21,6 +24,75 @@ _CLASSES = {
     "speech": "planner.ros.nodes.speech:SpeechNode",
     "task_planner": "planner.ros.nodes.task_planner:TaskPlannerNode",
 }
+
+
+# Launch arguments: name, default, description. Every value is a string, as `ros2 launch` gives it.
+LAUNCH_ARGUMENTS = (
+    ("sim", "true", "start the built-in simulator; false on a robot or in Gazebo: no simulator node, and the "
+                    "executor drives Nav2 and MoveIt 2"),
+    ("robot", "", "a robot profile YAML (arms, frames, camera, payload); default: the config's"),
+    ("namespace", "", "the robot's namespace, e.g. robot1 (the explainer stays at the root, shared)"),
+    ("config", "", "stack config YAML; default: the installed config/planner.yaml"),
+    ("params_file", "", "a ROS parameters file for the nodes (keys: node names or /**)"),
+    ("use_sim_time", "false", "the nodes' clocks follow /clock (Gazebo, bag replay)"),
+    ("log_level", "info", "debug, info, warn, error or fatal"),
+    ("llm_base_url", "", "an OpenAI-compatible LLM server, e.g. http://gpu-box:8000/v1 (default: the config's)"),
+    ("llm_model", "", "the model name on that server (default: the config's)"),
+    ("explainer", "true", "start the explainer; false when another robot's launch runs the shared one"),
+)
+LOG_LEVELS = ("debug", "info", "warn", "error", "fatal")
+
+
+@dataclass(frozen=True)
+class NodeLaunch:
+    """One node as a launch starts it."""
+    name: str
+    namespace: str
+    parameters: dict[str, str | bool] = field(default_factory=dict)
+    params_file: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+    log_level: str = "info"
+
+
+def _flag(name: str, value: str) -> bool:
+    if value.strip().lower() in ("true", "1", "yes", "on"):
+        return True
+    if value.strip().lower() in ("false", "0", "no", "off"):
+        return False
+    raise ValueError(f"launch argument {name}:={value!r} is not true or false")
+
+
+def _existing_file(name: str, value: str) -> str:
+    if not value:
+        return ""
+    path = Path(value).expanduser().resolve()
+    if not path.is_file():
+        raise ValueError(f"launch argument {name}:={value} names no file")
+    return str(path)
+
+
+def stack_nodes(arguments: dict[str, str]) -> list[NodeLaunch]:
+    """The nodes to start for these launch argument values (missing ones take their defaults);
+    ValueError says which argument is wrong."""
+    unknown = set(arguments) - {name for name, _, _ in LAUNCH_ARGUMENTS}
+    if unknown:
+        raise ValueError(f"unknown launch arguments: {', '.join(sorted(unknown))}")
+    values = {name: arguments.get(name, default) for name, default, _ in LAUNCH_ARGUMENTS}
+    sim, explainer = _flag("sim", values["sim"]), _flag("explainer", values["explainer"])
+    use_sim_time = _flag("use_sim_time", values["use_sim_time"])
+    if values["log_level"] not in LOG_LEVELS:
+        raise ValueError(f"launch argument log_level:={values['log_level']} is not one of {', '.join(LOG_LEVELS)}")
+    namespace = values["namespace"].strip("/")
+    parameters: dict[str, str | bool] = {"sim": sim, "use_sim_time": use_sim_time}
+    for name in ("config", "robot"):
+        if path := _existing_file(name, values[name]):
+            parameters[name] = path
+    # The LLM server reaches the nodes as the config's own environment overrides.
+    env = {variable: values[name] for name, variable in (("llm_base_url", "OPENAI_BASE_URL"),
+                                                         ("llm_model", "PLANNER_LLM_MODEL")) if values[name]}
+    return [NodeLaunch(name, "" if name == "explainer" else namespace, dict(parameters),
+                       _existing_file("params_file", values["params_file"]), env, values["log_level"])
+            for name in NODES if (sim or name != "simulator") and (explainer or name != "explainer")]
 
 
 def node_class(name: str):

@@ -1,0 +1,137 @@
+"""What `ros2 launch planner bringup.launch.py` starts for its arguments. `ros2 launch` cannot run
+here (no launch package on PyPI), so the launch file is read as source and the node table it uses
+(planner.ros.stack) is checked directly, and over DDS through `planner bringup`, which starts the
+same table."""
+
+import ast
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import DATA, RosClient, wait_for
+from planner.cli.stack import Stack, node_command
+from planner.config import deployed, load_config
+from planner.ros.stack import LAUNCH_ARGUMENTS, NODES, stack_nodes
+
+LAUNCH_FILE = Path(__file__).resolve().parents[1] / "launch" / "bringup.launch.py"
+ROBOT = Path(__file__).resolve().parents[1] / "config" / "robots" / "robee.yaml"
+ROOT_NAMES = {"/rosout", "/parameter_events"}  # every node's, by ROS's own design
+
+
+def by_name(nodes):
+    return {node.name: node for node in nodes}
+
+
+def test_defaults_start_every_node_with_the_simulator_at_the_root():
+    nodes = by_name(stack_nodes({}))
+    assert tuple(nodes) == NODES
+    assert all(node.namespace == "" and node.parameters == {"sim": True, "use_sim_time": False} and not node.env
+               and node.log_level == "info" for node in nodes.values())
+
+
+def test_on_a_robot_no_simulator_runs_and_every_node_is_told_so():
+    nodes = by_name(stack_nodes({"sim": "false", "robot": str(ROBOT), "use_sim_time": "true", "log_level": "debug"}))
+    assert "simulator" not in nodes and len(nodes) == len(NODES) - 1
+    assert all(node.parameters == {"sim": False, "use_sim_time": True, "robot": str(ROBOT)} and node.log_level == "debug"
+               for node in nodes.values())
+
+
+def test_a_namespace_holds_every_node_but_the_shared_explainer(tmp_path):
+    params = tmp_path / "params.yaml"
+    params.write_text("/**:\n  ros__parameters: {}\n")
+    nodes = by_name(stack_nodes({"namespace": "/robot1/", "params_file": str(params)}))
+    assert {name: node.namespace for name, node in nodes.items()} == {
+        name: "" if name == "explainer" else "robot1" for name in NODES}
+    assert {node.params_file for node in nodes.values()} == {str(params)}
+    assert "explainer" not in by_name(stack_nodes({"namespace": "robot2", "explainer": "false"}))
+
+
+def test_the_llm_server_reaches_every_node_through_the_configs_environment_overrides():
+    nodes = stack_nodes({"llm_base_url": "http://gpu-box:8000/v1", "llm_model": "qwen2.5-7b"})
+    assert all(node.env == {"OPENAI_BASE_URL": "http://gpu-box:8000/v1", "PLANNER_LLM_MODEL": "qwen2.5-7b"}
+               for node in nodes)
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"sim": "maybe"}, "sim:='maybe' is not true or false"),
+    ({"robot": "/nowhere/robot.yaml"}, "robot:=/nowhere/robot.yaml names no file"),
+    ({"params_file": "missing.yaml"}, "params_file:=missing.yaml names no file"),
+    ({"log_level": "loud"}, "log_level:=loud is not one of debug, info"),
+    ({"simulation": "false"}, "unknown launch arguments: simulation"),
+])
+def test_a_wrong_argument_is_named(arguments, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        stack_nodes(arguments)
+
+
+def test_the_launch_file_declares_the_table_and_starts_its_nodes_without_renaming_them():
+    tree = ast.parse(LAUNCH_FILE.read_text())
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                and node.module == "planner.ros.stack" for alias in node.names}
+    assert imported == {"LAUNCH_ARGUMENTS", "stack_nodes"}
+    calls = {node.func.id: node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    assert {"DeclareLaunchArgument", "OpaqueFunction", "Node", "stack_nodes"} <= set(calls)
+    # A launch `name=` renames every node in the process, helper nodes too (the Nav2 commander's).
+    node_keywords = {keyword.arg for keyword in calls["Node"].keywords}
+    assert "name" not in node_keywords
+    assert {"namespace", "parameters", "additional_env", "ros_arguments"} <= node_keywords
+    assert len({name for name, _, _ in LAUNCH_ARGUMENTS}) == len(LAUNCH_ARGUMENTS) == 10
+
+
+def test_deployed_config_drives_the_robot_when_not_simulated(tmp_path):
+    config = load_config(DATA / "scripted.yaml")
+    assert deployed(config).executor.backend == "simulator"
+    on_robot = deployed(config, sim=False, robot=str(ROBOT))
+    assert on_robot.executor.backend == "robot" and on_robot.path(on_robot.robot) == ROBOT
+    assert deployed(on_robot, sim=True).executor.backend == "simulator"
+    with pytest.raises(ValueError, match="robot profile .*nowhere.yaml does not exist"):
+        deployed(config, robot=str(tmp_path / "nowhere.yaml"))
+
+
+def names_of(client: RosClient, name: str, namespace: str) -> set[str]:
+    graph = client.node
+    found = set()
+    for listing in (graph.get_publisher_names_and_types_by_node, graph.get_subscriber_names_and_types_by_node,
+                    graph.get_service_names_and_types_by_node, graph.get_client_names_and_types_by_node):
+        found |= {topic for topic, _ in listing(name, namespace)}
+    return found
+
+
+@pytest.mark.timeout(300)
+def test_a_namespaced_bringup_keeps_every_name_under_its_namespace(ros):
+    stack = Stack({"config": str(DATA / "scripted.yaml"), "namespace": "robot1"}, quiet=True)
+    client = RosClient("namespace_test")
+    try:
+        stack.start()
+        expected = {("/" if name == "explainer" else "/robot1", name) for name in NODES}
+
+        def started():
+            assert not stack.dead(), stack.dead()
+            return expected <= {(ns, name) for name, ns in client.node.get_node_names_and_namespaces()}
+        wait_for(started, 180)
+        time.sleep(2.0)  # the last node's endpoints
+        for name in NODES:
+            if name == "explainer":  # the shared one, for every robot; it loads an embedding model first
+                wait_for(lambda: "/explainer/explain" in names_of(client, name, "/"), 120)
+                continue
+            names = names_of(client, name, "/robot1") - ROOT_NAMES
+            assert names, name
+            # Actions are services and topics under <action>/_action/; /explainer/ is the shared explainer's.
+            outside = {n for n in names if not n.startswith("/robot1/") and not n.startswith("/explainer/")}
+            assert not outside, f"/robot1/{name}: {sorted(outside)}"
+    finally:
+        stack.stop()
+        client.close()
+
+
+@pytest.mark.timeout(120)
+def test_without_the_simulator_here_the_executor_says_what_the_robot_needs(ros):
+    """sim:=false on a machine without Nav2 and MoveIt 2: no simulator node, and the executor stops
+    with the reason rather than driving nothing."""
+    nodes = by_name(stack_nodes({"sim": "false", "config": str(DATA / "scripted.yaml")}))
+    assert "simulator" not in nodes
+    run = subprocess.run(node_command(nodes["executor"], "info"), capture_output=True, text=True, timeout=100)
+    assert run.returncode == 2
+    assert "executor.backend robot needs Nav2's nav2_simple_commander and MoveIt 2's moveit_py" in run.stderr
