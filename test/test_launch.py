@@ -114,7 +114,7 @@ def test_a_namespaced_bringup_keeps_every_name_under_its_namespace(ros):
         time.sleep(2.0)  # the last node's endpoints
         for name in NODES:
             if name == "explainer":  # the shared one, for every robot; it loads an embedding model first
-                wait_for(lambda: "/explainer/explain" in names_of(client, name, "/"), 120)
+                wait_for(lambda: "/explainer/explain" in names_of(client, "explainer", "/"), 120)
                 continue
             names = names_of(client, name, "/robot1") - ROOT_NAMES
             assert names, name
