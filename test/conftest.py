@@ -4,6 +4,8 @@ explainer learns in tests stays out of the user's case memory."""
 
 import os
 import random
+import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -16,6 +18,7 @@ os.environ["PLANNER_STATE"] = tempfile.mkdtemp(prefix="planner-test-state-")
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / "config"
 DATA = Path(__file__).resolve().parent / "data"
+PLANNER = shutil.which("planner", path=os.path.dirname(sys.executable)) or "planner"  # the command line installed
 
 
 def _robee():

@@ -2,17 +2,14 @@
 process, as `planner demo`, `planner bringup` and `planner send` run it."""
 
 import os
-import shutil
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
-from conftest import DATA
+from conftest import DATA, PLANNER
 
-PLANNER = shutil.which("planner", path=os.path.dirname(sys.executable)) or "planner"
 REQUEST = "Go to the table in the kitchen, pick up the bottle, and place it on the table in the bedroom"
 
 

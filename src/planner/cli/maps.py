@@ -1,4 +1,4 @@
-"""`planner map` and `planner world`: pictures of maps and world files for the simulator."""
+"""`planner map` and `planner world`: pictures of maps, world files for the simulator and for Gazebo."""
 
 from __future__ import annotations
 
@@ -58,6 +58,20 @@ def world_from_voxeland(args) -> int:
     return 0
 
 
+def world_to_sdf(args) -> int:
+    from planner.core.world import load_world
+    from planner.sim.gazebo import robot_spawn, wall_segments, world_sdf
+
+    world = load_world(Path(args.world))
+    out = Path(args.out or Path(args.world).with_suffix(".sdf").name)
+    out.write_text(world_sdf(world))
+    x, y, yaw = robot_spawn(world)
+    print(f"{out}: {len(wall_segments(world))} walls, {len(world.furniture)} furniture, {len(world.objects)} objects, "
+          f"{len(world.people)} people; spawn the robot at x {x:g}, y {y:g}, yaw {yaw:g} "
+          f"(ros2 run ros_gz_sim create -world {world.name} -x {x:g} -y {y:g} -Y {yaw:g} -topic robot_description)")
+    return 0
+
+
 def add_commands(sub) -> None:
     p = sub.add_parser("map", help="look at maps and scene graphs")
     map_sub = p.add_subparsers(dest="map_command", required=True)
@@ -85,3 +99,8 @@ def add_commands(sub) -> None:
                           help="where the robot starts (default: inside the first room)")
     voxeland.add_argument("--out", default="world.yaml")
     voxeland.set_defaults(run=world_from_voxeland)
+    to_sdf = world_sub.add_parser("to-sdf", help="a Gazebo (gz-sim) SDF world: walls with door gaps, furniture and "
+                                                 "objects as boxes named by their ids")
+    to_sdf.add_argument("world", help="world file (YAML)")
+    to_sdf.add_argument("--out", help="SDF file to write (default: the world's name with .sdf, here)")
+    to_sdf.set_defaults(run=world_to_sdf)
