@@ -2,14 +2,18 @@
 command becomes, in the robot's base frame, and how planning and execution failures map."""
 
 import math
+import sys
 import threading
+import types
 from types import SimpleNamespace
 
 import pytest
 
+from conftest import CONFIG
 from planner.adapters.moveit import MoveItArms, MoveItSettings, to_base_frame
+from planner.core.errors import InputError
 from planner.core.geometry import Pose2D
-from planner.core.robot_profile import RobotProfile
+from planner.core.robot_profile import RobotProfile, load_robot_profile
 from planner.core.skills import Command
 
 SETTINGS = MoveItSettings()
@@ -152,3 +156,62 @@ def test_a_stop_ends_the_running_trajectory_and_the_remaining_motions():
     moveit.execute = execute_until_stopped
     outcome = arms.run(Command("grasp", arm="left", object_id="cup_1", point=(0.5, 0, 0.8)), stop)
     assert outcome.code == "CANCELED" and moveit.executed == 1  # the gripper never closed
+
+
+@pytest.fixture
+def moveit_py(monkeypatch):
+    """moveit.planning.MoveItPy and moveit.core.robot_state.RobotState doubles that record what they
+    were given."""
+    given = {}
+
+    class MoveItPy(FakeMoveIt):
+        def __init__(self, **options):
+            super().__init__()
+            given.update(options)
+
+        def get_robot_model(self):
+            return "robot model"
+
+    class RobotState:
+        def __init__(self, model):
+            self.model, self.joint_positions, self.updated = model, {}, False
+
+        def update(self):
+            self.updated = True
+
+    modules = {"moveit": types.ModuleType("moveit"), "moveit.planning": types.ModuleType("moveit.planning"),
+               "moveit.core": types.ModuleType("moveit.core"),
+               "moveit.core.robot_state": types.ModuleType("moveit.core.robot_state")}
+    modules["moveit.planning"].MoveItPy = MoveItPy
+    modules["moveit.core.robot_state"].RobotState = RobotState
+    for name, module in modules.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    return given
+
+
+def test_moveit_gets_its_parameter_files_and_the_robots_namespace(moveit_py, tmp_path):
+    params = tmp_path / "moveit.yaml"
+    params.write_text("planner_moveit:\n  ros__parameters: {}\n")
+    MoveItArms.connect(SETTINGS, ONE_ARM, lambda: ROBOT, "/robot1", [params])
+    assert moveit_py == {"node_name": "planner_moveit", "name_space": "robot1", "launch_params_filepaths": [str(params)]}
+    moveit_py.clear()
+    MoveItArms.connect(SETTINGS, ONE_ARM, lambda: ROBOT)  # MoveItPy's own default: the process's --params-file
+    assert moveit_py == {"node_name": "planner_moveit", "name_space": ""}
+    with pytest.raises(InputError, match="executor.moveit.params_files: .*missing.yaml not found"):
+        MoveItArms.connect(SETTINGS, ONE_ARM, lambda: ROBOT, "", [tmp_path / "missing.yaml"])
+
+
+def test_a_robot_whose_srdf_names_no_states_moves_to_the_joint_positions_of_its_profile(moveit_py):
+    tiago = load_robot_profile(CONFIG / "robots" / "tiago.yaml")
+    arms = MoveItArms.connect(SETTINGS, tiago, lambda: ROBOT)
+    moveit = arms.moveit
+    for name in ("open_gripper", "grasp", "retreat"):
+        assert arms.run(Command(name, arm="arm", object_id="cup_1", point=(2.0, 1.6, 0.8)), threading.Event()).ok
+    states = [(group, goal["robot_state"]) for group, goal in moveit.goals if "robot_state" in goal]
+    assert [group for group, _ in states] == ["gripper", "gripper", "arm_torso"]
+    opened, closed, rest = (state for _, state in states)
+    assert opened.joint_positions == tiago.arms["arm"].open_state and opened.updated and opened.model == "robot model"
+    assert closed.joint_positions == {"gripper_left_finger_joint": 0.0, "gripper_right_finger_joint": 0.0}
+    assert set(rest.joint_positions) == {"torso_lift_joint", *(f"arm_{i}_joint" for i in range(1, 8))}
+    poses = [goal["pose_link"] for _, goal in moveit.goals if "pose_link" in goal]
+    assert poses == ["gripper_grasping_frame"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 from geometry_msgs.msg import PoseStamped
 from pydantic import Field
@@ -24,7 +25,10 @@ from planner.core.types import Outcome
 
 
 class MoveItSettings(StrictModel):
-    node_name: str = "planner_moveit"
+    node_name: str = Field(default="planner_moveit", description="MoveItPy's node; its parameters are keyed by it")
+    params_files: list[str] = Field(default_factory=list, description="MoveIt parameter files for that node (robot "
+                                    "description and semantic, kinematics, planning pipelines, controllers); "
+                                    "empty: the --params-file files the executor was started with")
     hover_m: float = Field(default=0.10, gt=0, description="above an object before the grasp and after the lift")
     tool_down_xyzw: tuple[float, float, float, float] = Field(
         default=(1.0, 0.0, 0.0, 0.0), description="tool orientation for top-down grasps, in the base frame")
@@ -72,14 +76,22 @@ class MoveItArms:
         self.robot_pose = robot_pose
 
     @classmethod
-    def connect(cls, settings: MoveItSettings, robot: RobotProfile, robot_pose: Callable[[], Pose2D]) -> MoveItArms:
-        """MoveItPy for the robot; raises InputError when the profile lacks an arm's MoveIt names."""
+    def connect(cls, settings: MoveItSettings, robot: RobotProfile, robot_pose: Callable[[], Pose2D],
+                namespace: str = "", params_files: list[Path] | None = None) -> MoveItArms:
+        """MoveItPy for the robot, in the executor's namespace, configured from `params_files` (MoveItPy's
+        own default when none: the process's --params-file arguments); raises InputError when the profile
+        lacks an arm's MoveIt names or a parameter file is missing."""
         missing = [f"arms.{name}.{field}" for name, arm in robot.arms.items() for field in arm.missing_moveit_names()]
         if missing:
             raise InputError(f"robot profile {robot.name!r}: {', '.join(missing)}: needed by the MoveIt executor backend")
+        absent = [str(path) for path in params_files or [] if not path.is_file()]
+        if absent:
+            raise InputError(f"executor.moveit.params_files: {', '.join(absent)} not found")
         from moveit.planning import MoveItPy
 
-        return cls(MoveItPy(node_name=settings.node_name), settings, robot, robot_pose)
+        options = {"launch_params_filepaths": [str(path) for path in params_files]} if params_files else {}
+        return cls(MoveItPy(node_name=settings.node_name, name_space=namespace.strip("/"), **options), settings, robot,
+                   robot_pose)
 
     def run(self, command: Command, stop: threading.Event) -> Outcome:
         """One manipulation command; `stop` set at any time stops the arm and what is left of it."""
@@ -130,6 +142,9 @@ class MoveItArms:
                 return Outcome(False, FailureCode.BACKEND_UNAVAILABLE, f"{command.name} has no point to move to")
             component.set_goal_state(pose_stamped_msg=self.pose_goal(command.point, value), pose_link=arm.tool_link)
             goal = f"{arm.tool_link} to {command.object_id or command.target_id or 'the point'}"
+        elif isinstance(value, dict):
+            component.set_goal_state(robot_state=self._joint_state(value))
+            goal = f"{group} to {', '.join(f'{joint} {position:g}' for joint, position in value.items())}"
         else:
             component.set_goal_state(configuration_name=value)
             goal = f"{group} to {value!r}"
@@ -144,6 +159,15 @@ class MoveItArms:
             code = {"TIMED_OUT": FailureCode.TIMEOUT, "PREEMPTED": FailureCode.CANCELED}.get(name, FailureCode.ARM_EXECUTION_FAILED)
             return Outcome(False, code, f"moving {goal} ended {name}")
         return Outcome(True)
+
+    def _joint_state(self, positions: dict[str, float]):
+        """A goal state with these joints where the profile puts them (robots whose SRDF names no states)."""
+        from moveit.core.robot_state import RobotState
+
+        state = RobotState(self.moveit.get_robot_model())
+        state.joint_positions = positions
+        state.update()
+        return state
 
     def _execute(self, trajectory, stop: threading.Event):
         """Execute (it blocks), stopping the trajectory as soon as `stop` is set."""

@@ -17,9 +17,12 @@ class ArmProfile(StrictModel):
     group: str = Field(default="", description="MoveIt planning group of the arm, e.g. left_arm")
     tool_link: str = Field(default="", description="link whose pose the arm goals give, e.g. left_tool0")
     gripper_group: str = Field(default="", description="MoveIt planning group of the gripper, e.g. left_hand")
-    open_state: str = Field(default="open", description="named gripper state, open")
-    closed_state: str = Field(default="closed", description="named gripper state, closed")
-    rest_state: str = Field(default="home", description="named arm state it retreats to")
+    # A state is a named state of the robot's SRDF, or joint positions for robots whose SRDF has none.
+    open_state: str | dict[str, float] = Field(default="open", description="gripper open: SRDF state or {joint: position}")
+    closed_state: str | dict[str, float] = Field(default="closed", description="gripper closed: SRDF state or "
+                                                                              "{joint: position}")
+    rest_state: str | dict[str, float] = Field(default="home", description="arm state it retreats to: SRDF state or "
+                                                                          "{joint: position}")
 
     def missing_moveit_names(self) -> list[str]:
         return [name for name in ("group", "tool_link", "gripper_group") if not getattr(self, name)]

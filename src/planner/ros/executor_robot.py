@@ -26,7 +26,8 @@ class RobotBackend:
         node.create_subscription(RobotState, "robot/state", self._on_state, RELIABLE, callback_group=callback_group)
         try:
             self.navigation = Nav2Navigation.connect(frame_id=robot.map_frame, **settings.nav2.model_dump())
-            self.arms = MoveItArms.connect(settings.moveit, robot, self.robot_pose)
+            self.arms = MoveItArms.connect(settings.moveit, robot, self.robot_pose, node.get_namespace(),
+                                           [node.config.path(path) for path in settings.moveit.params_files])
         except ImportError as error:
             raise ValueError(f"executor.backend robot needs Nav2's nav2_simple_commander and MoveIt 2's moveit_py "
                              f"(a ROS 2 install with both): {error}") from error
