@@ -42,6 +42,8 @@ class PerceptionSettings(StrictModel):
 
 class ExecutorSettings(StrictModel):
     backend: Literal["simulator", "robot"] = Field(default="simulator", description="robot: Nav2 and MoveIt 2")
+    state_rate_hz: float = Field(default=10.0, gt=0, description="robot backend: how often it publishes "
+                                                                  "/robot/state from TF and its hands")
     nav2: Nav2Settings = Field(default_factory=Nav2Settings)
     moveit: MoveItSettings = Field(default_factory=MoveItSettings)
 

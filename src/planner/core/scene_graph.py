@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import networkx as nx
@@ -540,6 +540,8 @@ class SceneGraph:
 
     def set_robot(self, robot: RobotSnapshot) -> None:
         """Robot state in; held objects leave their support, released ones wait to be re-seen."""
+        if not robot.room:  # a real robot's state knows its pose, not the rooms
+            robot = replace(robot, room=self.room_at(robot.pose.x, robot.pose.y) or "")
         held_now = {obj for obj in robot.held.values() if obj and obj in self.graph}
         if self.robot is None:  # first state: objects may have been restored as held
             held_before = {e.id for e in self.objects() if e.status == "held"}

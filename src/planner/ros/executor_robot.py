@@ -1,5 +1,7 @@
 """Executor backend for a real robot: navigate and look_around commands go to Nav2, arm and gripper commands to
-MoveIt 2. The base pose that arm goals are expressed from comes from /robot/state."""
+MoveIt 2. With no simulator to say it, this backend also publishes /robot/state: the base pose from TF
+(map → the profile's base frame), what each hand holds (from the commands that succeeded), whether a
+command runs; perception places the pose in its rooms."""
 
 from __future__ import annotations
 
@@ -8,44 +10,67 @@ import threading
 from planner.adapters.moveit import MoveItArms
 from planner.adapters.nav2 import Nav2Navigation
 from planner.core.failures import FailureCode
+from planner.core.frames import FrameError, to_planar
 from planner.core.geometry import Pose2D
-from planner.core.skills import Command
+from planner.core.robot_state import HeldObjects
+from planner.core.scene_graph import RobotSnapshot
+from planner.core.skills import Command, load_skill_library
 from planner.core.types import Outcome
 from planner.msg import RobotState
-from planner.ros.convert import pose_from_msg
+from planner.ros.convert import robot_to_msg
 from planner.ros.qos import RELIABLE
+from planner.ros.tf_frames import TfLookup, tf_available
 from planner.wiring import load_robot
+
+LATEST = 0.0  # a TF lookup at time 0 takes the latest transform
 
 
 class RobotBackend:
     def __init__(self, node, callback_group):
         settings = node.config.executor
-        robot = load_robot(node.config)
-        self._pose: Pose2D | None = None
-        self._lock = threading.Lock()
-        node.create_subscription(RobotState, "robot/state", self._on_state, RELIABLE, callback_group=callback_group)
+        self.node, self.robot = node, load_robot(node.config)
+        if not tf_available():
+            raise ValueError("executor.backend robot needs tf2_ros (a ROS 2 install) for the base pose in the map")
+        self.tf = TfLookup(node, self.robot.map_frame)
+        self.held = HeldObjects(self.robot.arm_names, load_skill_library(node.config.path(node.config.skills)))
+        self.busy = threading.Event()
+        self.state = node.create_publisher(RobotState, "robot/state", RELIABLE)
+        node.create_timer(1.0 / settings.state_rate_hz, self.publish_state, callback_group=callback_group)
         try:
-            self.navigation = Nav2Navigation.connect(frame_id=robot.map_frame, **settings.nav2.model_dump())
-            self.arms = MoveItArms.connect(settings.moveit, robot, self.robot_pose, node.get_namespace(),
+            self.navigation = Nav2Navigation.connect(frame_id=self.robot.map_frame, **settings.nav2.model_dump())
+            self.arms = MoveItArms.connect(settings.moveit, self.robot, self.robot_pose, node.get_namespace(),
                                            [node.config.path(path) for path in settings.moveit.params_files])
         except ImportError as error:
             raise ValueError(f"executor.backend robot needs Nav2's nav2_simple_commander and MoveIt 2's moveit_py "
                              f"(a ROS 2 install with both): {error}") from error
 
-    def _on_state(self, msg: RobotState) -> None:
-        with self._lock:
-            self._pose = pose_from_msg(msg.base_pose)
-
     def robot_pose(self) -> Pose2D:
-        with self._lock:
-            if self._pose is None:
-                raise RuntimeError("no /robot/state yet: arm goals need the base pose")
-            return self._pose
+        try:
+            return to_planar(self.tf(self.robot.base_frame, LATEST))
+        except FrameError as error:
+            raise RuntimeError(f"no base pose in {self.robot.map_frame}: {error}") from None
+
+    def publish_state(self) -> None:
+        try:
+            pose = self.robot_pose()
+        except RuntimeError as error:
+            self.node.get_logger().warning(f"no /robot/state: {error}", throttle_duration_sec=5.0)
+            return
+        snapshot = RobotSnapshot(pose, "", self.robot.arm_names, self.held.held(), self.busy.is_set())
+        self.state.publish(robot_to_msg(snapshot, self.node.get_clock().now().to_msg(), self.robot.map_frame))
 
     def run(self, command: Command, stop: threading.Event) -> Outcome:
-        if command.name in ("navigate", "look_around"):
-            return self.navigation.run(command, stop)
+        self.busy.set()
         try:
-            return self.arms.run(command, stop)
-        except RuntimeError as error:
-            return Outcome(False, FailureCode.BACKEND_UNAVAILABLE, str(error))
+            if command.name in ("navigate", "look_around"):
+                outcome = self.navigation.run(command, stop)
+            else:
+                try:
+                    outcome = self.arms.run(command, stop)
+                except RuntimeError as error:
+                    outcome = Outcome(False, FailureCode.BACKEND_UNAVAILABLE, str(error))
+        finally:
+            self.busy.clear()
+        if outcome.ok:
+            self.held.record(command)
+        return outcome
