@@ -1,0 +1,62 @@
+"""What can be checked of docker/ on a machine without a container engine or ROS 2: the compose
+file's shape, the files the image and services use, the Dockerfile's apt names, and that the pip
+pins for a ROS install are the ones the tests run with."""
+
+import re
+from pathlib import Path
+
+import yaml
+
+from conftest import REPO
+
+DOCKER = REPO / "docker"
+# The Jazzy binary packages the image installs (ros-jazzy-<name>); names as released for Jazzy
+# (the robostack-jazzy channel, which rebuilds the releases, lists each under the same name).
+JAZZY_PACKAGES = {"navigation2", "nav2-bringup", "nav2-simple-commander", "moveit", "moveit-py", "ros-gz",
+                  "foxglove-bridge", "tf2-ros"}
+
+
+def pins(path: Path) -> dict[str, str]:
+    found = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if "==" in line:
+            name, version = line.split("==")
+            found[re.sub(r"\[.*\]", "", name).lower()] = version.strip()
+    return found
+
+
+def test_the_compose_file_has_an_image_and_a_command_for_every_service():
+    compose = yaml.safe_load((DOCKER / "compose.yaml").read_text())
+    services = compose["services"]
+    assert set(services) == {"llm", "models", "gazebo", "planner", "foxglove"}
+    for name, service in services.items():
+        assert service.get("image") and service.get("command"), name
+    assert services["models"]["build"] == {"context": "..", "dockerfile": "docker/Dockerfile"}
+    assert (DOCKER / ".." / services["models"]["build"]["dockerfile"]).resolve().is_file()
+    for name in ("gazebo", "planner", "foxglove"):  # DDS discovery needs the host network
+        assert services[name]["network_mode"] == "host", name
+    assert set(compose["volumes"]) == {"models"}
+    launch = " ".join(services["planner"]["command"])
+    assert "bringup.launch.py" in launch and "llm_base_url:=" in launch
+    # Files the services name inside the image exist in the repository (copied to /ws/src/planner).
+    for text in (str(s["command"]) for s in services.values()):
+        for path in re.findall(r"/ws/src/planner/([\w/.-]+)", text):
+            assert (REPO / path).is_file(), path
+
+
+def test_the_image_installs_jazzy_packages_and_uses_files_that_exist():
+    dockerfile = (DOCKER / "Dockerfile").read_text()
+    assert dockerfile.startswith("#") and "FROM ros:jazzy-ros-base" in dockerfile
+    assert set(re.findall(r"ros-jazzy-([\w-]+)", dockerfile)) == JAZZY_PACKAGES
+    for path in re.findall(r"/ws/src/planner/([\w/.-]+\.sh)", dockerfile):
+        assert (REPO / path).is_file(), path
+    for source in re.findall(r"^COPY (\S+) ", dockerfile, re.MULTILINE):
+        assert (REPO / source).exists(), source
+
+
+def test_a_ros_install_gets_the_versions_the_tests_run_with():
+    stack, ros = pins(REPO / "requirements" / "stack.txt"), pins(REPO / "requirements" / "ros.txt")
+    assert ros and all(stack.get(name) == version for name, version in ros.items()), \
+        {name: (version, stack.get(name)) for name, version in ros.items() if stack.get(name) != version}
+    assert "numpy" not in ros  # the ROS Python's own numpy stays
