@@ -1,13 +1,19 @@
 """`planner llm check` against servers that enforce a schema in one form, in none, and against
-the embedded llama.cpp server."""
+the embedded llama.cpp server; and the warning a node gives at start when its server enforces none."""
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
+from std_msgs.msg import String
 
+from conftest import RosClient, wait_for, write_config
 from planner.cli import main
+from planner.config import load_config
+from planner.ros.nodes.task_planner import TaskPlannerNode
+from planner.ros.qos import STATUS_QOS, STATUS_TOPIC
 
 PROBE_REPLY = '{"probe": "violet-42"}'
 FREE_REPLY = '{"greeting": "Hello! Nice to meet you."}'  # what a model writes when nothing binds it
@@ -93,3 +99,22 @@ def test_the_embedded_server_enforces_the_form_the_config_picks_for_it(capsys, m
     assert main(["llm", "check"]) == 0
     out = capsys.readouterr().out
     assert "json_object_schema  enforced" in out and "ok: json_object_schema" in out
+
+
+@pytest.mark.parametrize("enforces, warned", [({"json_schema"}, False), (set(), True)])
+def test_a_node_warns_at_start_when_its_server_ignores_the_schema(ros, served, tmp_path, enforces, warned):
+    url = served(enforces)
+    config = load_config(write_config(tmp_path, llm={"provider": "openai", "base_url": url, "model": "stub"}))
+    client = RosClient("schema_warning_test")
+    try:
+        status = client.collect(String, STATUS_TOPIC, STATUS_QOS)
+        client.add(TaskPlannerNode(config))
+        warning = f"the LLM server {url} does not enforce the schema sent as json_schema"
+        if warned:
+            wait_for(lambda: any(warning in m.data for m in status), 20)
+            assert any("WARN" in m.data and "planner llm check" in m.data for m in status)
+        else:
+            time.sleep(3.0)  # the probe is one local request
+            assert not any("does not enforce" in m.data for m in status)
+    finally:
+        client.close()

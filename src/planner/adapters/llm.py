@@ -371,25 +371,27 @@ class SchemaCheck:
     mode: StructuredOutput
     enforced: bool
     reply: str   # what the server answered, or why it did not
+    answered: bool = True
+
+
+def probe_schema(base_url: str, api_key: str, model: str, mode: StructuredOutput, timeout_s: float) -> SchemaCheck:
+    """Ask the server once with a schema in one structured-output form and see whether it binds the reply."""
+    policy = OpenAICompatiblePolicy(base_url, api_key, model, mode, timeout_s, max_retries=0, temperature=0.0,
+                                    max_tokens=48)
+    try:
+        text = policy.complete(PROBE_MESSAGES, PROBE_SCHEMA).text
+    except PolicyError as error:
+        return SchemaCheck(mode, False, str(error), answered=False)
+    try:
+        enforced = json.loads(text) == {"probe": "violet-42"}
+    except ValueError:
+        enforced = False
+    return SchemaCheck(mode, enforced, text)
 
 
 def check_schema_enforcement(base_url: str, api_key: str, model: str, timeout_s: float) -> list[SchemaCheck]:
     """Ask the server once in each structured-output form and see which ones bind the reply."""
-    checks = []
-    for mode in STRUCTURED_OUTPUTS:
-        policy = OpenAICompatiblePolicy(base_url, api_key, model, mode, timeout_s, max_retries=0, temperature=0.0,
-                                        max_tokens=48)
-        try:
-            text = policy.complete(PROBE_MESSAGES, PROBE_SCHEMA).text
-        except PolicyError as error:
-            checks.append(SchemaCheck(mode, False, str(error)))
-            continue
-        try:
-            enforced = json.loads(text) == {"probe": "violet-42"}
-        except ValueError:
-            enforced = False
-        checks.append(SchemaCheck(mode, enforced, text))
-    return checks
+    return [probe_schema(base_url, api_key, model, mode, timeout_s) for mode in STRUCTURED_OUTPUTS]
 
 
 def _endpoint_policies(settings, endpoints: list[FallbackEndpoint], server: EmbeddedServer | None

@@ -4,6 +4,7 @@ main loop that spins it."""
 from __future__ import annotations
 
 import sys
+import threading
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
@@ -11,6 +12,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_msgs.msg import String
 
+from planner.adapters.llm import probe_schema
 from planner.config import StackConfig, deployed, load_config
 from planner.core.errors import PlannerError, PolicyError
 from planner.ros.qos import STATUS_QOS, STATUS_TOPIC
@@ -39,6 +41,7 @@ class PlannerNode(Node):
         self.config = deployed(config or load_config(path or None), sim, robot)
         self._status = self.create_publisher(String, STATUS_TOPIC, STATUS_QOS)
         self.embedded = None  # the embedded LLM server this node started, stopped by close
+        self.closed = threading.Event()  # set by close: threads of the node report nothing after it
 
     def open_llm(self, part: str = ""):
         """The configured LLM (for `part`, its own servers first), or a policy whose every call fails
@@ -50,7 +53,24 @@ class PlannerNode(Node):
             return UnavailablePolicy(f"LLM unavailable: {error}")
         if self.embedded is not None:
             self.get_logger().info(f"embedded LLM {self.config.llm.embedded.model} serving at {self.embedded.base_url}")
+        settings = self.config.llm.resolved()
+        if settings.provider == "openai":  # the embedded server is known to enforce its form
+            threading.Thread(target=self._check_schema_enforced, args=(settings,), daemon=True).start()
         return self.part_llm(part, policy) if part else policy
+
+    def _check_schema_enforced(self, settings) -> None:
+        """Warn when the server does not bind replies to the schema in the configured form: the planner
+        then relies on validating and repairing replies, which a small model needs many calls for."""
+        check = probe_schema(settings.base_url, settings.api_key, settings.model, settings.structured_output,
+                             settings.timeout_s)
+        if self.closed.is_set() or check.enforced:
+            return
+        if check.answered:
+            self.report("warn", f"the LLM server {settings.base_url} does not enforce the schema sent as "
+                                f"{check.mode} (it answered {check.reply[:60]!r}); `planner llm check` says which "
+                                f"llm.structured_output it enforces")
+        else:
+            self.report("warn", f"could not check the LLM server {settings.base_url}: {check.reply[:160]}")
 
     def part_llm(self, part: str, main):
         """`main` behind the servers configured for one part of the stack (`goal_step`, `object_finder`);
@@ -64,6 +84,7 @@ class PlannerNode(Node):
 
     def close(self) -> None:
         """What the node holds outside ROS goes with it (spin_node calls this at shutdown)."""
+        self.closed.set()
         if self.embedded is not None:
             self.embedded.stop()
 
