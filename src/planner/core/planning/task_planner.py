@@ -51,7 +51,8 @@ class PlannerSettings(StrictModel):
                                        "are at least this similar; 1 turns grounding off")
     goal_check_threshold: float = Field(default=0.0, ge=0, le=1, description="the goals read are checked by a yes/no "
                                         "question to the model and, when its probability of yes is below this, read "
-                                        "again with the doubt said, then put to the user; 0: no check")
+                                        "again with the doubt said, then put to the user, and declined without an "
+                                        "answer; 0: no check")
     grounding_part_threshold: float = Field(default=0.6, ge=0, le=1, description="... or this similar when the "
                                             "phrase is part of the label's name (milk: milk_carton)")
 
@@ -342,11 +343,16 @@ class TaskPlanner:
         goals = again.settle(self._validated(messages, again.schema(), usage, again.parse, self.goal_policy))
         if self._goals_fit(again, goals, usage):
             return goals
+        # Doubted twice: only the user can say. Without an answer the robot does not act on a reading it
+        # doubts (on development homes every reading doubted twice was wrong: a laptop for "something to eat").
         question = f"Do you want this: {reading_of(goals)}?"
         self._emit("question", question)
         answer = self.tools.ask(question, self.settings.question_timeout_s)
-        self._emit("answer", answer or "no answer: going on with that reading")
-        if answer and not confirmed(answer):
+        self._emit("answer", answer or "no answer")
+        if not answer:
+            raise RequestImpossible(f"I am not sure what you want: I read it as {reading_of(goals)}, which may not "
+                                    "be it, and no answer came; please say it another way")
+        if not confirmed(answer):
             raise RequestImpossible(f"you said that is not what you asked ({answer!r}); please say it another way")
         return goals
 
