@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import math
 import threading
-import time
-from collections.abc import Callable
 
 from geometry_msgs.msg import PoseStamped
 from pydantic import Field
@@ -82,13 +80,16 @@ def wait_until_active(navigator, localizer: str) -> None:
 class Nav2Navigation:
     """Runs navigate and look_around commands on a BasicNavigator, one goal at a time."""
 
-    def __init__(self, navigator, frame_id: str = "map", stall_window_s: float = 20.0, stall_min_progress_m: float = 0.1,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(self, navigator, frame_id: str = "map", stall_window_s: float = 20.0, stall_min_progress_m: float = 0.1):
         self.navigator = navigator
         self.frame_id = frame_id
         self.stall_window_s = stall_window_s
         self.stall_min_progress_m = stall_min_progress_m
-        self.clock = clock
+
+    def clock(self) -> float:
+        """The navigator node's time: simulated under use_sim_time, so a Gazebo slower than real time
+        does not time goals out or take them for stalled."""
+        return self.navigator.get_clock().now().nanoseconds * 1e-9
 
     @classmethod
     def connect(cls, node_name: str, localizer: str, **settings) -> Nav2Navigation:

@@ -5,6 +5,7 @@ command runs; perception places the pose in its rooms."""
 
 from __future__ import annotations
 
+import importlib
 import threading
 
 from planner.adapters.moveit import MoveItArms
@@ -19,30 +20,39 @@ from planner.core.types import Outcome
 from planner.msg import RobotState
 from planner.ros.convert import robot_to_msg
 from planner.ros.qos import RELIABLE
-from planner.ros.tf_frames import TfLookup, tf_available
+from planner.ros.tf_frames import TfLookup
 from planner.wiring import load_robot
 
 LATEST = 0.0  # a TF lookup at time 0 takes the latest transform
+# What this backend imports: (how a user knows it, module).
+REQUIRED = (("tf2_ros", "tf2_ros"), ("Nav2's nav2_simple_commander", "nav2_simple_commander.robot_navigator"),
+            ("MoveIt 2's moveit_py", "moveit.planning"))
+
+
+def importable(module: str) -> bool:
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
 
 
 class RobotBackend:
     def __init__(self, node, callback_group):
         settings = node.config.executor
         self.node, self.robot = node, load_robot(node.config)
-        if not tf_available():
-            raise ValueError("executor.backend robot needs tf2_ros (a ROS 2 install) for the base pose in the map")
+        missing = [name for name, module in REQUIRED if not importable(module)]
+        if missing:
+            raise ValueError(f"executor.backend robot needs {', '.join(missing)} (a ROS 2 install with Nav2 and "
+                             f"MoveIt 2)")
         self.tf = TfLookup(node, self.robot.map_frame)
         self.held = HeldObjects(self.robot.arm_names, load_skill_library(node.config.path(node.config.skills)))
         self.busy = threading.Event()
         self.state = node.create_publisher(RobotState, "robot/state", RELIABLE)
         node.create_timer(1.0 / settings.state_rate_hz, self.publish_state, callback_group=callback_group)
-        try:
-            self.navigation = Nav2Navigation.connect(frame_id=self.robot.map_frame, **settings.nav2.model_dump())
-            self.arms = MoveItArms.connect(settings.moveit, self.robot, self.robot_pose, node.get_namespace(),
-                                           [node.config.path(path) for path in settings.moveit.params_files])
-        except ImportError as error:
-            raise ValueError(f"executor.backend robot needs Nav2's nav2_simple_commander and MoveIt 2's moveit_py "
-                             f"(a ROS 2 install with both): {error}") from error
+        self.navigation = Nav2Navigation.connect(frame_id=self.robot.map_frame, **settings.nav2.model_dump())
+        self.arms = MoveItArms.connect(settings.moveit, self.robot, self.robot_pose, node.get_namespace(),
+                                       [node.config.path(path) for path in settings.moveit.params_files])
 
     def robot_pose(self) -> Pose2D:
         try:
