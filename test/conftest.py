@@ -154,3 +154,27 @@ def wait_for(predicate, timeout=10.0):
     from planner.ros.futures import wait_until
 
     assert wait_until(predicate, timeout), "condition not met in time"
+
+
+def chat_server(reply):
+    """A local OpenAI-compatible endpoint, started: every POST's JSON body goes to `reply`, whose dict
+    is sent back as the response. Stop it with .shutdown()."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            data = json.dumps(reply(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd

@@ -4,12 +4,11 @@ import hashlib
 import json
 import math
 import signal
-import threading
 import zipfile
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
+from conftest import chat_server
 from planner.adapters import model_store
 from planner.adapters.llm import FallbackPolicy, LLMSettings, OpenAICompatiblePolicy, open_policy
 from planner.core.errors import PolicyError
@@ -21,38 +20,25 @@ SCHEMA = {"type": "object", "properties": {"action": {"enum": ["GOTO(kitchen)"]}
 def server():
     requests = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            requests.append(body)
-            message = {"role": "assistant", "content": '{"action": "GOTO(kitchen)"}'}
-            if "tools" in body:
-                message = {"role": "assistant", "content": None, "tool_calls": [{
-                    "id": "1", "type": "function", "function": {"name": "reply", "arguments": '{"action": "GOTO(kitchen)"}'}}]}
-            choice = {"index": 0, "message": message, "finish_reason": "stop"}
-            if body.get("logprobs"):  # a judgement: "true" written, though the model leaned to "false"
-                choice["message"] = {"role": "assistant", "content": '{"fits": true}'}
-                choice["logprobs"] = {"content": [
-                    {"token": token, "logprob": -0.1, "bytes": None, "top_logprobs": [
-                        {"token": alternative, "logprob": logprob, "bytes": None} for alternative, logprob in top]}
-                    for token, top in [('{"', [('{"', -0.1)]), ("fits", [("fits", -0.01)]), ('":', [('":', -0.1)]),
-                                       (" true", [(" false", math.log(0.6)), (" true", math.log(0.3)),
-                                                  ("true", math.log(0.1))]), ("}", [("}", -0.01)])]]}
-            reply = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                     "choices": [choice],
-                     "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}}
-            data = json.dumps(reply).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def reply(body: dict) -> dict:
+        requests.append(body)
+        message = {"role": "assistant", "content": '{"action": "GOTO(kitchen)"}'}
+        if "tools" in body:
+            message = {"role": "assistant", "content": None, "tool_calls": [{
+                "id": "1", "type": "function", "function": {"name": "reply", "arguments": '{"action": "GOTO(kitchen)"}'}}]}
+        choice = {"index": 0, "message": message, "finish_reason": "stop"}
+        if body.get("logprobs"):  # a judgement: "true" written, though the model leaned to "false"
+            choice["message"] = {"role": "assistant", "content": '{"fits": true}'}
+            choice["logprobs"] = {"content": [
+                {"token": token, "logprob": -0.1, "bytes": None, "top_logprobs": [
+                    {"token": alternative, "logprob": logprob, "bytes": None} for alternative, logprob in top]}
+                for token, top in [('{"', [('{"', -0.1)]), ("fits", [("fits", -0.01)]), ('":', [('":', -0.1)]),
+                                   (" true", [(" false", math.log(0.6)), (" true", math.log(0.3)),
+                                              ("true", math.log(0.1))]), ("}", [("}", -0.01)])]]}
+        return {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"], "choices": [choice],
+                "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}}
 
-        def log_message(self, *args):
-            pass
-
-    httpd = HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    httpd = chat_server(reply)
     yield f"http://127.0.0.1:{httpd.server_port}/v1", requests
     httpd.shutdown()
 

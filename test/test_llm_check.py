@@ -1,15 +1,12 @@
 """`planner llm check` against servers that enforce a schema in one form, in none, and against
 the embedded llama.cpp server; and the warning a node gives at start when its server enforces none."""
 
-import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 from std_msgs.msg import String
 
-from conftest import RosClient, wait_for, write_config
+from conftest import RosClient, chat_server, wait_for, write_config
 from planner.cli import main
 from planner.config import load_config
 from planner.ros.nodes.task_planner import TaskPlannerNode
@@ -23,32 +20,19 @@ def stub_server(enforces: set[str]):
     """An OpenAI-compatible server that follows the schema only when it is sent in the forms in
     `enforces` (json_schema, json_object_schema, tool_call); otherwise it answers freely."""
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            form = body.get("response_format", {}).get("type", "")
-            mode = {"json_schema": "json_schema", "json_object": "json_object_schema"}.get(form, "tool_call")
-            if mode == "json_object_schema" and "schema" not in body["response_format"]:
-                mode = ""
-            content = PROBE_REPLY if mode in enforces else FREE_REPLY
-            message = {"role": "assistant", "content": content}
-            if mode == "tool_call" and mode in enforces:
-                message = {"role": "assistant", "content": None, "tool_calls": [{
-                    "id": "1", "type": "function", "function": {"name": "reply", "arguments": content}}]}
-            data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                               "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args):
-            pass
-
-    httpd = HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return httpd
+    def reply(body: dict) -> dict:
+        form = body.get("response_format", {}).get("type", "")
+        mode = {"json_schema": "json_schema", "json_object": "json_object_schema"}.get(form, "tool_call")
+        if mode == "json_object_schema" and "schema" not in body["response_format"]:
+            mode = ""
+        content = PROBE_REPLY if mode in enforces else FREE_REPLY
+        message = {"role": "assistant", "content": content}
+        if mode == "tool_call" and mode in enforces:
+            message = {"role": "assistant", "content": None, "tool_calls": [{
+                "id": "1", "type": "function", "function": {"name": "reply", "arguments": content}}]}
+        return {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+    return chat_server(reply)
 
 
 @pytest.fixture
