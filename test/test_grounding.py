@@ -40,3 +40,14 @@ def test_a_kind_of_thing_is_not_taken_for_one_of_its_kind(grounder):
         grounding = grounder.ground(request, ["apple", "banana", "water_bottle", "refrigerator", "table"])
         assert all(m.label in {"refrigerator", "water_bottle"} and m.phrase in {"fridge"} for m in grounding.matches), \
             grounding
+
+
+def test_part_of_a_name_inside_another_compound_is_not_that_label(grounder):
+    """"Table" names a coffee_table where the map has no other table, but a bedside table is not one,
+    and a phone charger is no phone; a room word beside it only says where."""
+    labels = ["coffee_table", "nightstand", "guitar", "cell_phone"]
+    for request in ("Put the guitar in the bedside table", "Bring me the phone charger"):
+        grounding = grounder.ground(request, labels, ["bedroom", "kitchen"])
+        assert not grounding.matches, grounding
+    assert grounder.ground("Put the guitar on the table", labels).note() == "table = coffee_table"
+    assert grounder.ground("Put the guitar on the kitchen table", labels, ["kitchen"]).note() == "table = coffee_table"

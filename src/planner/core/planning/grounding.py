@@ -9,7 +9,8 @@ strict because a wrong grounding misleads the model and the checks alike while a
 leaves the request as said: with all-MiniLM-L6-v2, other names for the same thing score 0.84-0.96
 (couch: sofa, fridge: refrigerator, tv: television) but a kind of thing scores up to ~0.75 with
 one of its members (fruit: banana 0.73, a drink: water 0.62). A phrase that is part of a label's
-name (milk: milk_carton, phone: cell_phone) names it at a lower similarity.
+name (milk: milk_carton, phone: cell_phone) names it at a lower similarity, unless the request makes
+it part of another compound (a bedside table is no coffee_table).
 """
 
 from __future__ import annotations
@@ -63,6 +64,15 @@ class Grounder:
             self._vectors.update(zip(new, self.embedder.encode(new)))
         return np.array([self._vectors[t] for t in texts])
 
+    @staticmethod
+    def _other_compound(words: list[str], span: tuple[int, int], name: str, in_rooms: set[int]) -> bool:
+        """Whether the phrase is part of a compound the label is not: "table" in "bedside table" is no
+        coffee table, "phone" in "phone charger" no cell phone. A room word beside it ("kitchen table")
+        says where, not what."""
+        start, end = span
+        beside = [i for i in (start - 1, end) if 0 <= i < len(words)]
+        return any(words[i] not in FUNCTION_WORDS and i not in in_rooms and words[i] not in name.split() for i in beside)
+
     def ground(self, request: str, labels: list[str], rooms: Sequence[str] = ()) -> Grounding:
         """`labels`: what phrases may be grounded to; `rooms`: names left alone wherever they are
         said ("the bedroom" is no bed)."""
@@ -93,6 +103,8 @@ class Grounder:
             second = similarity[row][order[1]] if len(order) > 1 else -1.0
             phrase_words = words[span[0]:span[1]]
             part_of_name = all(word in names[best].split() for word in phrase_words)
+            if part_of_name and self._other_compound(words, span, names[best], in_rooms):
+                continue
             needed = self.part_threshold if part_of_name else self.threshold
             if best in unnamed and similarity[row][order[0]] >= needed and \
                     similarity[row][order[0]] - second >= self.margin:
