@@ -9,7 +9,7 @@ import re
 from planner.core.ambiguity import named_object_labels, pin_named_objects, room_furniture_name, words_of
 from planner.core.errors import PolicyError, RequestImpossible
 from planner.core.goals import PLACING_KINDS, Goal, GoalReply, goal_met, goal_schema
-from planner.core.planning.grounding import Grounding
+from planner.core.planning.grounding import FUNCTION_WORDS, Grounding
 from planner.core.scene_graph import SceneGraph
 
 GOAL_PROMPT = """Turn the user's request into goals that can be checked in the world once the request is done.
@@ -126,6 +126,21 @@ def inside_from_request(request: str, goals: list[Goal], scene: SceneGraph) -> l
             for goal in goals]
 
 
+# A particular thing to be moved: "put the apple", "bring me my keys" (not "something for the headache",
+# nor "I spilled the coffee", where the thing named is not the one wanted).
+MOVED_THING = re.compile(r" (?:put|take|bring|get|fetch|grab|pick up|move|place|hand|carry)(?: me| us)? "
+                         r"(?:the|my|your|our) ([a-z]+)(?= )")
+
+
+def unknown_things(request: str, scene: SceneGraph) -> list[str]:
+    """Things the request asks to move as particular ones with a word that no label or room of the
+    map contains: what the user means may not be here."""
+    known = {word for name in [*(o.label for o in scene.objects()), *(f.label for f in scene.furniture()),
+                               *scene.rooms()] for word in words_of(name).split()}
+    return [word for word in dict.fromkeys(MOVED_THING.findall(words_of(request)))
+            if word not in known and word.rstrip("s") not in known and word not in FUNCTION_WORDS]
+
+
 def _take_instead(goal: Goal) -> str:
     return f'if the request is to take the {goal.object}, the goal is {{"kind": "holding", "object": "{goal.object}"}}'
 
@@ -164,6 +179,11 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
                       f"{'it' if len(named_objects) == 1 else 'one of them'} as its object; if the "
                       f"{_phrase(named_objects[0])} must be {who}, the goal is "
                       f'{{"kind": "{kind}", "object": "{named_objects[0]}"}}')
+    absent = unknown_things(request, scene)
+    if absent and goals and not named_objects and any(goal.object for goal in goals):
+        # "Put the apple on the bed" with no apple in the home was read as moving a box onto the bed.
+        doubts.append(f"the request is about the {absent[0]}, and the map has nothing called that; if no object "
+                      f"here is a {absent[0]} by another name, the request is impossible: say so")
     # Being back in this room at the end is a fair goal beside others, though true now.
     true_now = [goal for goal in goals if goal_met(goal, scene) and not (goal.kind == "robot_in_room" and len(goals) > 1)]
     doubts += [f"'{goal}' is true already" + (f", so {goal.target} is not where the request wants the {goal.object}; "
