@@ -19,14 +19,15 @@ class SimulatorBackend:
     def __init__(self, node, callback_group):
         self.navigate = ActionClient(node, Navigate, "sim/navigate", callback_group=callback_group)
         self.manipulate = ActionClient(node, Manipulate, "sim/manipulate", callback_group=callback_group)
+        self.clock = node.get_clock()
 
     def run(self, command: Command, stop: threading.Event) -> Outcome:
         """One command; `stop` set at any time, even before it started, cancels it."""
         if command.name == "navigate":
-            call = ActionCall(self.navigate, "sim/navigate")
+            call = ActionCall(self.navigate, "sim/navigate", self.clock)
             goal = Navigate.Goal(goal=pose_to_msg(command.base_pose))
         else:
-            call = ActionCall(self.manipulate, "sim/manipulate")
+            call = ActionCall(self.manipulate, "sim/manipulate", self.clock)
             goal = Manipulate.Goal(operation=command.name, arm=command.arm, object_id=command.object_id,
                                    target_id=command.target_id)
             if command.point is not None:

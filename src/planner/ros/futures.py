@@ -30,22 +30,48 @@ class CallFailed(PlannerError, RuntimeError):
 STOP_POLL_S = 0.05
 
 
-def wait_future(future, timeout_s: float, what: str, give_up: bool = True, stop: threading.Event | None = None) -> Any:
-    """The future's result; CallFailed after `timeout_s`, or as soon as `stop` is set, when the
-    future is dropped unless `give_up` is False (its answer is still wanted, e.g. an action
-    result after a cancel)."""
+class Deadline:
+    """A time limit on a node's clock when that follows /clock (use_sim_time: a Gazebo slower than
+    real time, or paused, does not run out what the robot is still doing), else on the wall clock,
+    as it is until the first /clock message, so that no wait hangs on a simulator that is not there.
+    Limits on the robot's work take the node's clock; limits on messages and people stay on the wall."""
+
+    SIM_POLL_S = 0.1   # simulated time runs faster or slower than the wall: look again this often
+
+    def __init__(self, seconds: float, clock=None):
+        self._sim_clock = clock if clock is not None and clock.ros_time_is_active and clock.now().nanoseconds else None
+        self._end = self._now() + seconds
+
+    def _now(self) -> float:
+        return self._sim_clock.now().nanoseconds * 1e-9 if self._sim_clock is not None else time.monotonic()
+
+    def remaining(self) -> float:
+        return self._end - self._now()
+
+    def wait_s(self, poll_s: float | None = None) -> float:
+        """Wall seconds to wait before looking at the deadline again (at most `poll_s`)."""
+        remaining = self.remaining()
+        if self._sim_clock is not None:
+            remaining = min(remaining, self.SIM_POLL_S)
+        return max(min(remaining, poll_s) if poll_s is not None else remaining, 0.0)
+
+
+def wait_future(future, timeout_s: float, what: str, give_up: bool = True, stop: threading.Event | None = None,
+                clock=None) -> Any:
+    """The future's result; CallFailed after `timeout_s` (on `clock`, see Deadline), or as soon as
+    `stop` is set, when the future is dropped unless `give_up` is False (its answer is still
+    wanted, e.g. an action result after a cancel)."""
     done = threading.Event()
     future.add_done_callback(lambda _: done.set())
-    deadline = time.monotonic() + timeout_s
+    deadline = Deadline(timeout_s, clock)
     problem, kind = "", CallKind.ERROR
     while not done.is_set() and not problem:
-        remaining = deadline - time.monotonic()
         if stop is not None and stop.is_set():
             problem, kind = "stopped", CallKind.STOPPED
-        elif remaining <= 0:
+        elif deadline.remaining() <= 0:
             problem, kind = f"no answer within {timeout_s:.0f} s", CallKind.TIMEOUT
         else:
-            done.wait(min(remaining, STOP_POLL_S) if stop is not None else remaining)
+            done.wait(deadline.wait_s(STOP_POLL_S if stop is not None else None))
     if problem:
         if give_up:
             future.cancel()
@@ -55,21 +81,23 @@ def wait_future(future, timeout_s: float, what: str, give_up: bool = True, stop:
     return future.result()
 
 
-def call_service(client, request, timeout_s: float = 5.0) -> Any:
+def call_service(client, request, timeout_s: float = 5.0, clock=None) -> Any:
     if not client.wait_for_service(timeout_sec=min(timeout_s, 5.0)):
         raise CallFailed(f"service {client.srv_name} is not available", CallKind.UNAVAILABLE)
-    return wait_future(client.call_async(request), timeout_s, f"service {client.srv_name}")
+    return wait_future(client.call_async(request), timeout_s, f"service {client.srv_name}", clock=clock)
 
 
 CANCEL_WAIT_S = 5.0   # how long a timed-out goal may take to end after its cancel
 
 
 class ActionCall:
-    """Send one goal and wait for its result from a worker thread; cancel() from any thread."""
+    """Send one goal and wait for its result from a worker thread; cancel() from any thread. The
+    result's time limit runs on `clock` (the calling node's, see Deadline) when given."""
 
-    def __init__(self, client: ActionClient, name: str):
+    def __init__(self, client: ActionClient, name: str, clock=None):
         self.client = client
         self.name = name
+        self.clock = clock
         self.goal_handle = None
 
     def run(self, goal, timeout_s: float, feedback_callback=None, stop: threading.Event | None = None):
@@ -83,7 +111,8 @@ class ActionCall:
             raise CallFailed(f"action {self.name} rejected the goal", CallKind.REJECTED)
         result = self.goal_handle.get_result_async()
         try:
-            return wait_future(result, timeout_s, f"action {self.name}", give_up=False, stop=stop).result
+            return wait_future(result, timeout_s, f"action {self.name}", give_up=False, stop=stop,
+                               clock=self.clock).result
         except CallFailed:
             # Cancel, and give the server a moment to wind the goal down, so that the next goal
             # does not find the robot still busy with this one.
@@ -97,8 +126,6 @@ class ActionCall:
     def cancel(self) -> None:
         if self.goal_handle is not None:
             self.goal_handle.cancel_goal_async()
-
-
 
 
 def wait_until(predicate, timeout_s: float, period_s: float = 0.05) -> bool:

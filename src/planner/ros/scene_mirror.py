@@ -11,7 +11,6 @@ reader, under the mirror's lock, so a graph is never changed while someone reads
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
@@ -19,7 +18,7 @@ from typing import TypeVar
 from planner.core.scene_graph import SceneGraph
 from planner.msg import RobotState, SceneGraphUpdate
 from planner.ros.convert import apply_update_msg, robot_from_msg, scene_from_msg, seconds
-from planner.ros.futures import call_service
+from planner.ros.futures import Deadline, call_service
 from planner.ros.qos import RELIABLE
 from planner.srv import GetSceneGraph
 
@@ -31,6 +30,7 @@ T = TypeVar("T")
 
 class SceneMirror:
     def __init__(self, node, callback_group):
+        self._clock = node.get_clock()
         self._client = node.create_client(GetSceneGraph, "perception/get_scene_graph", callback_group=callback_group)
         node.create_subscription(SceneGraphUpdate, "scene_graph/updates", self._on_update, RELIABLE,
                                  callback_group=callback_group)
@@ -81,18 +81,17 @@ class SceneMirror:
     def wait_until(self, condition: Callable[[SceneGraph], T], timeout_s: float, stop: threading.Event | None = None,
                    until: Callable[[T], bool] = bool) -> T:
         """`condition` on the graph, again at each change, until `until` its value, `timeout_s`
-        passes or `stop` is set; its last value."""
-        deadline = time.monotonic() + timeout_s
+        passes on the node's clock or `stop` is set; its last value."""
+        deadline = Deadline(timeout_s, self._clock)
         while True:
             with self._arrived:
                 seen = self._changes
             with self.current() as scene:
                 value = condition(scene)
-            remaining = deadline - time.monotonic()
-            if until(value) or remaining <= 0 or (stop is not None and stop.is_set()):
+            if until(value) or deadline.remaining() <= 0 or (stop is not None and stop.is_set()):
                 return value
             with self._arrived:
-                self._arrived.wait_for(lambda seen=seen: self._changes != seen, timeout=remaining)
+                self._arrived.wait_for(lambda seen=seen: self._changes != seen, timeout=deadline.wait_s())
 
     def wait_for_look(self, after_s: float, timeout_s: float, stop: threading.Event | None = None) -> bool:
         """Until the graph holds a camera frame taken after `after_s` (ROS time, seconds): what

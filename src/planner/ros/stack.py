@@ -34,7 +34,8 @@ LAUNCH_ARGUMENTS = (
     ("namespace", "", "the robot's namespace, e.g. robot1 (the explainer stays at the root, shared)"),
     ("config", "", "stack config YAML; default: the installed config/planner.yaml"),
     ("params_file", "", "a ROS parameters file for the nodes (keys: node names or /**)"),
-    ("use_sim_time", "false", "the nodes' clocks follow /clock (Gazebo, bag replay)"),
+    ("use_sim_time", "false", "the nodes' clocks follow /clock (Gazebo, bag replay); skill, command and "
+                              "confirmation time limits count simulated seconds"),
     ("log_level", "info", "debug, info, warn, error or fatal"),
     ("llm_base_url", "", "an OpenAI-compatible LLM server, e.g. http://gpu-box:8000/v1 (default: the config's)"),
     ("llm_model", "", "the model name on that server (default: the config's)"),

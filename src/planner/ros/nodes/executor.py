@@ -138,7 +138,7 @@ class ControllerChecks:
         request = CheckCommand.Request(phase=phase, execution_id=self.goal.execution_id, skill=self.goal.skill,
                                        command=command_to_msg(command))
         try:
-            reply = call_service(node.check_client, request, timeout_s=wait)
+            reply = call_service(node.check_client, request, timeout_s=wait, clock=node.get_clock())
         except CallFailed as error:
             if not node.unchecked_reported:
                 node.report("warn", f"commands run unchecked: {error}")

@@ -97,7 +97,7 @@ class RosTools:
             return Observation(f"perception is not answering: {error}")
 
     def execute_skill(self, call: str) -> SkillResult:
-        self.current = ActionCall(self.node.skill_client, "skill_planner/execute_skill")
+        self.current = ActionCall(self.node.skill_client, "skill_planner/execute_skill", self.node.get_clock())
         goal = ExecuteSkill.Goal(skill=call, task_id=self.task_id, request=self.request)
         try:
             result = self.current.run(goal, self.node.config.tasks.skill_timeout_s)
