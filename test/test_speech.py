@@ -11,7 +11,7 @@ from std_msgs.msg import String
 
 from conftest import CONFIG, DATA, RosClient, wait_for, write_config
 from planner.action import Say
-from planner.adapters.speech import AudioClip, SpeechError, Transcriber, espeak_program, read_wav
+from planner.adapters.speech import AudioClip, SpeechError, Transcriber, Voice, espeak_program, read_wav, synthesize
 from planner.config import load_config
 from planner.msg import AudioClip as AudioClipMsg
 from planner.msg import PlanStep
@@ -50,6 +50,19 @@ def test_unusable_audio_is_rejected_with_the_reason(rate, channels, samples, pro
 def test_a_file_that_is_not_a_wav_is_named_as_such():
     with pytest.raises(SpeechError, match="not a readable WAV"):
         read_wav(b"RIFF....not audio")
+
+
+@pytest.mark.skipif(espeak_program() is None, reason="espeak-ng is not installed")
+def test_text_to_speak_is_never_read_as_an_option_or_a_file(tmp_path):
+    """Text starting with '-' is spoken as text: '--version' was printed instead of spoken, and
+    '-f FILE' read the file aloud."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("one two three four five " * 40)
+    spoken_version = synthesize("--version", Voice())
+    assert spoken_version.seconds > 0.3
+    file_option = synthesize(f"-f{secret}", Voice(words_per_minute=400))
+    whole_file = synthesize(secret.read_text(), Voice(words_per_minute=400))
+    assert file_option.seconds < whole_file.seconds / 2
 
 
 @pytest.fixture

@@ -112,8 +112,9 @@ def synthesize(text: str, voice: Voice, timeout_s: float = 30.0) -> AudioClip:
     if program is None:
         raise SpeechError("espeak-ng is not installed (apt install espeak-ng)")
     try:
-        done = subprocess.run([program, "-v", voice.name, "-s", str(voice.words_per_minute), "--stdout", text],
-                              capture_output=True, timeout=timeout_s, check=False)
+        # The text goes on stdin, never on the command line, where "-f/etc/passwd" is an option.
+        done = subprocess.run([program, "-v", voice.name, "-s", str(voice.words_per_minute), "--stdout", "--stdin"],
+                              input=text.encode(), capture_output=True, timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired:
         raise SpeechError(f"espeak-ng took more than {timeout_s:.0f} s") from None
     if done.returncode != 0:
