@@ -94,3 +94,37 @@ def test_a_malformed_skill_library_stops_the_skill_planner_at_start_up_naming_fi
                           capture_output=True, text=True, timeout=60)
     assert node.returncode == 2
     assert f"{skills}: skills.PLACE.methods[0].steps[4]: 'fling' is no command, task or skill" in node.stderr
+
+
+def test_a_message_or_request_a_node_did_not_foresee_is_dropped_and_the_node_keeps_running(client, tmp_path):
+    """An exception in a callback ends rclpy's spin: one such message stopped perception and with it
+    `planner bringup`. Every node's callbacks are guarded; the fault is reported and the next one served."""
+    from planner.ros.node import PlannerNode
+
+    class Fragile(PlannerNode):
+        def __init__(self):
+            super().__init__("fragile", load_config(write_config(tmp_path)))
+            self.heard = []
+            self.create_subscription(String, "/fragile/in", self._on_text, 10)
+            self.create_service(GetRooms, "/fragile/rooms", self._rooms)
+
+        def _on_text(self, msg):
+            self.heard.append(int(msg.data))  # "x" raises
+
+        def _rooms(self, request, response):
+            response.rooms = ["hall"] if self.heard else [str(1 / len(self.heard))]
+            return response
+
+    status = client.collect(String, "/planner/status")
+    node = client.add(Fragile())
+    publisher = client.node.create_publisher(String, "/fragile/in", 10)
+    wait_for(lambda: client.node.count_subscribers("/fragile/in") > 0)
+    assert client.call(GetRooms, "/fragile/rooms", GetRooms.Request()).rooms == []
+    wait_for(lambda: any("[fragile] ERROR: a request to /fragile/rooms was dropped, it raised ZeroDivisionError"
+                         in s.data for s in status))
+    publisher.publish(String(data="x"))
+    wait_for(lambda: any("a message on /fragile/in was dropped, it raised ValueError: invalid literal" in s.data
+                         for s in status))
+    publisher.publish(String(data="7"))
+    wait_for(lambda: node.heard == [7])
+    assert client.call(GetRooms, "/fragile/rooms", GetRooms.Request()).rooms == ["hall"]

@@ -88,9 +88,47 @@ def test_bad_detections_are_named_and_the_rest_of_the_frame_is_used(perception):
     perception.detections.publish(camera_frame(200.0, ("plant", (1.0, 0.0, -1.0), (0.3, 0.3, 0.5)),
                                                ("cup", (1.0, 1.0, -0.5), (0.1, -0.1, 0.1))))
     wait_for(lambda: perception.get("plant_1").success)
-    wait_for(lambda: any("detection 1 (cup): size.y: must be positive" in s.data for s in perception.status))
+    wait_for(lambda: any("detection 1 (cup): size: must be positive" in s.data for s in perception.status))
     perception.detections.publish(camera_frame(200.0, ("cup", (0, 0, 0), (1, 1, 1)), frame_id="lidar"))
     wait_for(lambda: any("unknown frame 'lidar'" in s.data and "camera_link" in s.data for s in perception.status))
+
+
+def test_broken_and_flooded_camera_frames_are_refused_naming_the_field_and_perception_stays_up(perception):
+    """Each of these stopped perception, and with it `planner bringup`, or entered the graph as a box
+    touching everything."""
+    perception.states.publish(robot_state(300.0))
+    nan = float("nan")
+    frames = []
+    turned_nan = camera_frame(300.0, ("jar", (1.0, 0.0, -0.5), (0.1, 0.1, 0.1)))
+    turned_nan.detections[0].orientation.x = nan
+    frames.append((turned_nan, "detection 0 (jar): orientation: must be a finite quaternion"))
+    blind = camera_frame(300.0, ("jar", (1.0, 0.0, -0.5), (0.1, 0.1, 0.1)))
+    blind.sensor_pose.orientation.z = nan
+    frames.append((blind, "camera frame rejected: sensor_pose: must be finite"))
+    far = camera_frame(300.0, ("jar", (1.0, 0.0, -0.5), (0.1, 0.1, 0.1)))
+    far.sensor_pose.position.x = 1e30
+    frames.append((far, "camera frame rejected: sensor_pose.position: must lie within 10000 m"))
+    for field, value in (("range_m", float("inf")), ("fov_deg", nan), ("range_m", -1.0)):
+        frame = camera_frame(300.0, ("jar", (1.0, 0.0, -0.5), (0.1, 0.1, 0.1)))
+        setattr(frame, field, value)
+        frames.append((frame, f"camera frame rejected: {field}: must be in"))
+    frames.append((camera_frame(300.0, ("slab", (1.0, 0.0, -0.5), (1e30, 1.0, 1.0))),
+                   "detection 0 (slab): size: must be positive and at most 100 m"))
+    frames.append((camera_frame(300.0, ("rock", (1e30, 0.0, 0.0), (1.0, 1.0, 1.0))),
+                   "detection 0 (rock): center: must lie within 10000 m"))
+    frames.append((camera_frame(300.0, ("x" * 100_000, (1.0, 0.0, -0.5), (0.1, 0.1, 0.1))),
+                   "labels: a label must be at most 80 printable characters"))
+    flood = camera_frame(300.0, *[("pebble", (1.0 + i % 50 * 0.02, i // 50 * 0.02, -1.0), (0.01, 0.01, 0.01))
+                                  for i in range(5000)])
+    frames.append((flood, "4800 of 5000 detections left out, the least confident: at most 200 per frame"))
+    for frame, problem in frames:
+        perception.detections.publish(frame)
+        wait_for(lambda problem=problem: any(problem in s.data for s in perception.status), timeout=30)
+    # Still fusing and answering: a good frame after all of them is in the graph.
+    perception.detections.publish(camera_frame(300.0, ("teapot", (1.0, 0.0, -0.5), (0.2, 0.2, 0.2))))
+    wait_for(lambda: perception.get("teapot_1").success, timeout=30)
+    labels = [node.label for node in perception.graph().nodes]
+    assert "jar" not in labels and "slab" not in labels and "rock" not in labels and labels.count("pebble") <= 200
 
 
 def test_updates_on_top_of_the_latched_graph_give_the_current_graph_and_markers_follow(perception):

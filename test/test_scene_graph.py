@@ -240,6 +240,20 @@ def test_bad_instances_are_named_and_the_rest_is_kept():
     assert len(parsed.instances) == 7
 
 
+def test_instances_out_of_any_house_or_without_a_name_are_left_out():
+    """A 1e308 m centre was taken in, in no room, and an empty label was an object."""
+    box = {"bbox": {"center": [1, 1, 0.5], "size": [0.2, 0.2, 0.2]}, "n_observations": 3, "results": {"cup": 1.0}}
+    far = {**box, "bbox": {"center": [1e308, 1, 0.5], "size": [0.2, 0.2, 0.2]}}
+    huge = {**box, "bbox": {"center": [1, 1, 0.5], "size": [1e30, 0.2, 0.2]}}
+    parsed = parse_voxeland({"instances": {"obj1": box, "obj2": far, "obj3": huge, "obj4": {**box, "results": {"": 2.0}},
+                                           "obj5": {**box, "results": {"y" * 500: 2.0}}}}, "home.json")
+    assert [instance.id for instance in parsed.instances] == ["obj1"]
+    text = "\n".join(parsed.errors)
+    assert "obj2: bbox.center: must lie within 10000 m of the origin" in text
+    assert "obj3: bbox.size: must be positive and at most 100 m" in text
+    assert "obj4: results: an empty label" in text and "obj5: results: a label must be at most 80" in text
+
+
 def test_malformed_json_is_rejected_with_the_file_named(tmp_path):
     path = tmp_path / "broken.json"
     path.write_text('{"instances": {"obj1": ')
@@ -252,8 +266,12 @@ def test_malformed_json_is_rejected_with_the_file_named(tmp_path):
 
 def test_bad_detections_name_the_field():
     assert Detection({"cup": float("nan")}, (0, 0, 0), (1, 1, 1)).problem().startswith("labels.cup")
-    assert Detection({"cup": 1}, (0, float("inf"), 0), (1, 1, 1)).problem().startswith("center.y")
-    assert Detection({"cup": 1}, (0, 0, 0), (1, -1, 1)).problem() == "size.y: must be positive, got -1"
+    assert Detection({"cup": 1}, (0, float("inf"), 0), (1, 1, 1)).problem().startswith("center: must be finite")
+    assert Detection({"cup": 1}, (0, 0, 0), (1, -1, 1)).problem() == ("size: must be positive and at most 100 m in every "
+                                                                       "axis, got [1, -1, 1]")
+    assert Detection({"cup": 1}, (0, 0, 0), (1, 1e30, 1)).problem().startswith("size: must be positive and at most")
+    assert Detection({"cup": 1}, (1e308, 0, 0), (1, 1, 1)).problem().startswith("center: must lie within 10000 m")
+    assert Detection({" ": 1}, (0, 0, 0), (1, 1, 1)).problem() == "labels: an empty label"
     assert Detection({}, (0, 0, 0), (1, 1, 1)).problem() == "labels: empty"
     assert Detection({"cup": 1}, (0, 0, 0), (1, 1, 1)).problem() is None
 

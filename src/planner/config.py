@@ -38,6 +38,9 @@ class PerceptionSettings(StrictModel):
                                                                           "name in TF (tf2_ros; auto: where installed)")
     transform_wait_s: float = Field(default=1.0, gt=0, description="how long a camera frame waits for the robot "
                                                                     "pose of its stamp before it is dropped")
+    max_detections_per_frame: int = Field(default=200, ge=1, description="beyond this many detections in one "
+                                          "camera frame the least confident are left out, so one flooded frame "
+                                          "cannot keep perception busy")
 
 
 class ExecutorSettings(StrictModel):

@@ -78,21 +78,50 @@ def load_model(path: str | Path, model: type[Model]) -> Model:
         raise InputError(describe_validation_error(str(path), error)) from None
 
 
-def _finite(values: tuple[float, ...]) -> tuple[float, ...]:
+# Beyond these a value is broken, not a place or a thing: a 1e30 m box would touch everything.
+MAX_COORDINATE_M = 1e4   # 10 km from the map's origin
+MAX_SIZE_M = 100.0       # a box's extent along an axis
+MAX_LABEL_CHARS = 80     # a label is a name, and it goes into every prompt
+
+
+def point_problem(values: tuple[float, ...]) -> str | None:
+    """What is wrong with a position, or None."""
     if any(not math.isfinite(v) for v in values):
-        raise ValueError(f"must be finite numbers, got {list(values)}")
-    return values
+        return f"must be finite numbers, got {list(values)}"
+    if max(abs(v) for v in values) > MAX_COORDINATE_M:
+        return f"must lie within {MAX_COORDINATE_M:.0f} m of the origin, got {list(values)}"
+    return None
 
 
-def _positive(values: tuple[float, ...]) -> tuple[float, ...]:
-    if min(_finite(values)) <= 0:
-        raise ValueError(f"must be positive in every axis, got {list(values)}")
-    return values
+def size_problem(values: tuple[float, ...]) -> str | None:
+    """What is wrong with a box's extent, or None."""
+    if any(not math.isfinite(v) for v in values):
+        return f"must be finite numbers, got {list(values)}"
+    if min(values) <= 0 or max(values) > MAX_SIZE_M:
+        return f"must be positive and at most {MAX_SIZE_M:.0f} m in every axis, got {list(values)}"
+    return None
 
 
-# Field types for boxes in input files: a NaN, an infinity or a flat box is refused with its values.
-Point3 = Annotated[tuple[float, float, float], AfterValidator(_finite)]
-Size3 = Annotated[tuple[float, float, float], AfterValidator(_positive)]
+def label_problem(label: str) -> str | None:
+    if not label.strip():
+        return "an empty label"
+    if len(label) > MAX_LABEL_CHARS or not label.isprintable():
+        return f"a label must be at most {MAX_LABEL_CHARS} printable characters, got {label[:40]!r}..."
+    return None
+
+
+def _raise_on(check: Callable[[tuple[float, ...]], str | None]) -> Callable[[tuple[float, ...]], tuple[float, ...]]:
+    def validate(values: tuple[float, ...]) -> tuple[float, ...]:
+        if (problem := check(values)) is not None:
+            raise ValueError(problem)
+        return values
+    return validate
+
+
+# Field types for boxes in input files: a NaN, an infinity, a flat box or one out of any house is
+# refused with its values.
+Point3 = Annotated[tuple[float, float, float], AfterValidator(_raise_on(point_problem))]
+Size3 = Annotated[tuple[float, float, float], AfterValidator(_raise_on(size_problem))]
 
 
 def exactly_one(model: BaseModel, *fields: str) -> BaseModel:

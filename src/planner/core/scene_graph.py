@@ -23,7 +23,7 @@ import shapely
 from shapely.geometry import Polygon
 
 from planner.core.errors import PlannerError
-from planner.core.files import bulk_allocation
+from planner.core.files import bulk_allocation, label_problem, point_problem, size_problem
 from planner.core.frames import FrameTree, to_planar, transform_box
 from planner.core.geometry import Pose2D, horizontal_distance, in_field_of_view
 from planner.core.spatial import GridIndex
@@ -57,6 +57,7 @@ CONTAINER_LABELS = frozenset({
 SUPPORT_ORDER = ("in", "on", "under", "near")
 PERSON_LABELS = frozenset({"person"})   # detections of people become person nodes, not objects
 ARTICULATION_STATES = ("", "open", "closed")
+MAX_SENSOR_RANGE_M = 100.0   # beyond any RGB-D camera's reach
 
 
 @dataclass
@@ -126,21 +127,19 @@ class Detection:
         if not self.labels:
             return "labels: empty"
         for label, score in self.labels.items():
-            if not label:
-                return "labels: an empty label"
+            if (problem := label_problem(label)) is not None:
+                return f"labels: {problem}"
             if not math.isfinite(score) or score < 0:
                 return f"labels.{label}: score must be a finite number >= 0, got {score}"
         if sum(self.labels.values()) <= 0:
             return "labels: all scores are zero"
         if self.state not in ARTICULATION_STATES:
             return f"state: must be one of {', '.join(repr(s) for s in ARTICULATION_STATES)}, got {self.state!r}"
-        for name, values in (("center", self.center), ("size", self.size)):
-            for axis, value in zip("xyz", values):
-                if not math.isfinite(value):
-                    return f"{name}.{axis}: must be finite, got {value}"
-        for axis, value in zip("xyz", self.size):
-            if value <= 0:
-                return f"size.{axis}: must be positive, got {value}"
+        for name, problem in (("center", point_problem(self.center)), ("size", size_problem(self.size))):
+            if problem is not None:
+                return f"{name}: {problem}"
+        if self.rotation is not None and not np.isfinite(self.rotation).all():
+            return "orientation: must be a finite quaternion"
         return None
 
 
@@ -163,6 +162,19 @@ class SensorFrame:
     range_m: float
     stamp: float
     detections: list[Detection]
+
+    def problem(self) -> str | None:
+        """What makes the whole frame unusable, naming the field; None when it is fine."""
+        if not np.isfinite(self.sensor).all():
+            return "sensor_pose: must be finite (and the orientation a quaternion)"
+        if (problem := point_problem(tuple(self.sensor[:3, 3]))) is not None:
+            return f"sensor_pose.position: {problem}"
+        # 0 is "not known": nothing is then taken as missing for not being seen.
+        if not (math.isfinite(self.fov_deg) and 0 <= self.fov_deg <= 360):
+            return f"fov_deg: must be in [0, 360], got {self.fov_deg}"
+        if not (math.isfinite(self.range_m) and 0 <= self.range_m <= MAX_SENSOR_RANGE_M):
+            return f"range_m: must be in [0, {MAX_SENSOR_RANGE_M:.0f}] m, got {self.range_m}"
+        return None
 
     def in_map(self, frames: FrameTree) -> DetectionFrame:
         """Into the fixed frame; raises FrameError (unknown frame) or TransformNotReady (retry later)."""

@@ -136,13 +136,20 @@ def frame_to_msg(frame: SensorFrame, stamp: Time) -> Detection3DArray:
     return msg
 
 
-def frame_from_msg(msg: Detection3DArray, map_frame: str) -> tuple[SensorFrame, list[str]]:
-    """Detections as they came (in header.frame_id, else the map frame); unusable ones are left
-    out and described."""
+def frame_from_msg(msg: Detection3DArray, map_frame: str, max_detections: int) -> tuple[SensorFrame, list[str]]:
+    """Detections as they came (in header.frame_id, else the map frame), at most `max_detections`
+    of them, the most confident; unusable ones are left out and described. The frame itself may
+    still be unusable: see SensorFrame.problem."""
     position, q = msg.sensor_pose.position, msg.sensor_pose.orientation
     sensor = from_quaternion((position.x, position.y, position.z), (q.w, q.x, q.y, q.z))
     detections, problems = [], []
-    for index, item in enumerate(msg.detections):
+    items = list(enumerate(msg.detections))
+    if len(items) > max_detections:
+        problems.append(f"{len(items) - max_detections} of {len(items)} detections left out, the least confident: "
+                        f"at most {max_detections} per frame (perception.max_detections_per_frame)")
+        items = sorted(items, key=lambda item: -max((s.probability for s in item[1].labels), default=0.0))
+        items = sorted(items[:max_detections])
+    for index, item in items:
         o = item.orientation
         # x = y = z = 0 is no rotation whatever w is (1 by default, 0 when left unset).
         rotation = None if (o.x, o.y, o.z) == (0.0, 0.0, 0.0) else from_quaternion((0, 0, 0), (o.w, o.x, o.y, o.z))[:3, :3]

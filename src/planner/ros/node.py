@@ -88,6 +88,30 @@ class PlannerNode(Node):
         if self.embedded is not None:
             self.embedded.stop()
 
+    def create_subscription(self, msg_type, topic, callback, qos_profile, **kwargs):
+        """As Node's, with the callback guarded: an exception in a callback ends the node's spin,
+        so a message nobody foresaw would stop perception, or a whole `planner bringup`."""
+        return super().create_subscription(msg_type, topic, self._guarded(callback, f"a message on {topic}"),
+                                           qos_profile, **kwargs)
+
+    def create_service(self, srv_type, srv_name, callback, **kwargs):
+        """As Node's, with the callback guarded: the caller gets an empty reply instead."""
+        guarded = self._guarded(callback, f"a request to {srv_name}")
+
+        def answer(request, response):
+            reply = guarded(request, response)
+            return response if reply is None else reply
+        return super().create_service(srv_type, srv_name, answer, **kwargs)
+
+    def _guarded(self, callback, what: str):
+        def run(*args):
+            try:
+                return callback(*args)
+            except Exception as error:  # noqa: BLE001 - any fault in one message must not stop the node
+                self.report("error", f"{what} was dropped, it raised {type(error).__name__}: {error}")
+                return None
+        return run
+
     def report(self, level: str, message: str) -> None:
         """A problem or state change a user should see, on /planner/status and in the log."""
         # rclpy wants one severity per logging call site.

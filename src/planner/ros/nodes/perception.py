@@ -187,7 +187,10 @@ class PerceptionNode(PlannerNode):
 
     # ---- inputs ---------------------------------------------------------------------------------
     def _on_detections(self, msg: Detection3DArray) -> None:
-        frame, problems = frame_from_msg(msg, self.profile.map_frame)
+        frame, problems = frame_from_msg(msg, self.profile.map_frame, self.settings.max_detections_per_frame)
+        if (problem := frame.problem()) is not None:
+            self.report("error", f"camera frame rejected: {problem}")
+            return
         for problem in problems:
             self.report("error", f"detection rejected, the rest of the frame is used: {problem}")
         self._fuse(frame, time.monotonic())
