@@ -1,6 +1,8 @@
+import subprocess
+
 import pytest
 
-from conftest import CONFIG
+from conftest import CONFIG, PLANNER
 from planner.adapters.llm import LLMSettings
 from planner.adapters.moveit import MoveItArms, MoveItSettings
 from planner.config import load_config
@@ -45,6 +47,14 @@ def test_config_errors_name_file_and_field(tmp_path):
         load_config(path)
     assert f"{path}: llm.provider: Input should be" in str(error.value)
     assert f"{path}: llm.temprature: Extra inputs are not permitted" in str(error.value)
+
+
+def test_a_directory_given_as_the_config_is_named_as_such(tmp_path):
+    """It was an IsADirectoryError traceback."""
+    done = subprocess.run([PLANNER, "cases", "list", "--config", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"{tmp_path}: is a directory, not a YAML file" in done.stderr
 
 
 def test_the_robot_backend_settings_are_checked_at_start_up(tmp_path):

@@ -57,6 +57,23 @@ def test_an_object_heavier_than_the_arm_lifts_is_refused_before_the_robot_moves(
     assert check(skill_planner, near, "PICK(bottle_1, right)").code == "TOO_HEAVY"
 
 
+def test_an_object_of_unknown_mass_counts_as_its_box_full_of_water(skill_planner, scene):
+    """A live detection has no mass, and a label the library does not list counted as 0 kg: any
+    object, however large, passed the payload check."""
+    near = at(scene, 3.55, 1.5)
+    bottle = near.entity("bottle_1")
+    bottle.mass_kg, bottle.label = 0.0, "vase"
+    bottle.size = (0.1, 0.1, 0.25)  # 2.5 l: at most 2.5 kg
+    assert check(skill_planner, near, "PICK(bottle_1, right)").ok
+    bottle.size = (0.3, 0.3, 0.3)   # 27 l
+    refused = check(skill_planner, near, "PICK(bottle_1, right)")
+    assert refused.code == "TOO_HEAVY" and refused.detail == (
+        "the mass of bottle_1 is not known, and its 27 l box could weigh up to 27.0 kg; the right arm lifts at most "
+        "5.0 kg (give vase a mass in typical_mass_kg of the skill library if it is lighter)")
+    bottle.label = "bottle"  # known to the library: 0.8 kg, whatever its box
+    assert check(skill_planner, near, "PICK(bottle_1, right)").ok
+
+
 def test_place_preconditions(skill_planner, scene):
     assert check(skill_planner, at(scene, -1.15, 4.0), "PLACE(bottle_1, table_3, right)").code == "NOT_HOLDING"
     assert check(skill_planner, at(scene, 3.0, 2.0, held={"right": "bottle_1"}), "PLACE(bottle_1, table_3, right)").code == "OUT_OF_REACH"

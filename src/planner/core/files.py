@@ -66,6 +66,10 @@ def load_yaml(path: Path) -> object:
         return yaml.safe_load(path.read_text())
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, not a YAML file") from None
+    except PermissionError:
+        raise InputError(f"{path}: not readable (permission denied)") from None
     except (yaml.YAMLError, UnicodeDecodeError) as error:
         raise InputError(f"{path}: not valid YAML: {error}") from None
 

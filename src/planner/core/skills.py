@@ -7,6 +7,7 @@ checks below, effects, and HTN methods that GTPyhop decomposes into commands (pl
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -93,6 +94,9 @@ class SkillLibrary(StrictModel):
     commands: dict[CommandName, CommandSpec]
     typical_mass_kg: dict[str, float] = Field(default_factory=dict, description="by label, for objects whose mass "
                                                                                  "perception does not know")
+    unknown_density_kg_m3: float = Field(default=1000.0, gt=0, description="an object whose mass neither perception "
+                                         "nor typical_mass_kg knows is taken to be this dense (water: as heavy as "
+                                         "household things get), so its box bounds its mass from above")
     tasks: dict[str, TaskSpec] = Field(default_factory=dict)
     skills: dict[str, SkillSpec]
 
@@ -399,10 +403,21 @@ def _reachable(planner: SkillPlanner, scene: SceneGraph, node_id: str, arm: str 
 
 def _payload(planner: SkillPlanner, scene: SceneGraph, object_id: str, arm: str) -> Outcome:
     entity = scene.entity(object_id)
-    mass = entity.mass_kg or planner.library.typical_mass_kg.get(entity.label, 0.0)
-    if mass > planner.robot.payload_kg:
+    library, limit = planner.library, planner.robot.payload_kg
+    mass = entity.mass_kg or library.typical_mass_kg.get(entity.label, 0.0)
+    if mass > limit:
         return Outcome(False, FailureCode.TOO_HEAVY, f"{object_id} weighs about {mass:.1f} kg; the {arm} arm lifts at most "
-                                         f"{planner.robot.payload_kg:.1f} kg")
+                                                     f"{limit:.1f} kg")
+    if not mass:
+        # Lifting something too heavy can hurt the arm or drop it on someone: an unknown mass is
+        # not 0 kg, it is at most the box full of water.
+        litres = math.prod(entity.size) * 1000
+        bound = litres / 1000 * library.unknown_density_kg_m3
+        if bound > limit:
+            return Outcome(False, FailureCode.TOO_HEAVY,
+                           f"the mass of {object_id} is not known, and its {litres:.0f} l box could weigh up to "
+                           f"{bound:.1f} kg; the {arm} arm lifts at most {limit:.1f} kg (give {entity.label} a mass "
+                           f"in typical_mass_kg of the skill library if it is lighter)")
     return Outcome(True)
 
 
