@@ -133,8 +133,8 @@ def check(predicate: Predicate, state: FinalState) -> tuple[bool, str]:
         ok = sim.open_state.get(thing) == bool(predicate.is_open)
         return ok, f"{thing} {'open' if predicate.is_open else 'closed'}: {'yes' if ok else 'no'}"
     if predicate.gave_up:
-        ok = state.outcome == "impossible"
-        return ok, f"reported impossible: {'yes' if ok else 'no; ' + state.outcome}"
+        ok = state.outcome in ("impossible", "refused")
+        return ok, f"reported impossible: {'yes, ' + state.outcome if ok else 'no; ' + state.outcome}"
     if predicate.asked:
         ok = bool(state.questions)
         return ok, "asked which one: " + (f"yes, {state.questions[0]!r}" if ok else "no")

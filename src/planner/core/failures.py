@@ -33,6 +33,7 @@ class FailureCode(StrEnum):
     ALREADY_OPEN = "ALREADY_OPEN"
     ALREADY_CLOSED = "ALREADY_CLOSED"
     PERSON_NOT_FOUND = "PERSON_NOT_FOUND"
+    HAZARD = "HAZARD"                   # a hazard rule of the skill library forbids the call
     # Navigation
     PATH_BLOCKED = "PATH_BLOCKED"
     NO_PATH = "NO_PATH"
@@ -94,6 +95,7 @@ REASONS: dict[str, str] = {  # keyed by FailureCode members, which are their str
     FailureCode.ALREADY_OPEN: AS_GIVEN,
     FailureCode.ALREADY_CLOSED: AS_GIVEN,
     FailureCode.PERSON_NOT_FOUND: "the person is not where the robot expected: {detail}",
+    FailureCode.HAZARD: AS_GIVEN,
     FailureCode.PATH_BLOCKED: "navigation could not reach the goal: {detail}",
     FailureCode.NO_PATH: "there is no known way to the goal: {detail}",
     FailureCode.GOAL_IN_COLLISION: "the navigation goal is inside furniture: {detail}",

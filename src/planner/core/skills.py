@@ -36,6 +36,7 @@ from planner.core.htn import (
     parse_terms,
 )
 from planner.core.robot_profile import RobotProfile
+from planner.core.safety import HazardRule, hazard
 from planner.core.scene_graph import SceneGraph
 from planner.core.types import Outcome
 
@@ -99,6 +100,7 @@ class SkillLibrary(StrictModel):
                                          "household things get), so its box bounds its mass from above")
     tasks: dict[str, TaskSpec] = Field(default_factory=dict)
     skills: dict[str, SkillSpec]
+    hazards: list[HazardRule] = Field(default_factory=list, description="skill calls refused whatever the plan")
 
     @model_validator(mode="after")
     def _references(self):
@@ -127,6 +129,10 @@ class SkillLibrary(StrictModel):
                 check_references(f"{where}.preconditions[{index}].args", pre.args, params)
             self._facts(f"{where}.effects", skill.effects, params)
             self._methods(where, skill.methods, params, arities)
+        for index, rule in enumerate(self.hazards):
+            unknown = [name for name in rule.skills if name not in self.skills]
+            if unknown:
+                raise ValueError(f"hazards[{index}].skills: no skill {', '.join(unknown)} in the library")
         self._acyclic()
         return self
 
@@ -277,6 +283,9 @@ class SkillPlanner:
             call = self.parse(text, scene)
         except SkillSyntaxError as error:
             raise SkillRefused(FailureCode.INVALID_SKILL, str(error)) from None
+        danger = hazard(self.library.hazards, call.name, call.args, scene)
+        if danger is not None:
+            raise SkillRefused(FailureCode.HAZARD, danger)
         check = self.check_preconditions(call, scene)
         if not check.ok:
             raise SkillRefused(check.code, check.detail)

@@ -84,6 +84,7 @@ class EpisodeOutcome(StrEnum):
     """How a task ended; only SUCCEEDED is a success."""
     SUCCEEDED = "succeeded"
     IMPOSSIBLE = "impossible"           # the request cannot be done here (the model said so twice, or nothing is left)
+    REFUSED = "refused"                 # doing it would break a hazard rule of the skill library
     BUDGET_EXHAUSTED = "budget_exhausted"
     CANCELED = "canceled"
     ERROR = "error"                     # the LLM or the stack failed

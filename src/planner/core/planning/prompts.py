@@ -28,6 +28,7 @@ search_map() looks through the whole map for what your "query" asks in plain wor
 
 # What the robot tells the user at the end of a task.
 SPOKEN_OUTCOME = {"succeeded": "Done.", "impossible": "I cannot do that: {summary}",
+                  "refused": "I will not do that: {summary}",
                   "budget_exhausted": "I could not finish the task.", "canceled": "Stopped.",
                   "error": "Something went wrong: {summary}"}
 

@@ -245,6 +245,10 @@ class TaskPlanner:
         action = format_call("search_map", [reply.query.strip() or state.request]) if reply.action == SEARCH_MAP \
             else reply.action
         observation, failed = self._act(action, state.focus, state.request, usage, state.acted)
+        failure = state.acted[-1].failure
+        if failed and failure is not None and failure.code == FailureCode.HAZARD:
+            # Not a failure to work around: what the request leads to is forbidden.
+            return Ending(EpisodeOutcome.REFUSED, failure.reason, step)
         self._observe(state, situation, reply.action, observation, failed)
         if not failed and self._may_satisfy(reply.action, goals) and self._confirm(goals):
             return Ending(EpisodeOutcome.SUCCEEDED, SATISFIED, step)
