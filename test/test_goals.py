@@ -170,9 +170,12 @@ def test_goals_that_are_already_true_are_sent_back_until_every_repair_is_spent()
     assert "'an orange on a table' is true already, so table is not where the request wants the orange" in \
         policy.prompts[1][-1]["content"]
     assert ("goal", "an orange on a counter in the kitchen") in trace
-    # A model that insists to the last repair is believed: the request may really need nothing.
+    # A model that insists to the last repair is believed: the request may really need nothing. The
+    # robot says what it understood, not "Done.", for it may have misread ("throw the orange").
     result, trace, _ = run(robot_at("table_2"), "Make sure the orange is on the table", [already] * 3)
     assert result.success and result.steps == 0
+    assert result.summary == "as I read the request, an orange on a table is so already"
+    assert ("say", "Nothing to do: as I read the request, an orange on a table is so already.") in trace
 
 
 def test_the_furnitures_room_is_the_one_the_request_names_for_it():

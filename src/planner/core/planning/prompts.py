@@ -33,6 +33,14 @@ SPOKEN_OUTCOME = {"succeeded": "Done.", "impossible": "I cannot do that: {summar
                   "error": "Something went wrong: {summary}"}
 
 
+def spoken_outcome(outcome: str, summary: str, steps: int) -> str:
+    """What the robot says at the end; a success after no step says what was understood, so a
+    misreading ("throw the cup" read as the cup where it stands) is not told as a job done."""
+    if outcome == "succeeded" and steps == 0:
+        return f"Nothing to do: {summary}."
+    return SPOKEN_OUTCOME[outcome].format(summary=summary)
+
+
 class StepReply(StrictModel):
     thought: str = Field(max_length=1000)
     action: str

@@ -29,7 +29,7 @@ from planner.core.goals import Goal, GoalReply, goal_lacks, goal_met, goal_statu
 from planner.core.planning.action_space import ASK_USER, GIVE_UP, PERCEPTION_ACTIONS, SEARCH_MAP, action_schema, allowed_actions
 from planner.core.planning.goal_reading import GOAL_CHECK_PROMPT, GOAL_DOUBT, GoalReader, confirmed, reading_of
 from planner.core.planning.grounding import Grounder
-from planner.core.planning.prompts import EXAMPLE_TURNS, SPOKEN_OUTCOME, SYSTEM_PROMPT, PromptHistory, StepReply, robot_line, user_message
+from planner.core.planning.prompts import EXAMPLE_TURNS, SYSTEM_PROMPT, PromptHistory, StepReply, robot_line, spoken_outcome, user_message
 from planner.core.planning.recoveries import ActionRecord, ComposedSuggestion, compose_messages, compose_schema, find_recoveries
 from planner.core.ports import Judgement, Policy, Tools, judged
 from planner.core.scene_graph import SceneGraph
@@ -178,7 +178,7 @@ class TaskPlanner:
                                usage.completion_tokens, time.monotonic() - started)
         self._emit("result", f"{ending.outcome}: {ending.summary} ({ending.steps} steps, {result.llm_calls} LLM calls, "
                              f"{result.prompt_tokens}+{result.completion_tokens} tokens, {result.seconds:.1f} s)")
-        self._say(SPOKEN_OUTCOME[ending.outcome].format(summary=ending.summary))
+        self._say(spoken_outcome(ending.outcome, ending.summary, ending.steps))
         return result
 
     def _begin(self, request: str, usage: LLMUsage, acted: list[ActionRecord]) -> LoopState | Ending:
@@ -214,6 +214,10 @@ class TaskPlanner:
         scene = self.tools.scene()
         goals = state.goals
         if all(goal_met(goal, scene) for goal in goals):
+            if step == 1:
+                # Nothing was done: say what was understood, so a misreading ("throw the cup" as the cup
+                # on the counter, where it is) is not told as a job done.
+                return Ending(EpisodeOutcome.SUCCEEDED, f"as I read the request, {reading_of(goals)} is so already", 0)
             return Ending(EpisodeOutcome.SUCCEEDED, SATISFIED, step - 1)
         situation = state.arrive(scene, self.skills.robot.reach_m)
         withdrawn = state.withdrawn(situation, any(goal_lacks(goal, scene) for goal in goals),
