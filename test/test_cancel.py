@@ -139,3 +139,46 @@ def test_closing_the_planner_ends_a_request_that_waits_on_speech(ros, tmp_path):
         speech.close()
     # tqdm's monitor starts with the first progress bar of the process (loading a model) and stays.
     assert [thread for thread in threading.enumerate() if thread not in before and type(thread).__name__ != "TMonitor"] == []
+
+
+def test_twenty_goals_at_once_queue_five_reject_the_rest_and_the_planner_stays_responsive(ros, tmp_path):
+    """Queued goals used to hold the node's executor threads (four, as spin_node runs a node): with one
+    running and three waiting nothing else was heard — the next goal got no answer, the running task
+    froze waiting for replies, and the e-stop was ignored."""
+    from rclpy.action import ActionClient
+    from rclpy.executors import MultiThreadedExecutor
+    from std_msgs.msg import Bool
+
+    from planner.ros.qos import ESTOP_TOPIC, GOAL_REQUESTS, RELIABLE
+
+    config = load_config(write_config(tmp_path, tasks={"queue_size": 5}))
+    client = RosClient("load_client")
+    policy = SlowPolicy()
+    planner = TaskPlannerNode(config, policy=policy)
+    executor = MultiThreadedExecutor(num_threads=4)
+    executor.add_node(planner)
+    spinning = threading.Thread(target=executor.spin, daemon=True)
+    spinning.start()
+    try:
+        for node in (SimulatorNode(config), PerceptionNode(config)):
+            client.add(node)
+        actions = ActionClient(client.node, ExecuteTask, "/planner/execute_task", goal_service_qos_profile=GOAL_REQUESTS)
+        assert actions.wait_for_server(timeout_sec=10)
+        first = actions.send_goal_async(ExecuteTask.Goal(request="bring the bottle to the bedroom"))
+        wait_for(first.done)
+        wait_for(policy.thinking.is_set)
+        sent = [actions.send_goal_async(ExecuteTask.Goal(request=f"go to the kitchen {i}")) for i in range(19)]
+        wait_for(lambda: all(future.done() for future in sent), timeout=30)
+        queued = [future.result() for future in sent if future.result().accepted]
+        assert len(queued) == 5
+        calls = policy.calls  # the running task still thinks and acts
+        wait_for(lambda: policy.calls >= calls + 2, timeout=30)
+        client.node.create_publisher(Bool, ESTOP_TOPIC, RELIABLE).publish(Bool(data=True))
+        results = [handle.get_result_async() for handle in [first.result(), *queued]]
+        wait_for(lambda: all(result.done() for result in results), timeout=30)
+        assert [result.result().result.outcome for result in results] == ["canceled"] * 6
+    finally:
+        executor.shutdown()
+        planner.close()
+        planner.destroy_node()
+        client.close()

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.task import Future
 from std_msgs.msg import Bool, String
 
 from planner.action import ExecuteSkill, ExecuteTask, Say
@@ -27,7 +28,7 @@ from planner.msg import PlanStep
 from planner.ros.convert import entity_from_msg, failure_from_msg, failure_to_msg, robot_from_msg, seconds, stamp_now
 from planner.ros.futures import ActionCall, CallFailed, call_service
 from planner.ros.node import PlannerNode, main_for
-from planner.ros.qos import ESTOP_TOPIC, RELIABLE
+from planner.ros.qos import ESTOP_TOPIC, GOAL_REQUESTS, RELIABLE
 from planner.ros.scene_mirror import SceneMirror
 from planner.srv import Explain, FindObjects, GetObject, GetObjectsInRoom, GetRobotState, GetRooms, RecordRecovery
 from planner.wiring import load_skill_planner, make_grounder
@@ -193,6 +194,7 @@ class TaskPlannerNode(PlannerNode):
                                  callback_group=group)
         self.say_client = ActionClient(self, Say, "speech/say", callback_group=group)
         self.queue = TaskQueue(self.config.tasks.queue_size)
+        self.admitted: dict[int, int] = {}  # id of an accepted goal's request -> its queue ticket
         self.running: tuple[object, TaskPlanner, RosTools] | None = None  # (goal handle or None, planner, tools)
         self.create_subscription(String, "planner/command", self._on_command, RELIABLE, callback_group=group)
         self.estop = threading.Event()
@@ -202,7 +204,8 @@ class TaskPlannerNode(PlannerNode):
         self.turns: list[threading.Thread] = []
         self.create_subscription(Bool, ESTOP_TOPIC, self._on_estop, RELIABLE, callback_group=group)
         ActionServer(self, ExecuteTask, "planner/execute_task", self._execute, callback_group=group,
-                     goal_callback=self._on_goal, cancel_callback=self._on_cancel)
+                     goal_callback=self._on_goal, cancel_callback=self._on_cancel,
+                     goal_service_qos_profile=GOAL_REQUESTS)
         self.report("info", "ready for requests")
 
     # ---- requests ---------------------------------------------------------------------------------
@@ -228,9 +231,15 @@ class TaskPlannerNode(PlannerNode):
         if ticket is None:
             self._reject(request)
             return
-        turn = threading.Thread(target=self._take_turn, args=(ticket, request, None), daemon=True)
-        self.turns = [t for t in self.turns if t.is_alive()] + [turn]
-        turn.start()
+        self._start_turn(lambda: self._take_turn(ticket, request, None))
+
+    def _start_turn(self, turn: Callable[[], object]) -> None:
+        """A request's turn (its wait in the queue, then its task) on a thread of its own, never on one
+        of the node's executor threads: those must stay free for cancel, the e-stop, new goals and the
+        answers the running task waits for."""
+        thread = threading.Thread(target=turn, daemon=True)
+        self.turns = [t for t in self.turns if t.is_alive()] + [thread]
+        thread.start()
 
     def _reject(self, request: str) -> None:
         reason = ("the emergency stop is engaged" if self.estop.is_set() else
@@ -239,12 +248,16 @@ class TaskPlannerNode(PlannerNode):
         self.trace_pub.publish(PlanStep(stamp=stamp_now(self), kind="error", text=f"rejected {request!r}: {reason}"))
 
     def _on_goal(self, goal_request) -> GoalResponse:
+        """Accepted only with a place in the queue, taken now: goals arriving together cannot all see room."""
         if not goal_request.request.strip():
             self.report("error", "empty request rejected")
             return GoalResponse.REJECT
-        if self.estop.is_set() or not self.queue.has_room():
+        ticket = None if self.estop.is_set() else self.queue.admit()
+        if ticket is None:
             self._reject(goal_request.request)
             return GoalResponse.REJECT
+        # rclpy hands this same request object to the goal handle that _execute receives.
+        self.admitted[id(goal_request)] = ticket
         return GoalResponse.ACCEPT
 
     def _on_cancel(self, goal_handle) -> CancelResponse:
@@ -263,22 +276,28 @@ class TaskPlannerNode(PlannerNode):
         planner.cancel_event.set()
         tools.cancel()
 
-    def _execute(self, goal_handle):
-        ticket = self.queue.admit()
-        if ticket is None:  # the queue filled up between accepting the goal and starting it
-            self._reject(goal_handle.request.request)
-            result = EpisodeResult(False, "rejected", "the task queue is full", 0)
-        else:
-            result = self._take_turn(ticket, goal_handle.request.request, goal_handle)
-        response = ExecuteTask.Result(success=result.success, outcome=result.outcome, summary=result.summary,
-                                      steps=result.steps)
-        if result.outcome == "canceled" and goal_handle.is_cancel_requested:
-            goal_handle.canceled()
-        elif result.success:
-            goal_handle.succeed()
-        else:
-            goal_handle.abort()
-        return response
+    async def _execute(self, goal_handle):
+        """The goal's turn runs on its own thread (see _start_turn); this coroutine holds no executor
+        thread while it waits for the result."""
+        ticket = self.admitted.pop(id(goal_handle.request))
+        finished = Future()
+
+        def turn() -> None:
+            try:
+                result = self._take_turn(ticket, goal_handle.request.request, goal_handle)
+            except Exception as error:  # noqa: BLE001 - the goal must end, whatever went wrong
+                result = EpisodeResult(False, "error", f"internal error: {error!r}", 0)
+            if result.outcome == "canceled" and goal_handle.is_cancel_requested:
+                goal_handle.canceled()
+            elif result.success:
+                goal_handle.succeed()
+            else:
+                goal_handle.abort()
+            finished.set_result(ExecuteTask.Result(success=result.success, outcome=result.outcome,
+                                                   summary=result.summary, steps=result.steps))
+
+        self._start_turn(turn)
+        return await finished
 
     def _take_turn(self, ticket: int, request: str, goal_handle) -> EpisodeResult:
         ahead = self.queue.position(ticket)
