@@ -128,3 +128,27 @@ def test_a_message_or_request_a_node_did_not_foresee_is_dropped_and_the_node_kee
     publisher.publish(String(data="7"))
     wait_for(lambda: node.heard == [7])
     assert client.call(GetRooms, "/fragile/rooms", GetRooms.Request()).rooms == ["hall"]
+
+
+@pytest.mark.parametrize("required", [True, False])
+def test_without_the_controller_commands_are_refused_unless_configured_for_development(client, tmp_path, required):
+    """The executor used to run every command unchecked when the controller was dead (fail open)."""
+    from planner.action import ExecuteCommands
+    from planner.msg import Command
+    from planner.ros.nodes.executor import ExecutorNode
+
+    config = load_config(write_config(tmp_path, controller={"confirm_timeout_s": 0.5, "required": required}))
+    status = client.collect(String, "/planner/status")
+    client.add(SimulatorNode(config))
+    client.add(ExecutorNode(config))
+    command = Command(name="navigate", timeout_s=60.0)
+    command.base_pose.x, command.base_pose.y = -2.0, 2.5
+    result = client.action(ExecuteCommands, "/executor/execute_commands",
+                           ExecuteCommands.Goal(execution_id="e1", skill="GOTO(bedroom)", commands=[command]), timeout=60)
+    if required:
+        assert not result.success and result.code == "CONTROLLER_UNAVAILABLE"
+        assert "service controller/check_command is not available" in result.detail
+        assert "without the controller's check no command runs" in result.detail
+    else:
+        assert result.success
+        wait_for(lambda: any("commands run unchecked" in s.data for s in status))

@@ -54,6 +54,9 @@ class ExecutorSettings(StrictModel):
 class ControllerSettings(StrictModel):
     confirm_timeout_s: float = Field(default=3.0, ge=0, description="how long the controller waits for perception "
                                                                      "to show a command's effect before it fails it")
+    required: bool = Field(default=True, description="the executor refuses commands the controller does not "
+                                                      "check (not running, not answering); false runs them "
+                                                      "unchecked: for development only")
 
 
 class TaskSettings(StrictModel):

@@ -69,6 +69,7 @@ class FailureCode(StrEnum):
     EMERGENCY_STOP = "EMERGENCY_STOP"
     BACKEND_UNAVAILABLE = "BACKEND_UNAVAILABLE"
     PERCEPTION_UNAVAILABLE = "PERCEPTION_UNAVAILABLE"
+    CONTROLLER_UNAVAILABLE = "CONTROLLER_UNAVAILABLE"
     SKILL_PLANNER_UNAVAILABLE = "SKILL_PLANNER_UNAVAILABLE"
     SPEECH_UNAVAILABLE = "SPEECH_UNAVAILABLE"
     FAILED = "FAILED"  # a failure that came with no code
@@ -127,6 +128,7 @@ REASONS: dict[str, str] = {  # keyed by FailureCode members, which are their str
     FailureCode.EMERGENCY_STOP: "the emergency stop is engaged: {detail}",
     FailureCode.BACKEND_UNAVAILABLE: "the robot did not accept the command: {detail}",
     FailureCode.PERCEPTION_UNAVAILABLE: "perception did not answer, so the command could not be checked: {detail}",
+    FailureCode.CONTROLLER_UNAVAILABLE: "the controller did not check the command, so it was not run: {detail}",
     FailureCode.SKILL_PLANNER_UNAVAILABLE: AS_GIVEN,
     FailureCode.SPEECH_UNAVAILABLE: "the robot could not speak: {detail}",
     FailureCode.FAILED: AS_GIVEN,

@@ -125,8 +125,8 @@ class StoppableRobot:
 
 
 class ControllerChecks:
-    """The controller node's verdict on each command of one goal; without a controller the
-    command goes unchecked (said once)."""
+    """The controller node's verdict on each command of one goal. Without a controller the command
+    is refused (fail closed), or, with controller.required false, goes unchecked (said once)."""
 
     def __init__(self, node: ExecutorNode, goal):
         self.node = node
@@ -140,6 +140,9 @@ class ControllerChecks:
         try:
             reply = call_service(node.check_client, request, timeout_s=wait, clock=node.get_clock())
         except CallFailed as error:
+            if node.config.controller.required:
+                return Outcome(False, FailureCode.CONTROLLER_UNAVAILABLE,
+                               f"{error}; without the controller's check no command runs (controller.required)")
             if not node.unchecked_reported:
                 node.report("warn", f"commands run unchecked: {error}")
                 node.unchecked_reported = True
