@@ -64,6 +64,19 @@ def mentioned_ids(text: str, scene: SceneGraph) -> set[str]:
     return {token for token in _IDS.findall(text) if scene.has(token)}
 
 
+# Names a suggestion may use: skills, planner actions, failure codes; any other call or CONSTANT_NAME is foreign.
+_CALL_NAMES = re.compile(r"\b[A-Za-z][A-Za-z0-9_]*(?=\()|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b")
+
+
+def foreign_names(text: str, scene: SceneGraph, skills: SkillPlanner) -> list[str]:
+    """What a case's suggestion names that is no skill or action here, no failure code and no id in
+    this map: a case store anyone on the network can write to must not steer the robot."""
+    known = {*skills.library.skills, *PERCEPTION_ACTIONS, *(call.split("(")[0] for call in (GIVE_UP, ASK_USER, SEARCH_MAP)),
+             *(code.name for code in FailureCode)}
+    names = [name for name in _CALL_NAMES.findall(text) if name not in known]
+    return list(dict.fromkeys(names + [token for token in _IDS.findall(text) if not scene.has(token)]))
+
+
 SATISFIED = "the world state satisfies the request"
 
 
@@ -417,9 +430,16 @@ class TaskPlanner:
         if suggestion is not None:
             if suggestion.fit == "compose":
                 suggestion = self._compose(failure, request, suggestion, usage)
+            foreign = foreign_names(suggestion.text, self.tools.scene(), self.skills)
+            if foreign:
+                self._emit("error", f"suggestion of cases {', '.join(suggestion.case_ids)} ignored: it names "
+                                    f"{', '.join(foreign)}, which is no action or thing here")
+                return observation, True
             acted[-1].case_ids = list(suggestion.case_ids)
             self._emit("suggestion", f"{suggestion.text} (cases {', '.join(suggestion.case_ids)})")
-            observation += f" Suggestion: {suggestion.text}"
+            # Quoted: advice from past cases, data for the model, not an instruction of the user's.
+            observation += f' Suggestion: "{suggestion.text}"'
+
         return observation, True
 
     def _compose(self, failure: FailureInfo, request: str, suggestion: SuggestionInfo, usage: LLMUsage) -> SuggestionInfo:
