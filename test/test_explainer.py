@@ -1,5 +1,6 @@
 """The explainer's case memory: retrieval, suggestions, learning, the database, the seed set."""
 
+import json
 import sqlite3
 import subprocess
 import sys
@@ -216,6 +217,27 @@ def test_a_corrupt_database_is_set_aside_and_reported_not_replaced_in_silence(em
     assert "not a usable case database" in memory.store.notice and "set aside as cases.sqlite.corrupt-" in memory.store.notice
     aside = list(tmp_path.glob("cases.sqlite.corrupt-*"))
     assert len(aside) == 1 and aside[0].read_bytes().startswith(b"this is not a database")
+    assert len(memory) == len(load_cases(CONFIG / "failure_cases.yaml"))
+
+
+def test_rows_no_case_can_be_read_from_are_set_aside_and_the_explainer_starts(embedder, tmp_path):
+    """A case whose context is not JSON, or a cached vector cut short, pass SQLite's check and stopped
+    the explainer at every start."""
+
+    path = tmp_path / "cases.sqlite"
+    seeded(embedder, path).store.close()
+    db = sqlite3.connect(path)
+    broken = db.execute("SELECT id FROM cases ORDER BY id LIMIT 1").fetchone()[0]
+    db.execute("UPDATE cases SET context = '{not json' WHERE id = ?", (broken,))
+    db.execute("UPDATE embeddings SET vector = x'0102' WHERE rowid = 1")
+    db.commit()
+    db.close()
+    memory = seeded(embedder, path)
+    assert f"1 unreadable case(s) ({broken}: " in memory.store.notice
+    assert "1 damaged cached embedding(s) dropped" in memory.store.notice
+    aside = list(tmp_path.glob("cases.sqlite.bad-rows-*.jsonl"))
+    assert len(aside) == 1 and json.loads(aside[0].read_text())["row"]["context"] == "{not json"
+    # The seed case comes back from the seed file; the explainer answers.
     assert len(memory) == len(load_cases(CONFIG / "failure_cases.yaml"))
 
 

@@ -77,8 +77,13 @@ class StoredCase:
 def _row_to_case(row: tuple) -> StoredCase:
     values = dict(zip(CASE_FIELDS, row))
     values["context"] = json.loads(values["context"] or "{}")
+    if not isinstance(values["context"], dict):
+        raise ValueError(f"context is a {type(values['context']).__name__}, not an object")
     values["demoted"] = bool(values["demoted"])
     return StoredCase(**values)
+
+
+FLOAT_BYTES = np.dtype(np.float32).itemsize
 
 
 def set_aside(path: Path) -> Path:
@@ -112,6 +117,32 @@ class CaseStore:
             self.notice = (f"{self.path} is not a usable case database ({error}); set aside as {aside.name}, "
                            "starting a new one from the seed cases")
             self._db = self._connect(str(self.path))
+            return
+        self.notice = self._set_aside_bad_rows()
+
+    def _set_aside_bad_rows(self) -> str:
+        """Rows the file check passes but no case can be read from (context not JSON) go to a JSON-lines
+        file beside the database, and cached vectors cut short are dropped (they are recomputed): one
+        bad row must not stop the explainer at every start."""
+        bad_cases, bad_vectors = [], 0
+        with self._lock, self._transaction():
+            for row in self._db.execute(f"SELECT {', '.join(CASE_FIELDS)} FROM cases").fetchall():
+                try:
+                    _row_to_case(row)
+                except (ValueError, TypeError) as error:
+                    bad_cases.append({"row": dict(zip(CASE_FIELDS, row)), "problem": str(error)})
+            self._db.executemany("DELETE FROM cases WHERE id = ?", [(bad["row"]["id"],) for bad in bad_cases])
+            bad_vectors = self._db.execute("DELETE FROM embeddings WHERE length(vector) = 0 OR length(vector) % ? != 0",
+                                           (FLOAT_BYTES,)).rowcount
+        notes = []
+        if bad_cases:
+            aside = self.path.with_name(f"{self.path.name}.bad-rows-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
+            aside.write_text("".join(json.dumps(bad, default=str) + "\n" for bad in bad_cases))
+            notes.append(f"{len(bad_cases)} unreadable case(s) ({', '.join(str(b['row']['id']) for b in bad_cases[:5])}: "
+                         f"{bad_cases[0]['problem']}) set aside in {aside.name}")
+        if bad_vectors:
+            notes.append(f"{bad_vectors} damaged cached embedding(s) dropped, to be recomputed")
+        return f"{self.path}: " + "; ".join(notes) if notes else ""
 
     @staticmethod
     def _connect(target: str) -> sqlite3.Connection:
