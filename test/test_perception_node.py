@@ -223,3 +223,35 @@ def test_a_corrupt_saved_graph_is_set_aside_and_reported(ros, config):
         assert [p.name for p in state_file.parent.iterdir() if ".corrupt-" in p.name]
     finally:
         running.client.close()
+
+
+@pytest.mark.parametrize("breakage, problem", [
+    (lambda graph: graph["edges"].append({"source": "ghost_1", "relation": "on", "target": "table_1"}),
+     "(ghost_1 on table_1): no node ghost_1"),
+    (lambda graph: graph["nodes"][-1].update(kind="spaceship"), ".kind: 'spaceship' is none of room, furniture"),
+    (lambda graph: graph["nodes"][-1].update(size=[0.1, -0.2, 0.1]), ".size: must be positive"),
+])
+def test_a_saved_graph_that_parses_but_is_no_graph_is_set_aside_and_perception_starts(ros, config, breakage, problem):
+    """An edge to a node that is not there or a kind no code knows stopped perception at every start."""
+    import json
+
+    from planner.core.scene_store import SceneStore
+
+    state_file = config.path(config.perception.state_file)
+    first = Perception(config)
+    try:
+        wait_for(state_file.exists)
+    finally:
+        first.client.close()
+    saved = json.loads(state_file.read_text())
+    breakage(saved["graph"])
+    state_file.write_text(json.dumps(saved))
+    scene, said = SceneStore(state_file, saved["prior"]).load()
+    assert scene is None and problem in said and "set aside" in said
+    state_file.write_text(json.dumps(saved))
+    running = Perception(config)
+    try:
+        assert running.get("bottle_1").success  # the prior map instead
+        wait_for(lambda: any(problem in s.data for s in running.status))
+    finally:
+        running.client.close()

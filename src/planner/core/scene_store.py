@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from planner.core.errors import InputError
-from planner.core.files import bulk_allocation, write_json_atomic
+from planner.core.files import bulk_allocation, point_problem, size_problem, write_json_atomic
 from planner.core.scene_graph import SceneGraph
 
 FORMAT_VERSION = 1
@@ -27,6 +27,29 @@ def fingerprint(paths: list[Path]) -> str:
     for path in paths:
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+NODE_KINDS = ("room", "furniture", "object", "person")
+
+
+def check_saved_graph(graph: dict) -> None:
+    """A graph that parses may still not be one (an edge to a node that is not there, a kind no code
+    knows, a box of negative size) and would stop perception at every start: InputError naming it."""
+    ids = set()
+    for index, node in enumerate(graph["nodes"]):
+        where = f"nodes[{index}] ({node.get('id', '?')})"
+        if node.get("kind") not in NODE_KINDS:
+            raise InputError(f"{where}.kind: {node.get('kind')!r} is none of {', '.join(NODE_KINDS)}")
+        if node["kind"] != "room":
+            for name, check in (("center", point_problem), ("size", size_problem)):
+                if (problem := check(tuple(node[name]))) is not None:
+                    raise InputError(f"{where}.{name}: {problem}")
+        ids.add(node["id"])
+    for index, edge in enumerate(graph["edges"]):
+        missing = [edge[end] for end in ("source", "target") if edge[end] not in ids]
+        if missing:
+            raise InputError(f"edges[{index}] ({edge['source']} {edge['relation']} {edge['target']}): "
+                             f"no node {', '.join(missing)}")
 
 
 class SceneStore:
@@ -46,6 +69,7 @@ class SceneStore:
             if data.get("prior") != self.prior_fingerprint:
                 return None, (f"{self.path} was saved over another prior map (fingerprint {data.get('prior')}, now "
                               f"{self.prior_fingerprint}); starting from the prior map")
+            check_saved_graph(data["graph"])
             scene = SceneGraph.from_dict(data["graph"])
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, InputError, KeyError, TypeError, ValueError,
                 AttributeError) as error:
