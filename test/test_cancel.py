@@ -177,6 +177,7 @@ def test_twenty_goals_at_once_queue_five_reject_the_rest_and_the_planner_stays_r
         results = [handle.get_result_async() for handle in [first.result(), *queued]]
         wait_for(lambda: all(result.done() for result in results), timeout=30)
         assert [result.result().result.outcome for result in results] == ["canceled"] * 6
+        assert results[0].result().result.summary == "stopped by the emergency stop"
     finally:
         executor.shutdown()
         planner.close()

@@ -168,9 +168,15 @@ class TaskPlanner:
         self.settings = settings or PlannerSettings()
         self.on_step = on_step or (lambda step: None)
         self.cancel_event = threading.Event()
+        self.cancel_reason = "canceled by the user"
 
     def _emit(self, kind: str, text: str) -> None:
         self.on_step(TraceStep(kind, text))
+
+    def cancel(self, reason: str = "canceled by the user") -> None:
+        """Stop at the next step, from any thread; the task ends canceled with `reason`."""
+        self.cancel_reason = reason
+        self.cancel_event.set()
 
     def run(self, request: str) -> EpisodeResult:
         started = time.monotonic()
@@ -223,7 +229,7 @@ class TaskPlanner:
     def _step(self, state: LoopState, step: int, usage: LLMUsage) -> Ending | None:
         """One thought and action; how the task ended, or None while it goes on."""
         if self.cancel_event.is_set():
-            return Ending(EpisodeOutcome.CANCELED, "canceled by the user", step - 1)
+            return Ending(EpisodeOutcome.CANCELED, self.cancel_reason, step - 1)
         scene = self.tools.scene()
         goals = state.goals
         if all(goal_met(goal, scene) for goal in goals):

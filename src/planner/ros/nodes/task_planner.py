@@ -213,7 +213,7 @@ class TaskPlannerNode(PlannerNode):
         """The emergency stop ends the running task and every waiting one; requests are refused until release."""
         if msg.data and not self.estop.is_set():
             self.estop.set()
-            self._stop_running()
+            self._stop_running(reason="stopped by the emergency stop")
             self.report("warn", "emergency stop: tasks canceled; requests are refused until it is released")
         elif not msg.data and self.estop.is_set():
             self.estop.clear()
@@ -265,7 +265,7 @@ class TaskPlannerNode(PlannerNode):
         self._stop_running(only=goal_handle)
         return CancelResponse.ACCEPT
 
-    def _stop_running(self, only=None) -> None:
+    def _stop_running(self, only=None, reason: str = "canceled by the user") -> None:
         """Stop the running task (if it is `only`'s, when given): its planner and its skill."""
         running = self.running
         if running is None:
@@ -273,7 +273,7 @@ class TaskPlannerNode(PlannerNode):
         handle, planner, tools = running
         if only is not None and (handle is None or bytes(handle.goal_id.uuid) != bytes(only.goal_id.uuid)):
             return
-        planner.cancel_event.set()
+        planner.cancel(reason)
         tools.cancel()
 
     async def _execute(self, goal_handle):
@@ -338,7 +338,7 @@ class TaskPlannerNode(PlannerNode):
                               self.goal_policy)
         self.running = (goal_handle, planner, tools)
         if self.closing.is_set():  # closed while this turn was starting
-            self._stop_running()
+            self._stop_running(reason="the task planner is shutting down")
         self.report("info", f"task {task_id} started: {request}")
         try:
             result = planner.run(request)
@@ -354,7 +354,7 @@ class TaskPlannerNode(PlannerNode):
 
     def close(self) -> None:
         self.closing.set()
-        self._stop_running()
+        self._stop_running(reason="the task planner is shutting down")
         for turn in self.turns:
             turn.join(timeout=CLOSE_WAIT_S)
         super().close()
