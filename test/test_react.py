@@ -327,3 +327,16 @@ def test_a_suggestion_naming_what_is_no_action_or_thing_here_never_reaches_the_m
     _, _, _, policy = run(recorded_plan(), skill_planner)
     assert any('Suggestion: "Re-check the map and go where the object is now."' in prompt[-1]["content"]
                for prompt in policy.prompts)
+
+
+def test_a_missing_skill_planner_ends_the_task_at_once_naming_it(skill_planner, monkeypatch):
+    """No other action can do better while a part of the stack is down: the task ends with the reason
+    instead of trying every action in turn."""
+    from planner.core.failures import FailureCode
+    from planner.core.types import FailureInfo, SkillResult
+
+    gone = "action skill_planner/execute_skill: its server went away while it ran (gone for 2 s)"
+    monkeypatch.setattr(SimulatedRobot, "execute_skill", lambda self, call: SkillResult(
+        False, gone, FailureInfo(call, "", FailureCode.SKILL_PLANNER_UNAVAILABLE, gone)))
+    result, trace, _, _ = run(recorded_plan(), skill_planner)
+    assert result.outcome == "error" and result.summary == gone and result.steps == 2

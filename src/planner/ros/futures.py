@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
@@ -56,22 +57,31 @@ class Deadline:
         return max(min(remaining, poll_s) if poll_s is not None else remaining, 0.0)
 
 
+SERVER_GONE_S = 2.0   # a server missing from the graph this long has died: its answer will never come
+
+
 def wait_future(future, timeout_s: float, what: str, give_up: bool = True, stop: threading.Event | None = None,
-                clock=None) -> Any:
-    """The future's result; CallFailed after `timeout_s` (on `clock`, see Deadline), or as soon as
-    `stop` is set, when the future is dropped unless `give_up` is False (its answer is still
-    wanted, e.g. an action result after a cancel)."""
+                clock=None, server_alive: Callable[[], bool] | None = None) -> Any:
+    """The future's result; CallFailed after `timeout_s` (on `clock`, see Deadline), as soon as
+    `stop` is set, or once `server_alive` has said no for SERVER_GONE_S, when the future is dropped
+    unless `give_up` is False (its answer is still wanted, e.g. an action result after a cancel)."""
     done = threading.Event()
     future.add_done_callback(lambda _: done.set())
     deadline = Deadline(timeout_s, clock)
     problem, kind = "", CallKind.ERROR
+    poll_s = STOP_POLL_S if stop is not None or server_alive is not None else None
+    seen_alive = time.monotonic()
     while not done.is_set() and not problem:
+        if server_alive is not None and server_alive():
+            seen_alive = time.monotonic()
         if stop is not None and stop.is_set():
             problem, kind = "stopped", CallKind.STOPPED
         elif deadline.remaining() <= 0:
             problem, kind = f"no answer within {timeout_s:.0f} s", CallKind.TIMEOUT
+        elif time.monotonic() - seen_alive > SERVER_GONE_S:
+            problem, kind = f"its server went away while it ran (gone for {SERVER_GONE_S:.0f} s)", CallKind.UNAVAILABLE
         else:
-            done.wait(deadline.wait_s(STOP_POLL_S if stop is not None else None))
+            done.wait(deadline.wait_s(poll_s))
     if problem:
         if give_up:
             future.cancel()
@@ -112,15 +122,16 @@ class ActionCall:
         result = self.goal_handle.get_result_async()
         try:
             return wait_future(result, timeout_s, f"action {self.name}", give_up=False, stop=stop,
-                               clock=self.clock).result
-        except CallFailed:
+                               clock=self.clock, server_alive=self.client.server_is_ready).result
+        except CallFailed as error:
             # Cancel, and give the server a moment to wind the goal down, so that the next goal
-            # does not find the robot still busy with this one.
+            # does not find the robot still busy with this one (a server that went away cannot).
             self.cancel()
-            try:
-                wait_future(result, CANCEL_WAIT_S, f"action {self.name} cancel")
-            except CallFailed:
-                pass
+            if error.kind != CallKind.UNAVAILABLE:
+                try:
+                    wait_future(result, CANCEL_WAIT_S, f"action {self.name} cancel")
+                except CallFailed:
+                    pass
             raise
 
     def cancel(self) -> None:

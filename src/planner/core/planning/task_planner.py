@@ -78,6 +78,7 @@ def foreign_names(text: str, scene: SceneGraph, skills: SkillPlanner) -> list[st
 
 
 SATISFIED = "the world state satisfies the request"
+STACK_MISSING = (FailureCode.SKILL_PLANNER_UNAVAILABLE, FailureCode.CONTROLLER_UNAVAILABLE)
 
 
 class Ending(NamedTuple):
@@ -272,6 +273,9 @@ class TaskPlanner:
         if failed and failure is not None and failure.code == FailureCode.HAZARD:
             # Not a failure to work around: what the request leads to is forbidden.
             return Ending(EpisodeOutcome.REFUSED, failure.reason, step)
+        if failed and failure is not None and failure.code in STACK_MISSING:
+            # No other action can do better while a part of the stack is down.
+            return Ending(EpisodeOutcome.ERROR, failure.reason, step)
         self._observe(state, situation, reply.action, observation, failed)
         if not failed and self._may_satisfy(reply.action, goals) and self._confirm(goals):
             return Ending(EpisodeOutcome.SUCCEEDED, SATISFIED, step)
