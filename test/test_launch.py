@@ -24,18 +24,27 @@ def by_name(nodes):
     return {node.name: node for node in nodes}
 
 
-def test_defaults_start_every_node_with_the_simulator_at_the_root():
+@pytest.fixture
+def network_discovery(monkeypatch):
+    monkeypatch.delenv("ROS_AUTOMATIC_DISCOVERY_RANGE", raising=False)
+
+
+def test_defaults_start_every_node_with_the_simulator_at_the_root_seen_only_on_this_host(network_discovery,
+                                                                                       monkeypatch):
     nodes = by_name(stack_nodes({}))
     assert tuple(nodes) == NODES
-    assert all(node.namespace == "" and node.parameters == {"sim": True, "use_sim_time": False} and not node.env
-               and node.log_level == "info" for node in nodes.values())
+    assert all(node.namespace == "" and node.parameters == {"sim": True, "use_sim_time": False}
+               and node.env == {"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"} and node.log_level == "info"
+               for node in nodes.values())
+    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "SUBNET")  # the user's choice stands
+    assert all(not node.env for node in stack_nodes({}))
 
 
-def test_on_a_robot_no_simulator_runs_and_every_node_is_told_so():
+def test_on_a_robot_no_simulator_runs_and_every_node_is_told_so(network_discovery):
     nodes = by_name(stack_nodes({"sim": "false", "robot": str(ROBOT), "use_sim_time": "true", "log_level": "debug"}))
     assert "simulator" not in nodes and len(nodes) == len(NODES) - 1
     assert all(node.parameters == {"sim": False, "use_sim_time": True, "robot": str(ROBOT)} and node.log_level == "debug"
-               for node in nodes.values())
+               and not node.env for node in nodes.values())
 
 
 def test_a_namespace_holds_every_node_but_the_shared_explainer(tmp_path):
@@ -48,8 +57,8 @@ def test_a_namespace_holds_every_node_but_the_shared_explainer(tmp_path):
     assert "explainer" not in by_name(stack_nodes({"namespace": "robot2", "explainer": "false"}))
 
 
-def test_the_llm_server_reaches_every_node_through_the_configs_environment_overrides():
-    nodes = stack_nodes({"llm_base_url": "http://gpu-box:8000/v1", "llm_model": "qwen2.5-7b"})
+def test_the_llm_server_reaches_every_node_through_the_configs_environment_overrides(network_discovery):
+    nodes = stack_nodes({"llm_base_url": "http://gpu-box:8000/v1", "llm_model": "qwen2.5-7b", "sim": "false"})
     assert all(node.env == {"OPENAI_BASE_URL": "http://gpu-box:8000/v1", "PLANNER_LLM_MODEL": "qwen2.5-7b"}
                for node in nodes)
 

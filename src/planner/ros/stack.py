@@ -5,6 +5,7 @@ of their values the node list with each node's namespace, parameters, environmen
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,6 +92,10 @@ def stack_nodes(arguments: dict[str, str]) -> list[NodeLaunch]:
     # The LLM server reaches the nodes as the config's own environment overrides.
     env = {variable: values[name] for name, variable in (("llm_base_url", "OPENAI_BASE_URL"),
                                                          ("llm_model", "PLANNER_LLM_MODEL")) if values[name]}
+    if sim and "ROS_AUTOMATIC_DISCOVERY_RANGE" not in os.environ:
+        # A simulated robot has no business on the network: nobody on the LAN can steer it or feed
+        # it detections. A robot's launch keeps the network's discovery (secure it with SROS2).
+        env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     return [NodeLaunch(name, "" if name == "explainer" else namespace, dict(parameters),
                        _existing_file("params_file", values["params_file"]), env, values["log_level"])
             for name in NODES if (sim or name != "simulator") and (explainer or name != "explainer")]
