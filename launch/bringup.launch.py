@@ -5,6 +5,7 @@
 `ros2 launch planner bringup.launch.py --show-args` describes each. The arguments and the nodes
 they start come from planner.ros.stack, which `planner bringup` uses too, so the two cannot drift.
 Nodes keep their own names (a launch `name=` would rename the helper nodes in their processes too).
+A node that dies is started again after RESPAWN_DELAY_S (`planner bringup` waits longer each time).
 """
 
 from launch import LaunchDescription
@@ -12,7 +13,7 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from planner.ros.stack import LAUNCH_ARGUMENTS, stack_nodes
+from planner.ros.stack import LAUNCH_ARGUMENTS, RESPAWN_DELAY_S, stack_nodes
 
 
 def launch_nodes(context):
@@ -20,7 +21,8 @@ def launch_nodes(context):
     return [
         Node(package="planner", executable="planner-node", arguments=[node.name], namespace=node.namespace,
              parameters=[*([node.params_file] if node.params_file else []), node.parameters],
-             additional_env=node.env, ros_arguments=["--log-level", node.log_level], output="screen")
+             additional_env=node.env, ros_arguments=["--log-level", node.log_level], output="screen",
+             respawn=True, respawn_delay=RESPAWN_DELAY_S)
         for node in stack_nodes(arguments)
     ]
 

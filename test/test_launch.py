@@ -8,9 +8,10 @@ import subprocess
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
-from conftest import DATA, RosClient, wait_for
+from conftest import DATA, PLANNER, RosClient, wait_for
 from planner.cli.stack import Stack, node_command
 from planner.config import deployed, load_config
 from planner.ros.stack import LAUNCH_ARGUMENTS, NODES, stack_nodes
@@ -79,13 +80,13 @@ def test_the_launch_file_declares_the_table_and_starts_its_nodes_without_renamin
     tree = ast.parse(LAUNCH_FILE.read_text())
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
                 and node.module == "planner.ros.stack" for alias in node.names}
-    assert imported == {"LAUNCH_ARGUMENTS", "stack_nodes"}
+    assert imported == {"LAUNCH_ARGUMENTS", "RESPAWN_DELAY_S", "stack_nodes"}
     calls = {node.func.id: node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
     assert {"DeclareLaunchArgument", "OpaqueFunction", "Node", "stack_nodes"} <= set(calls)
     # A launch `name=` renames every node in the process, helper nodes too (the Nav2 commander's).
     node_keywords = {keyword.arg for keyword in calls["Node"].keywords}
     assert "name" not in node_keywords
-    assert {"namespace", "parameters", "additional_env", "ros_arguments"} <= node_keywords
+    assert {"namespace", "parameters", "additional_env", "ros_arguments", "respawn", "respawn_delay"} <= node_keywords
     assert len({name for name, _, _ in LAUNCH_ARGUMENTS}) == len(LAUNCH_ARGUMENTS) == 10
 
 
@@ -145,3 +146,42 @@ def test_without_the_simulator_here_the_executor_says_what_the_robot_needs(ros):
     assert run.returncode == 2
     assert ("executor.backend robot needs tf2_ros, Nav2's nav2_simple_commander, MoveIt 2's moveit_py (a ROS 2 "
             "install with Nav2 and MoveIt 2)") in run.stderr
+
+
+@pytest.mark.timeout(300)
+def test_bringup_restarts_a_node_that_died_and_it_serves_again(ros, tmp_path):
+    """A killed node stopped the whole `planner bringup`; now it comes back and the stack goes on."""
+    import os
+    import signal
+
+    from planner.srv import GetRooms
+
+    bringup = subprocess.Popen([PLANNER, "bringup", "--config", str(DATA / "scripted.yaml"), "--nodes", "simulator",
+                                "perception"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    client = RosClient("restart_test")
+    try:
+        rooms = lambda: client.call(GetRooms, "/perception/get_rooms", GetRooms.Request(), timeout=5.0).rooms  # noqa: E731
+        wait_for(lambda: not_raising(rooms), 120)
+        perception = next(child for child in psutil.Process(bringup.pid).children()
+                          if "perception" in child.cmdline())
+        os.kill(perception.pid, signal.SIGKILL)
+        wait_for(lambda: not psutil.pid_exists(perception.pid) or perception.status() == psutil.STATUS_ZOMBIE, 10)
+        wait_for(lambda: any(child.pid != perception.pid and "perception" in child.cmdline()
+                             for child in psutil.Process(bringup.pid).children()), 30)
+        wait_for(lambda: not_raising(rooms), 120)
+        assert rooms() == ["bedroom", "kitchen"]
+        assert bringup.poll() is None  # the stack kept running throughout
+    finally:
+        client.close()
+        bringup.send_signal(signal.SIGTERM)
+        _, errors = bringup.communicate(timeout=60)
+    assert "perception exited (-9); restarting it in 1 s" in errors
+
+
+def not_raising(call) -> bool:
+    try:
+        call()
+        return True
+    except Exception:  # noqa: BLE001 - not up yet
+        return False

@@ -33,25 +33,36 @@ def node_command(node: NodeLaunch, log_level: str) -> list[str]:
     return command
 
 
+RESTART_BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)   # waits before restarting a node that died, in turn
+STABLE_S = 60.0   # a node that ran this long since its last start is back to the shortest wait
+
+
 class Stack:
     """The stack's nodes as separate processes, stopped together: what bringup.launch.py starts for
     the same launch arguments (planner.ros.stack.LAUNCH_ARGUMENTS), less the nodes not in `only`."""
 
     def __init__(self, arguments: dict[str, str], only: tuple[str, ...] = NODES, quiet: bool = False,
                  env: dict | None = None):
-        self.nodes = [node for node in stack_nodes(arguments) if node.name in only]
+        self.nodes = {node.name: node for node in stack_nodes(arguments) if node.name in only}
         self.quiet = quiet
         self.env = env or os.environ.copy()
-        self.processes: list[tuple[str, subprocess.Popen]] = []
+        self.processes: dict[str, subprocess.Popen] = {}
+        self.started: dict[str, float] = {}
+        self.deaths: dict[str, int] = {}      # deaths in a row, each without a stable run before it
+        self.restart_at: dict[str, float] = {}
 
     def start(self) -> None:
-        for node in self.nodes:
-            command = node_command(node, "warn" if self.quiet else node.log_level)
-            process = subprocess.Popen(command, env={**self.env, **node.env}, stdout=subprocess.PIPE,
-                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, bufsize=1,
-                                       start_new_session=True, preexec_fn=DIE_WITH_PARENT)
-            self.processes.append((node.name, process))
-            threading.Thread(target=self._relay, args=(node.name, process), daemon=True).start()
+        for name in self.nodes:
+            self._launch(name)
+
+    def _launch(self, name: str) -> None:
+        node = self.nodes[name]
+        command = node_command(node, "warn" if self.quiet else node.log_level)
+        process = subprocess.Popen(command, env={**self.env, **node.env}, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, bufsize=1,
+                                   start_new_session=True, preexec_fn=DIE_WITH_PARENT)
+        self.processes[name], self.started[name] = process, time.monotonic()
+        threading.Thread(target=self._relay, args=(name, process), daemon=True).start()
 
     def _relay(self, name: str, process: subprocess.Popen) -> None:
         for line in process.stdout:
@@ -59,14 +70,32 @@ class Stack:
                 sys.stderr.write(f"{name:>13} | {line}")
 
     def dead(self) -> list[str]:
-        return [f"{name} (exit {p.returncode})" for name, p in self.processes if p.poll() is not None]
+        return [f"{name} (exit {p.returncode})" for name, p in self.processes.items() if p.poll() is not None]
+
+    def supervise(self) -> None:
+        """Restart nodes that died, each after a wait that doubles with every death in a row, so a
+        node that cannot start does not spin; the others keep running meanwhile (as respawn does)."""
+        now = time.monotonic()
+        for name, process in self.processes.items():
+            if process.poll() is None:
+                continue
+            if name not in self.restart_at:
+                stable = now - self.started[name] >= STABLE_S
+                self.deaths[name] = 1 if stable else self.deaths.get(name, 0) + 1
+                wait = RESTART_BACKOFF_S[min(self.deaths[name], len(RESTART_BACKOFF_S)) - 1]
+                self.restart_at[name] = now + wait
+                print(format_step("stack", f"{name} exited ({process.returncode}); restarting it in {wait:.0f} s"),
+                      file=sys.stderr, flush=True)
+            elif now >= self.restart_at[name]:
+                del self.restart_at[name]
+                self._launch(name)
 
     def stop(self) -> None:
-        for _, process in self.processes:
+        for process in self.processes.values():
             if process.poll() is None:
                 process.send_signal(signal.SIGINT)
         deadline = time.monotonic() + 10
-        for _, process in self.processes:
+        for process in self.processes.values():
             try:
                 process.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
@@ -205,9 +234,7 @@ def bringup(args) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         while not stop.is_set():
-            if stack.dead():
-                print(f"stopping: {', '.join(stack.dead())} exited", file=sys.stderr)
-                break
+            stack.supervise()
             stop.wait(0.5)
     except KeyboardInterrupt:
         pass

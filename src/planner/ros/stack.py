@@ -28,6 +28,8 @@ _CLASSES = {
 
 
 # Launch arguments: name, default, description. Every value is a string, as `ros2 launch` gives it.
+RESPAWN_DELAY_S = 2.0   # ros2 launch starts a node that died again after this long
+
 LAUNCH_ARGUMENTS = (
     ("sim", "true", "start the built-in simulator; false on a robot or in Gazebo: no simulator node, and the "
                     "executor drives Nav2 and MoveIt 2"),
