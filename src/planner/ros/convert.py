@@ -11,6 +11,7 @@ from rclpy.node import Node
 from transforms3d.quaternions import mat2quat
 
 from planner.core.controller import ExecutionEventInfo
+from planner.core.files import point_problem
 from planner.core.frames import from_quaternion
 from planner.core.geometry import Pose2D
 from planner.core.scene_graph import Detection, Entity, RobotSnapshot, SceneGraph, SensorFrame
@@ -106,6 +107,16 @@ def robot_to_msg(robot: RobotSnapshot, stamp: Time, map_frame: str) -> RobotStat
     msg.header.stamp = stamp
     msg.header.frame_id = map_frame
     return msg
+
+
+def robot_state_problem(msg: RobotState) -> str | None:
+    """What makes a robot state unusable, naming the field; None when it is fine."""
+    pose = msg.base_pose
+    if (problem := point_problem((pose.x, pose.y, pose.theta))) is not None:
+        return f"base_pose: {problem}"
+    if len(msg.held) != len(msg.arms):
+        return f"held: one entry per arm ({len(msg.arms)}), got {len(msg.held)}"
+    return None
 
 
 def robot_from_msg(msg: RobotState) -> RobotSnapshot:

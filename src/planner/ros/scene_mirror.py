@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from planner.core.scene_graph import SceneGraph
 from planner.msg import RobotState, SceneGraphUpdate
-from planner.ros.convert import apply_update_msg, robot_from_msg, scene_from_msg, seconds
+from planner.ros.convert import apply_update_msg, robot_from_msg, robot_state_problem, scene_from_msg, seconds
 from planner.ros.futures import Deadline, call_service
 from planner.ros.qos import RELIABLE
 from planner.srv import GetSceneGraph
@@ -58,6 +58,8 @@ class SceneMirror:
             self._arrived.notify_all()
 
     def _on_robot(self, msg: RobotState) -> None:
+        if robot_state_problem(msg) is not None:
+            return  # perception reports it
         with self._arrived:
             previous, self._robot = self._robot, msg
             if previous is None or _robot_changed(previous, msg):

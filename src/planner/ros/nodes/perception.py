@@ -33,6 +33,7 @@ from planner.ros.convert import (
     failure_from_msg,
     frame_from_msg,
     robot_from_msg,
+    robot_state_problem,
     robot_to_msg,
     seconds,
     stamp_now,
@@ -219,6 +220,9 @@ class PerceptionNode(PlannerNode):
         return True
 
     def _on_robot_state(self, msg: RobotState) -> None:
+        if (problem := robot_state_problem(msg)) is not None:
+            self.report("error", f"robot state rejected: {problem}")
+            return
         robot = robot_from_msg(msg)
         self.frames.set_dynamic(self.profile.map_frame, self.profile.base_frame, seconds(msg.header.stamp), planar(robot.pose))
         with self.lock:
