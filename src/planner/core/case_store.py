@@ -124,22 +124,26 @@ class CaseStore:
         """Rows the file check passes but no case can be read from (context not JSON) go to a JSON-lines
         file beside the database, and cached vectors cut short are dropped (they are recomputed): one
         bad row must not stop the explainer at every start."""
-        bad_cases, bad_vectors = [], 0
+        assert self.path is not None  # an in-memory database starts empty
+        bad_rows: list[dict] = []
+        problems: list[str] = []
         with self._lock, self._transaction():
             for row in self._db.execute(f"SELECT {', '.join(CASE_FIELDS)} FROM cases").fetchall():
                 try:
                     _row_to_case(row)
                 except (ValueError, TypeError) as error:
-                    bad_cases.append({"row": dict(zip(CASE_FIELDS, row)), "problem": str(error)})
-            self._db.executemany("DELETE FROM cases WHERE id = ?", [(bad["row"]["id"],) for bad in bad_cases])
+                    bad_rows.append(dict(zip(CASE_FIELDS, row)))
+                    problems.append(str(error))
+            self._db.executemany("DELETE FROM cases WHERE id = ?", [(row["id"],) for row in bad_rows])
             bad_vectors = self._db.execute("DELETE FROM embeddings WHERE length(vector) = 0 OR length(vector) % ? != 0",
                                            (FLOAT_BYTES,)).rowcount
         notes = []
-        if bad_cases:
+        if bad_rows:
             aside = self.path.with_name(f"{self.path.name}.bad-rows-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
-            aside.write_text("".join(json.dumps(bad, default=str) + "\n" for bad in bad_cases))
-            notes.append(f"{len(bad_cases)} unreadable case(s) ({', '.join(str(b['row']['id']) for b in bad_cases[:5])}: "
-                         f"{bad_cases[0]['problem']}) set aside in {aside.name}")
+            aside.write_text("".join(json.dumps({"row": row, "problem": problem}, default=str) + "\n"
+                                     for row, problem in zip(bad_rows, problems)))
+            notes.append(f"{len(bad_rows)} unreadable case(s) ({', '.join(str(row['id']) for row in bad_rows[:5])}: "
+                         f"{problems[0]}) set aside in {aside.name}")
         if bad_vectors:
             notes.append(f"{bad_vectors} damaged cached embedding(s) dropped, to be recomputed")
         return f"{self.path}: " + "; ".join(notes) if notes else ""
