@@ -208,6 +208,27 @@ def test_relations_on_stacked_in_under_and_near_come_from_the_boxes():
     assert scene.graph.has_edge("obj0", "obj3")          # every object is in a room
 
 
+def test_a_cluttered_map_compares_each_object_with_what_it_touches_not_with_all_the_clutter(monkeypatch):
+    """A dense map (ever more items in the same rooms) took 22 s for 20k items: every object was
+    compared with everything within 0.75 m. Now the box comparisons grow with the count, not its square."""
+    import planner.core.scene_graph as scene_graph
+    from planner.core.synthetic import cluttered_map
+    from planner.core.voxeland import parse_voxeland
+
+    compared = []
+    relation = scene_graph.spatial_relation
+    monkeypatch.setattr(scene_graph, "spatial_relation", lambda a, b: compared.append(1) or relation(a, b))
+    per_object = {}
+    for count in (1000, 4000):
+        data, rooms = cluttered_map(count, n_rooms=2, seed=1)
+        compared.clear()
+        scene = SceneGraph.from_voxeland(parse_voxeland(data, "dense.json"), rooms)
+        per_object[count] = len(compared) / count
+        on_furniture = [o for o in scene.objects() if o.center[2] > 0.3]
+        assert on_furniture and all(scene.support(o.id)[0] == "on" for o in on_furniture)
+    assert per_object[4000] < 1.2 * per_object[1000], per_object
+
+
 def test_things_in_furniture_with_a_door_or_drawer_are_in_it_whatever_its_label():
     """The medicine in the nightstand's drawer, and a sock in a locker (no container label, but it opens)."""
     from planner.core.scene_graph import Entity, spatial_relation

@@ -22,10 +22,14 @@ from planner.bench.common import machine_info, write_results
 from planner.core.frames import FrameTree, planar, rigid, transform_point
 from planner.core.geometry import Pose2D
 from planner.core.scene_graph import Detection, SceneGraph, SensorFrame
-from planner.core.synthetic import OBJECT_LABELS, synthetic_map
+from planner.core.synthetic import OBJECT_LABELS, cluttered_map, synthetic_map
 from planner.core.voxeland import load_voxeland
 
 DEFAULT_SIZES = (10, 100, 1000, 10000)
+# Dense maps: the same few rooms ever more cluttered (a Voxeland map of many small items), where
+# relating each object to everything around it grew with the square of the density.
+DENSE_SIZES = (5000, 10000, 20000)
+DENSE_ROOMS = 4
 TARGETS = {"build_s_at_10000": 1.0, "detections_per_s": 1000.0, "query_median_ms_at_10000": 1.0}
 QUERY_SAMPLES = 1000
 FUSION_DETECTIONS = 3000
@@ -130,10 +134,10 @@ def measure_queries(scene: SceneGraph, rng: random.Random, samples: int = QUERY_
 
 
 def run(sizes=DEFAULT_SIZES, out_dir: Path = Path("bench/results"), repeat: int = 3, seed: int = 0,
-        progress: Callable[[str], None] = print) -> dict:
+        progress: Callable[[str], None] = print, dense_sizes=DENSE_SIZES) -> dict:
     rng = random.Random(seed)
     results = {"benchmark": "perception", "machine": machine_info(), "seed": seed, "repeat": repeat,
-               "targets": TARGETS, "sizes": {}}
+               "targets": TARGETS, "sizes": {}, "dense_rooms": DENSE_ROOMS, "dense": {}}
     with tempfile.TemporaryDirectory() as scratch:
         for size in sizes:
             data, rooms = synthetic_map(size, seed)
@@ -151,6 +155,18 @@ def run(sizes=DEFAULT_SIZES, out_dir: Path = Path("bench/results"), repeat: int 
             progress(f"[{size:>6} objects] {entry['fusion']['detections_per_s']:.0f} detections/s; "
                      f"get_object median {entry['queries']['get_object']['median_ms']:.3f} ms")
             results["sizes"][str(size)] = entry
+        for size in dense_sizes:
+            data, rooms = cluttered_map(size, DENSE_ROOMS, seed)
+            path = Path(scratch) / f"dense_{size}.json"
+            path.write_text(json.dumps(data))
+            progress(f"[{size:>6} objects in {len(rooms)} rooms] building x{repeat} ...")
+            entry = {"instances": len(data["instances"]), "rooms": len(rooms), "map_mb": path.stat().st_size / 2**20}
+            entry.update(measure_build(path, rooms, repeat))
+            scene = _build(path, rooms)
+            entry["relations"] = sum(len(scene.relation_edges(o.id)) for o in scene.objects())
+            progress(f"[{size:>6} objects in {len(rooms)} rooms] build {entry['build_s']:.2f} s, "
+                     f"{entry['relations']} relations")
+            results["dense"][str(size)] = entry
     results["summary"] = summarize(results)
     progress("written: " + ", ".join(map(str, write_results(results, out_dir, "perception", plot))))
     return results
@@ -171,6 +187,12 @@ def summarize(results: dict) -> dict:
         summary["build_time_ratio"] = {"sizes": [int(low), int(high)], "objects_ratio": int(high) / int(low),
                                        "time_ratio": sizes[high]["build_s"] / sizes[low]["build_s"],
                                        "memory_ratio": sizes[high]["retained_mb"] / sizes[low]["retained_mb"]}
+    dense = results.get("dense", {})
+    if len(dense) >= 2:
+        low, high = min(dense, key=int), max(dense, key=int)
+        summary["dense_build_time_ratio"] = {"sizes": [int(low), int(high)], "rooms": results["dense_rooms"],
+                                             "objects_ratio": int(high) / int(low),
+                                             "time_ratio": dense[high]["build_s"] / dense[low]["build_s"]}
     summary["targets_met"] = {
         "build_under_1s_at_10000": sizes.get("10000", {}).get("build_s", float("inf")) < TARGETS["build_s_at_10000"],
         "fusion_at_least_1000_per_s": summary["min_detections_per_s"] >= TARGETS["detections_per_s"],
@@ -194,6 +216,10 @@ def plot(results: dict, path: Path) -> None:
     ax.loglog(n, [e["build_s"] for e in entries], "o-", label="load + build")
     ax.loglog(n, [e["save_s"] for e in entries], "s--", label="save (JSON)")
     ax.loglog(n, [entries[-1]["build_s"] * x / n[-1] for x in n], ":", color="grey", label="linear")
+    if results.get("dense"):
+        dense = sorted(results["dense"], key=int)
+        ax.loglog([int(d) for d in dense], [results["dense"][d]["build_s"] for d in dense], "^-",
+                  label=f"dense: all in {results['dense_rooms']} rooms")
     ax.axhline(TARGETS["build_s_at_10000"], color="red", lw=0.8, label="target at 10k: 1 s")
     ax.set(title="Map build time", xlabel="objects", ylabel="seconds")
     ax.legend(fontsize=8)

@@ -13,7 +13,8 @@ from planner.cli.stack import format_step
 def bench_perception(args) -> int:
     from planner.bench import perception
 
-    results = perception.run(tuple(args.sizes), Path(args.out), args.repeat, args.seed)
+    results = perception.run(tuple(args.sizes), Path(args.out), args.repeat, args.seed,
+                             dense_sizes=perception.DENSE_SIZES if args.dense_sizes is None else tuple(args.dense_sizes))
     summary = results["summary"]
     print(json.dumps(summary["targets_met"], indent=1))
     return 0
@@ -318,6 +319,8 @@ def add_commands(sub) -> None:
     bench_sub = p.add_subparsers(dest="bench_command", required=True)
     perception = bench_sub.add_parser("perception", help="scene graph build, fusion and queries at growing map sizes")
     perception.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000, 10000], help="objects per map")
+    perception.add_argument("--dense-sizes", type=int, nargs="*",
+                            help="objects per dense map, all in the same few rooms (default: 5000 10000 20000)")
     perception.add_argument("--repeat", type=int, default=3, help="builds per size (the median is reported)")
     perception.add_argument("--seed", type=int, default=0)
     perception.add_argument("--out", default="bench/results", help="folder for perception.json and perception.png")

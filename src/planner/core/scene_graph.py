@@ -252,6 +252,7 @@ class SceneGraph:
         self._room_shapes: dict[str, Polygon] = {}
         self._room_tree: shapely.STRtree | None = None
         self._grid = GridIndex()
+        self._furniture_grid = GridIndex()   # what objects are near, apart from the clutter around them
         self._members: dict[str, set[str]] = defaultdict(set)   # room -> furniture and object ids
         self._by_label: dict[str, set[str]] = defaultdict(set)  # any top label -> ids
         self._next_number: dict[str, int] = defaultdict(lambda: 1)
@@ -288,14 +289,15 @@ class SceneGraph:
         if had_items:  # items already there may now stand on, in or under the new ones
             for entity in entities:
                 affected |= self._objects_around(entity)
-        for object_id in affected:
-            self._relate(self.entity(object_id))
+        subjects = [self.entity(object_id) for object_id in affected]
+        for entity, candidates in zip(subjects, self._bulk_relation_candidates(subjects)):
+            self._relate(entity, candidates)
 
     def _insert(self, entity: Entity) -> None:
         self.graph.add_node(entity.id, entity=entity)
         self._by_id[entity.id] = entity
         self._set_status(entity, entity.status)
-        self._grid.insert(entity.id, entity.bounds())
+        self._index_box(entity)
         self._index_labels(entity, set())
         self._set_room(entity, entity.room)
         self.changed.add(entity.id)
@@ -361,7 +363,31 @@ class SceneGraph:
         return scene
 
     # ---- relations --------------------------------------------------------------------------
-    def _relate(self, entity: Entity) -> None:
+    def _relation_candidates(self, entity: Entity) -> set[str]:
+        """What an object may be in, on, under (boxes over its centre) or near (furniture): only
+        these, so that clutter around it, however dense, is not compared with it."""
+        x, y = entity.center[0], entity.center[1]
+        return self._grid.query((x, y, x, y)) | self._furniture_grid.query(entity.bounds(NEAR_DISTANCE_M))
+
+    def _bulk_relation_candidates(self, subjects: list[Entity]) -> list[set[str]]:
+        """_relation_candidates for many objects at once, with exact box tests in two tree queries:
+        building a map costs what its objects touch, not the square of its density."""
+        if not subjects:
+            return []
+        ids = list(self._by_id)
+        furniture = [i for i in ids if self._by_id[i].kind == "furniture"]
+        found: list[set[str]] = [set() for _ in subjects]
+        centres = shapely.points([(e.center[0], e.center[1]) for e in subjects])
+        for subject, item in shapely.STRtree(_boxes(self._by_id[i] for i in ids)).query(centres, predicate="intersects").T:
+            found[subject].add(ids[item])
+        if furniture:
+            tree = shapely.STRtree(_boxes(self._by_id[i] for i in furniture))
+            near = tree.query(_boxes(subjects), predicate="dwithin", distance=NEAR_DISTANCE_M)
+            for subject, item in near.T:
+                found[subject].add(furniture[item])
+        return found
+
+    def _relate(self, entity: Entity, candidates: set[str] | None = None) -> None:
         """Recompute where an object is: one of in / on / under, else near the closest furniture."""
         for target in [t for t in self.graph.successors(entity.id)]:
             self.graph.remove_edge(entity.id, target)
@@ -370,7 +396,7 @@ class SceneGraph:
             return
         best: tuple[int, float, str] | None = None
         near: list[tuple[float, str]] = []
-        for other_id in self._grid.query(entity.bounds(NEAR_DISTANCE_M)):
+        for other_id in self._relation_candidates(entity) if candidates is None else candidates:
             if other_id == entity.id:
                 continue
             other = self._by_id[other_id]
@@ -392,8 +418,9 @@ class SceneGraph:
             self.graph.add_edge(entity.id, other_id, relation="near")
 
     def _objects_around(self, entity: Entity, old_bounds=None) -> set[str]:
-        """Other objects whose relations may change because `entity` appeared, moved or went."""
-        around = self._grid.query(entity.bounds(NEAR_DISTANCE_M))
+        """Other objects whose relations may change because `entity` appeared, moved or went: those
+        over its box, and those near it when it is furniture."""
+        around = self._grid.query(entity.bounds(NEAR_DISTANCE_M if entity.kind == "furniture" else 0.0))
         if old_bounds is not None:
             around |= self._grid.query(old_bounds)
         around |= {s for s, _ in self.graph.in_edges(entity.id)}
@@ -593,7 +620,7 @@ class SceneGraph:
         entity.missed = 0
         if entity.status != "held":
             self._set_status(entity, "seen")
-        self._grid.insert(node_id, entity.bounds())
+        self._index_box(entity)
         room = self.room_at(center[0], center[1])
         if room and room != entity.room:
             self._set_room(entity, room)
@@ -608,6 +635,12 @@ class SceneGraph:
         for label in entity.labels:
             self._by_label[label].discard(entity.id)
         self._grid.remove(entity.id)
+        self._furniture_grid.remove(entity.id)
+
+    def _index_box(self, entity: Entity) -> None:
+        self._grid.insert(entity.id, entity.bounds())
+        if entity.kind == "furniture":
+            self._furniture_grid.insert(entity.id, entity.bounds())
 
     def remove_item(self, node_id: str) -> None:
         entity = self.entity(node_id)
@@ -849,6 +882,11 @@ def _entity_from_dict(node: dict) -> Entity:
     fields = {**node, "center": tuple(node["center"]), "size": tuple(node["size"]),
               "polygon": [tuple(p) for p in node.get("polygon", [])]}
     return Entity(**fields)
+
+
+def _boxes(entities) -> np.ndarray:
+    """The entities' footprints as shapely boxes (one vectorised call)."""
+    return shapely.box(*np.array([entity.bounds() for entity in entities], dtype=float).reshape(-1, 4).T)
 
 
 def _footprint(center, size) -> list[tuple[float, float]]:
