@@ -106,8 +106,9 @@ def endpoints(graph) -> tuple[set, set]:
     topics, services = set(), set()
     for name, namespace in graph.get_node_names_and_namespaces():
         if name in NODES:
+            # Heartbeat subscriptions take no data (the liveliness of a node's ~/alive is what they hear).
             topics |= {(t, types[0]) for t, types in graph.get_subscriber_names_and_types_by_node(name, namespace)
-                       if "/_action/" not in t and t != "/parameter_events"}
+                       if "/_action/" not in t and t != "/parameter_events" and not t.endswith("/alive")}
             services |= {(t, types[0]) for t, types in graph.get_service_names_and_types_by_node(name, namespace)
                          if "/_action/" not in t and not t.endswith(("_parameters", "_parameter_types",
                                                                      "_type_description", "set_parameters_atomically"))}

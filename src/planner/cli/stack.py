@@ -114,6 +114,7 @@ def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack |
 
     from planner.action import ExecuteTask
     from planner.msg import PlanStep
+    from planner.ros.futures import CallFailed, CallKind, Heartbeat, wait_future
     from planner.ros.qos import RELIABLE
     from planner.srv import Explain, GetSceneGraph
 
@@ -144,6 +145,7 @@ def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack |
                              lambda m: print(format_step("status", m.data), flush=True) if "ERROR" in m.data or "WARN" in m.data else None,
                              RELIABLE)
     client = ActionClient(node, ExecuteTask, "/planner/execute_task")
+    planner_alive = Heartbeat(node, "/task_planner")
     # A fresh stack is ready when its slowest nodes answer: the explainer loads an embedding model.
     readiness = [node.create_client(Explain, "/explainer/explain"),
                  node.create_client(GetSceneGraph, "/perception/get_scene_graph")] if stack is not None else []
@@ -162,26 +164,29 @@ def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack |
                       f"(ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}); is the stack running?", file=sys.stderr)
                 return 1
         time.sleep(1.0)  # let the trace subscription match before the first step
-        goal_future = client.send_goal_async(ExecuteTask.Goal(request=request), feedback_callback=lambda fb: show(fb.feedback.step))
-        deadline = time.monotonic() + GOAL_ANSWER_S
-        while not goal_future.done():
-            if time.monotonic() > deadline:
-                print(f"the planner did not answer the request within {GOAL_ANSWER_S:.0f} s", file=sys.stderr)
-                return 1
-            time.sleep(0.05)
-        handle = goal_future.result()
-        if not handle.accepted:
-            print("the planner rejected the request (another task is running?)", file=sys.stderr)
+        try:
+            handle = wait_future(client.send_goal_async(ExecuteTask.Goal(request=request),
+                                                        feedback_callback=lambda fb: show(fb.feedback.step)),
+                                 GOAL_ANSWER_S, "the request")
+        except CallFailed:
+            print(f"the planner did not answer the request within {GOAL_ANSWER_S:.0f} s", file=sys.stderr)
             return 1
-        result_future = handle.get_result_async()
-        deadline = time.monotonic() + timeout_s
-        while not result_future.done():
-            if time.monotonic() > deadline:
+        if not handle.accepted:
+            print("the planner rejected the request: it is empty, the queue of tasks is full or the emergency stop "
+                  "is engaged (/planner/status says which)", file=sys.stderr)
+            return 1
+        try:
+            # A task planner that dies mid-task never answers: its server leaving the graph ends the wait.
+            result = wait_future(handle.get_result_async(), timeout_s, "the task", give_up=False,
+                                 server_alive=planner_alive.watch(client)).result
+        except CallFailed as error:
+            if error.kind == CallKind.TIMEOUT:
                 handle.cancel_goal_async()
                 print(f"no result after {timeout_s:.0f} s; canceled", file=sys.stderr)
-                return 1
-            time.sleep(0.1)
-        result = result_future.result().result
+            else:
+                print(f"the task planner went away while the task ran, so its outcome is unknown ({error})",
+                      file=sys.stderr)
+            return 1
         time.sleep(0.3)  # trailing trace messages
         print(format_step("done", f"{result.outcome} after {result.steps} steps: {result.summary}"), flush=True)
         return 0 if result.success else 1

@@ -71,6 +71,8 @@ class FailureCode(StrEnum):
     PERCEPTION_UNAVAILABLE = "PERCEPTION_UNAVAILABLE"
     CONTROLLER_UNAVAILABLE = "CONTROLLER_UNAVAILABLE"
     SKILL_PLANNER_UNAVAILABLE = "SKILL_PLANNER_UNAVAILABLE"
+    EXECUTOR_UNAVAILABLE = "EXECUTOR_UNAVAILABLE"
+    ROBOT_UNAVAILABLE = "ROBOT_UNAVAILABLE"   # the robot's motion servers (Nav2, MoveIt, the simulator) are gone
     SPEECH_UNAVAILABLE = "SPEECH_UNAVAILABLE"
     FAILED = "FAILED"  # a failure that came with no code
 
@@ -130,6 +132,8 @@ REASONS: dict[str, str] = {  # keyed by FailureCode members, which are their str
     FailureCode.PERCEPTION_UNAVAILABLE: "perception did not answer, so the command could not be checked: {detail}",
     FailureCode.CONTROLLER_UNAVAILABLE: "the controller did not check the command, so it was not run: {detail}",
     FailureCode.SKILL_PLANNER_UNAVAILABLE: AS_GIVEN,
+    FailureCode.EXECUTOR_UNAVAILABLE: "the executor did not run the command: {detail}",
+    FailureCode.ROBOT_UNAVAILABLE: "the robot's motion server did not answer: {detail}",
     FailureCode.SPEECH_UNAVAILABLE: "the robot could not speak: {detail}",
     FailureCode.FAILED: AS_GIVEN,
 }

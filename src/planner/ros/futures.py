@@ -9,8 +9,12 @@ from enum import StrEnum
 from typing import Any
 
 from rclpy.action import ActionClient
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.event_handler import SubscriptionEventCallbacks
+from std_msgs.msg import Empty
 
 from planner.core.errors import PlannerError
+from planner.ros.qos import ALIVE, alive_topic
 
 
 class CallKind(StrEnum):
@@ -100,14 +104,37 @@ def call_service(client, request, timeout_s: float = 5.0, clock=None) -> Any:
 CANCEL_WAIT_S = 5.0   # how long a timed-out goal may take to end after its cancel
 
 
+class Heartbeat:
+    """Whether the process of a node (`server_node`, resolved in the watching node's namespace)
+    lives on, from the liveliness of its `~/alive` publisher. `losses` counts the processes behind it
+    that went away, so a call can tell that the one holding its goal died even when a restarted one
+    has taken its place under the same name."""
+
+    def __init__(self, node, server_node: str):
+        self.losses = 0
+        node.create_subscription(Empty, alive_topic(server_node), lambda _: None, ALIVE,
+                                 event_callbacks=SubscriptionEventCallbacks(liveliness=self._changed),
+                                 callback_group=MutuallyExclusiveCallbackGroup())
+
+    def _changed(self, info) -> None:
+        if info.alive_count_change < 0:
+            self.losses -= info.alive_count_change
+
+    def watch(self, client: ActionClient) -> Callable[[], bool]:
+        """A check that the server is still the one it is now: false once it has died since."""
+        losses = self.losses
+        return lambda: client.server_is_ready() and self.losses == losses
+
+
 class ActionCall:
     """Send one goal and wait for its result from a worker thread; cancel() from any thread. The
     result's time limit runs on `clock` (the calling node's, see Deadline) when given."""
 
-    def __init__(self, client: ActionClient, name: str, clock=None):
+    def __init__(self, client: ActionClient, name: str, clock=None, heartbeat: Heartbeat | None = None):
         self.client = client
         self.name = name
         self.clock = clock
+        self.heartbeat = heartbeat
         self.goal_handle = None
 
     def run(self, goal, timeout_s: float, feedback_callback=None, stop: threading.Event | None = None):
@@ -115,6 +142,7 @@ class ActionCall:
         even if that happened before the goal was sent."""
         if not self.client.wait_for_server(timeout_sec=5.0):
             raise CallFailed(f"action {self.name} is not available", CallKind.UNAVAILABLE)
+        server_alive = self.client.server_is_ready if self.heartbeat is None else self.heartbeat.watch(self.client)
         self.goal_handle = wait_future(self.client.send_goal_async(goal, feedback_callback=feedback_callback),
                                        10.0, f"action {self.name} goal")
         if not self.goal_handle.accepted:
@@ -122,7 +150,7 @@ class ActionCall:
         result = self.goal_handle.get_result_async()
         try:
             return wait_future(result, timeout_s, f"action {self.name}", give_up=False, stop=stop,
-                               clock=self.clock, server_alive=self.client.server_is_ready).result
+                               clock=self.clock, server_alive=server_alive).result
         except CallFailed as error:
             # Cancel, and give the server a moment to wind the goal down, so that the next goal
             # does not find the robot still busy with this one (a server that went away cannot).

@@ -10,12 +10,12 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from std_msgs.msg import String
+from std_msgs.msg import Empty, String
 
 from planner.adapters.llm import probe_schema
 from planner.config import StackConfig, deployed, load_config
 from planner.core.errors import PlannerError, PolicyError
-from planner.ros.qos import STATUS_QOS, STATUS_TOPIC
+from planner.ros.qos import ALIVE, STATUS_QOS, STATUS_TOPIC
 from planner.wiring import open_llm, open_part_llm
 
 
@@ -40,6 +40,7 @@ class PlannerNode(Node):
         robot = self.declare_parameter("robot", "").value
         self.config = deployed(config or load_config(path or None), sim, robot)
         self._status = self.create_publisher(String, STATUS_TOPIC, STATUS_QOS)
+        self._alive = self.create_publisher(Empty, "~/alive", ALIVE)   # see Heartbeat: never published to
         self.embedded = None  # the embedded LLM server this node started, stopped by close
         self.closed = threading.Event()  # set by close: threads of the node report nothing after it
 
@@ -135,8 +136,10 @@ def spin_node(node: Node) -> None:
         close = getattr(node, "close", None)
         if close:
             close()
+        # Callbacks still waiting (on a node that is stopping too) are not waited for: the process
+        # ends, as it must promptly on SIGTERM; what they would have answered, nobody is left to hear.
+        executor.shutdown(wait_for_threads=False)
         node.destroy_node()
-        executor.shutdown()
 
 
 def main_for(node_class) -> int:

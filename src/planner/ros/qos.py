@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.duration import Duration
+from rclpy.qos import DurabilityPolicy, LivelinessPolicy, QoSProfile, ReliabilityPolicy
 
 # Late joiners get the last message (scene graph, status).
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
@@ -15,3 +16,13 @@ GOAL_REQUESTS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
 STATUS_QOS = QoSProfile(depth=50, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
 STATUS_TOPIC = "planner/status"
 ESTOP_TOPIC = "emergency_stop"   # std_msgs/Bool: true stops every motion and task, false releases
+
+# Every node's `~/alive` publisher: DDS asserts its liveliness for as long as the process runs, so
+# a subscriber hears within the lease that it died, kill -9 included; discovery takes ~20 s.
+ALIVE_LEASE_S = 1.0
+ALIVE = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, liveliness=LivelinessPolicy.AUTOMATIC,
+                   liveliness_lease_duration=Duration(seconds=ALIVE_LEASE_S))
+
+
+def alive_topic(node_name: str) -> str:
+    return f"{node_name}/alive"

@@ -5,10 +5,12 @@ of their values the node list with each node's namespace, parameters, environmen
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 import rclpy
 
@@ -122,5 +124,14 @@ def run_node_main(argv: list[str]) -> int:
         return 130
 
 
+def exit_process(code: int) -> NoReturn:
+    """End a node's process once its node has closed (files, graph, rclpy): the interpreter's own
+    teardown of the libraries a node loaded (torch for the explainer) added a second or more to a stop."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(run_node_main(sys.argv))
+    exit_process(run_node_main(sys.argv))

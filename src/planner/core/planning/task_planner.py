@@ -78,7 +78,8 @@ def foreign_names(text: str, scene: SceneGraph, skills: SkillPlanner) -> list[st
 
 
 SATISFIED = "the world state satisfies the request"
-STACK_MISSING = (FailureCode.SKILL_PLANNER_UNAVAILABLE, FailureCode.CONTROLLER_UNAVAILABLE)
+STACK_MISSING = (FailureCode.SKILL_PLANNER_UNAVAILABLE, FailureCode.CONTROLLER_UNAVAILABLE,
+                 FailureCode.EXECUTOR_UNAVAILABLE, FailureCode.ROBOT_UNAVAILABLE)
 
 
 class Ending(NamedTuple):

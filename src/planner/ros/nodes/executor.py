@@ -23,7 +23,7 @@ from planner.msg import ExecutionEvent
 from planner.ros.convert import command_from_msg, command_to_msg, stamp_now
 from planner.ros.executor_robot import RobotBackend
 from planner.ros.executor_simulator import SimulatorBackend
-from planner.ros.futures import ActionCall, CallFailed, call_service
+from planner.ros.futures import ActionCall, CallFailed, Heartbeat, call_service
 from planner.ros.node import PlannerNode, main_for
 from planner.ros.qos import ESTOP_TOPIC, RELIABLE
 from planner.srv import CheckCommand
@@ -38,6 +38,7 @@ class ExecutorNode(PlannerNode):
         group = ReentrantCallbackGroup()
         self.backend = BACKENDS[self.config.executor.backend](self, group)
         self.say_client = ActionClient(self, Say, "speech/say", callback_group=group)
+        self.speech_alive = Heartbeat(self, "speech")
         self.feedback_pub = self.create_publisher(ExecutionEvent, "executor/feedback", RELIABLE)
         self.check_client = self.create_client(CheckCommand, "controller/check_command", callback_group=group)
         self.unchecked_reported = False
@@ -53,13 +54,22 @@ class ExecutorNode(PlannerNode):
     def _on_estop(self, msg: Bool) -> None:
         if msg.data and not self.estop.is_set():
             self.estop.set()
-            with self.stops_lock:
-                for stop in self.stops.values():
-                    stop.set()
+            self._stop_commands()
             self.report("warn", "emergency stop: motion canceled; commands are refused until it is released")
         elif not msg.data and self.estop.is_set():
             self.estop.clear()
             self.report("info", "emergency stop released")
+
+    def _stop_commands(self) -> None:
+        with self.stops_lock:
+            for stop in self.stops.values():
+                stop.set()
+
+    def close(self) -> None:
+        """Running commands are stopped as by the emergency stop, so that none goes on waiting for
+        the robot after the node has gone."""
+        self._stop_commands()
+        super().close()
 
     def _cancel(self, goal_handle) -> CancelResponse:
         with self.stops_lock:
@@ -116,8 +126,8 @@ class StoppableRobot:
 
     def _say(self, command: Command) -> Outcome:
         try:
-            result = ActionCall(self.node.say_client, "speech/say").run(Say.Goal(text=command.text), command.timeout_s,
-                                                                         stop=self.stop)
+            call = ActionCall(self.node.say_client, "speech/say", heartbeat=self.node.speech_alive)
+            result = call.run(Say.Goal(text=command.text), command.timeout_s, stop=self.stop)
         except CallFailed as error:
             code = FailureCode.CANCELED if self.stop.is_set() else FailureCode.SPEECH_UNAVAILABLE
             return Outcome(False, code, str(error))

@@ -20,7 +20,7 @@ from planner.core.skills import Command, SkillCall, SkillRefused
 from planner.core.types import FailureInfo
 from planner.msg import ExecutionEvent, FailureMessage
 from planner.ros.convert import command_to_msg, event_to_msg, failure_from_msg, failure_to_msg, stamp_now
-from planner.ros.futures import ActionCall, CallFailed
+from planner.ros.futures import ActionCall, CallFailed, CallKind, Heartbeat
 from planner.ros.node import PlannerNode, main_for
 from planner.ros.qos import RELIABLE
 from planner.ros.scene_mirror import SceneMirror
@@ -40,6 +40,7 @@ class SkillPlannerNode(PlannerNode):
         group = ReentrantCallbackGroup()
         self.mirror = SceneMirror(self, group)
         self.executor_client = ActionClient(self, ExecuteCommands, "executor/execute_commands", callback_group=group)
+        self.executor_alive = Heartbeat(self, "executor")
         self.events_pub = self.create_publisher(ExecutionEvent, "executor/feedback", RELIABLE)
         self.failures: dict[str, FailureMessage] = {}
         self.failure_arrived = threading.Condition()
@@ -65,6 +66,8 @@ class SkillPlannerNode(PlannerNode):
             msg = event_to_msg(event, stamp_now(self))
             self.events_pub.publish(msg)
             goal_handle.publish_feedback(ExecuteSkill.Feedback(event=msg))
+        if event.code == FailureCode.EXECUTOR_UNAVAILABLE:  # nobody published it: no verdict will come
+            return FailureInfo(event.skill, event.command, event.code, event.detail)
         with self.failure_arrived:
             self.failure_arrived.wait_for(lambda: event.execution_id in self.failures, timeout=CONTROLLER_WAIT_S)
             verdict = self.failures.pop(event.execution_id, None)
@@ -75,7 +78,7 @@ class SkillPlannerNode(PlannerNode):
 
     def _run_commands(self, goal_handle, execution_id: str, call: SkillCall, commands: list[Command]) -> CommandsResult:
         goal = goal_handle.request
-        action = ActionCall(self.executor_client, "executor/execute_commands", self.get_clock())
+        action = ActionCall(self.executor_client, "executor/execute_commands", self.get_clock(), self.executor_alive)
         self.calls[execution_id] = action
         request = ExecuteCommands.Goal(execution_id=execution_id, task_id=goal.task_id, skill=str(call),
                                        commands=[command_to_msg(c) for c in commands])
@@ -83,7 +86,8 @@ class SkillPlannerNode(PlannerNode):
             result = action.run(request, self.config.tasks.skill_timeout_s,
                                 feedback_callback=lambda fb: goal_handle.publish_feedback(ExecuteSkill.Feedback(event=fb.feedback.event)))
         except CallFailed as error:
-            return CommandsResult(False, 0, FailureCode.BACKEND_UNAVAILABLE, str(error))
+            code = FailureCode.EXECUTOR_UNAVAILABLE if error.kind == CallKind.UNAVAILABLE else FailureCode.BACKEND_UNAVAILABLE
+            return CommandsResult(False, 0, code, str(error))
         finally:
             self.calls.pop(execution_id, None)
         return CommandsResult(result.success, result.failed_index, result.code, result.detail)

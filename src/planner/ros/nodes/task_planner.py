@@ -26,7 +26,7 @@ from planner.core.task_queue import TaskQueue
 from planner.core.types import EpisodeResult, FailureInfo, Observation, Recovery, SkillResult, SuggestionInfo, TraceStep
 from planner.msg import PlanStep
 from planner.ros.convert import entity_from_msg, failure_from_msg, failure_to_msg, robot_from_msg, seconds, stamp_now
-from planner.ros.futures import ActionCall, CallFailed, call_service
+from planner.ros.futures import ActionCall, CallFailed, Heartbeat, call_service
 from planner.ros.node import PlannerNode, main_for
 from planner.ros.qos import ESTOP_TOPIC, GOAL_REQUESTS, RELIABLE
 from planner.ros.scene_mirror import SceneMirror
@@ -98,7 +98,8 @@ class RosTools:
             return Observation(f"perception is not answering: {error}")
 
     def execute_skill(self, call: str) -> SkillResult:
-        self.current = ActionCall(self.node.skill_client, "skill_planner/execute_skill", self.node.get_clock())
+        self.current = ActionCall(self.node.skill_client, "skill_planner/execute_skill", self.node.get_clock(),
+                                  self.node.skill_planner_alive)
         goal = ExecuteSkill.Goal(skill=call, task_id=self.task_id, request=self.request)
         try:
             result = self.current.run(goal, self.node.config.tasks.skill_timeout_s)
@@ -157,8 +158,8 @@ class RosTools:
         if not self.node.say_client.server_is_ready():
             return
         try:
-            ActionCall(self.node.say_client, "speech/say").run(Say.Goal(text=text), SAY_TIMEOUT_S,
-                                                               stop=self.node.closing)
+            call = ActionCall(self.node.say_client, "speech/say", heartbeat=self.node.speech_alive)
+            call.run(Say.Goal(text=text), SAY_TIMEOUT_S, stop=self.node.closing)
         except CallFailed as error:
             self.node.report("warn", f"could not say {text!r}: {error}")
 
@@ -187,12 +188,14 @@ class TaskPlannerNode(PlannerNode):
             "record_recovery": self.create_client(RecordRecovery, "/explainer/record_recovery", callback_group=group),
         }
         self.skill_client = ActionClient(self, ExecuteSkill, "skill_planner/execute_skill", callback_group=group)
+        self.skill_planner_alive = Heartbeat(self, "skill_planner")
         self.trace_pub = self.create_publisher(PlanStep, "planner/trace", RELIABLE)
         self.question_pub = self.create_publisher(String, "planner/question", RELIABLE)
         self.answers: queue.Queue[str] = queue.Queue()
         self.create_subscription(String, "planner/answer", lambda msg: self.answers.put(msg.data.strip()), RELIABLE,
                                  callback_group=group)
         self.say_client = ActionClient(self, Say, "speech/say", callback_group=group)
+        self.speech_alive = Heartbeat(self, "speech")
         self.queue = TaskQueue(self.config.tasks.queue_size)
         self.admitted: dict[int, int] = {}  # id of an accepted goal's request -> its queue ticket
         self.running: tuple[object, TaskPlanner, RosTools] | None = None  # (goal handle or None, planner, tools)
