@@ -26,6 +26,7 @@ from planner.srv import MoveObject
 from planner.wiring import load_robot
 
 NAVIGATION_TICK_S = 0.1   # wall-clock period of navigation updates
+PREEMPT_WAIT_S = 1.0      # for the motion under way to end when a navigation goal arrives
 
 
 class SimulatorNode(PlannerNode):
@@ -41,13 +42,15 @@ class SimulatorNode(PlannerNode):
         self.time_scale = self.config.simulator.time_scale
         self.lock = threading.RLock()       # guards self.sim
         self.busy = threading.Lock()        # one motion at a time: base or arms
+        self.navigating = threading.Event()
+        self.preempt = threading.Event()    # a new navigation goal ends the one under way
         group = ReentrantCallbackGroup()
         self.state_pub = self.create_publisher(RobotState, "robot/state", RELIABLE)
         self.detections_pub = self.create_publisher(Detection3DArray, "perception/detections", RELIABLE)
         self.events_pub = self.create_publisher(String, "sim/events", RELIABLE)
         self.truth_pub = self.create_publisher(String, "sim/ground_truth", LATCHED)
         ActionServer(self, Navigate, "sim/navigate", self._navigate, callback_group=group,
-                     goal_callback=self._accept_if_idle, cancel_callback=lambda _: CancelResponse.ACCEPT)
+                     goal_callback=self._accept_navigation, cancel_callback=lambda _: CancelResponse.ACCEPT)
         ActionServer(self, Manipulate, "sim/manipulate", self._manipulate, callback_group=group,
                      goal_callback=self._accept_if_idle, cancel_callback=lambda _: CancelResponse.ACCEPT)
         self.create_service(MoveObject, "sim/move_object", self._move_object, callback_group=group)
@@ -97,11 +100,23 @@ class SimulatorNode(PlannerNode):
         self.get_logger().warning("rejecting a goal: the robot is already moving")
         return GoalResponse.REJECT
 
-    def _sleep(self, sim_seconds: float, goal_handle) -> bool:
-        """Let simulated time pass; False if the goal was canceled meanwhile."""
+    def _accept_navigation(self, goal) -> GoalResponse:
+        """As Nav2 does, a new navigation goal preempts the one under way: its client may have died
+        with it, and the restarted executor must be able to drive. An arm motion is waited out briefly."""
+        if self.navigating.is_set():
+            self.preempt.set()
+        if self.busy.acquire(timeout=PREEMPT_WAIT_S):
+            self.preempt.clear()
+            self.navigating.set()
+            return GoalResponse.ACCEPT
+        self.get_logger().warning("rejecting a navigation goal: the arms are moving")
+        return GoalResponse.REJECT
+
+    def _sleep(self, sim_seconds: float, goal_handle, preempt: threading.Event | None = None) -> bool:
+        """Let simulated time pass; False if the goal was canceled or preempted meanwhile."""
         deadline = time.monotonic() + sim_seconds / self.time_scale
         while time.monotonic() < deadline:
-            if goal_handle.is_cancel_requested:
+            if goal_handle.is_cancel_requested or (preempt is not None and preempt.is_set()):
                 return False
             time.sleep(min(NAVIGATION_TICK_S, max(deadline - time.monotonic(), 0)))
         return True
@@ -121,9 +136,13 @@ class SimulatorNode(PlannerNode):
             speed = self.sim.profile.speed_mps
             travelled = 0.0
             while travelled < route.drive_length:
-                if not self._sleep(NAVIGATION_TICK_S * self.time_scale, goal_handle):
-                    goal_handle.canceled()
-                    result.code, result.detail = FailureCode.CANCELED, "navigation canceled"
+                if not self._sleep(NAVIGATION_TICK_S * self.time_scale, goal_handle, self.preempt):
+                    if goal_handle.is_cancel_requested:
+                        goal_handle.canceled()
+                        result.code, result.detail = FailureCode.CANCELED, "navigation canceled"
+                    else:
+                        goal_handle.abort()
+                        result.code, result.detail = FailureCode.CANCELED, "navigation preempted by a new goal"
                     return result
                 travelled = min(route.drive_length, travelled + speed * NAVIGATION_TICK_S * self.time_scale)
                 with self.lock:
@@ -145,6 +164,7 @@ class SimulatorNode(PlannerNode):
             result.detail = f"arrived at ({goal.x:.2f}, {goal.y:.2f}) in {self.sim.robot_room}"
             return result
         finally:
+            self.navigating.clear()
             self.busy.release()
 
     def _manipulate(self, goal_handle):
