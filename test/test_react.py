@@ -168,6 +168,30 @@ def test_cancel_stops_between_steps(skill_planner):
     assert result.outcome == "canceled" and robot.log.skills == ["GOTO(table_1)"]
 
 
+def test_cancel_ends_the_task_while_the_model_is_still_thinking(skill_planner):
+    """A small model on a CPU takes many seconds a reply: the cancel used to wait for it."""
+    import threading
+    import time
+
+    release = threading.Event()
+
+    class Slow:
+        def complete(self, messages, schema):
+            release.wait(60)
+            raise PolicyError("released")
+
+    robot = InProcessRobot(SCENARIO, skill_planner)
+    planner = TaskPlanner(Slow(), robot, skill_planner, PlannerSettings(confirm_timeout_s=0))
+    threading.Timer(0.5, planner.cancel, kwargs={"reason": "stopped by the emergency stop"}).start()
+    started = time.monotonic()
+    try:
+        result = planner.run(REQUEST)
+    finally:
+        release.set()
+    assert result.outcome == "canceled" and result.summary == "stopped by the emergency stop"
+    assert time.monotonic() - started < 30 and not robot.log.skills
+
+
 def test_an_unreachable_model_ends_the_task_with_the_reason(skill_planner):
     class Down:
         def complete(self, messages, schema):

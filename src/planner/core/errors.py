@@ -19,3 +19,7 @@ class PolicyError(PlannerError, RuntimeError):
 
 class RequestImpossible(PlannerError):
     """The model found, and confirmed when asked again, that the request cannot be done."""
+
+
+class TaskCanceled(PlannerError):
+    """The task was canceled while it waited for the model; the text is why."""

@@ -22,7 +22,7 @@ from pydantic import Field
 from planner.core.ambiguity import Question, ambiguous_goals, chosen_candidate
 from planner.core.asking import ask_validated
 from planner.core.calls import format_call, parse_call
-from planner.core.errors import PolicyError, RequestImpossible
+from planner.core.errors import PolicyError, RequestImpossible, TaskCanceled
 from planner.core.failures import FailureCode
 from planner.core.files import StrictModel
 from planner.core.goals import Goal, GoalReply, goal_lacks, goal_met, goal_status
@@ -78,6 +78,7 @@ def foreign_names(text: str, scene: SceneGraph, skills: SkillPlanner) -> list[st
 
 
 SATISFIED = "the world state satisfies the request"
+CANCEL_POLL_S = 0.05   # how often a wait for the model looks whether the task was canceled
 STACK_MISSING = (FailureCode.SKILL_PLANNER_UNAVAILABLE, FailureCode.CONTROLLER_UNAVAILABLE,
                  FailureCode.EXECUTOR_UNAVAILABLE, FailureCode.ROBOT_UNAVAILABLE)
 
@@ -185,9 +186,13 @@ class TaskPlanner:
         usage = LLMUsage()
         self._emit("request", request)
         acted: list[ActionRecord] = []
-        state = self._begin(request, usage, acted)
-        ending = state if isinstance(state, Ending) else next(
-            (end for step in range(1, self.settings.step_budget + 1) if (end := self._step(state, step, usage))), None)
+        try:
+            state = self._begin(request, usage, acted)
+            ending = state if isinstance(state, Ending) else next(
+                (end for step in range(1, self.settings.step_budget + 1) if (end := self._step(state, step, usage))),
+                None)
+        except TaskCanceled as canceled:
+            ending = Ending(EpisodeOutcome.CANCELED, str(canceled), len(acted))
         if ending is None:
             ending = Ending(EpisodeOutcome.BUDGET_EXHAUSTED, f"the step budget of {self.settings.step_budget} is spent",
                             self.settings.step_budget)
@@ -341,12 +346,34 @@ class TaskPlanner:
 
     # ---- one model call, validated --------------------------------------------------------
     def _call(self, messages: list[dict], schema: dict, usage: LLMUsage, policy: Policy | None = None) -> PolicyReply:
-        reply = (policy or self.policy).complete(messages, schema)
+        reply = self._unless_canceled(lambda: (policy or self.policy).complete(messages, schema))
         usage.add(reply)
         if reply.prompt_tokens or reply.seconds:  # scripted replies have neither
             self._emit("llm", f"{reply.prompt_tokens}+{reply.completion_tokens} tokens, {reply.seconds:.2f} s"
                               + (f" ({reply.source})" if reply.source else ""))
         return reply
+
+    def _unless_canceled(self, call: Callable[[], PolicyReply]) -> PolicyReply:
+        """The call's reply, awaited on a thread of its own so that a cancel ends the wait at once (a
+        small model on a CPU takes many seconds a reply); an abandoned call finishes unheard."""
+        done = threading.Event()
+        replies: list[PolicyReply] = []
+        errors: list[Exception] = []
+
+        def run() -> None:
+            try:
+                replies.append(call())
+            except Exception as error:  # noqa: BLE001 - raised again in the caller's thread
+                errors.append(error)
+            finally:
+                done.set()
+        threading.Thread(target=run, name="model-call", daemon=True).start()
+        while not done.wait(CANCEL_POLL_S):
+            if self.cancel_event.is_set():
+                raise TaskCanceled(self.cancel_reason)
+        if errors:
+            raise errors[0]
+        return replies[0]
 
     def _validated(self, messages: list[dict], schema: dict, usage: LLMUsage, parse: Callable[[str], object],
                    policy: Policy | None = None):
