@@ -1,6 +1,7 @@
 """ros2 launch planner bringup.launch.py [sim:=false] [robot:=my_robot.yaml] [namespace:=robot1]
     [config:=planner.yaml] [params_file:=params.yaml] [use_sim_time:=true] [log_level:=debug]
     [llm_base_url:=http://gpu-box:8000/v1] [llm_model:=qwen2.5-7b] [explainer:=false]
+    [keystore:=~/planner_keystore]
 
 `ros2 launch planner bringup.launch.py --show-args` describes each. The arguments and the nodes
 they start come from planner.ros.stack, which `planner bringup` uses too, so the two cannot drift.
@@ -21,7 +22,7 @@ def launch_nodes(context):
     return [
         Node(package="planner", executable="planner-node", arguments=[node.name], namespace=node.namespace,
              parameters=[*([node.params_file] if node.params_file else []), node.parameters],
-             additional_env=node.env, ros_arguments=["--log-level", node.log_level], output="screen",
+             additional_env=node.env, ros_arguments=node.ros_arguments(), output="screen",
              respawn=True, respawn_delay=RESPAWN_DELAY_S)
         for node in stack_nodes(arguments)
     ]

@@ -87,7 +87,45 @@ def test_the_launch_file_declares_the_table_and_starts_its_nodes_without_renamin
     node_keywords = {keyword.arg for keyword in calls["Node"].keywords}
     assert "name" not in node_keywords
     assert {"namespace", "parameters", "additional_env", "ros_arguments", "respawn", "respawn_delay"} <= node_keywords
-    assert len({name for name, _, _ in LAUNCH_ARGUMENTS}) == len(LAUNCH_ARGUMENTS) == 10
+    assert len({name for name, _, _ in LAUNCH_ARGUMENTS}) == len(LAUNCH_ARGUMENTS) == 11
+
+
+def test_with_a_keystore_every_node_runs_secured_in_its_own_enclave(tmp_path, network_discovery):
+    keystore = tmp_path / "keystore"
+    with pytest.raises(ValueError, match="has no enclave .*/planner/robot1/executor.*planner security policy"):
+        stack_nodes({"keystore": str(keystore), "namespace": "robot1"})
+    for name in NODES:
+        (keystore / "enclaves" / "planner" / ("" if name == "explainer" else "robot1") / name).mkdir(parents=True)
+    nodes = by_name(stack_nodes({"keystore": str(keystore), "namespace": "robot1"}))
+    assert {name: node.enclave for name, node in nodes.items()} == {
+        name: "/planner/explainer" if name == "explainer" else f"/planner/robot1/{name}" for name in NODES}
+    assert all(node.env["ROS_SECURITY_ENABLE"] == "true" and node.env["ROS_SECURITY_STRATEGY"] == "Enforce"
+               and node.env["ROS_SECURITY_KEYSTORE"] == str(keystore) for node in nodes.values())
+    command = node_command(nodes["executor"], "info")
+    assert command[command.index("--enclave") + 1] == "/planner/robot1/executor"
+    assert all(not node.enclave for node in stack_nodes({}))
+
+
+def test_the_security_policy_gives_each_node_exactly_what_it_uses(tmp_path):
+    """Read off the running stack: only the skill planner may send the executor commands, only the
+    task planner may write the explainer's case memory, nobody in the stack may release the e-stop."""
+    import xml.etree.ElementTree as ET
+
+    out = tmp_path / "policy.xml"
+    done = subprocess.run([PLANNER, "security", "policy", "--config", str(DATA / "scripted.yaml"), "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    enclaves = {enclave.get("path"): enclave for enclave in ET.parse(out).getroot().iter("enclave")}
+    assert set(enclaves) == {f"/planner/{name}" for name in NODES}
+
+    def holders(group: str, permission: str, name: str) -> set[str]:
+        return {path for path, enclave in enclaves.items() for listed in enclave.iter(group)
+                if listed.get(permission) == "ALLOW" and name in {item.text for item in listed}}
+    assert holders("actions", "execute", "/executor/execute_commands") == {"/planner/executor"}
+    assert holders("actions", "call", "/executor/execute_commands") == {"/planner/skill_planner"}
+    assert holders("services", "request", "/explainer/record_recovery") == {"/planner/task_planner"}
+    assert holders("topics", "publish", "/emergency_stop") == set()
+    assert holders("topics", "subscribe", "/emergency_stop") == {"/planner/executor", "/planner/task_planner"}
 
 
 def test_deployed_config_drives_the_robot_when_not_simulated(tmp_path):

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 
 from planner.adapters.processes import DIE_WITH_PARENT
 from planner.ros.stack import LAUNCH_ARGUMENTS, NODES, NodeLaunch, stack_nodes
@@ -23,7 +24,8 @@ def format_step(kind: str, text: str) -> str:
 
 def node_command(node: NodeLaunch, log_level: str) -> list[str]:
     """The command line that runs one node of the stack as a launch would start it."""
-    command = [sys.executable, "-m", "planner.ros.stack", node.name, "--ros-args", "--log-level", log_level]
+    command = [sys.executable, "-m", "planner.ros.stack", node.name, "--ros-args",
+               *replace(node, log_level=log_level).ros_arguments()]
     for name, value in node.parameters.items():
         command += ["-p", f"{name}:={str(value).lower() if isinstance(value, bool) else value}"]
     if node.params_file:

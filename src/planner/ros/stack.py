@@ -45,6 +45,8 @@ LAUNCH_ARGUMENTS = (
     ("llm_base_url", "", "an OpenAI-compatible LLM server, e.g. http://gpu-box:8000/v1 (default: the config's)"),
     ("llm_model", "", "the model name on that server (default: the config's)"),
     ("explainer", "true", "start the explainer; false when another robot's launch runs the shared one"),
+    ("keystore", "", "an SROS2 keystore: every node runs with security enforced in its own enclave "
+                     "(/planner/[namespace/]node; see `planner security policy`)"),
 )
 LOG_LEVELS = ("debug", "info", "warn", "error", "fatal")
 
@@ -58,6 +60,26 @@ class NodeLaunch:
     params_file: str = ""
     env: dict[str, str] = field(default_factory=dict)
     log_level: str = "info"
+    enclave: str = ""   # its SROS2 identity, when the stack runs secured
+
+    def ros_arguments(self) -> list[str]:
+        return ["--log-level", self.log_level, *(["--enclave", self.enclave] if self.enclave else [])]
+
+
+def enclave_for(namespace: str, name: str) -> str:
+    return "/" + "/".join(part for part in ("planner", namespace, name) if part)
+
+
+def _security(keystore: str, enclaves: list[str]) -> dict[str, str]:
+    """The environment that makes the nodes authenticate, encrypt and check permissions; ValueError
+    when the keystore lacks an enclave, as the node would only fail to start."""
+    root = Path(keystore).expanduser()
+    missing = [enclave for enclave in enclaves if not (root / "enclaves" / enclave.lstrip("/")).is_dir()]
+    if missing:
+        raise ValueError(f"launch argument keystore:={keystore} has no enclave {', '.join(missing)}: create them "
+                         f"with `planner security policy` and `ros2 security generate_artifacts` (see the README)")
+    return {"ROS_SECURITY_KEYSTORE": str(root.resolve()), "ROS_SECURITY_ENABLE": "true",
+            "ROS_SECURITY_STRATEGY": "Enforce"}
 
 
 def _flag(name: str, value: str) -> bool:
@@ -100,9 +122,14 @@ def stack_nodes(arguments: dict[str, str]) -> list[NodeLaunch]:
         # A simulated robot has no business on the network: nobody on the LAN can steer it or feed
         # it detections. A robot's launch keeps the network's discovery (secure it with SROS2).
         env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-    return [NodeLaunch(name, "" if name == "explainer" else namespace, dict(parameters),
-                       _existing_file("params_file", values["params_file"]), env, values["log_level"])
-            for name in NODES if (sim or name != "simulator") and (explainer or name != "explainer")]
+    names = [name for name in NODES if (sim or name != "simulator") and (explainer or name != "explainer")]
+    namespaces = {name: "" if name == "explainer" else namespace for name in names}
+    enclaves = {name: enclave_for(namespaces[name], name) if values["keystore"] else "" for name in names}
+    if values["keystore"]:
+        env.update(_security(values["keystore"], list(enclaves.values())))
+    return [NodeLaunch(name, namespaces[name], dict(parameters), _existing_file("params_file", values["params_file"]),
+                       env, values["log_level"], enclaves[name])
+            for name in names]
 
 
 def node_class(name: str):

@@ -1,0 +1,76 @@
+"""`planner security policy`: the SROS2 policy of the stack, read off its nodes as they run."""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from planner.cli.stack import Stack, format_step
+from planner.ros.stack import LAUNCH_ARGUMENTS, enclave_for
+
+SETTLED_S = 3.0   # the nodes' interfaces unchanged this long: every node has made them all
+
+
+def policy(args) -> int:
+    import rclpy
+
+    from planner.ros.security import node_interfaces, policy_xml
+
+    arguments = {name: getattr(args, name) for name, _, _ in LAUNCH_ARGUMENTS
+                 if name != "keystore" and getattr(args, name) is not None}
+    env = {**os.environ, "ROS_DOMAIN_ID": str(random.randint(20, 99))}  # a private domain: only this stack
+    try:
+        stack = Stack(arguments, quiet=True, env=env)
+    except ValueError as error:
+        print(f"planner security policy: {error}", file=sys.stderr)
+        return 2
+    os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
+    print(format_step("stack", f"starting {len(stack.nodes)} nodes to read their interfaces ..."), file=sys.stderr)
+    stack.start()
+    rclpy.init()
+    graph = rclpy.create_node(f"planner_policy_{os.getpid()}")
+    try:
+        read = lambda: [(node, node_interfaces(graph, node.name, node.namespace))  # noqa: E731
+                        for node in stack.nodes.values()]
+        deadline, last, since = time.monotonic() + args.startup_timeout, None, time.monotonic()
+        while True:
+            if stack.dead():
+                print(f"the stack failed to start: {', '.join(stack.dead())}", file=sys.stderr)
+                return 1
+            if time.monotonic() > deadline:
+                print(f"the nodes did not all start within {args.startup_timeout:.0f} s", file=sys.stderr)
+                return 1
+            current = read()
+            if current != last:
+                last, since = current, time.monotonic()
+            elif all(interfaces["publish"] for _, interfaces in current) and time.monotonic() - since > SETTLED_S:
+                break
+            time.sleep(0.5)
+        nodes = [(replace(node, enclave=enclave_for(node.namespace, node.name)), interfaces) for node, interfaces in last]
+        Path(args.out).write_text(policy_xml(nodes))
+        print(format_step("done", f"{args.out}: {len(nodes)} enclaves; sign it into a keystore with "
+                                  f"`ros2 security generate_artifacts -k KEYSTORE -p {args.out}`"), file=sys.stderr)
+        return 0
+    finally:
+        graph.destroy_node()
+        rclpy.shutdown()
+        stack.stop()
+
+
+def add_commands(sub) -> None:
+    p = sub.add_parser("security", help="SROS2: the stack's access-control policy")
+    security_sub = p.add_subparsers(dest="security_command", required=True)
+    p = security_sub.add_parser("policy", help="start the stack as bringup would with these launch arguments, read "
+                                               "what each node publishes, subscribes to, serves and calls, and write "
+                                               "an SROS2 policy with one enclave per node")
+    for name, default, description in LAUNCH_ARGUMENTS:
+        if name != "keystore":
+            p.add_argument(f"--{name.replace('_', '-')}", dest=name, metavar=name.upper(),
+                           help=f"{description} (default: {default})" if default else description)
+    p.add_argument("--out", default="planner-policy.xml", help="the policy file to write")
+    p.add_argument("--startup-timeout", type=float, default=240, help="seconds the stack may take to start")
+    p.set_defaults(run=policy)
