@@ -57,6 +57,14 @@ def measure_build(path: Path, rooms, repeat: int) -> dict:
             "peak_mb": peak / 2**20, "save_s": save_s, "saved_mb": len(saved) / 2**20}
 
 
+def _measure_map(data: dict, rooms, path: Path, repeat: int) -> tuple[dict, SceneGraph]:
+    """The map written to `path`, its build measured; the results entry and the built scene."""
+    path.write_text(json.dumps(data))
+    entry = {"instances": len(data["instances"]), "rooms": len(rooms), "map_mb": path.stat().st_size / 2**20}
+    entry.update(measure_build(path, rooms, repeat))
+    return entry, _build(path, rooms)
+
+
 def _camera_frames(scene: SceneGraph, rng: random.Random, count: int):
     """Camera frames as the robot would send them: each room's objects seen from its middle,
     in the camera frame, with position noise, confused labels, 5% dropout and a few new objects."""
@@ -141,12 +149,8 @@ def run(sizes=DEFAULT_SIZES, out_dir: Path = Path("bench/results"), repeat: int 
     with tempfile.TemporaryDirectory() as scratch:
         for size in sizes:
             data, rooms = synthetic_map(size, seed)
-            path = Path(scratch) / f"map_{size}.json"
-            path.write_text(json.dumps(data))
             progress(f"[{size:>6} objects] building ({len(data['instances'])} instances, {len(rooms)} rooms) x{repeat} ...")
-            entry = {"instances": len(data["instances"]), "rooms": len(rooms), "map_mb": path.stat().st_size / 2**20}
-            entry.update(measure_build(path, rooms, repeat))
-            scene = _build(path, rooms)
+            entry, scene = _measure_map(data, rooms, Path(scratch) / f"map_{size}.json", repeat)
             progress(f"[{size:>6} objects] build {entry['build_s'] * 1000:.1f} ms, peak {entry['peak_mb']:.1f} MiB; "
                      f"queries x{QUERY_SAMPLES} ...")
             entry["queries"] = measure_queries(scene, rng)
@@ -157,12 +161,8 @@ def run(sizes=DEFAULT_SIZES, out_dir: Path = Path("bench/results"), repeat: int 
             results["sizes"][str(size)] = entry
         for size in dense_sizes:
             data, rooms = cluttered_map(size, DENSE_ROOMS, seed)
-            path = Path(scratch) / f"dense_{size}.json"
-            path.write_text(json.dumps(data))
             progress(f"[{size:>6} objects in {len(rooms)} rooms] building x{repeat} ...")
-            entry = {"instances": len(data["instances"]), "rooms": len(rooms), "map_mb": path.stat().st_size / 2**20}
-            entry.update(measure_build(path, rooms, repeat))
-            scene = _build(path, rooms)
+            entry, scene = _measure_map(data, rooms, Path(scratch) / f"dense_{size}.json", repeat)
             entry["relations"] = sum(len(scene.relation_edges(o.id)) for o in scene.objects())
             progress(f"[{size:>6} objects in {len(rooms)} rooms] build {entry['build_s']:.2f} s, "
                      f"{entry['relations']} relations")
