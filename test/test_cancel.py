@@ -52,7 +52,7 @@ def planner_thinking_slowly(tmp_path, name: str, **sections):
 def test_cancel_a_running_task(ros, tmp_path):
     with planner_thinking_slowly(tmp_path, "cancel_client") as (policy, actions):
         feedback = []
-        handle_future = actions.send_goal_async(ExecuteTask.Goal(request="bring the bottle to the bedroom"),
+        handle_future = actions.send_goal_async(ExecuteTask.Goal(request="put the bottle on the table in the bedroom"),
                                                 feedback_callback=lambda fb: feedback.append(fb.feedback.step.kind))
         wait_for(lambda: handle_future.done())
         handle = handle_future.result()
@@ -77,7 +77,7 @@ def test_requests_wait_their_turn_and_beyond_the_queue_are_rejected(ros, tmp_pat
             wait_for(future.done)
             return future.result()
 
-        running = send("bring the bottle to the bedroom")
+        running = send("put the bottle on the table in the bedroom")
         wait_for(policy.thinking.is_set)
         queued_feedback = []
         waiting = send("then go to the kitchen", lambda fb: queued_feedback.append(fb.feedback.step))
@@ -164,7 +164,7 @@ def test_twenty_goals_at_once_queue_five_reject_the_rest_and_the_planner_stays_r
             client.add(node)
         actions = ActionClient(client.node, ExecuteTask, "/planner/execute_task", goal_service_qos_profile=GOAL_REQUESTS)
         assert actions.wait_for_server(timeout_sec=10)
-        first = actions.send_goal_async(ExecuteTask.Goal(request="bring the bottle to the bedroom"))
+        first = actions.send_goal_async(ExecuteTask.Goal(request="put the bottle on the table in the bedroom"))
         wait_for(first.done)
         wait_for(policy.thinking.is_set)
         sent = [actions.send_goal_async(ExecuteTask.Goal(request=f"go to the kitchen {i}")) for i in range(19)]

@@ -144,7 +144,7 @@ class ActionCall:
             raise CallFailed(f"action {self.name} is not available", CallKind.UNAVAILABLE)
         server_alive = self.client.server_is_ready if self.heartbeat is None else self.heartbeat.watch(self.client)
         self.goal_handle = wait_future(self.client.send_goal_async(goal, feedback_callback=feedback_callback),
-                                       10.0, f"action {self.name} goal")
+                                       10.0, f"action {self.name} goal", server_alive=server_alive)
         if not self.goal_handle.accepted:
             raise CallFailed(f"action {self.name} rejected the goal", CallKind.REJECTED)
         result = self.goal_handle.get_result_async()

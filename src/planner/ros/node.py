@@ -89,6 +89,15 @@ class PlannerNode(Node):
         if self.embedded is not None:
             self.embedded.stop()
 
+    def destroy_node(self) -> None:
+        # rclpy's leaves action servers and clients (waitables) alive, and with them the node in the
+        # graph: a client would send goals to a server nobody spins.
+        for waitable in list(self.waitables):
+            destroy = getattr(waitable, "destroy", None)
+            if destroy is not None:
+                destroy()
+        super().destroy_node()
+
     def create_subscription(self, msg_type, topic, callback, qos_profile, **kwargs):
         """As Node's, with the callback guarded: an exception in a callback ends the node's spin,
         so a message nobody foresaw would stop perception, or a whole `planner bringup`."""
