@@ -37,6 +37,7 @@ NEAR_LIMIT = 2               # near relations kept per object, closest first
 ASSOCIATION_GATE_M = 0.5     # a detection farther than this from an instance is not that instance
 LABEL_COMPATIBILITY_MIN = 0.3  # Bhattacharyya coefficient of label distributions to associate
 HELD_GATE_M = 1.5            # a held object is seen this close to the camera, wherever the robot went
+BULK_RELATE_MIN = 100        # objects added at once from which they are related with tree queries
 MOVE_EPSILON_M = 0.02       # a re-seen box moving less than this leaves its neighbours' relations alone
 FUSION_WEIGHT_CAP = 5        # a re-seen box follows new evidence with at least 1/5 weight (objects move)
 MISSING_AFTER_FRAMES = 2     # frames in which an object should have been seen before it counts as missing
@@ -290,7 +291,9 @@ class SceneGraph:
             for entity in entities:
                 affected |= self._objects_around(entity)
         subjects = [self.entity(object_id) for object_id in affected]
-        for entity, candidates in zip(subjects, self._bulk_relation_candidates(subjects)):
+        # Trees over the whole map pay off for a map being built, not for the odd new detection.
+        bulk = self._bulk_relation_candidates(subjects) if len(subjects) >= BULK_RELATE_MIN else [None] * len(subjects)
+        for entity, candidates in zip(subjects, bulk):
             self._relate(entity, candidates)
 
     def _insert(self, entity: Entity) -> None:
