@@ -53,6 +53,28 @@ def test_a_case_learned_by_one_robot_is_suggested_to_another(ros, config):
         client.close()
 
 
+def test_a_record_counts_only_the_cases_the_explainer_suggested_for_that_task(ros, config):
+    """Anyone on the domain could demote a seed case by reporting, again and again, that it did not
+    help: a record now counts only cases the explainer suggested for the task it names."""
+    from planner.ros.nodes.explainer import ExplainerNode
+    from planner.ros.nodes.task_planner import RosTools, TaskPlannerNode
+
+    client = RosClient("poisoning_test")
+    try:
+        explainer = client.add(ExplainerNode(config))
+        planner = client.add(TaskPlannerNode(config, ScriptedPolicy([])))
+        wait_for(lambda: planner.clients_["explain"].service_is_ready(), 20)
+        case_id = RosTools(planner, "t1", REQUEST).explain(FAILURE).case_ids[0]
+        for task in ("forged-1", "forged-2", "forged-3"):  # never told anything
+            RosTools(planner, task, REQUEST).learn(REQUEST, [Recovery(FAILURE, [case_id], [], False, "")])
+        case = next(c for c in explainer.memory.store.cases() if c.id == case_id)
+        assert case.failures == 0 and not case.demoted
+        RosTools(planner, "t1", REQUEST).learn(REQUEST, [Recovery(FAILURE, [case_id], [], False, "")])
+        assert next(c for c in explainer.memory.store.cases() if c.id == case_id).failures == 1
+    finally:
+        client.close()
+
+
 def test_a_corrupt_case_database_is_reported_and_set_aside(ros, config, tmp_path):
     from planner.ros.nodes.explainer import ExplainerNode
 

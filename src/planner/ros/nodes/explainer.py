@@ -7,6 +7,8 @@ each in its own namespace, and what one robot learns the others retrieve.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 
 from planner.core.types import Recovery
@@ -17,6 +19,8 @@ from planner.ros.qos import RELIABLE
 from planner.srv import Explain, RecordRecovery
 from planner.wiring import open_case_memory
 
+SUGGESTIONS_KEPT = 1000   # the latest tasks whose suggested cases a record may count
+
 
 class ExplainerNode(PlannerNode):
     def __init__(self, config=None, embedder=None):
@@ -25,6 +29,9 @@ class ExplainerNode(PlannerNode):
         for problem in problems:
             self.report("error", problem)
         self.suggestion_pub = self.create_publisher(Suggestion, "/explainer/suggestion", RELIABLE)
+        # Task id -> the cases suggested for it: a record may count only those, so nobody can
+        # demote (or promote) a case by reporting on suggestions it was never given.
+        self.suggested: OrderedDict[str, set[str]] = OrderedDict()
         # One group: retrieval and learning change the same index.
         group = MutuallyExclusiveCallbackGroup()
         self.create_service(Explain, "/explainer/explain", self._explain, callback_group=group)
@@ -39,6 +46,10 @@ class ExplainerNode(PlannerNode):
             stamp=stamp_now(self), task_id=failure.task_id, text=suggestion.text, fit=suggestion.fit,
             case_ids=[i for i, _, _ in suggestion.options], scores=[s for _, _, s in suggestion.options],
             case_suggestions=[t for _, t, _ in suggestion.options])
+        self.suggested.setdefault(failure.task_id, set()).update(response.suggestion.case_ids)
+        self.suggested.move_to_end(failure.task_id)
+        while len(self.suggested) > SUGGESTIONS_KEPT:
+            self.suggested.popitem(last=False)
         self.suggestion_pub.publish(response.suggestion)
         return response
 
@@ -46,8 +57,14 @@ class ExplainerNode(PlannerNode):
         if not self.config.explainer.learn:
             response.message = "learning is off (explainer.learn)"
             return response
-        recovery = Recovery(failure_from_msg(request.failure), list(request.case_ids), list(request.steps),
-                            request.recovered, request.fix)
+        offered = self.suggested.get(request.failure.task_id, set())
+        counted = [case_id for case_id in request.case_ids if case_id in offered]
+        if len(counted) < len(request.case_ids):
+            self.report("warn", f"a record from {request.robot or 'the root namespace'} for task "
+                                f"{request.failure.task_id!r} names cases never suggested for it "
+                                f"({', '.join(c for c in request.case_ids if c not in offered)}); they are not counted")
+        recovery = Recovery(failure_from_msg(request.failure), counted, list(request.steps), request.recovered,
+                            request.fix)
         response.case_id, response.message = self.memory.learn(request.request, recovery, request.robot)
         self.get_logger().info(f"from {request.robot or 'the root namespace'}: {response.message}")
         return response
