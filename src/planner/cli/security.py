@@ -9,8 +9,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from planner.cli.stack import Stack, format_step
-from planner.ros.stack import LAUNCH_ARGUMENTS, enclave_for
+from planner.cli.stack import Stack, add_launch_arguments, format_step, launch_arguments
+from planner.ros.stack import enclave_for
 
 SETTLED_S = 3.0   # the nodes' interfaces unchanged this long: every node has made them all
 
@@ -20,8 +20,7 @@ def policy(args) -> int:
 
     from planner.ros.security import node_interfaces, policy_xml
 
-    arguments = {name: getattr(args, name) for name, _, _ in LAUNCH_ARGUMENTS
-                 if name != "keystore" and getattr(args, name) is not None}
+    arguments = launch_arguments(args)
     env = {**os.environ, "ROS_DOMAIN_ID": str(random.randint(20, 99))}  # a private domain: only this stack
     try:
         stack = Stack(arguments, quiet=True, env=env)
@@ -67,10 +66,7 @@ def add_commands(sub) -> None:
     p = security_sub.add_parser("policy", help="start the stack as bringup would with these launch arguments, read "
                                                "what each node publishes, subscribes to, serves and calls, and write "
                                                "an SROS2 policy with one enclave per node")
-    for name, default, description in LAUNCH_ARGUMENTS:
-        if name != "keystore":
-            p.add_argument(f"--{name.replace('_', '-')}", dest=name, metavar=name.upper(),
-                           help=f"{description} (default: {default})" if default else description)
+    add_launch_arguments(p, leave_out=("keystore",))  # the policy is read off an unsecured stack
     p.add_argument("--out", default="planner-policy.xml", help="the policy file to write")
     p.add_argument("--startup-timeout", type=float, default=240, help="seconds the stack may take to start")
     p.set_defaults(run=policy)

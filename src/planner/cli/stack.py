@@ -229,10 +229,22 @@ def demo(args) -> int:
         stack.stop()
 
 
+def add_launch_arguments(parser, leave_out: tuple[str, ...] = ()) -> None:
+    """The launch arguments as options (--params-file for params_file, ...), for commands that start the stack."""
+    for name, default, description in LAUNCH_ARGUMENTS:
+        if name not in leave_out:
+            parser.add_argument(f"--{name.replace('_', '-')}", dest=name, metavar=name.upper(),
+                                help=f"{description} (default: {default})" if default else description)
+
+
+def launch_arguments(args) -> dict[str, str]:
+    """The launch arguments given on the command line (see add_launch_arguments)."""
+    return {name: getattr(args, name) for name, _, _ in LAUNCH_ARGUMENTS if getattr(args, name, None) is not None}
+
+
 def bringup(args) -> int:
-    arguments = {name: getattr(args, name) for name, _, _ in LAUNCH_ARGUMENTS if getattr(args, name) is not None}
     try:
-        stack = Stack(arguments, tuple(args.nodes or NODES))
+        stack = Stack(launch_arguments(args), tuple(args.nodes or NODES))
     except ValueError as error:
         print(f"planner bringup: {error}", file=sys.stderr)
         return 2
@@ -261,9 +273,7 @@ def add_commands(sub) -> None:
 
     p = sub.add_parser("bringup", help="start the nodes as separate processes, as ros2 launch planner "
                                          "bringup.launch.py does; the options are its launch arguments")
-    for name, default, description in LAUNCH_ARGUMENTS:
-        p.add_argument(f"--{name.replace('_', '-')}", dest=name, metavar=name.upper(),
-                       help=f"{description} (default: {default})" if default else description)
+    add_launch_arguments(p)
     p.add_argument("--nodes", nargs="*", choices=NODES, help="only these nodes")
     p.set_defaults(run=bringup)
 
