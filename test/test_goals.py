@@ -11,7 +11,7 @@ from planner.adapters.llm import ScriptedPolicy
 from planner.config import load_config
 from planner.core.goals import Goal, GoalReply, goal_met, goal_schema, goal_status
 from planner.core.planning.action_space import allowed_actions
-from planner.core.planning.goal_reading import unknown_things
+from planner.core.planning.goal_reading import chosen_for_need, unknown_things
 from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
 from planner.core.world import load_world
 from planner.sim.in_process import SimulatedRobot
@@ -354,7 +354,7 @@ def test_giving_up_is_offered_only_when_the_map_cannot_meet_a_goal_or_something_
 def test_something_brought_to_the_user_goes_to_the_room_where_they_asked():
     robot = robot_at("sofa_1")
     result, trace, _ = run(robot, "I'm thirsty", [
-        {"goals": [{"kind": "bring_to_user", "object": "can"}]},
+        {"goals": [{"kind": "bring_to_user", "object": "can"}]}, {"fits": True, "p": 0.6},
         {"thought": "There is a can on the coffee table.", "action": "GOTO(coffee_table_1)"},
         {"thought": "take it", "action": "PICK(can_1, right)"}])
     assert ("goal", "the robot brings a can to the user in the living_room") in trace
@@ -391,3 +391,40 @@ def test_moving_a_thing_the_map_does_not_have_is_not_read_as_moving_another():
     for request in ("I spilled the coffee, can you help?", "Bring me something for the headache",
                     "Put the book on the bed", "Take the books to the bedroom", "Bring me the pen from the desk"):
         assert unknown_things(request, scene) == [], request
+
+
+def test_a_thing_chosen_for_a_need_is_checked_and_the_request_declined_when_it_does_not_meet_it():
+    """'I'm cold' in a home with no blanket: the model takes whatever is there; the narrow check
+    that the thing meets the need doubts it, and the model, told so, says it is impossible."""
+    robot = robot_at("sofa_1")
+    nothing_warm = {"goals": [], "impossible": "nothing in the map keeps a person warm"}
+    result, trace, policy = run(robot, "I'm cold, can you help?", [
+        {"goals": [{"kind": "bring_to_user", "object": "magazine"}]}, {"fits": False, "p": 0.31},
+        nothing_warm, nothing_warm])
+    assert result.outcome == "impossible" and "keeps a person warm" in result.summary
+    assert ("check", "a magazine: 0.31 likely to meet the request") in trace
+    assert policy.prompts[1][0]["content"] == ('A person says to a home robot: "I\'m cold, can you help?"\nWould '
+                                               'bringing them a magazine give them what they want? Answer with JSON: '
+                                               'fits true or false.')
+    assert "A check doubts that this is what the request asks: the robot brings a magazine" in \
+        policy.prompts[2][-1]["content"]
+    assert not any(robot.sim.held.values())
+    # A thing that meets the need goes ahead after one check; with the check off there is none.
+    result, trace, _ = run(robot_at("sofa_1"), "I'm thirsty", [
+        {"goals": [{"kind": "bring_to_user", "object": "juice"}]}, {"fits": True, "p": 0.58}, GIVE_UP])
+    assert ("goal", "the robot brings a juice to the user in the living_room") in trace
+    policy = ScriptedPolicy([{"goals": [{"kind": "bring_to_user", "object": "juice"}]}, GIVE_UP])
+    TaskPlanner(policy, robot_at("sofa_1"), robot.skills, PlannerSettings(confirm_timeout_s=0, need_check_threshold=0)
+                ).run("I'm thirsty")
+    assert "Valid actions" in policy.prompts[1][-1]["content"]
+    assert not any("Would bringing them" in prompt[-1]["content"] for prompt in policy.prompts)
+
+
+def test_only_things_chosen_for_a_need_are_checked_not_things_the_request_names():
+    holding = [Goal(kind="holding", object="water_bottle")]
+    assert chosen_for_need("i'm thirsty", holding) == ["water_bottle"]
+    assert chosen_for_need("bring me something to drink", [Goal(kind="bring_to_user", object="can", room="x")]) == ["can"]
+    assert chosen_for_need("can i have some water", holding) == []            # named in part
+    assert chosen_for_need("bring me the bottles", holding) == []             # named, plural
+    assert chosen_for_need("get the flask from the desk", holding) == []      # a particular thing: not a need
+    assert chosen_for_need("i'm thirsty", [Goal(kind="object_on", object="water_bottle", target="table")]) == []

@@ -27,7 +27,15 @@ from planner.core.failures import FailureCode
 from planner.core.files import StrictModel
 from planner.core.goals import Goal, GoalReply, goal_lacks, goal_met, goal_status
 from planner.core.planning.action_space import ASK_USER, GIVE_UP, PERCEPTION_ACTIONS, SEARCH_MAP, action_schema, allowed_actions
-from planner.core.planning.goal_reading import GOAL_CHECK_PROMPT, GOAL_DOUBT, GoalReader, confirmed, reading_of
+from planner.core.planning.goal_reading import (
+    GOAL_CHECK_PROMPT,
+    GOAL_DOUBT,
+    NEED_CHECK_PROMPT,
+    GoalReader,
+    chosen_for_need,
+    confirmed,
+    reading_of,
+)
 from planner.core.planning.grounding import Grounder
 from planner.core.planning.prompts import EXAMPLE_TURNS, SYSTEM_PROMPT, PromptHistory, StepReply, robot_line, spoken_outcome, user_message
 from planner.core.planning.recoveries import ActionRecord, ComposedSuggestion, compose_messages, compose_schema, find_recoveries
@@ -53,6 +61,10 @@ class PlannerSettings(StrictModel):
                                         "question to the model and, when its probability of yes is below this, read "
                                         "again with the doubt said, then put to the user, and declined without an "
                                         "answer; 0: no check")
+    need_check_threshold: float = Field(default=0.45, ge=0, le=1, description="a thing the model chose to meet a "
+                                        "need the request states ('I'm cold': a blanket) is checked by a yes/no "
+                                        "question to the model, and handled as a doubted reading below this "
+                                        "probability of yes; 0: no check")
     grounding_part_threshold: float = Field(default=0.6, ge=0, le=1, description="... or this similar when the "
                                             "phrase is part of the label's name (milk: milk_carton)")
 
@@ -393,7 +405,7 @@ class TaskPlanner:
         reader = GoalReader(request, scene, grounding)
         goals = reader.settle(self._validated(reader.messages(), reader.schema(), usage, reader.parse,
                                               self.goal_policy))
-        if self.settings.goal_check_threshold <= 0 or self._goals_fit(reader, goals, usage):
+        if self._goals_fit(reader, goals, usage):
             return goals
         # Doubted: read again with the doubt said; a reading that is still doubted is put to the user.
         again = GoalReader(request, scene, grounding)
@@ -416,19 +428,29 @@ class TaskPlanner:
         return goals
 
     def _goals_fit(self, reader: GoalReader, goals: list[Goal], usage: LLMUsage) -> bool:
-        """A narrow yes/no on the goals read: the model's probability that they are what was asked."""
-        messages = [{"role": "user", "content": GOAL_CHECK_PROMPT.format(request=reader.said,
-                                                                          reading=reading_of(goals))}]
+        """Whether the goals read pass the checks configured: the reading as a whole, and each thing
+        chosen to meet a need, each a narrow yes/no to the model against its threshold."""
+        settings, reading = self.settings, reading_of(goals)
+        checks = [(GOAL_CHECK_PROMPT.format(request=reader.said, reading=reading), f"{reading}: {{p:.2f}} likely what "
+                   "was asked", settings.goal_check_threshold)] if settings.goal_check_threshold > 0 else []
+        if settings.need_check_threshold > 0:
+            checks += [(NEED_CHECK_PROMPT.format(request=reader.said, thing=label.replace("_", " ")),
+                        f"a {label}: {{p:.2f}} likely to meet the request", settings.need_check_threshold)
+                       for label in chosen_for_need(reader.request, goals)]
+        return all(self._judged_yes(prompt, said, threshold, usage) for prompt, said, threshold in checks)
+
+    def _judged_yes(self, prompt: str, said: str, threshold: float, usage: LLMUsage) -> bool:
+        """The model's probability of yes to `prompt`, against `threshold`; `said` (with {p}) goes in the trace."""
         try:
-            reply = judged(self.goal_policy, messages)
+            reply = judged(self.goal_policy, [{"role": "user", "content": prompt}])
             usage.add(reply)
             fits = Judgement.model_validate_json(reply.text).fits
         except (PolicyError, ValueError) as error:  # no check is no doubt: the reading stands as it did
             self._emit("error", f"could not check the goals: {error}")
             return True
         p_yes = reply.yes_probability if reply.yes_probability is not None else float(fits)
-        self._emit("check", f"{reading_of(goals)}: {p_yes:.2f} likely what was asked")
-        return p_yes >= self.settings.goal_check_threshold
+        self._emit("check", said.format(p=p_yes))
+        return p_yes >= threshold
 
     def _decide(self, prompt: str, actions: list[str], usage: LLMUsage) -> StepReply | None:
         messages = [{"role": "system", "content": self.system_prompt}, *EXAMPLE_TURNS,
