@@ -105,7 +105,7 @@ OPEN_DRESSER = {"goals": [{"kind": "is_open", "target": "dresser", "room": ""}]}
 
 
 def test_a_reading_the_check_doubts_is_read_again_with_the_doubt_said():
-    result, trace, robot, policy = checked_run("Open the fridge", [
+    result, trace, robot, policy = checked_run("Open the fridge, not the dresser", [
         OPEN_DRESSER, {"fits": False, "p": 0.1},
         OPEN_FRIDGE, {"fits": True, "p": 0.8},
         {"thought": "The fridge is in front of me.", "action": "OPEN(fridge_1)"}])
@@ -428,3 +428,18 @@ def test_only_things_chosen_for_a_need_are_checked_not_things_the_request_names(
     assert chosen_for_need("bring me the bottles", holding) == []             # named, plural
     assert chosen_for_need("get the flask from the desk", holding) == []      # a particular thing: not a need
     assert chosen_for_need("i'm thirsty", [Goal(kind="object_on", object="water_bottle", target="table")]) == []
+
+
+def test_a_need_read_as_furniture_to_open_is_doubted_with_what_a_need_asks_for():
+    """'I'm freezing' read as an open fridge: a goal on furniture the request never names."""
+    robot = robot_at("sofa_1")
+    result, trace, policy = run(robot, "I'm freezing", [
+        OPEN_FRIDGE, {"goals": [{"kind": "bring_to_user", "object": "magazine"}]}, {"fits": False, "p": 0.2},
+        {"goals": [], "impossible": "nothing here keeps a person warm"},
+        {"goals": [], "impossible": "nothing here keeps a person warm"}])
+    assert ("the request names no fridge; a need the user states asks for the object that meets it, brought to them "
+            "(bring_to_user)") in policy.prompts[1][-1]["content"]
+    assert result.outcome == "impossible" and not robot.sim.open_state["fridge_1"]
+    # A request that names the furniture is read as said.
+    _, trace, policy = run(robot_at("fridge_1"), "Open the fridge", [OPEN_FRIDGE, GIVE_UP])
+    assert ("goal", "the fridge is open") in trace and "names no" not in policy.prompts[1][-1]["content"]

@@ -147,6 +147,9 @@ def inside_from_request(request: str, goals: list[Goal], scene: SceneGraph) -> l
             for goal in goals]
 
 
+# Goals about a piece of furniture itself, which a request names when it wants them.
+FURNITURE_KINDS = ("is_open", "is_closed", "clear")
+
 # A particular thing to be moved: "put the apple", "bring me my keys" (not "something for the headache",
 # nor "I spilled the coffee", where the thing named is not the one wanted).
 MOVED_THING = re.compile(r" (?:put|take|bring|get|fetch|grab|pick up|move|place|hand|carry)(?: me| us)? "
@@ -188,6 +191,11 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
             problems.append(f"the request names no {goal.target}; it names {', '.join(named_furniture)}")
         if goal.kind in PLACING_KINDS and not named_furniture and not goal_met(goal, scene):
             doubts.append(f"the request names no furniture for the {goal.object} to go to; {_take_instead(goal)}")
+        if goal.kind in FURNITURE_KINDS and goal.target not in named_furniture:
+            # "I'm freezing" read as an open fridge: a need is met by a thing brought, not by furniture.
+            doubts.append(f"the request names no {_phrase(goal.target)}" + (
+                "; a need the user states asks for the object that meets it, brought to them (bring_to_user)"
+                if mentions_user(request) else ""))
         if goal.kind == "bring_to_user" and not mentions_user(request):
             problems.append("bring_to_user is for requests to bring something to the user (me, I, my), and "
                             "this request does not ask that; where it names furniture, use object_on")
