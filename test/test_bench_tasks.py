@@ -235,6 +235,22 @@ def test_generated_homes_and_tasks_load_as_a_suite_in_three_tiers_with_refusals(
     assert "development range" in (tmp_path / "a" / "worlds" / "home-3.yaml").read_text()
 
 
+def test_no_generated_task_is_met_before_the_robot_acts():
+    """A need whose thing already lies in the room where the user asks measures nothing: the
+    generator leaves out every task whose success holds in the home as it starts."""
+    from planner.bench.generate_tasks import holds_already, make_home, make_tasks
+
+    plans = [make_home(seed, ROBOT) for seed in (0, 1, 2)]
+    assert all(not holds_already(task, plan) for plan in plans for task in make_tasks(plan)
+               if task["success"] != {"gave_up": True})
+    plan = plans[0]
+    phone = next(o for o in plan.world.objects if o.label == "cell_phone")
+    support = plan.world.furniture_by_id(phone.placed_on)
+    there = {"request": "I need to ring my sister", "robot_at": support.id,
+             "success": {"object_on": {"object": phone.id, "room": plan.world.room_at(*support.center[:2])}}}
+    assert holds_already(there, plan)
+
+
 def test_saying_done_when_the_request_was_not_met_is_counted_on_its_own():
     from planner.bench.tasks import summarize
 

@@ -21,9 +21,11 @@ import yaml
 
 from planner.bench.generate import TEST_SEEDS_FROM, misspell
 from planner.bench.household import KIND_BY_LABEL, ROOM_KINDS, USES, Kind, RoomKind
+from planner.bench.suite import FinalState, Predicate, check
 from planner.core.robot_profile import RobotProfile
 from planner.core.world import World
 from planner.core.worldgen import FurnitureSpec, generate_world, world_yaml
+from planner.sim.simulated_world import SimulatedWorld
 
 TASKS_PER_TIER = 6
 # Where furniture stands in a 5 x 4 m room whose door is in the middle of the hallway wall (v = 0).
@@ -41,6 +43,7 @@ class HomePlan:
     seed: int
     rooms: dict[str, RoomKind]          # world room name -> its kind
     world: World
+    robot: RobotProfile
 
     @property
     def name(self) -> str:
@@ -72,7 +75,7 @@ def make_home(seed: int, robot: RobotProfile) -> HomePlan:
                         for label, slot in zip(labels, FURNITURE_SLOTS)]
         objects[room] = list(kind.objects)
     world = generate_world(len(kinds), 3 * len(kinds), robot, seed, f"home-{seed}", layout, objects, holders)
-    return HomePlan(seed, {kind.name: kind for kind in kinds}, world)
+    return HomePlan(seed, {kind.name: kind for kind in kinds}, world, robot)
 
 
 def _footprint(rng: random.Random, kind: Kind) -> tuple[float, float, float]:
@@ -221,6 +224,13 @@ class TaskMaker:
         return [label for label, kind in sorted(KIND_BY_LABEL.items()) if not kind.furniture and label not in present]
 
 
+def holds_already(task: dict, plan: HomePlan) -> bool:
+    """Whether the task's success holds before the robot does anything ("I need to ring my sister"
+    with the phone already in the room where they ask): such a task measures nothing."""
+    world = plan.world.with_robot_at(task["robot_at"], plan.robot.standoff_m) if "robot_at" in task else plan.world
+    return check(Predicate.model_validate(task["success"]), FinalState(SimulatedWorld(world, plan.robot), ""))[0]
+
+
 def make_tasks(plan: HomePlan, per_tier: int = TASKS_PER_TIER) -> list[dict]:
     """`per_tier` tasks of each tier for one home, drawn from every request it allows."""
     rng = random.Random(plan.seed * 7777 + 5)
@@ -234,6 +244,7 @@ def make_tasks(plan: HomePlan, per_tier: int = TASKS_PER_TIER) -> list[dict]:
         refusals = [t for t in pool if t["success"] == {"gave_up": True}][:1]
         rest = [t for t in pool if t not in refusals]
         rng.shuffle(rest)
+        rest = [t for t in rest if not holds_already(t, plan)]
         for number, task in enumerate([*refusals, *rest][:per_tier], 1):
             chosen.append({"id": f"h{plan.seed}-{tier[0]}{number:02d}", "tier": tier, "world": plan.name, **task})
     return chosen
