@@ -431,16 +431,17 @@ class TaskPlanner:
         """Whether the goals read pass the checks configured: the reading as a whole, and each thing
         chosen to meet a need, each a narrow yes/no to the model against its threshold."""
         settings, reading = self.settings, reading_of(goals)
-        checks = [(GOAL_CHECK_PROMPT.format(request=reader.said, reading=reading), f"{reading}: {{p:.2f}} likely what "
-                   "was asked", settings.goal_check_threshold)] if settings.goal_check_threshold > 0 else []
+        checks = [(GOAL_CHECK_PROMPT.format(request=reader.said, reading=reading), reading, "what was asked",
+                   settings.goal_check_threshold)] if settings.goal_check_threshold > 0 else []
         if settings.need_check_threshold > 0:
-            checks += [(NEED_CHECK_PROMPT.format(request=reader.said, thing=label.replace("_", " ")),
-                        f"a {label}: {{p:.2f}} likely to meet the request", settings.need_check_threshold)
+            checks += [(NEED_CHECK_PROMPT.format(request=reader.said, thing=label.replace("_", " ")), f"a {label}",
+                        "to meet the request", settings.need_check_threshold)
                        for label in chosen_for_need(reader.request, goals)]
-        return all(self._judged_yes(prompt, said, threshold, usage) for prompt, said, threshold in checks)
+        return all(self._judged_yes(prompt, what, purpose, threshold, usage) for prompt, what, purpose, threshold in checks)
 
-    def _judged_yes(self, prompt: str, said: str, threshold: float, usage: LLMUsage) -> bool:
-        """The model's probability of yes to `prompt`, against `threshold`; `said` (with {p}) goes in the trace."""
+    def _judged_yes(self, prompt: str, what: str, purpose: str, threshold: float, usage: LLMUsage) -> bool:
+        """The model's probability of yes to `prompt`, against `threshold`; the trace says how likely
+        `what` is `purpose`. (Labels come from perception, so no text of theirs is a format string.)"""
         try:
             reply = judged(self.goal_policy, [{"role": "user", "content": prompt}])
             usage.add(reply)
@@ -449,7 +450,7 @@ class TaskPlanner:
             self._emit("error", f"could not check the goals: {error}")
             return True
         p_yes = reply.yes_probability if reply.yes_probability is not None else float(fits)
-        self._emit("check", said.format(p=p_yes))
+        self._emit("check", f"{what}: {p_yes:.2f} likely {purpose}")
         return p_yes >= threshold
 
     def _decide(self, prompt: str, actions: list[str], usage: LLMUsage) -> StepReply | None:
