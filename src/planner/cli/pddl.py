@@ -1,0 +1,135 @@
+"""`planner pddl`: the PDDL domain the skill library makes, the problem the stack would solve in a
+world, and the plan a classical planner finds for it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from pydantic import TypeAdapter, ValidationError
+
+
+def _config(args):
+    from planner.config import load_config
+    return load_config(args.config)
+
+
+def _skill_planner(args):
+    from planner.core.skills import SkillPlanner, load_skill_library
+    from planner.wiring import load_robot, load_skill_planner
+
+    config = _config(args)
+    if args.skills:
+        return SkillPlanner(load_skill_library(args.skills), load_robot(config))
+    return load_skill_planner(config)
+
+
+def _write(text: str, out: str | None) -> None:
+    if out:
+        Path(out).write_text(text)
+        print(f"wrote {out}", file=sys.stderr)
+    else:
+        print(text, end="")
+
+
+def pddl_domain(args) -> int:
+    from planner.core.planning.pddl import DomainError, make_domain
+
+    try:
+        domain = make_domain(_skill_planner(args).library)
+    except DomainError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    _write(domain.text, args.out)
+    return 0
+
+
+def _scene(args, skills):
+    """The scene graph the stack starts with in the world: the simulator's first perception of it."""
+    from planner.sim.in_process import SimulatedRobot
+    from planner.sim.simulated_world import load_scenario
+
+    config = _config(args)
+    world = load_scenario(config.path(config.scenario)).world if not args.world else None
+    if args.world:
+        from planner.core.world import load_world
+        world = load_world(args.world)
+    world = world.with_robot_at(args.robot_at, skills.robot.standoff_m)
+    return SimulatedRobot(world, [], skills).graph
+
+
+def _goals(text: str):
+    from planner.core.errors import InputError
+    from planner.core.goals import Goal
+
+    try:
+        return TypeAdapter(list[Goal]).validate_json(text)
+    except ValidationError as error:
+        raise InputError(f"--goals: {error}") from None
+
+
+def _setting(args):
+    from planner.core.planning.pddl import make_domain
+
+    skills = _skill_planner(args)
+    return make_domain(skills.library), skills, _scene(args, skills), _goals(args.goals)
+
+
+def pddl_problem(args) -> int:
+    from planner.core.planning.pddl import Unmeetable, make_problem
+
+    domain, skills, scene, goals = _setting(args)
+    try:
+        problem = make_problem(domain, skills, scene, goals, relevant_only=not args.full)
+    except Unmeetable as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    _write(problem.text, args.out)
+    return 0
+
+
+def pddl_plan(args) -> int:
+    from planner.core.planning.classical import plan_goals
+
+    domain, skills, scene, goals = _setting(args)
+    outcome = plan_goals(domain, skills, scene, goals, "satisficing" if args.satisficing else "optimal", args.timeout)
+    if args.json:
+        print(json.dumps({"status": outcome.status, "calls": outcome.calls, "reason": outcome.reason,
+                          "seconds": round(outcome.seconds, 3), "engine": outcome.engine,
+                          "full_state": outcome.full_state}))
+    else:
+        for number, call in enumerate(outcome.calls, 1):
+            print(f"{number}. {call}")
+        print(f"{outcome.status} ({outcome.engine}, {outcome.seconds:.2f} s){': ' + outcome.reason if outcome.reason else ''}")
+    return 0 if outcome.found else 1
+
+
+def add_commands(sub) -> None:
+    p = sub.add_parser("pddl", help="the PDDL domain of the skill library, problems and plans (LLM+P)")
+    pddl_sub = p.add_subparsers(dest="pddl_command", required=True)
+
+    def common(parser, world: bool) -> None:
+        parser.add_argument("--config", help="stack config (robot profile, skill library, scenario)")
+        parser.add_argument("--skills", help="a skill library instead of the config's")
+        parser.add_argument("--out", help="write here instead of to standard output")
+        if world:
+            parser.add_argument("--world", help="a world file instead of the config's scenario")
+            parser.add_argument("--robot-at", default="", help="furniture or room the robot starts at")
+            parser.add_argument("--goals", required=True,
+                                help='goals as the goal step writes them, JSON: '
+                                     '[{"kind": "object_on", "object": "cup", "target": "table", "room": "kitchen"}]')
+    domain = pddl_sub.add_parser("domain", help="print the domain made from the skill library")
+    common(domain, world=False)
+    domain.set_defaults(run=pddl_domain)
+    problem = pddl_sub.add_parser("problem", help="print the problem: the world's scene graph and the goals")
+    common(problem, world=True)
+    problem.add_argument("--full", action="store_true", help="the whole map, not only the part the goals need")
+    problem.set_defaults(run=pddl_problem)
+    plan = pddl_sub.add_parser("plan", help="plan with Fast Downward and print the skill calls")
+    common(plan, world=True)
+    plan.add_argument("--satisficing", action="store_true", help="the first plan found, not the shortest (for "
+                                                                     "maps too large to plan optimally)")
+    plan.add_argument("--timeout", type=float, default=10.0, help="seconds the planner may search")
+    plan.add_argument("--json", action="store_true", help="one JSON line: status, calls, reason, seconds")
+    plan.set_defaults(run=pddl_plan)

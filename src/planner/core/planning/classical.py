@@ -1,0 +1,104 @@
+"""A classical planner behind the PDDL of planner.core.planning.pddl: unified-planning reads and
+checks the domain and problem, Fast Downward searches. A plan, no plan, a timeout or a domain error
+are outcomes with a reason, never an exception the caller has to guess at."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+from unified_planning.engines import CompilationKind, PlanGenerationResultStatus
+from unified_planning.exceptions import UPException
+from unified_planning.io import PDDLReader
+from unified_planning.shortcuts import Compiler, OneshotPlanner, get_environment
+
+from planner.core.goals import Goal
+from planner.core.planning.pddl import Domain, Problem, Unmeetable, make_problem, skill_call
+from planner.core.scene_graph import SceneGraph
+from planner.core.skills import SkillPlanner
+
+Engine = Literal["satisficing", "optimal"]
+ENGINES = {"satisficing": "fast-downward", "optimal": "fast-downward-opt"}
+# Fast Downward's optimal search takes neither conditional effects nor disjunctions: unified-planning
+# compiles them away first, and maps the plan back.
+OPTIMAL_COMPILATIONS = (CompilationKind.CONDITIONAL_EFFECTS_REMOVING, CompilationKind.DISJUNCTIVE_CONDITIONS_REMOVING)
+
+get_environment().credits_stream = None  # the engines' banners are not the user's business
+get_environment().error_used_name = False  # a map id may equal a type's name; PDDL keeps them apart
+
+
+@dataclass
+class PlanOutcome:
+    status: Literal["plan", "no_plan", "timeout", "error"]
+    calls: list[str] = field(default_factory=list)  # skill calls, in order
+    reason: str = ""
+    seconds: float = 0.0
+    engine: str = ""
+    problem: str = ""      # the PDDL problem the plan (or the last attempt) was for
+    full_state: bool = False  # planned over the whole map, after the relevant part had no plan
+
+    @property
+    def found(self) -> bool:
+        return self.status == "plan"
+
+
+_FAILED = {PlanGenerationResultStatus.UNSOLVABLE_PROVEN: "no_plan",
+           PlanGenerationResultStatus.UNSOLVABLE_INCOMPLETELY: "no_plan",
+           PlanGenerationResultStatus.TIMEOUT: "timeout"}
+
+
+def plan_goals(domain: Domain, skills: SkillPlanner, scene: SceneGraph, goals: list[Goal],
+               engine: Engine = "optimal", timeout_s: float = 10.0) -> PlanOutcome:
+    """A plan over the part of the map the goals need; over the whole map when that part has none
+    (something in the way the relevance rule does not foresee)."""
+    started = time.monotonic()
+    try:
+        outcome = solve(domain, make_problem(domain, skills, scene, goals), engine, timeout_s)
+        if outcome.status == "no_plan":
+            outcome = solve(domain, make_problem(domain, skills, scene, goals, relevant_only=False), engine, timeout_s)
+            outcome.full_state = True
+    except Unmeetable as error:
+        outcome = PlanOutcome("no_plan", reason=str(error), engine=ENGINES[engine])
+    outcome.seconds = time.monotonic() - started
+    return outcome
+
+
+def solve(domain: Domain, problem: Problem, engine: Engine = "optimal", timeout_s: float = 10.0) -> PlanOutcome:
+    started = time.monotonic()
+    name = ENGINES[engine]
+
+    def outcome(status, reason="", calls=()) -> PlanOutcome:
+        return PlanOutcome(status, list(calls), reason, time.monotonic() - started, name, problem.text)
+    try:
+        parsed = PDDLReader().parse_problem_string(domain.text, problem.text)
+    except (UPException, SyntaxError, ValueError) as error:
+        return outcome("error", f"the PDDL does not parse: {error}")
+    compiled, back = parsed, []
+    if engine == "optimal":
+        for kind in OPTIMAL_COMPILATIONS:
+            with Compiler(problem_kind=compiled.kind, compilation_kind=kind) as compiler:
+                result = compiler.compile(compiled, kind)
+            compiled = result.problem
+            back.append(result.map_back_action_instance)
+    try:
+        with OneshotPlanner(name=name) as planner:
+            result = planner.solve(compiled, timeout=timeout_s)
+    except UPException as error:
+        return outcome("error", f"{name}: {error}")
+    if result.status in _FAILED:
+        status = _FAILED[result.status]
+        reason = (f"no plan within {timeout_s:g} s" if status == "timeout"
+                  else "no sequence of skills reaches the goal from what the map shows")
+        return outcome(status, reason)
+    if result.plan is None:
+        return outcome("error", f"{name} ended with {result.status.name}")
+    calls = []
+    for action in result.plan.actions:
+        for map_back in reversed(back):
+            action = map_back(action) if action is not None else None
+        if action is None:  # an action the compilation added (reaching a disjunctive goal), no skill
+            continue
+        args = [str(p) for p in action.actual_parameters]
+        calls.append(skill_call(domain, problem.names, action.action.name, args))
+    return outcome("plan", calls=calls)

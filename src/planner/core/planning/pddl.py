@@ -1,0 +1,391 @@
+"""LLM+P's symbolic half: a PDDL domain made from the skill library, a problem made from the scene
+graph and the goals, and a classical planner (Fast Downward through unified-planning) that finds
+the plan.
+
+Nothing here is a second copy of the robot's abilities. Each skill becomes one action: its typed
+parameters, its preconditions through the symbolic meaning of each named check (CHECK_MEANINGS
+beside the checks' own code in planner.core.skills), its effects as the library states them, plus
+what those facts imply in any home (FACT_RULES: the robot is in one place at a time, a thing picked
+up leaves its support). A check whose outcome does not depend on what the plan changes (a mass
+within the arm's payload) becomes a static predicate whose truth the check itself computes on the
+scene graph, so the plan and the skill planner can never disagree about it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from planner.core.calls import format_call, parse_call
+from planner.core.errors import PlannerError
+from planner.core.goals import Goal, goal_furniture, goal_objects
+from planner.core.htn import Condition
+from planner.core.scene_graph import SceneGraph
+from planner.core.skills import PRECONDITIONS, SkillLibrary, SkillPlanner, SkillSpec
+
+DOMAIN_NAME = "household"
+# The scene graph's kinds as PDDL types; a skill with a parameter of another type (SAY's text) is
+# not for a classical planner and stays out of the domain.
+PDDL_TYPES = {"object": "item", "furniture": "furniture", "openable": "openable", "place": "location",
+              "room": "room", "person": "person", "arm": "arm"}
+TYPE_TREE = "location - object\nroom furniture person - location\nopenable - furniture\nitem arm - object"
+PREDICATES = {
+    "at": [("p", "location")],                       # the robot is next to it, or in the room
+    "on": [("o", "item"), ("f", "furniture")],       # on it or in it (the scene graph's support)
+    "inside": [("o", "item"), ("f", "furniture")],   # behind its door or in its drawer
+    "is_open": [("f", "furniture")],
+    "holding": [("a", "arm"), ("o", "item")],
+    "held": [("o", "item")],                          # by either arm
+    "hand_empty": [("a", "arm")],
+}
+SUPPORT = "support"  # the hidden parameter naming what an object stands on or in
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str  # a PDDL type
+
+
+@dataclass
+class ActionParts:
+    """An action being assembled: the hidden parameters the rules add (where the robot comes from,
+    what an object is taken off) are not the skill's and are dropped when it becomes a call."""
+    params: dict[str, Param]
+    hidden: dict[str, Param] = field(default_factory=dict)
+    preconditions: list[str] = field(default_factory=list)
+    effects: list[str] = field(default_factory=list)
+
+    def hide(self, name: str, pddl_type: str) -> str:
+        self.hidden.setdefault(name, Param(name, pddl_type))
+        return f"?{name}"
+
+    def support_of(self, obj: str) -> str:
+        """What the object stands on now, as a hidden parameter the plan binds."""
+        support = self.hide(f"{SUPPORT}_{obj}", "furniture")
+        self.require(f"(on ?{obj} {support})")
+        return support
+
+    def require(self, formula: str) -> None:
+        if formula not in self.preconditions:
+            self.preconditions.append(formula)
+
+    def effect(self, formula: str) -> None:
+        if formula not in self.effects:
+            self.effects.append(formula)
+
+
+class DomainError(PlannerError):
+    """The skill library cannot be expressed as a PDDL domain; says which skill and why."""
+
+
+# ---- what each check of planner.core.skills means symbolically -------------------------------
+def _reachable(parts: ActionParts, thing: str, arm: str = "") -> None:
+    if parts.params[thing].type == "item":
+        parts.require(f"(at {parts.support_of(thing)})")
+    else:
+        parts.require(f"(at ?{thing})")
+
+
+def _accessible(parts: ActionParts, obj: str) -> None:
+    support = parts.support_of(obj)
+    parts.require(f"(or (not (inside ?{obj} {support})) (is_open {support}))")
+
+
+CHECK_MEANINGS: dict[str, Callable[..., None]] = {
+    "held": lambda parts, obj: parts.require(f"(held ?{obj})"),
+    "not_held": lambda parts, obj: parts.require(f"(not (held ?{obj}))"),
+    "holding": lambda parts, obj, arm: parts.require(f"(holding ?{arm} ?{obj})"),
+    "arm_free": lambda parts, arm: parts.require(f"(hand_empty ?{arm})"),
+    "hand_free": lambda parts: parts.require("(exists (?a - arm) (hand_empty ?a))"),
+    "elsewhere": lambda parts, place: parts.require(f"(not (at ?{place}))"),
+    "closed": lambda parts, thing: parts.require(f"(not (is_open ?{thing}))"),
+    "is_open": lambda parts, thing: parts.require(f"(is_open ?{thing})"),
+    "reachable": _reachable,
+    "accessible": _accessible,
+}
+# Checks the plan cannot change: a predicate of that name, true where the check passes now.
+STATIC_CHECKS = {"location_known": ["item"], "payload": ["item", "arm"], "person_present": ["person"]}
+# What a parameter a skill fills itself must satisfy for the action to make sense.
+CHOOSER_MEANINGS: dict[str, Callable[..., None]] = {
+    "free_arm": lambda parts, arm: parts.require(f"(hand_empty ?{arm})"),
+    "holding_arm": lambda parts, arm, obj: parts.require(f"(holding ?{arm} ?{obj})"),
+}
+
+
+def _fact_rules(parts: ActionParts, effect: Condition) -> None:
+    """A skill effect and what it implies in any home."""
+    args = [f"?{a}" for a in effect.params]
+    fact = effect.fact
+    if fact == "at" and not effect.negated:
+        origin = parts.hide("from", "location")
+        parts.require(f"(at {origin})")
+        parts.require(f"(not (= {origin} {args[0]}))")
+        parts.effect(f"(not (at {origin}))")
+        parts.effect(f"(at {args[0]})")
+    elif fact == "holding":
+        arm, obj = args
+        if effect.negated:
+            parts.effect(f"(not (holding {arm} {obj}))")
+            parts.effect(f"(not (held {obj}))")
+            parts.effect(f"(hand_empty {arm})")
+        else:
+            support = parts.support_of(obj[1:])
+            parts.effect(f"(holding {arm} {obj})")
+            parts.effect(f"(held {obj})")
+            parts.effect(f"(not (hand_empty {arm}))")
+            parts.effect(f"(not (on {obj} {support}))")
+            parts.effect(f"(not (inside {obj} {support}))")
+    elif fact == "on":
+        obj, target = args
+        parts.effect(f"(on {obj} {target})")
+        # Put into furniture whose door or drawer is open, it is inside.
+        parts.effect(f"(when (is_open {target}) (inside {obj} {target}))")
+    elif fact == "is_open":
+        parts.effect(f"(not (is_open {args[0]}))" if effect.negated else f"(is_open {args[0]})")
+    else:
+        raise DomainError(f"the fact {effect} has no meaning in PDDL")
+
+
+def plannable(spec: SkillSpec) -> bool:
+    return all(p.type in PDDL_TYPES for p in spec.params)
+
+
+def _action(name: str, spec: SkillSpec) -> tuple[str, ActionParts]:
+    where = f"skills.{name}"
+    parts = ActionParts({p.name: Param(p.name, PDDL_TYPES[p.type]) for p in spec.params})
+    for chosen, chooser in spec.choose.items():
+        chooser_name, chooser_args = parse_call(chooser if "(" in chooser else f"{chooser}()")
+        meaning = CHOOSER_MEANINGS.get(chooser_name)
+        if meaning is None:
+            raise DomainError(f"{where}.choose.{chosen}: the choice {chooser_name!r} has no PDDL meaning")
+        parts.params[chosen] = Param(chosen, "arm")
+        meaning(parts, chosen, *chooser_args)
+    for index, pre in enumerate(spec.preconditions):
+        if pre.check in STATIC_CHECKS:
+            if len(pre.args) != len(STATIC_CHECKS[pre.check]):
+                raise DomainError(f"{where}.preconditions[{index}]: {pre.check} takes "
+                                  f"{len(STATIC_CHECKS[pre.check])} argument(s)")
+            parts.require(f"({pre.check} {' '.join(f'?{a}' for a in pre.args)})")
+        elif pre.check in CHECK_MEANINGS:
+            try:
+                CHECK_MEANINGS[pre.check](parts, *pre.args)
+            except TypeError:
+                raise DomainError(f"{where}.preconditions[{index}]: {pre.check} does not take "
+                                  f"{len(pre.args)} argument(s)") from None
+        else:
+            raise DomainError(f"{where}.preconditions[{index}]: the check {pre.check!r} has no PDDL meaning")
+    for index, text in enumerate(spec.effects):
+        effect = Condition.parse(text)
+        try:
+            _fact_rules(parts, effect)
+        except DomainError as error:
+            raise DomainError(f"{where}.effects[{index}]: {error}") from None
+        except KeyError as missing:
+            raise DomainError(f"{where}.effects[{index}]: {missing} is no parameter of {name}") from None
+    for param in (*parts.params.values(), *parts.hidden.values()):
+        if param.name in PREDICATES or param.name == "a":
+            raise DomainError(f"{where}: the parameter name {param.name!r} is taken by the domain")
+    return action_name(name), parts
+
+
+def action_name(skill: str) -> str:
+    """PDDL is case-insensitive and a type may be called like a skill (PLACE, a place)."""
+    return f"do_{skill.lower()}"
+
+
+def _typed(params) -> str:
+    return " ".join(f"?{p.name} - {p.type}" for p in params)
+
+
+@dataclass
+class Domain:
+    """The domain text and, per action, how to turn a grounded action back into a skill call."""
+    text: str
+    skills: dict[str, str]                  # action name -> skill name
+    call_params: dict[str, list[str]]       # action name -> its parameters, in order
+    skill_params: dict[str, list[str]]      # skill name -> the parameters a call gives
+    left_out: list[str]                     # skills a classical planner cannot use
+
+
+def make_domain(library: SkillLibrary) -> Domain:
+    """The PDDL domain of a skill library; DomainError names the skill that cannot be expressed."""
+    actions, skills, call_params, skill_params, left_out = [], {}, {}, {}, []
+    for skill, spec in library.skills.items():
+        if not plannable(spec):
+            left_out.append(skill)
+            continue
+        name, parts = _action(skill, spec)
+        ordered = [*parts.params.values(), *parts.hidden.values()]
+        precondition = " ".join(parts.preconditions)
+        effect = " ".join(parts.effects)
+        actions.append(f" (:action {name}\n  :parameters ({_typed(ordered)})\n"
+                       f"  :precondition (and {precondition})\n  :effect (and {effect}))")
+        skills[name] = skill
+        call_params[name] = [p.name for p in ordered]
+        skill_params[skill] = [p.name for p in spec.params]
+    predicates = [f"({name} {_typed(Param(n, t) for n, t in params)})" for name, params in PREDICATES.items()]
+    predicates += [f"({check} {' '.join(f'?x{i} - {t}' for i, t in enumerate(types))})"
+                   for check, types in STATIC_CHECKS.items()]
+    note = f"; left out (not for a classical planner): {', '.join(left_out)}\n" if left_out else ""
+    text = (f"; made from the skill library by planner.core.planning.pddl\n{note}"
+            f"(define (domain {DOMAIN_NAME})\n"
+            " (:requirements :typing :negative-preconditions :disjunctive-preconditions :equality\n"
+            "  :existential-preconditions :conditional-effects)\n"
+            f" (:types {TYPE_TREE})\n (:predicates\n  " + "\n  ".join(predicates) + ")\n"
+            + "\n".join(actions) + ")\n")
+    return Domain(text, skills, call_params, skill_params, left_out)
+
+
+# ---- the problem: the scene graph now, and the goals ------------------------------------------
+_UNSAFE = re.compile(r"[^a-z0-9_-]")
+
+
+class Names:
+    """Scene ids as PDDL names (letters, digits, _ and -, starting with a letter, unlike any word
+    of the domain), and back."""
+
+    def __init__(self, reserved: set[str]):
+        self.pddl: dict[str, str] = {}
+        self.scene: dict[str, str] = {}
+        self._reserved = reserved
+
+    def add(self, scene_id: str) -> str:
+        if scene_id in self.pddl:
+            return self.pddl[scene_id]
+        base = _UNSAFE.sub("_", scene_id.lower())
+        if not base[:1].isalpha():
+            base = f"n{base}"
+        name, number = base, 1
+        while name in self.scene or name in self._reserved:
+            number += 1
+            name = f"{base}-{number}"
+        self.pddl[scene_id], self.scene[name] = name, scene_id
+        return name
+
+
+@dataclass
+class Problem:
+    text: str
+    names: Names
+
+
+def robot_place(planner: SkillPlanner, scene: SceneGraph) -> str:
+    """Where the robot is, as the domain's at(): the furniture it stands next to, else its room."""
+    robot = scene.known_robot
+    near = scene.furniture_near(robot.pose.x, robot.pose.y, planner.robot.reach_m)
+    return near[0] if near else robot.room
+
+
+class Unmeetable(Exception):
+    """A goal nothing in the map can meet: no object of its label, or no furniture for it."""
+
+
+def goal_formula(goal: Goal, scene: SceneGraph, names: Names, arms: list[str]) -> str:
+    """A goal as PDDL over the map's ids: any object of its label (or the one the user chose), any
+    furniture of its target label in its room."""
+    def any_of(formulas: list[str]) -> str:
+        if not formulas:
+            raise Unmeetable(f"nothing in the map can meet the goal: {goal}")
+        return formulas[0] if len(formulas) == 1 else f"(or {' '.join(formulas)})"
+    objects = [names.pddl[o] for o in goal_objects(goal, scene) if o in names.pddl]
+    furniture = [names.pddl[f] for f in goal_furniture(scene, goal) if f in names.pddl]
+    in_room = [names.pddl[p] for p in [goal.room, *(f.id for f in scene.furniture(goal.room))]
+               if p in names.pddl] if goal.room else []
+    if goal.kind in ("object_on", "object_in"):
+        fact = "on" if goal.kind == "object_on" else "inside"
+        return any_of([f"({fact} {o} {f})" for o in objects for f in furniture])
+    if goal.kind == "holding":
+        return any_of([f"(held {o})" for o in objects])
+    if goal.kind == "bring_to_user":
+        held = any_of([f"(held {o})" for o in objects])
+        return f"(and {held} {any_of([f'(at {p})' for p in in_room])})" if goal.room else held
+    if goal.kind == "robot_in_room":
+        return any_of([f"(at {p})" for p in in_room])
+    if goal.kind == "is_open":
+        return any_of([f"(is_open {f})" for f in furniture])
+    if goal.kind == "is_closed":
+        return any_of([f"(not (is_open {f}))" for f in furniture])
+    # clear: nothing left on it and the hands empty
+    any_of(furniture)
+    cleared = [f"(not (on {names.pddl[o]} {f}))" for o in goal_objects(goal, scene) if o in names.pddl
+               for f in furniture]
+    return f"(and {' '.join(cleared + [f'(hand_empty {names.pddl[a]})' for a in arms])})"
+
+
+def relevant_ids(scene: SceneGraph, goals: list[Goal], place: str) -> set[str]:
+    """The part of the map a plan for the goals can need: their objects and what the robot holds,
+    what those stand on or in, the furniture and rooms the goals name, where the robot is, and the
+    people. The rest of a 300-object home only slows the planner down."""
+    objects = {o for g in goals for o in goal_objects(g, scene)} | {o for o in scene.known_robot.held.values() if o}
+    places = {s[1] for o in objects if (s := scene.support(o))} | {place}
+    for goal in goals:
+        places |= set(goal_furniture(scene, goal)) if goal.target else set()
+        if goal.room:
+            places |= {goal.room, *(f.id for f in scene.furniture(goal.room))}
+    return objects | places | {p.id for p in scene.people()}
+
+
+def make_problem(domain: Domain, planner: SkillPlanner, scene: SceneGraph, goals: list[Goal],
+                 relevant_only: bool = True, name: str = "request") -> Problem:
+    """The scene graph as the initial state (only the part the goals need, unless told otherwise),
+    the goals as the goal; Unmeetable when a goal has nothing in the map that could meet it."""
+    reserved = {*PREDICATES, *STATIC_CHECKS, *domain.skills, *PDDL_TYPES.values(), "object", DOMAIN_NAME}
+    names = Names(reserved)
+    arms = planner.robot.arm_names
+    place = robot_place(planner, scene)
+    keep = relevant_ids(scene, goals, place) if relevant_only else None
+
+    def kept(entities):
+        return [e for e in entities if keep is None or e.id in keep]
+    rooms = [r for r in scene.rooms() if keep is None or r in keep]
+    furniture, people, objects = kept(scene.furniture()), kept(scene.people()), kept(scene.objects())
+    typed: dict[str, list[str]] = {"room": [names.add(r) for r in rooms],
+                                   "furniture": [names.add(f.id) for f in furniture if not f.state],
+                                   "openable": [names.add(f.id) for f in furniture if f.state],
+                                   "person": [names.add(p.id) for p in people],
+                                   "item": [names.add(o.id) for o in objects],
+                                   "arm": [names.add(a) for a in arms]}
+    n = names.pddl
+    init = [f"(at {n[place]})"]
+    held = scene.known_robot.held
+    for arm in arms:
+        init.append(f"(holding {n[arm]} {n[held[arm]]})" if held.get(arm) else f"(hand_empty {n[arm]})")
+    for entity in objects:
+        if entity.status == "held":
+            init.append(f"(held {n[entity.id]})")
+            continue
+        support = scene.support(entity.id)
+        if support and support[0] in ("on", "in") and entity.status == "seen" and support[1] in n:
+            init.append(f"(on {n[entity.id]} {n[support[1]]})")
+            if support[0] == "in":
+                init.append(f"(inside {n[entity.id]} {n[support[1]]})")
+    init += [f"(is_open {n[f.id]})" for f in furniture if f.state == "open"]
+    init += _static_facts(planner, scene, typed, names)
+    listed = "\n  ".join(f"{' '.join(ids)} - {kind}" for kind, ids in typed.items() if ids)
+    goal = " ".join(goal_formula(g, scene, names, arms) for g in goals)
+    text = (f"(define (problem {name}) (:domain {DOMAIN_NAME})\n (:objects\n  {listed})\n"
+            f" (:init\n  " + "\n  ".join(init) + f")\n (:goal (and {goal})))\n")
+    return Problem(text, names)
+
+
+def _static_facts(planner: SkillPlanner, scene: SceneGraph, typed: dict[str, list[str]], names: Names) -> list[str]:
+    """Each static check, computed by the check itself for every grounding of its types."""
+    subtypes = {"item": ["item"], "person": ["person"], "arm": ["arm"]}
+    facts = []
+    for check, types in STATIC_CHECKS.items():
+        groundings: list[list[str]] = [[]]
+        for pddl_type in types:
+            groundings = [[*g, v] for g in groundings for t in subtypes[pddl_type] for v in typed[t]]
+        for grounding in groundings:
+            if PRECONDITIONS[check](planner, scene, *(names.scene[v] for v in grounding)).ok:
+                facts.append(f"({check} {' '.join(grounding)})")
+    return facts
+
+
+def skill_call(domain: Domain, names: Names, action: str, args: list[str]) -> str:
+    """A grounded action of the plan as the skill call the skill planner takes."""
+    skill = domain.skills[action]
+    bound = dict(zip(domain.call_params[action], args))
+    return format_call(skill, [names.scene[bound[p]] for p in domain.skill_params[skill]])

@@ -1,0 +1,172 @@
+"""LLM+P's symbolic half: the PDDL domain made from the skill library, problems made from the scene
+graph, and plans from Fast Downward that the simulated robot then carries out."""
+
+import json
+
+import pytest
+import yaml
+
+from conftest import CONFIG, ROBOT
+from planner.cli import main
+from planner.core.goals import Goal, goal_met
+from planner.core.planning.classical import plan_goals
+from planner.core.planning.pddl import CHECK_MEANINGS, STATIC_CHECKS, DomainError, Names, Unmeetable, make_domain, make_problem
+from planner.core.robot_profile import RobotProfile
+from planner.core.skills import PRECONDITIONS, SkillPlanner, load_skill_library
+from planner.core.world import load_world
+from planner.sim.in_process import SimulatedRobot
+from test_skills import WIPE, write_library
+
+APARTMENT = CONFIG / "worlds" / "apartment.yaml"
+
+
+@pytest.fixture(scope="module")
+def skills():
+    return SkillPlanner(load_skill_library(CONFIG / "skills.yaml"), ROBOT)
+
+
+@pytest.fixture(scope="module")
+def domain(skills):
+    return make_domain(skills.library)
+
+
+def robot_in(world_path, skills, at=""):
+    return SimulatedRobot(load_world(world_path).with_robot_at(at, ROBOT.standoff_m), [], skills)
+
+
+def carry_out(robot, calls):
+    for call in calls:
+        result = robot.execute_skill(call)
+        assert result.success, f"{call}: {result.failure}"
+
+
+def test_every_skill_a_planner_can_use_is_an_action_and_the_rest_are_named(domain, skills):
+    for skill, spec in skills.library.skills.items():
+        if skill == "SAY":
+            continue
+        assert f"(:action do_{skill.lower()}" in domain.text
+        assert domain.skill_params[skill] == [p.name for p in spec.params]
+    assert domain.left_out == ["SAY"] and "left out (not for a classical planner): SAY" in domain.text
+
+
+def test_every_precondition_check_has_a_symbolic_meaning():
+    """A new check in planner.core.skills without one would make its skills unplannable."""
+    assert set(PRECONDITIONS) == set(CHECK_MEANINGS) | set(STATIC_CHECKS)
+
+
+def test_a_skill_added_to_the_library_is_in_the_domain_and_plans_use_it(tmp_path):
+    def add_stash(library):
+        library["skills"]["WIPE"] = WIPE
+        library["skills"]["STASH"] = {
+            "description": "Put a held object away in open furniture within reach.",
+            "params": [{"name": "object", "type": "object"}, {"name": "box", "type": "openable"}],
+            "choose": {"arm": "holding_arm(object)"},
+            "preconditions": [{"check": "held", "args": ["object"]}, {"check": "is_open", "args": ["box"]},
+                              {"check": "reachable", "args": ["box"]}],
+            "effects": ["on(object, box)", "not holding(arm, object)"],
+            "methods": [{"name": "drop_in", "steps": ["release(arm, object, box)"]}]}
+        del library["skills"]["PLACE"]
+        library["hazards"] = []
+    library = load_skill_library(write_library(tmp_path, add_stash))
+    skills = SkillPlanner(library, ROBOT)
+    domain = make_domain(library)
+    assert "(:action do_stash" in domain.text and "(:action do_wipe" in domain.text
+    assert "(:action do_place" not in domain.text
+    robot = robot_in(APARTMENT, skills, at="table_1")
+    goals = [Goal(kind="object_in", object="apple", target="cabinet", room="kitchen")]
+    outcome = plan_goals(domain, skills, robot.graph, goals)
+    assert outcome.found, outcome.reason
+    assert [c.split("(")[0] for c in outcome.calls] == ["PICK", "GOTO", "OPEN", "STASH"]
+
+
+@pytest.mark.parametrize("change, where", [
+    (lambda lib: lib["skills"]["PICK"]["effects"].append("gripper_open(arm)"), "skills.PICK.effects[1]"),
+    (lambda lib: lib["skills"]["OPEN"]["preconditions"].append({"check": "reachable"}), "skills.OPEN.preconditions[3]"),
+    (lambda lib: lib["skills"]["PICK"]["preconditions"].append({"check": "payload", "args": ["object"]}),
+     "skills.PICK.preconditions[6]"),
+    # a parameter named like a predicate of the domain
+    (lambda lib: lib["skills"]["CLOSE"].update(choose={"arm": "free_arm", "held": "holding_arm(thing)"}),
+     "skills.CLOSE"),
+])
+def test_a_library_the_domain_cannot_express_names_the_skill(tmp_path, change, where):
+    library = load_skill_library(write_library(tmp_path, change))
+    with pytest.raises(DomainError, match=where.replace(".", r"\.").replace("[", r"\[")):
+        make_domain(library)
+
+
+def test_a_plan_from_the_scene_graph_is_carried_out_by_the_simulated_robot(domain, skills):
+    robot = robot_in(APARTMENT, skills)
+    goals = [Goal(kind="object_on", object="milk", target="table", room="kitchen"),
+             Goal(kind="is_closed", target="fridge")]
+    outcome = plan_goals(domain, skills, robot.graph, goals)
+    assert outcome.status == "plan" and not outcome.full_state
+    # The shortest plan: the milk is behind the fridge door, which must be shut again.
+    assert outcome.calls == ["GOTO(fridge_1)", "OPEN(fridge_1)", "PICK(milk_1, left)", "CLOSE(fridge_1)",
+                             "GOTO(table_1)", "PLACE(milk_1, table_1, left)"]
+    carry_out(robot, outcome.calls)
+    assert all(goal_met(g, robot.graph) for g in goals)
+
+
+def test_plans_start_from_what_the_robot_holds_and_where_it_stands(domain, skills):
+    robot = robot_in(APARTMENT, skills, at="coffee_table_1")
+    carry_out(robot, ["PICK(remote_1, left)", "PICK(cup_2, right)"])
+    goals = [Goal(kind="bring_to_user", object="juice", room="bedroom")]
+    outcome = plan_goals(domain, skills, robot.graph, goals)
+    # Both hands are full: one thing must be put down before the fridge can be opened.
+    assert outcome.found
+    names = [call.split("(")[0] for call in outcome.calls]
+    assert names.index("PLACE") < names.index("OPEN") < names.index("PICK")
+    carry_out(robot, outcome.calls)
+    assert goal_met(goals[0], robot.graph)
+
+
+def test_only_the_part_of_the_map_the_goal_needs_is_in_the_problem(domain, skills):
+    robot = robot_in(APARTMENT, skills)
+    goal = Goal(kind="object_on", object="bottle", target="desk")
+    relevant = make_problem(domain, skills, robot.graph, [goal]).text
+    full = make_problem(domain, skills, robot.graph, [goal], relevant_only=False).text
+    assert "bottle_1 bottle_2 - item" in relevant and "milk_1" not in relevant and "sofa_1" not in relevant
+    assert "milk_1" in full and "sofa_1" in full and len(relevant) < len(full) / 4
+
+
+def test_a_goal_nothing_can_meet_and_a_goal_no_skill_reaches_are_no_plan_with_the_reason(domain, skills):
+    robot = robot_in(APARTMENT, skills)
+    missing = plan_goals(domain, skills, robot.graph, [Goal(kind="holding", object="piano")])
+    assert missing.status == "no_plan" and "nothing in the map can meet the goal: the robot holds a piano" in missing.reason
+    weak = SkillPlanner(skills.library, RobotProfile.model_validate(
+        {**ROBOT.model_dump(), "payload_kg": 0.1}))
+    robot = robot_in(APARTMENT, weak)
+    heavy = plan_goals(make_domain(weak.library), weak, robot.graph, [Goal(kind="holding", object="kettle")])
+    assert heavy.status == "no_plan" and heavy.full_state
+    assert "no sequence of skills reaches the goal" in heavy.reason
+    with pytest.raises(Unmeetable):
+        make_problem(domain, skills, robot.graph, [Goal(kind="is_open", target="fridge", room="bedroom")])
+
+
+def test_map_ids_pddl_cannot_spell_are_renamed_and_read_back():
+    names = Names(reserved={"at", "item"})
+    assert [names.add(i) for i in ("Cup #2", "3d_printer", "at", "cup__2", "cup_#2")] == \
+        ["cup__2", "n3d_printer", "at-2", "cup__2-2", "cup__2-3"]
+    assert names.scene["cup__2-2"] == "cup__2" and names.add("Cup #2") == "cup__2"
+
+
+def test_the_command_line_prints_the_domain_the_problem_and_the_plan(tmp_path, capsys):
+    assert main(["pddl", "domain", "--out", str(tmp_path / "domain.pddl")]) == 0
+    assert "(define (domain household)" in (tmp_path / "domain.pddl").read_text()
+    goals = json.dumps([{"kind": "object_on", "object": "book", "target": "desk"}])
+    assert main(["pddl", "problem", "--world", str(APARTMENT), "--goals", goals]) == 0
+    assert "(:goal (and (or (on book_1 desk_1) (on book_2 desk_1) (on book_3 desk_1) (on book_4 desk_1)" in capsys.readouterr().out
+    assert main(["pddl", "plan", "--world", str(APARTMENT), "--robot-at", "shelf_1", "--goals", goals, "--json"]) == 0
+    reply = json.loads(capsys.readouterr().out)
+    assert reply["status"] == "plan" and len(reply["calls"]) == 3  # the books on the shelf are at hand
+    assert reply["calls"][0] in ("PICK(book_1, left)", "PICK(book_2, left)") and reply["calls"][1] == "GOTO(desk_1)"
+    already = json.dumps([{"kind": "object_on", "object": "book", "target": "bed"}])
+    assert main(["pddl", "plan", "--world", str(APARTMENT), "--goals", already, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["calls"] == []
+    assert main(["pddl", "plan", "--world", str(APARTMENT), "--goals", '[{"kind": "holding"}]']) == 2
+    assert "--goals" in capsys.readouterr().err
+    skills = yaml.safe_load((CONFIG / "skills.yaml").read_text())
+    skills["skills"]["PICK"]["effects"].append("gripper_open(arm)")
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(skills))
+    assert main(["pddl", "domain", "--skills", str(tmp_path / "bad.yaml")]) == 2
+    assert "skills.PICK.effects[1]" in capsys.readouterr().err
