@@ -170,3 +170,67 @@ def test_the_command_line_prints_the_domain_the_problem_and_the_plan(tmp_path, c
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(skills))
     assert main(["pddl", "domain", "--skills", str(tmp_path / "bad.yaml")]) == 2
     assert "skills.PICK.effects[1]" in capsys.readouterr().err
+
+
+# ---- the task planner in llm_p and auto mode ----------------------------------------------------
+def planner_in(robot, skills, replies, **settings):
+    from planner.adapters.llm import ScriptedPolicy
+    from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
+
+    trace = []
+    policy = ScriptedPolicy(replies)
+    planner = TaskPlanner(policy, robot, skills, PlannerSettings(confirm_timeout_s=0, **settings),
+                          on_step=lambda step: trace.append((step.kind, step.text)))
+    return planner, trace, policy
+
+
+def test_llm_p_reads_the_goal_once_and_replans_when_the_bottle_is_moved_away(skills):
+    from fakes import KITCHEN_REQUEST, KITCHEN_SCENARIO, InProcessRobot
+
+    robot = InProcessRobot(KITCHEN_SCENARIO, skills)
+    goal = {"goals": [{"kind": "object_on", "object": "bottle", "target": "table", "room": "bedroom"}]}
+    planner, trace, _ = planner_in(robot, skills, [goal], mode="llm_p")
+    result = planner.run(KITCHEN_REQUEST)
+    assert result.success and result.llm_calls == 1
+    assert robot.sim.object_on("bottle_1") == "table_3"
+    plans = [text for kind, text in trace if kind == "plan"]
+    assert plans[0].startswith("planned") and "PICK(bottle_1, left)" in plans[0]
+    # The bottle was moved as the arm approached it: the pick failed, and the plan was made again
+    # from where perception saw it then.
+    assert any(kind == "failure" and "OBJECT_NOT_FOUND" in text for kind, text in trace)
+    assert plans[1].startswith("replanned") and "GOTO(table_2)" in plans[1]
+    assert any(kind == "problem" and "(:goal" in text for kind, text in trace)
+
+
+@pytest.mark.parametrize("fault", ["grasp_slip", "nav_blocked"])
+def test_llm_p_replans_after_an_injected_fault(skills, fault):
+    import random
+
+    from planner.sim.faults import Fault, fault_events
+
+    world = load_world(APARTMENT).with_robot_at("", ROBOT.standoff_m)
+    events, _ = fault_events([Fault(kind=fault)], world, ROBOT, ["apple_1"], random.Random(3))
+    robot = SimulatedRobot(world, events, skills)
+    goal = {"goals": [{"kind": "object_on", "object": "apple", "target": "desk"}]}
+    planner, trace, _ = planner_in(robot, skills, [goal], mode="llm_p")
+    result = planner.run("Put the apple on the desk")
+    assert result.success and result.llm_calls == 1, trace
+    assert robot.sim.object_on("apple_1") == "desk_1"
+    assert any(kind == "failure" for kind, _ in trace)
+    assert [text.split()[0] for kind, text in trace if kind == "plan"][:2] == ["planned", "replanned"]
+
+
+def test_llm_p_declines_what_no_plan_reaches_and_auto_hands_it_to_react(skills):
+    weak = SkillPlanner(skills.library, RobotProfile.model_validate({**ROBOT.model_dump(), "payload_kg": 0.1}))
+    goal = {"goals": [{"kind": "holding", "object": "kettle"}]}
+    robot = robot_in(APARTMENT, weak, at="counter_1")
+    planner, trace, _ = planner_in(robot, weak, [goal], mode="llm_p")
+    result = planner.run("Hold the kettle")
+    assert result.outcome == "impossible" and "no sequence of skills reaches the goal" in result.summary
+    assert robot.log.skills == []
+    robot = robot_in(APARTMENT, weak, at="counter_1")
+    planner, trace, policy = planner_in(robot, weak, [goal, {"thought": "look", "action": "GOTO(table_1)"}], mode="auto")
+    result = planner.run("Hold the kettle")
+    assert ("plan", "handing the task to the ReAct loop") in trace
+    assert "The planner found no plan" in policy.prompts[1][-1]["content"]
+    assert robot.log.skills == ["GOTO(table_1)"]

@@ -1,4 +1,5 @@
-"""The task planner: an LLM as the policy of a ReAct loop.
+"""The task planner: an LLM as the policy of a ReAct loop, or (LLM+P) the LLM reads the goals and a
+classical planner finds the plan.
 
 Each step the model sees the request, the goals, the robot state and a compact history, and
 answers `{"thought": ..., "action": ...}` where the action is one of the actions valid now:
@@ -6,6 +7,12 @@ perception calls and skills grounded in what the robot has perceived. Perception
 skill outcomes, failure reasons and explainer suggestions come back as observations. The task
 ends when the goals hold in the world state, when the model gives up, on cancel, or when the
 step budget is spent.
+
+With `mode: llm_p` the goals the model read become a PDDL goal, the scene graph the initial state,
+and Fast Downward the plan (planner.core.planning.classical); its skills run one by one, and a
+failure, or a plan that ran without meeting the goals, plans again from the world as it is now.
+`auto` falls back to the ReAct loop when no plan is found (a goal the domain cannot reach from
+what the map shows, such as a thing not seen yet) or the replans run out.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from pydantic import Field
 
@@ -25,8 +32,9 @@ from planner.core.calls import format_call, parse_call
 from planner.core.errors import PolicyError, RequestImpossible, TaskCanceled
 from planner.core.failures import FailureCode
 from planner.core.files import StrictModel
-from planner.core.goals import Goal, GoalReply, goal_lacks, goal_met, goal_status
+from planner.core.goals import Goal, GoalReply, goal_lacks, goal_met, goal_objects, goal_status
 from planner.core.planning.action_space import ASK_USER, GIVE_UP, PERCEPTION_ACTIONS, SEARCH_MAP, action_schema, allowed_actions
+from planner.core.planning.classical import Engine, plan_goals
 from planner.core.planning.goal_reading import (
     GOAL_CHECK_PROMPT,
     GOAL_DOUBT,
@@ -37,6 +45,7 @@ from planner.core.planning.goal_reading import (
     reading_of,
 )
 from planner.core.planning.grounding import Grounder
+from planner.core.planning.pddl import make_domain
 from planner.core.planning.prompts import EXAMPLE_TURNS, SYSTEM_PROMPT, PromptHistory, StepReply, robot_line, spoken_outcome, user_message
 from planner.core.planning.recoveries import ActionRecord, ComposedSuggestion, compose_messages, compose_schema, find_recoveries
 from planner.core.ports import Judgement, Policy, Tools, judged
@@ -46,6 +55,14 @@ from planner.core.types import EpisodeOutcome, EpisodeResult, FailureInfo, Polic
 
 
 class PlannerSettings(StrictModel):
+    mode: Literal["react", "llm_p", "auto"] = Field(default="react", description="react: the LLM chooses every "
+                                                   "step; llm_p: it reads the goals and a classical planner plans; "
+                                                   "auto: llm_p, and ReAct when no plan is found")
+    plan_engine: Engine = Field(default="optimal", description="optimal: the fewest skills; satisficing: the "
+                                "first plan found (for maps too large to plan optimally in time)")
+    plan_timeout_s: float = Field(default=10.0, gt=0, description="time the classical planner may search")
+    replan_limit: int = Field(default=3, ge=0, description="plans made again after a failure before llm_p gives up "
+                              "(auto: hands over to ReAct)")
     step_budget: int = Field(default=30, ge=1)
     max_repairs: int = Field(default=2, ge=0, description="retries of a reply that fails validation")
     history_steps: int = Field(default=12, ge=1, description="most recent actions listed in the prompt")
@@ -181,6 +198,7 @@ class TaskPlanner:
             f"- {name}({', '.join(p.name for p in spec.params)}): {spec.description}"
             for name, spec in skills.library.skills.items()))
         self.settings = settings or PlannerSettings()
+        self.domain = make_domain(skills.library) if self.settings.mode != "react" else None
         self.on_step = on_step or (lambda step: None)
         self.cancel_event = threading.Event()
         self.cancel_reason = "canceled by the user"
@@ -200,9 +218,10 @@ class TaskPlanner:
         acted: list[ActionRecord] = []
         try:
             state = self._begin(request, usage, acted)
-            ending = state if isinstance(state, Ending) else next(
-                (end for step in range(1, self.settings.step_budget + 1) if (end := self._step(state, step, usage))),
-                None)
+            ending = state if isinstance(state, Ending) else self._plan_and_act(state, usage)
+            if ending is None and isinstance(state, LoopState):
+                ending = next((end for step in range(len(acted) + 1, self.settings.step_budget + 1)
+                               if (end := self._step(state, step, usage))), None)
         except TaskCanceled as canceled:
             ending = Ending(EpisodeOutcome.CANCELED, str(canceled), len(acted))
         if ending is None:
@@ -244,6 +263,66 @@ class TaskPlanner:
         state.known |= set(view.entities)
         state.history.latest = [view.text]
         return state
+
+    def _plan_and_act(self, state: LoopState, usage: LLMUsage) -> Ending | None:
+        """LLM+P: plan with the classical planner and carry the plan out, planning again from the
+        world as it is after a failure. None hands the task to the ReAct loop (mode auto)."""
+        if self.domain is None:
+            return None
+        for attempt in range(self.settings.replan_limit + 1):
+            if self.cancel_event.is_set():
+                return Ending(EpisodeOutcome.CANCELED, self.cancel_reason, len(state.acted))
+            scene = self.tools.scene()
+            if all(goal_met(goal, scene) for goal in state.goals):
+                return self._done(state)
+            if any(scene.entity(o).status == "missing" for goal in state.goals for o in goal_objects(goal, scene)):
+                # A plan needs to know where things are: a goal object not seen where it was mapped
+                # (moved while the robot was away) is looked for in the room first.
+                situation = state.arrive(scene, self.skills.robot.reach_m)
+                look = format_call("get_objects_in_room", [scene.known_robot.room])
+                observation, failed = self._act(look, state.focus, state.request, usage, state.acted)
+                self._observe(state, situation, look, observation, failed)
+                scene = self.tools.scene()
+            outcome = plan_goals(self.domain, self.skills, scene, state.goals, self.settings.plan_engine,
+                                 self.settings.plan_timeout_s)
+            self._emit("problem", outcome.problem)
+            if not outcome.found:
+                self._emit("plan", f"{outcome.status} ({outcome.engine}, {outcome.seconds:.2f} s): {outcome.reason}")
+                return self._without_plan(state, outcome.reason, outcome.status)
+            whole = " over the whole map" if outcome.full_state else ""
+            self._emit("plan", f"{'replanned' if attempt else 'planned'}{whole} in {outcome.seconds:.2f} s "
+                               f"({outcome.engine}): {'; '.join(outcome.calls) or 'nothing to do'}")
+            for call in outcome.calls:
+                if self.cancel_event.is_set():
+                    return Ending(EpisodeOutcome.CANCELED, self.cancel_reason, len(state.acted))
+                situation = state.arrive(self.tools.scene(), self.skills.robot.reach_m)
+                observation, failed = self._act(call, state.focus, state.request, usage, state.acted)
+                self._observe(state, situation, call, observation, failed)  # what ReAct reads if it takes over
+                failure = state.acted[-1].failure
+                if failed and failure is not None and failure.code == FailureCode.HAZARD:
+                    return Ending(EpisodeOutcome.REFUSED, failure.reason, len(state.acted))
+                if failed and failure is not None and failure.code in STACK_MISSING:
+                    return Ending(EpisodeOutcome.ERROR, failure.reason, len(state.acted))
+                if failed:
+                    break
+            if self._confirm(state.goals):
+                return self._done(state)
+        return self._without_plan(state, f"the goals are still not met after {self.settings.replan_limit} replans",
+                                  "replans")
+
+    def _done(self, state: LoopState) -> Ending:
+        if not state.acted:
+            return Ending(EpisodeOutcome.SUCCEEDED, f"as I read the request, {reading_of(state.goals)} is so already", 0)
+        return Ending(EpisodeOutcome.SUCCEEDED, SATISFIED, len(state.acted))
+
+    def _without_plan(self, state: LoopState, reason: str, status: str) -> Ending | None:
+        if self.settings.mode == "auto":
+            self._emit("plan", "handing the task to the ReAct loop")
+            state.history.latest.append(f"The planner found no plan: {reason}.")
+            return None
+        outcome = {"no_plan": EpisodeOutcome.IMPOSSIBLE, "replans": EpisodeOutcome.BUDGET_EXHAUSTED}.get(
+            status, EpisodeOutcome.ERROR)
+        return Ending(outcome, reason, len(state.acted))
 
     def _step(self, state: LoopState, step: int, usage: LLMUsage) -> Ending | None:
         """One thought and action; how the task ended, or None while it goes on."""
