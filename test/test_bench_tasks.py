@@ -138,6 +138,20 @@ def test_the_smoke_suite_runs_from_the_command_line(tmp_path, capsys):
     assert "[  6/6] umbrella" in progress and "faults: object_moved" in progress
 
 
+def test_the_smoke_suite_in_llm_p_mode_needs_the_model_only_to_read_the_goals(tmp_path):
+    assert main(["bench", "tasks", "--suite", "smoke", "--llm", "scripted", "--faults", "task", "--explainer", "off",
+                 "--mode", "llm_p", "--out", str(tmp_path)]) == 0
+    results = json.loads((tmp_path / "tasks-smoke-scripted-task-faults-llm-p.json").read_text())
+    assert results["mode"] == "llm_p"
+    episodes = {e["task"]: e for e in results["episodes"]}
+    assert all(e["success"] for e in episodes.values() if e["task"] != "umbrella")
+    # Each fault is met by a new plan, not by asking the model what to do next.
+    for task in ("slip", "moved", "aborted"):
+        assert episodes[task]["replans"] == 1 and episodes[task]["failures"], task
+        assert not any(kind == "thought" for kind, _ in episodes[task]["trace"]), task
+    assert episodes["moved"]["llm_calls"] == 1
+
+
 def test_the_same_seed_gives_the_same_faults_and_world_outcomes(tmp_path):
     def run(seed: int, name: str) -> dict:
         main(["bench", "tasks", "--suite", "smoke", "--llm", "scripted", "--faults", "random", "--seed", str(seed),

@@ -61,9 +61,11 @@ def _part_llm(config, part: str, policy, server, llm: dict):
     return open_part_llm(config, part, policy, server)
 
 
-def _bench_settings(config):
-    """Planner settings for simulated time: perception confirms at once, the robot state is there."""
-    return config.planner.model_copy(update={"confirm_timeout_s": 0.0, "robot_state_wait_s": 0.0})
+def _bench_settings(config, mode: str | None = None):
+    """Planner settings for simulated time: perception confirms at once, the robot state is there;
+    the planning mode the command line asks for, else the config's."""
+    return config.planner.model_copy(update={"confirm_timeout_s": 0.0, "robot_state_wait_s": 0.0,
+                                             "mode": mode or config.planner.mode})
 
 
 def _progress(line: str) -> None:
@@ -94,7 +96,7 @@ def _bench_setup(args):
         goal_policy, server = _part_llm(config, "goal_step", policy, server, llm)
         finder_policy, server = _part_llm(config, "object_finder", policy, server, llm)
         finder = ObjectFinder(finder_policy, config.object_finder, embedder)
-    setup = tasks.BenchSetup(suite, skills, _bench_settings(config), policy, None, args.faults, args.seed,
+    setup = tasks.BenchSetup(suite, skills, _bench_settings(config, getattr(args, "mode", None)), policy, None, args.faults, args.seed,
                              finder=finder, grounder=make_grounder(config, embedder),
                              goal_policy=goal_policy if goal_policy is not policy else None)
     return config, setup, server, llm, f"{suite.suite.name}-{llm['backend']}{model}"
@@ -125,8 +127,10 @@ def bench_tasks(args) -> int:
         setup = replace(setup, memory=memory, learner=_open_memory(config, args.cases) if args.learn else None)
     if args.record_replies:
         setup = replace(setup, record_replies=True)
-    name = args.name or f"tasks-{label}" + (f"-{args.faults}-faults" if args.faults != "none" else "")
-    header = {"llm": llm, "explainer": args.explainer, "cases": args.cases, "learn": args.learn}
+    mode = setup.settings.mode
+    name = args.name or (f"tasks-{label}" + (f"-{args.faults}-faults" if args.faults != "none" else "")
+                         + (f"-{mode.replace('_', '-')}" if mode != "react" else ""))
+    header = {"llm": llm, "explainer": args.explainer, "cases": args.cases, "learn": args.learn, "mode": mode}
     show = (lambda step: print(format_step(step.kind, step.text), file=sys.stderr, flush=True)) if args.verbose else None
     try:
         results = tasks.run(setup, Path(args.out), name, args.repeat, header, args.tasks, args.resume,
@@ -253,7 +257,7 @@ def bench_context(args) -> int:
     if opened is None:
         return 1
     policy, server, llm = opened
-    setup = tasks.BenchSetup(suite, skills, _bench_settings(config), policy, None, "none", args.seed)
+    setup = tasks.BenchSetup(suite, skills, _bench_settings(config, getattr(args, "mode", None)), policy, None, "none", args.seed)
     name = args.name or f"context-{llm['backend']}-{llm['model'].replace('/', '_')}"
     try:
         context.run(setup, Path(args.out), name, {"llm": llm}, progress=lambda line: print(line, file=sys.stderr, flush=True))
@@ -348,6 +352,8 @@ def add_commands(sub) -> None:
                                     help="also write the suite with every task's replies as its script, to replay "
                                          "this run with --llm scripted")
     bench_tasks_parser.add_argument("--verbose", action="store_true", help="print every step of every episode")
+    bench_tasks_parser.add_argument("--mode", choices=["react", "llm_p", "auto"],
+                                    help="planning mode (default: the config's planner.mode)")
     bench_tasks_parser.set_defaults(run=bench_tasks)
     bench_context_parser = bench_sub.add_parser("context", help="prompt tokens per LLM call in a home and in one with "
                                                                 "N times the objects")
