@@ -6,7 +6,7 @@ import json
 import pytest
 import yaml
 
-from conftest import CONFIG, ROBOT
+from conftest import CONFIG, DATA, ROBOT
 from planner.cli import main
 from planner.core.goals import Goal, goal_met
 from planner.core.planning.classical import plan_goals
@@ -160,6 +160,13 @@ def test_the_command_line_prints_the_domain_the_problem_and_the_plan(tmp_path, c
     reply = json.loads(capsys.readouterr().out)
     assert reply["status"] == "plan" and len(reply["calls"]) == 3  # the books on the shelf are at hand
     assert reply["calls"][0] in ("PICK(book_1, left)", "PICK(book_2, left)") and reply["calls"][1] == "GOTO(desk_1)"
+    # A request is read into goals by the configured model (here the recorded kitchen replies).
+    request = "Go to the table in the kitchen, pick up the bottle, and place it on the table in the bedroom"
+    assert main(["pddl", "plan", "--config", str(DATA / "scripted.yaml"), "--request", request]) == 0
+    shown = capsys.readouterr()
+    assert "goals: a bottle on a table in the bedroom" in shown.err
+    assert shown.out.splitlines()[:4] == ["1. GOTO(table_1)", "2. PICK(bottle_1, left)", "3. GOTO(table_3)",
+                                          "4. PLACE(bottle_1, table_3, left)"]
     already = json.dumps([{"kind": "object_on", "object": "book", "target": "bed"}])
     assert main(["pddl", "plan", "--world", str(APARTMENT), "--goals", already, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["calls"] == []

@@ -45,8 +45,8 @@ def pddl_domain(args) -> int:
     return 0
 
 
-def _scene(args, skills):
-    """The scene graph the stack starts with in the world: the simulator's first perception of it."""
+def _robot(args, skills):
+    """The world simulated; its scene graph is what the stack perceives at the start."""
     from planner.sim.in_process import SimulatedRobot
     from planner.sim.simulated_world import load_scenario
 
@@ -56,7 +56,7 @@ def _scene(args, skills):
         from planner.core.world import load_world
         world = load_world(args.world)
     world = world.with_robot_at(args.robot_at, skills.robot.standoff_m)
-    return SimulatedRobot(world, [], skills).graph
+    return SimulatedRobot(world, [], skills)
 
 
 def _goals(text: str):
@@ -69,17 +69,56 @@ def _goals(text: str):
         raise InputError(f"--goals: {error}") from None
 
 
+def _read_goals(args, skills, robot):
+    """The goals the configured LLM reads the request into, as the task planner does first."""
+    from planner.core.planning.task_planner import TaskPlanner
+    from planner.wiring import make_grounder, open_llm, open_part_llm
+
+    config = _config(args)
+    policy, server = open_llm(config)
+    try:
+        goal_policy, server = open_part_llm(config, "goal_step", policy, server)
+        planner = TaskPlanner(policy, robot, skills, config.planner, grounder=make_grounder(config),
+                              goal_policy=goal_policy)
+        return planner.read_goals(args.request)
+    finally:
+        if server is not None:
+            server.stop()
+
+
 def _setting(args):
     from planner.core.planning.pddl import make_domain
 
     skills = _skill_planner(args)
-    return make_domain(skills.library), skills, _scene(args, skills), _goals(args.goals)
+    robot = _robot(args, skills)
+    goals = _goals(args.goals) if args.goals else _read_goals(args, skills, robot)
+    print(f"goals: {'; '.join(str(g) for g in goals)}", file=sys.stderr)
+    return make_domain(skills.library), skills, robot.graph, goals
+
+
+def _with_goals(args, use) -> int:
+    """Run `use` on the domain, skills, scene and goals; a request the model cannot turn into goals
+    is said, with the reason, as the robot would say it."""
+    from planner.core.errors import PolicyError, RequestImpossible
+
+    try:
+        setting = _setting(args)
+    except RequestImpossible as why:
+        print(f"the request cannot be done: {why}", file=sys.stderr)
+        return 1
+    except PolicyError as error:
+        print(f"error: the model gave no goals: {error}", file=sys.stderr)
+        return 2
+    return use(*setting)
 
 
 def pddl_problem(args) -> int:
+    return _with_goals(args, lambda *setting: _print_problem(args, *setting))
+
+
+def _print_problem(args, domain, skills, scene, goals) -> int:
     from planner.core.planning.pddl import Unmeetable, make_problem
 
-    domain, skills, scene, goals = _setting(args)
     try:
         problem = make_problem(domain, skills, scene, goals, relevant_only=not args.full)
     except Unmeetable as error:
@@ -90,9 +129,12 @@ def pddl_problem(args) -> int:
 
 
 def pddl_plan(args) -> int:
+    return _with_goals(args, lambda *setting: _print_plan(args, *setting))
+
+
+def _print_plan(args, domain, skills, scene, goals) -> int:
     from planner.core.planning.classical import plan_goals
 
-    domain, skills, scene, goals = _setting(args)
     outcome = plan_goals(domain, skills, scene, goals, "satisficing" if args.satisficing else "optimal", args.timeout)
     if args.json:
         print(json.dumps({"status": outcome.status, "calls": outcome.calls, "reason": outcome.reason,
@@ -116,9 +158,10 @@ def add_commands(sub) -> None:
         if world:
             parser.add_argument("--world", help="a world file instead of the config's scenario")
             parser.add_argument("--robot-at", default="", help="furniture or room the robot starts at")
-            parser.add_argument("--goals", required=True,
-                                help='goals as the goal step writes them, JSON: '
-                                     '[{"kind": "object_on", "object": "cup", "target": "table", "room": "kitchen"}]')
+            given = parser.add_mutually_exclusive_group(required=True)
+            given.add_argument("--request", help="a request, read into goals by the configured LLM")
+            given.add_argument("--goals", help='goals as the goal step writes them, JSON: '
+                                               '[{"kind": "object_on", "object": "cup", "target": "table"}]')
     domain = pddl_sub.add_parser("domain", help="print the domain made from the skill library")
     common(domain, world=False)
     domain.set_defaults(run=pddl_domain)

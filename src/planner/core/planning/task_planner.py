@@ -472,6 +472,11 @@ class TaskPlanner:
         return ask_validated(lambda m: self._call(m, schema, usage, policy), messages, parse, self.settings.max_repairs,
                              lambda problem, text: self._emit("error", f"invalid reply ({problem}): {text[:200]}"))
 
+    def read_goals(self, request: str) -> list[Goal]:
+        """The goals the request is read into, checked as at the start of a task; RequestImpossible
+        says why there are none, PolicyError why the model gave none."""
+        return self._extract_goals(request, LLMUsage())
+
     def _extract_goals(self, request: str, usage: LLMUsage) -> list[Goal]:
         scene = self.tools.scene()
         grounding = None
