@@ -241,3 +241,28 @@ def test_llm_p_declines_what_no_plan_reaches_and_auto_hands_it_to_react(skills):
     assert ("plan", "handing the task to the ReAct loop") in trace
     assert "The planner found no plan" in policy.prompts[1][-1]["content"]
     assert robot.log.skills == ["GOTO(table_1)"]
+
+
+@pytest.mark.parametrize("goal, error", [
+    ("(held cup_1)", None),
+    ("(and (on cup_1 table_1) (not (is_open fridge_1)))", None),
+    ("(forall (?o - item) (imply (on ?o table_1) (held ?o)))", None),
+    ("(exists (?f - furniture) (on cup_1 ?f))", None),
+    ("(holdz cup_1)", "(holdz cup_1): unknown predicate 'holdz'; predicates: at, on, inside"),
+    ("(held cup_1 left)", "(held cup_1 left): held takes 1 argument(s) (item), got 2"),
+    ("(and (held cup_99))", "(held cup_99): unknown id not in the map: cup_99"),
+    ("(held table_1)", "(held table_1): table_1 is a furniture, and held wants an item there"),
+    ("(is_open ?f)", "(is_open ?f): unknown variable not bound by forall/exists: ?f"),
+    ("(forall (?o - thing) (held ?o))", "unknown type 'thing'"),
+    ("(and (held cup_1)", "the goal is not one balanced (…) formula"),
+])
+def test_a_goal_written_in_pddl_is_checked_against_the_domain_and_the_map(domain, skills, goal, error):
+    from planner.core.planning.pddl import goal_errors
+
+    robot = robot_in(APARTMENT, skills)
+    problem = make_problem(domain, skills, robot.graph, [Goal(kind="holding", object="cup")], relevant_only=False)
+    errors = goal_errors(goal, problem.types)
+    if error is None:
+        assert errors == []
+    else:
+        assert len(errors) == 1 and error in errors[0], errors

@@ -44,11 +44,11 @@ class Goal(StrictModel):
         return self
 
     def __str__(self) -> str:
-        thing = self.object_id or _indefinite(self.object)
+        thing = self.object_id or indefinite(self.object)
         where = f" in the {self.room}" if self.room else ""
         return {
-            "object_on": f"{thing} on {_indefinite(self.target)}{where}",
-            "object_in": f"{thing} inside {_indefinite(self.target)}{where}",
+            "object_on": f"{thing} on {indefinite(self.target)}{where}",
+            "object_in": f"{thing} inside {indefinite(self.target)}{where}",
             "holding": f"the robot holds {thing}",
             "bring_to_user": f"the robot brings {thing} to the user{where}",
             "robot_in_room": f"the robot is in the {self.room}",
@@ -58,7 +58,7 @@ class Goal(StrictModel):
         }[self.kind]
 
 
-def _indefinite(label: str) -> str:
+def indefinite(label: str) -> str:
     return f"{'an' if label[:1] in 'aeiou' else 'a'} {label}"
 
 

@@ -17,9 +17,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import pyparsing as pp
+
 from planner.core.calls import format_call, parse_call
 from planner.core.errors import PlannerError
-from planner.core.goals import Goal, goal_furniture, goal_objects
+from planner.core.goals import Goal, goal_furniture, goal_objects, indefinite
 from planner.core.htn import Condition
 from planner.core.scene_graph import SceneGraph
 from planner.core.skills import PRECONDITIONS, SkillLibrary, SkillPlanner, SkillSpec
@@ -40,6 +42,8 @@ PREDICATES = {
     "hand_empty": [("a", "arm")],
 }
 SUPPORT = "support"  # the hidden parameter naming what an object stands on or in
+PARENT_TYPE = {"room": "location", "furniture": "location", "person": "location", "openable": "furniture",
+               "location": "object", "item": "object", "arm": "object"}
 
 
 @dataclass(frozen=True)
@@ -269,6 +273,7 @@ class Names:
 class Problem:
     text: str
     names: Names
+    types: dict[str, str]  # PDDL name -> type, of every object in the problem
 
 
 def robot_place(planner: SkillPlanner, scene: SceneGraph) -> str:
@@ -367,7 +372,7 @@ def make_problem(domain: Domain, planner: SkillPlanner, scene: SceneGraph, goals
     goal = " ".join(goal_formula(g, scene, names, arms) for g in goals)
     text = (f"(define (problem {name}) (:domain {DOMAIN_NAME})\n (:objects\n  {listed})\n"
             f" (:init\n  " + "\n  ".join(init) + f")\n (:goal (and {goal})))\n")
-    return Problem(text, names)
+    return Problem(text, names, {name: kind for kind, ids in typed.items() for name in ids})
 
 
 def _static_facts(planner: SkillPlanner, scene: SceneGraph, typed: dict[str, list[str]], names: Names) -> list[str]:
@@ -389,3 +394,113 @@ def skill_call(domain: Domain, names: Names, action: str, args: list[str]) -> st
     skill = domain.skills[action]
     bound = dict(zip(domain.call_params[action], args))
     return format_call(skill, [names.scene[bound[p]] for p in domain.skill_params[skill]])
+
+
+# ---- goals written as PDDL --------------------------------------------------------------------
+CONNECTIVES = {"and", "or", "not", "imply", "forall", "exists"}
+
+
+def is_a(pddl_type: str, wanted: str) -> bool:
+    while pddl_type != wanted and pddl_type in PARENT_TYPE:
+        pddl_type = PARENT_TYPE[pddl_type]
+    return pddl_type == wanted
+
+
+def goal_errors(text: str, objects: dict[str, str]) -> list[str]:
+    """What is wrong with a goal formula over the domain's predicates and the map's ids (`objects`:
+    PDDL name -> type), each error saying where; [] when it can be planned for. Written for a model
+    to read and mend: the names it may use are listed where it used another."""
+    try:
+        parsed = pp.nested_expr().parse_string(text, parse_all=True).as_list()[0]
+    except pp.ParseException as error:
+        return [f"the goal is not one balanced (…) formula: {error.msg} at character {error.loc}"]
+    errors: list[str] = []
+    _check_formula(parsed, objects, {}, errors)
+    return errors
+
+
+def _check_formula(node, objects: dict[str, str], bound: dict[str, str], errors: list[str]) -> None:
+    if not isinstance(node, list) or not node or not isinstance(node[0], str):
+        errors.append(f"{_show(node)}: expected (predicate arg …) or (and|or|not|imply|forall|exists …)")
+        return
+    head, args = node[0].lower(), node[1:]
+    if head in ("and", "or"):
+        for part in args:
+            _check_formula(part, objects, bound, errors)
+    elif head == "not":
+        if len(args) != 1:
+            errors.append(f"{_show(node)}: not takes one formula")
+        else:
+            _check_formula(args[0], objects, bound, errors)
+    elif head == "imply":
+        if len(args) != 2:
+            errors.append(f"{_show(node)}: imply takes two formulas")
+        for part in args:
+            _check_formula(part, objects, bound, errors)
+    elif head in ("forall", "exists"):
+        variables = _variables(args[0] if args else None)
+        if variables is None or len(args) != 2:
+            errors.append(f"{_show(node)}: {head} takes ((?var - type) …) and one formula")
+            return
+        unknown = [t for t in variables.values() if t not in PARENT_TYPE and t != "object"]
+        if unknown:
+            errors.append(f"{_show(node)}: unknown type {unknown[0]!r}; types: {', '.join(sorted(PARENT_TYPE))}")
+            return
+        _check_formula(args[1], objects, {**bound, **variables}, errors)
+    elif head == "=":
+        if len(args) != 2:
+            errors.append(f"{_show(node)}: = takes two arguments")
+    else:
+        _check_atom(node, objects, bound, errors)
+
+
+def _check_atom(node: list, objects: dict[str, str], bound: dict[str, str], errors: list[str]) -> None:
+    name, args = node[0].lower(), node[1:]
+    params = PREDICATES.get(name) or [("x", t) for t in STATIC_CHECKS.get(name, [])]
+    if not params:
+        errors.append(f"{_show(node)}: unknown predicate {name!r}; predicates: "
+                      f"{', '.join([*PREDICATES, *STATIC_CHECKS])}")
+        return
+    if len(args) != len(params):
+        errors.append(f"{_show(node)}: {name} takes {len(params)} argument(s) "
+                      f"({' '.join(t for _, t in params)}), got {len(args)}")
+        return
+    for arg, (_, wanted) in zip(args, params):
+        if not isinstance(arg, str):
+            errors.append(f"{_show(node)}: {_show(arg)} is a formula where an id or ?variable goes")
+            continue
+        actual = bound.get(arg) if arg.startswith("?") else objects.get(arg)
+        if actual is None:
+            what = "variable not bound by forall/exists" if arg.startswith("?") else "id not in the map"
+            errors.append(f"{_show(node)}: unknown {what}: {arg}")
+        elif not is_a(actual, wanted) and not is_a(wanted, actual):
+            # A variable of a wider type may still range over the right things (?x - location at furniture).
+            errors.append(f"{_show(node)}: {arg} is {indefinite(actual)}, and {name} wants {indefinite(wanted)} there")
+
+
+def _variables(node) -> dict[str, str] | None:
+    """((?a ?b - type ?c - other)) as {?a: type, ?b: type, ?c: other}; None if malformed."""
+    if not isinstance(node, list) or not all(isinstance(t, str) for t in node):
+        return None
+    variables: dict[str, str] = {}
+    waiting: list[str] = []
+    tokens = iter(node)
+    for token in tokens:
+        if token == "-":
+            pddl_type = next(tokens, None)
+            if pddl_type is None or not waiting:
+                return None
+            variables.update(dict.fromkeys(waiting, pddl_type.lower()))
+            waiting = []
+        elif token.startswith("?"):
+            waiting.append(token)
+        else:
+            return None
+    variables.update(dict.fromkeys(waiting, "object"))
+    return variables
+
+
+def _show(node) -> str:
+    if isinstance(node, list):
+        return "(" + " ".join(_show(part) for part in node) + ")"
+    return str(node)
