@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import DATA, PLANNER
+from conftest import DATA, PLANNER, write_config
 
 REQUEST = "Go to the table in the kitchen, pick up the bottle, and place it on the table in the bedroom"
 
@@ -34,6 +34,24 @@ def test_demo_with_the_recorded_plan_replans_and_succeeds():
         # Each expected line comes after the previous one.
         position = next(i for i in range(position, len(lines)) if lines[i].startswith(prefix))
     assert any(line.startswith("[error]") and "bottle_9" in line for line in lines)
+
+
+def test_the_stack_in_llm_p_mode_plans_with_fast_downward_and_replans_after_the_bottle_moves(tmp_path):
+    config = write_config(tmp_path, planner={"mode": "llm_p"})
+    run = subprocess.run([PLANNER, "demo", "--config", str(config)], capture_output=True, text=True, timeout=300,
+                         env=own_domain(7))
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = run.stdout.splitlines()
+    position = 0
+    for prefix in (
+        "[goal]", "[problem]", "[plan]       planned", "[skill]      GOTO(table_1)",
+        "[failure]    PICK(bottle_1, left) failed at approach [OBJECT_NOT_FOUND]", "[problem]",
+        "[plan]       replanned", "[skill]      GOTO(table_2)", "[skill]      PLACE(bottle_1, table_3, left)",
+        "[result]     succeeded"):
+        position = next((i for i in range(position, len(lines)) if lines[i].startswith(prefix)), None)
+        assert position is not None, f"{prefix!r} missing or out of order in:\n{run.stdout}"
+    # The model read the goal; every step after came from the plans.
+    assert "1 LLM calls" in next(line for line in lines if line.startswith("[result]"))
 
 
 def test_bringup_then_send():
