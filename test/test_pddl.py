@@ -227,6 +227,23 @@ def test_llm_p_replans_after_an_injected_fault(skills, fault):
     assert [text.split()[0] for kind, text in trace if kind == "plan"][:2] == ["planned", "replanned"]
 
 
+def test_llm_p_plans_around_a_call_that_keeps_failing(skills):
+    import random
+
+    from planner.sim.faults import Fault, fault_events
+
+    world = load_world(APARTMENT).with_robot_at("", ROBOT.standoff_m)
+    events, _ = fault_events([Fault(kind="worn_gripper")], world, ROBOT, ["apple_1"], random.Random(3))
+    robot = SimulatedRobot(world, events, skills)
+    goal = {"goals": [{"kind": "object_on", "object": "apple", "target": "desk"}]}
+    planner, trace, _ = planner_in(robot, skills, [goal], mode="llm_p")
+    assert planner.run("Put the apple on the desk").success, trace
+    # The left gripper slips every time: after two slips the plan takes the right arm.
+    assert [s for s in robot.log.skills if s.startswith("PICK")] == ["PICK(apple_1, left)", "PICK(apple_1, left)",
+                                                                      "PICK(apple_1, right)"]
+    assert any(kind == "plan" and "avoiding PICK(apple_1, left)" in text for kind, text in trace)
+
+
 def test_llm_p_declines_what_no_plan_reaches_and_auto_hands_it_to_react(skills):
     weak = SkillPlanner(skills.library, RobotProfile.model_validate({**ROBOT.model_dump(), "payload_kg": 0.1}))
     goal = {"goals": [{"kind": "holding", "object": "kettle"}]}

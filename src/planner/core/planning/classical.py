@@ -49,14 +49,15 @@ _FAILED = {PlanGenerationResultStatus.UNSOLVABLE_PROVEN: "no_plan",
 
 
 def plan_goals(domain: Domain, skills: SkillPlanner, scene: SceneGraph, goals: list[Goal],
-               engine: Engine = "optimal", timeout_s: float = 10.0) -> PlanOutcome:
-    """A plan over the part of the map the goals need; over the whole map when that part has none
-    (something in the way the relevance rule does not foresee)."""
+               engine: Engine = "optimal", timeout_s: float = 10.0, avoid: tuple[str, ...] = ()) -> PlanOutcome:
+    """A plan over the part of the map the goals need, without the skill calls in `avoid`; over the
+    whole map when that part has none (something in the way the relevance rule does not foresee)."""
     started = time.monotonic()
     try:
-        outcome = solve(domain, make_problem(domain, skills, scene, goals), engine, timeout_s)
+        outcome = solve(domain, make_problem(domain, skills, scene, goals, avoid=avoid), engine, timeout_s)
         if outcome.status == "no_plan":
-            outcome = solve(domain, make_problem(domain, skills, scene, goals, relevant_only=False), engine, timeout_s)
+            outcome = solve(domain, make_problem(domain, skills, scene, goals, relevant_only=False, avoid=avoid),
+                            engine, timeout_s)
             outcome.full_state = True
     except Unmeetable as error:
         outcome = PlanOutcome("no_plan", reason=str(error), engine=ENGINES[engine])

@@ -194,6 +194,10 @@ def _action(name: str, spec: SkillSpec) -> tuple[str, ActionParts]:
     return action_name(name), parts
 
 
+def avoid_predicate(action: str) -> str:
+    return f"avoid_{action}"
+
+
 def action_name(skill: str) -> str:
     """PDDL is case-insensitive and a type may be called like a skill (PLACE, a place)."""
     return f"do_{skill.lower()}"
@@ -215,12 +219,16 @@ class Domain:
 
 def make_domain(library: SkillLibrary) -> Domain:
     """The PDDL domain of a skill library; DomainError names the skill that cannot be expressed."""
-    actions, skills, call_params, skill_params, left_out = [], {}, {}, {}, []
+    actions, skills, call_params, skill_params, left_out, avoided = [], {}, {}, {}, [], []
     for skill, spec in library.skills.items():
         if not plannable(spec):
             left_out.append(skill)
             continue
         name, parts = _action(skill, spec)
+        own = [parts.params[p.name] for p in spec.params]
+        # A call that kept failing (one gripper slipping on one thing) is not planned again.
+        parts.require(f"(not ({avoid_predicate(name)} {' '.join(f'?{p.name}' for p in own)}))")
+        avoided.append(f"({avoid_predicate(name)} {_typed(own)})")
         ordered = [*parts.params.values(), *parts.hidden.values()]
         precondition = " ".join(parts.preconditions)
         effect = " ".join(parts.effects)
@@ -232,6 +240,7 @@ def make_domain(library: SkillLibrary) -> Domain:
     predicates = [f"({name} {_typed(Param(n, t) for n, t in params)})" for name, params in PREDICATES.items()]
     predicates += [f"({check} {' '.join(f'?x{i} - {t}' for i, t in enumerate(types))})"
                    for check, types in STATIC_CHECKS.items()]
+    predicates += avoided
     note = f"; left out (not for a classical planner): {', '.join(left_out)}\n" if left_out else ""
     text = (f"; made from the skill library by planner.core.planning.pddl\n{note}"
             f"(define (domain {DOMAIN_NAME})\n"
@@ -333,9 +342,10 @@ def relevant_ids(scene: SceneGraph, goals: list[Goal], place: str) -> set[str]:
 
 
 def make_problem(domain: Domain, planner: SkillPlanner, scene: SceneGraph, goals: list[Goal],
-                 relevant_only: bool = True, name: str = "request") -> Problem:
+                 relevant_only: bool = True, avoid: tuple[str, ...] = (), name: str = "request") -> Problem:
     """The scene graph as the initial state (only the part the goals need, unless told otherwise),
-    the goals as the goal; Unmeetable when a goal has nothing in the map that could meet it."""
+    the goals as the goal, and the skill calls in `avoid` (that kept failing) not to be planned;
+    Unmeetable when a goal has nothing in the map that could meet it."""
     reserved = {*PREDICATES, *STATIC_CHECKS, *domain.skills, *PDDL_TYPES.values(), "object", DOMAIN_NAME}
     names = Names(reserved)
     arms = planner.robot.arm_names
@@ -368,11 +378,22 @@ def make_problem(domain: Domain, planner: SkillPlanner, scene: SceneGraph, goals
                 init.append(f"(inside {n[entity.id]} {n[support[1]]})")
     init += [f"(is_open {n[f.id]})" for f in furniture if f.state == "open"]
     init += _static_facts(planner, scene, typed, names)
+    init += _avoided(domain, avoid, names)
     listed = "\n  ".join(f"{' '.join(ids)} - {kind}" for kind, ids in typed.items() if ids)
     goal = " ".join(goal_formula(g, scene, names, arms) for g in goals)
     text = (f"(define (problem {name}) (:domain {DOMAIN_NAME})\n (:objects\n  {listed})\n"
             f" (:init\n  " + "\n  ".join(init) + f")\n (:goal (and {goal})))\n")
     return Problem(text, names, {name: kind for kind, ids in typed.items() for name in ids})
+
+
+def _avoided(domain: Domain, calls: tuple[str, ...], names: Names) -> list[str]:
+    by_skill = {skill: action for action, skill in domain.skills.items()}
+    facts = []
+    for call in calls:
+        skill, args = parse_call(call)
+        if skill in by_skill and all(a in names.pddl for a in args):
+            facts.append(f"({avoid_predicate(by_skill[skill])} {' '.join(names.pddl[a] for a in args)})")
+    return facts
 
 
 def _static_facts(planner: SkillPlanner, scene: SceneGraph, typed: dict[str, list[str]], names: Names) -> list[str]:

@@ -145,6 +145,7 @@ class LoopState:
     history: PromptHistory = field(default_factory=PromptHistory)
     known: set[str] = field(default_factory=set)                  # ids the robot has perceived
     failures_in_row: dict[str, int] = field(default_factory=dict)
+    failures: dict[str, int] = field(default_factory=dict)  # of each action in the whole task
     skill_failing: bool = False          # the last skill failed; looking around since does not change that
     looked: set[str] = field(default_factory=set)  # perception calls since the last skill: asking again tells nothing new
     suggested: bool = False              # the last failure came with a suggestion
@@ -283,13 +284,16 @@ class TaskPlanner:
                 observation, failed = self._act(look, state.focus, state.request, usage, state.acted)
                 self._observe(state, situation, look, observation, failed)
                 scene = self.tools.scene()
+            # A call that failed as often as ReAct tolerates (a gripper that keeps slipping) is planned around.
+            avoid = tuple(a for a, n in state.failures.items() if n >= self.settings.repeat_failure_limit)
             outcome = plan_goals(self.domain, self.skills, scene, state.goals, self.settings.plan_engine,
-                                 self.settings.plan_timeout_s)
+                                 self.settings.plan_timeout_s, avoid)
             self._emit("problem", outcome.problem)
             if not outcome.found:
                 self._emit("plan", f"{outcome.status} ({outcome.engine}, {outcome.seconds:.2f} s): {outcome.reason}")
                 return self._without_plan(state, outcome.reason, outcome.status)
             whole = " over the whole map" if outcome.full_state else ""
+            whole += f", avoiding {', '.join(avoid)}" if avoid else ""
             self._emit("plan", f"{'replanned' if attempt else 'planned'}{whole} in {outcome.seconds:.2f} s "
                                f"({outcome.engine}): {'; '.join(outcome.calls) or 'nothing to do'}")
             for call in outcome.calls:
@@ -403,6 +407,7 @@ class TaskPlanner:
             state.explored.add(room)
         state.known |= mentioned_ids(observation, scene)
         if failed:
+            state.failures[action] = state.failures.get(action, 0) + 1
             failures = state.failures_in_row[action] = state.failures_in_row.get(action, 0) + 1
             history.done.append(f"{action}: FAILED")
             if failures >= self.settings.repeat_failure_limit:
