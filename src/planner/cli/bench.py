@@ -199,13 +199,42 @@ def bench_explainer(args) -> int:
     return 0
 
 
+def _replies_or_llm(args, config):
+    """For --llm scripted the replies of --replies, in order; else the LLM asked for (see _bench_llm)."""
+    from planner.adapters.llm import ScriptedPolicy
+    from planner.core.files import load_yaml
+
+    if args.llm != "scripted":
+        return _bench_llm(args, config)
+    if not args.replies:
+        print("error: --llm scripted needs --replies FILE (a YAML list of replies, in order)", file=sys.stderr)
+        return None
+    return ScriptedPolicy(load_yaml(Path(args.replies))), None, {"backend": "scripted", "model": "scripted replies"}
+
+
+def bench_pddl(args) -> int:
+    from planner.bench import pddl_tasks
+    from planner.bench.common import machine_info
+    from planner.config import load_config
+    from planner.wiring import load_skill_planner
+
+    config = load_config(args.config)
+    opened = _replies_or_llm(args, config)
+    if opened is None:
+        return 1
+    policy, server, llm = opened
+    name = args.name or f"pddl-{Path(args.tasks).name}-{args.write}-{llm['backend']}-{llm['model'].replace('/', '_')}"
+    header = {"benchmark": "pddl", "machine": machine_info(), "llm": llm}
+    return _run_then_write(server, lambda: {**header, **pddl_tasks.run(
+        policy, Path(args.domain), Path(args.tasks), args.write, load_skill_planner(config), None, args.timeout,
+        _progress)}, Path(args.out), name, pddl_tasks.plot, pddl_tasks.report)
+
+
 def bench_objects(args) -> int:
     from planner.adapters.embeddings import SentenceEmbedder
-    from planner.adapters.llm import ScriptedPolicy
     from planner.bench import objects
     from planner.bench.common import machine_info
     from planner.config import load_config
-    from planner.core.files import load_yaml
     from planner.core.object_finder import WORKFLOWS, ObjectFinder
 
     workflows = list(WORKFLOWS) if args.workflow == ["all"] else args.workflow
@@ -214,17 +243,10 @@ def bench_objects(args) -> int:
         return 2
     config = load_config(args.config)
     maps = objects.load_bench(Path(args.maps), Path(args.queries), Path(args.truth), _progress)
-    if args.llm == "scripted":
-        if not args.replies:
-            print("error: --llm scripted needs --replies FILE (a YAML list of replies, in order)", file=sys.stderr)
-            return 2
-        policy, server, llm = ScriptedPolicy(load_yaml(Path(args.replies))), None, {"backend": "scripted",
-                                                                                    "model": "scripted replies"}
-    else:
-        opened = _bench_llm(args, config)
-        if opened is None:
-            return 1
-        policy, server, llm = opened
+    opened = _replies_or_llm(args, config)
+    if opened is None:
+        return 1
+    policy, server, llm = opened
     name = args.name or f"objects-{llm['backend']}-{llm['model'].replace('/', '_')}"
     out = Path(args.out)
     previous = out / f"{name}.json"
@@ -257,7 +279,7 @@ def bench_context(args) -> int:
     if opened is None:
         return 1
     policy, server, llm = opened
-    setup = tasks.BenchSetup(suite, skills, _bench_settings(config, getattr(args, "mode", None)), policy, None, "none", args.seed)
+    setup = tasks.BenchSetup(suite, skills, _bench_settings(config), policy, None, "none", args.seed)
     name = args.name or f"context-{llm['backend']}-{llm['model'].replace('/', '_')}"
     try:
         context.run(setup, Path(args.out), name, {"llm": llm}, progress=lambda line: print(line, file=sys.stderr, flush=True))
@@ -279,6 +301,15 @@ def bench_generate(args) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     out = Path(args.out)
+    if args.what == "pddl":
+        from planner.bench import pddl_tasks
+        from planner.config import load_config
+        from planner.wiring import load_skill_planner
+
+        domain = pddl_tasks.generate(load_skill_planner(load_config(args.config)), seeds, out, _progress)
+        print(f"wrote {domain} and {len(seeds)} tasks to {out}/tasks; run: planner bench pddl --domain {domain} "
+              f"--tasks {out}/tasks")
+        return 0
     if args.what == "tasks":
         from planner.bench import generate_tasks
         from planner.config import load_config
@@ -394,10 +425,27 @@ def add_commands(sub) -> None:
     objects_parser.add_argument("--name", help="results file name (default: objects-LLM-MODEL)")
     objects_parser.add_argument("--resume", action="store_true", help="keep the answers of an interrupted run")
     objects_parser.set_defaults(run=bench_objects)
+    pddl_parser = bench_sub.add_parser("pddl", help="LLM+P on PDDL tasks: the model writes the problem (or its goal) "
+                                                    "from words, Fast Downward plans, the plan is validated against "
+                                                    "the ground-truth problem")
+    pddl_parser.add_argument("--domain", required=True, help="the PDDL domain file")
+    pddl_parser.add_argument("--tasks", required=True, help="folder of NAME.nl (the task in words) and NAME.pddl "
+                                                            "(its ground-truth problem)")
+    pddl_parser.add_argument("--write", choices=["problem", "goal"], default="problem",
+                             help="what the model writes: the whole problem, or only its goal (the initial state "
+                                  "from the ground truth, as the robot's map gives it)")
+    pddl_parser.add_argument("--timeout", type=float, default=30.0, help="seconds Fast Downward may search per task")
+    _llm_arguments(pddl_parser)
+    pddl_parser.add_argument("--replies", help="for --llm scripted: a YAML list of replies, in order")
+    pddl_parser.add_argument("--config", help="stack config (LLM settings; the skill library makes the worked example)")
+    pddl_parser.add_argument("--out", default="bench/results")
+    pddl_parser.add_argument("--name", help="results file name (default: pddl-TASKS-WRITE-LLM-MODEL)")
+    pddl_parser.set_defaults(run=bench_pddl)
     generate_parser = bench_sub.add_parser("generate", help="make benchmark homes and queries from seeds (seeds from "
                                            "1000 on are the test range: report them, do not tune on them)")
-    generate_parser.add_argument("what", choices=["objects", "tasks"], help="objects: Voxeland maps, queries and "
-                                 "truth for planner bench objects; tasks: worlds and a task suite for planner bench tasks")
+    generate_parser.add_argument("what", choices=["objects", "tasks", "pddl"], help="objects: Voxeland maps, queries and "
+                                 "truth for planner bench objects; tasks: worlds and a task suite for planner bench "
+                                 "tasks; pddl: a domain and tasks in words with their problems for planner bench pddl")
     generate_parser.add_argument("--seeds", required=True, help="a seed, a range (1000-1009) or a list (1,5,9)")
     generate_parser.add_argument("--items", type=int, default=25, help="furniture and things per home: each home has "
                                  "60-120%% of this many")

@@ -8,10 +8,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
-from unified_planning.engines import CompilationKind, PlanGenerationResultStatus
+import pyparsing as pp
+from unified_planning.engines import CompilationKind, PlanGenerationResultStatus, ValidationResultStatus
 from unified_planning.exceptions import UPException
 from unified_planning.io import PDDLReader
-from unified_planning.shortcuts import Compiler, OneshotPlanner, get_environment
+from unified_planning.plans import ActionInstance, PlanKind, SequentialPlan
+from unified_planning.shortcuts import Compiler, OneshotPlanner, PlanValidator, get_environment
 
 from planner.core.goals import Goal
 from planner.core.planning.pddl import Domain, Problem, Unmeetable, make_problem, skill_call
@@ -66,18 +68,52 @@ def plan_goals(domain: Domain, skills: SkillPlanner, scene: SceneGraph, goals: l
 
 
 def solve(domain: Domain, problem: Problem, engine: Engine = "optimal", timeout_s: float = 10.0) -> PlanOutcome:
+    """A plan for a problem made from the scene graph, as skill calls."""
+    found = plan_pddl(domain.text, problem.text, engine, timeout_s)
+    calls = [skill_call(domain, problem.names, name, args) for name, args in found.actions]
+    reason = found.reason
+    if found.status == "no_plan":
+        reason = "no sequence of skills reaches the goal from what the map shows"
+    return PlanOutcome(found.status, calls, reason, found.seconds, found.engine, problem.text)
+
+
+@dataclass
+class PddlPlan:
+    status: Literal["plan", "no_plan", "timeout", "error"]
+    actions: list[tuple[str, list[str]]] = field(default_factory=list)  # (action, arguments), in order
+    reason: str = ""
+    seconds: float = 0.0
+    engine: str = ""
+
+
+def parse_pddl(domain_text: str, problem_text: str):
+    """The problem as unified-planning reads it; PddlError says what does not parse, and where."""
+    try:
+        return PDDLReader().parse_problem_string(domain_text, problem_text)
+    except (UPException, SyntaxError, ValueError, pp.ParseBaseException) as error:
+        raise PddlError(str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__) from None
+
+
+class PddlError(ValueError):
+    """PDDL text that unified-planning cannot read."""
+
+
+def plan_pddl(domain_text: str, problem_text: str, engine: Engine = "optimal", timeout_s: float = 10.0) -> PddlPlan:
+    """Fast Downward's plan for any domain and problem text."""
     started = time.monotonic()
     name = ENGINES[engine]
 
-    def outcome(status, reason="", calls=()) -> PlanOutcome:
-        return PlanOutcome(status, list(calls), reason, time.monotonic() - started, name, problem.text)
+    def outcome(status, reason="", actions=()) -> PddlPlan:
+        return PddlPlan(status, list(actions), reason, time.monotonic() - started, name)
     try:
-        parsed = PDDLReader().parse_problem_string(domain.text, problem.text)
-    except (UPException, SyntaxError, ValueError) as error:
+        parsed = parse_pddl(domain_text, problem_text)
+    except PddlError as error:
         return outcome("error", f"the PDDL does not parse: {error}")
     compiled, back = parsed, []
     if engine == "optimal":
         for kind in OPTIMAL_COMPILATIONS:
+            if not compiled.kind.has_conditional_effects() and kind == CompilationKind.CONDITIONAL_EFFECTS_REMOVING:
+                continue
             with Compiler(problem_kind=compiled.kind, compilation_kind=kind) as compiler:
                 result = compiler.compile(compiled, kind)
             compiled = result.problem
@@ -89,17 +125,32 @@ def solve(domain: Domain, problem: Problem, engine: Engine = "optimal", timeout_
         return outcome("error", f"{name}: {error}")
     if result.status in _FAILED:
         status = _FAILED[result.status]
-        reason = (f"no plan within {timeout_s:g} s" if status == "timeout"
-                  else "no sequence of skills reaches the goal from what the map shows")
-        return outcome(status, reason)
+        return outcome(status, f"no plan within {timeout_s:g} s" if status == "timeout" else "no plan reaches the goal")
     if result.plan is None:
         return outcome("error", f"{name} ended with {result.status.name}")
-    calls = []
+    actions = []
     for action in result.plan.actions:
         for map_back in reversed(back):
             action = map_back(action) if action is not None else None
-        if action is None:  # an action the compilation added (reaching a disjunctive goal), no skill
-            continue
-        args = [str(p) for p in action.actual_parameters]
-        calls.append(skill_call(domain, problem.names, action.action.name, args))
-    return outcome("plan", calls=calls)
+        if action is not None:  # None: an action the compilation added (reaching a disjunctive goal)
+            actions.append((action.action.name, [str(p) for p in action.actual_parameters]))
+    return outcome("plan", actions=actions)
+
+
+def validate_plan(domain_text: str, problem_text: str, actions: list[tuple[str, list[str]]]) -> str:
+    """Why the plan does not reach the problem's goal from its initial state ("" when it does), by
+    unified-planning's plan validator."""
+    problem = parse_pddl(domain_text, problem_text)
+    steps = []
+    for number, (name, args) in enumerate(actions, 1):
+        if not problem.has_action(name):
+            return f"step {number}: no action {name} in the domain"
+        unknown = [a for a in args if not problem.has_object(a)]
+        if unknown:
+            return f"step {number}: {', '.join(unknown)} not in the problem"
+        steps.append(ActionInstance(problem.action(name), [problem.object(a) for a in args]))
+    with PlanValidator(problem_kind=problem.kind, plan_kind=PlanKind.SEQUENTIAL_PLAN) as validator:
+        result = validator.validate(problem, SequentialPlan(steps))
+    if result.status == ValidationResultStatus.VALID:
+        return ""
+    return str(result.reason or result.inapplicable_action or "the plan does not reach the goal")

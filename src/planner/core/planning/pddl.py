@@ -328,24 +328,31 @@ def goal_formula(goal: Goal, scene: SceneGraph, names: Names, arms: list[str]) -
     return f"(and {' '.join(cleared + [f'(hand_empty {names.pddl[a]})' for a in arms])})"
 
 
-def relevant_ids(scene: SceneGraph, goals: list[Goal], place: str) -> set[str]:
+def relevant_ids(scene: SceneGraph, goals: list[Goal] | str, place: str) -> set[str]:
     """The part of the map a plan for the goals can need: their objects and what the robot holds,
     what those stand on or in, the furniture and rooms the goals name, where the robot is, and the
     people. The rest of a 300-object home only slows the planner down."""
-    objects = {o for g in goals for o in goal_objects(g, scene)} | {o for o in scene.known_robot.held.values() if o}
-    places = {s[1] for o in objects if (s := scene.support(o))} | {place}
-    for goal in goals:
-        places |= set(goal_furniture(scene, goal)) if goal.target else set()
-        if goal.room:
-            places |= {goal.room, *(f.id for f in scene.furniture(goal.room))}
+    held = {o for o in scene.known_robot.held.values() if o}
+    if isinstance(goals, str):  # a PDDL goal: the map ids it names
+        named = {token for token in re.findall(r"[^\s()]+", goals) if scene.has(token)}
+        objects = {i for i in named if scene.entity(i).kind == "object"} | held
+        places = named - objects
+    else:
+        objects = {o for g in goals for o in goal_objects(g, scene)} | held
+        places = set()
+        for goal in goals:
+            places |= set(goal_furniture(scene, goal)) if goal.target else set()
+            if goal.room:
+                places |= {goal.room, *(f.id for f in scene.furniture(goal.room))}
+    places |= {s[1] for o in objects if (s := scene.support(o))} | {place}
     return objects | places | {p.id for p in scene.people()}
 
 
-def make_problem(domain: Domain, planner: SkillPlanner, scene: SceneGraph, goals: list[Goal],
+def make_problem(domain: Domain, planner: SkillPlanner, scene: SceneGraph, goals: list[Goal] | str,
                  relevant_only: bool = True, avoid: tuple[str, ...] = (), name: str = "request") -> Problem:
     """The scene graph as the initial state (only the part the goals need, unless told otherwise),
-    the goals as the goal, and the skill calls in `avoid` (that kept failing) not to be planned;
-    Unmeetable when a goal has nothing in the map that could meet it."""
+    the goals (or a PDDL goal over the map's ids) as the goal, and the skill calls in `avoid` (that
+    kept failing) not to be planned; Unmeetable when a goal has nothing in the map that could meet it."""
     reserved = {*PREDICATES, *STATIC_CHECKS, *domain.skills, *PDDL_TYPES.values(), "object", DOMAIN_NAME}
     names = Names(reserved)
     arms = planner.robot.arm_names
@@ -380,7 +387,7 @@ def make_problem(domain: Domain, planner: SkillPlanner, scene: SceneGraph, goals
     init += _static_facts(planner, scene, typed, names)
     init += _avoided(domain, avoid, names)
     listed = "\n  ".join(f"{' '.join(ids)} - {kind}" for kind, ids in typed.items() if ids)
-    goal = " ".join(goal_formula(g, scene, names, arms) for g in goals)
+    goal = goals if isinstance(goals, str) else " ".join(goal_formula(g, scene, names, arms) for g in goals)
     text = (f"(define (problem {name}) (:domain {DOMAIN_NAME})\n (:objects\n  {listed})\n"
             f" (:init\n  " + "\n  ".join(init) + f")\n (:goal (and {goal})))\n")
     return Problem(text, names, {name: kind for kind, ids in typed.items() for name in ids})
