@@ -19,20 +19,26 @@ def own_domain(offset: int) -> dict:
     return {**os.environ, "ROS_DOMAIN_ID": str((int(os.environ["ROS_DOMAIN_ID"]) + offset) % 232)}
 
 
+def assert_in_order(lines: list[str], prefixes: tuple[str, ...]) -> None:
+    """Each expected line comes after the previous one."""
+    position = 0
+    for prefix in prefixes:
+        found = next((i for i in range(position, len(lines)) if lines[i].startswith(prefix)), None)
+        assert found is not None, f"{prefix!r} missing or out of order in:\n" + "\n".join(lines)
+        position = found
+
+
 def test_demo_with_the_recorded_plan_replans_and_succeeds():
     run = subprocess.run([PLANNER, "demo", "--config", str(DATA / "scripted.yaml")], capture_output=True, text=True,
                          timeout=300, env=own_domain(3))
     out = run.stdout
     assert run.returncode == 0, out + run.stderr
     lines = out.splitlines()
-    position = 0
-    for prefix in (
+    assert_in_order(lines, (
         "[request]", "[goal]", "[skill]      GOTO(table_1)", "[world]      external agent moved bottle_1 onto table_2",
         "[failure]    PICK(bottle_1, right) failed at approach [OBJECT_NOT_FOUND]", "[suggestion]",
         "[perception] get_objects_in_room(kitchen)", "[skill]      GOTO(table_2)", "[skill]      PLACE(bottle_1, table_3, right)",
-        "[result]     succeeded"):
-        # Each expected line comes after the previous one.
-        position = next(i for i in range(position, len(lines)) if lines[i].startswith(prefix))
+        "[result]     succeeded"))
     assert any(line.startswith("[error]") and "bottle_9" in line for line in lines)
 
 
@@ -42,14 +48,11 @@ def test_the_stack_in_llm_p_mode_plans_with_fast_downward_and_replans_after_the_
                          env=own_domain(7))
     assert run.returncode == 0, run.stdout + run.stderr
     lines = run.stdout.splitlines()
-    position = 0
-    for prefix in (
+    assert_in_order(lines, (
         "[goal]", "[problem]", "[plan]       planned", "[skill]      GOTO(table_1)",
         "[failure]    PICK(bottle_1, left) failed at approach [OBJECT_NOT_FOUND]", "[problem]",
         "[plan]       replanned", "[skill]      GOTO(table_2)", "[skill]      PLACE(bottle_1, table_3, left)",
-        "[result]     succeeded"):
-        position = next((i for i in range(position, len(lines)) if lines[i].startswith(prefix)), None)
-        assert position is not None, f"{prefix!r} missing or out of order in:\n{run.stdout}"
+        "[result]     succeeded"))
     # The model read the goal; every step after came from the plans.
     assert "1 LLM calls" in next(line for line in lines if line.startswith("[result]"))
 

@@ -75,9 +75,8 @@ class ActionParts:
         if formula not in self.preconditions:
             self.preconditions.append(formula)
 
-    def effect(self, formula: str) -> None:
-        if formula not in self.effects:
-            self.effects.append(formula)
+    def effect(self, *formulas: str) -> None:
+        self.effects.extend(f for f in formulas if f not in self.effects)
 
 
 class DomainError(PlannerError):
@@ -126,26 +125,19 @@ def _fact_rules(parts: ActionParts, effect: Condition) -> None:
         origin = parts.hide("from", "location")
         parts.require(f"(at {origin})")
         parts.require(f"(not (= {origin} {args[0]}))")
-        parts.effect(f"(not (at {origin}))")
-        parts.effect(f"(at {args[0]})")
+        parts.effect(f"(not (at {origin}))", f"(at {args[0]})")
     elif fact == "holding":
         arm, obj = args
         if effect.negated:
-            parts.effect(f"(not (holding {arm} {obj}))")
-            parts.effect(f"(not (held {obj}))")
-            parts.effect(f"(hand_empty {arm})")
+            parts.effect(f"(not (holding {arm} {obj}))", f"(not (held {obj}))", f"(hand_empty {arm})")
         else:
             support = parts.support_of(obj[1:])
-            parts.effect(f"(holding {arm} {obj})")
-            parts.effect(f"(held {obj})")
-            parts.effect(f"(not (hand_empty {arm}))")
-            parts.effect(f"(not (on {obj} {support}))")
-            parts.effect(f"(not (inside {obj} {support}))")
+            parts.effect(f"(holding {arm} {obj})", f"(held {obj})", f"(not (hand_empty {arm}))",
+                         f"(not (on {obj} {support}))", f"(not (inside {obj} {support}))")
     elif fact == "on":
         obj, target = args
-        parts.effect(f"(on {obj} {target})")
         # Put into furniture whose door or drawer is open, it is inside.
-        parts.effect(f"(when (is_open {target}) (inside {obj} {target}))")
+        parts.effect(f"(on {obj} {target})", f"(when (is_open {target}) (inside {obj} {target}))")
     elif fact == "is_open":
         parts.effect(f"(not (is_open {args[0]}))" if effect.negated else f"(is_open {args[0]})")
     else:
