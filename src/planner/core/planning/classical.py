@@ -16,11 +16,10 @@ from unified_planning.plans import ActionInstance, PlanKind, SequentialPlan
 from unified_planning.shortcuts import Compiler, OneshotPlanner, PlanValidator, get_environment
 
 from planner.core.goals import Goal
-from planner.core.planning.pddl import Domain, Problem, Unmeetable, make_problem, skill_call
+from planner.core.planning.pddl import Domain, Engine, Problem, Unmeetable, make_problem, skill_call
 from planner.core.scene_graph import SceneGraph
 from planner.core.skills import SkillPlanner
 
-Engine = Literal["satisficing", "optimal"]
 ENGINES = {"satisficing": "fast-downward", "optimal": "fast-downward-opt"}
 # Fast Downward's optimal search takes neither conditional effects nor disjunctions: unified-planning
 # compiles them away first, and maps the plan back.

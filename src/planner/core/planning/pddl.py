@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 import pyparsing as pp
 
@@ -27,6 +28,7 @@ from planner.core.scene_graph import SceneGraph
 from planner.core.skills import PRECONDITIONS, SkillLibrary, SkillPlanner, SkillSpec
 
 DOMAIN_NAME = "household"
+Engine = Literal["satisficing", "optimal"]  # Fast Downward: the first plan found, or the shortest
 # The scene graph's kinds as PDDL types; a skill with a parameter of another type (SAY's text) is
 # not for a classical planner and stays out of the domain.
 PDDL_TYPES = {"object": "item", "furniture": "furniture", "openable": "openable", "place": "location",

@@ -34,7 +34,6 @@ from planner.core.failures import FailureCode
 from planner.core.files import StrictModel
 from planner.core.goals import Goal, GoalReply, goal_lacks, goal_met, goal_objects, goal_status
 from planner.core.planning.action_space import ASK_USER, GIVE_UP, PERCEPTION_ACTIONS, SEARCH_MAP, action_schema, allowed_actions
-from planner.core.planning.classical import Engine, plan_goals
 from planner.core.planning.goal_reading import (
     GOAL_CHECK_PROMPT,
     GOAL_DOUBT,
@@ -45,7 +44,7 @@ from planner.core.planning.goal_reading import (
     reading_of,
 )
 from planner.core.planning.grounding import Grounder
-from planner.core.planning.pddl import make_domain
+from planner.core.planning.pddl import Engine, make_domain
 from planner.core.planning.prompts import EXAMPLE_TURNS, SYSTEM_PROMPT, PromptHistory, StepReply, robot_line, spoken_outcome, user_message
 from planner.core.planning.recoveries import ActionRecord, ComposedSuggestion, compose_messages, compose_schema, find_recoveries
 from planner.core.ports import Judgement, Policy, Tools, judged
@@ -270,6 +269,9 @@ class TaskPlanner:
         world as it is after a failure. None hands the task to the ReAct loop (mode auto)."""
         if self.domain is None:
             return None
+        # Here, not at the top: unified-planning and its engines load in seconds, and the default
+        # ReAct mode never needs them.
+        from planner.core.planning.classical import plan_goals
         for attempt in range(self.settings.replan_limit + 1):
             if self.cancel_event.is_set():
                 return Ending(EpisodeOutcome.CANCELED, self.cancel_reason, len(state.acted))
