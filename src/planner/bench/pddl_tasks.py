@@ -161,11 +161,12 @@ def messages(domain_text: str, domain_name: str, write: Write, example: tuple[st
             {"role": "user", "content": ASK[write].format(domain_name=domain_name, task=task)}]
 
 
-def _problem_errors(domain_text: str, truth: str, write: Write, text: str) -> tuple[str, str]:
-    """(the problem to plan for, what is wrong with the reply: "" if nothing)."""
+def _problem_errors(domain_text: str, truth: str, types: dict[str, str], write: Write, text: str) -> tuple[str, str]:
+    """(the problem to plan for, what is wrong with the reply: "" if nothing); `types`: the ground
+    truth's objects, which a goal may name."""
     problem = text if write == "problem" else _with_goal(truth, text)
     if write == "goal":
-        errors = goal_errors(text, _object_types(truth))
+        errors = goal_errors(text, types)
         if errors:
             return problem, "; ".join(errors)
     try:
@@ -175,20 +176,16 @@ def _problem_errors(domain_text: str, truth: str, write: Write, text: str) -> tu
     return problem, ""
 
 
-def _object_types(problem_text: str) -> dict[str, str]:
-    block = problem_text.split("(:objects", 1)[1].split("(:init", 1)[0]
-    types: dict[str, str] = {}
-    for line in block.replace(")", "").splitlines():
-        if " - " in line:
-            names, kind = line.rsplit(" - ", 1)
-            types.update(dict.fromkeys(names.split(), kind.strip()))
-    return types
+def _object_types(domain_text: str, problem_text: str) -> dict[str, str]:
+    """Each object of a problem file with its type, as unified-planning reads them."""
+    return {o.name: o.type.name for o in parse_pddl(domain_text, problem_text).all_objects}
 
 
 def run_task(policy: Policy, domain_text: str, domain_name: str, write: Write, example: tuple[str, str],
              task: str, truth: str, timeout_s: float) -> dict:
     started = time.monotonic()
     conversation = messages(domain_text, domain_name, write, example, task)
+    types = _object_types(domain_text, truth) if write == "goal" else {}
     calls = prompt_tokens = completion_tokens = 0
     result: dict = {}
     for _ in range(MAX_REPAIRS + 1):
@@ -205,7 +202,7 @@ def run_task(policy: Policy, domain_text: str, domain_name: str, write: Write, e
         except ValueError as error:
             problem, wrong = "", f"the reply is not {{\"pddl\": \"...\"}}: {error}"
         else:
-            problem, wrong = _problem_errors(domain_text, truth, write, text)
+            problem, wrong = _problem_errors(domain_text, truth, types, write, text)
         if not wrong:
             result = _plan_and_check(domain_text, problem, truth, timeout_s)
             break

@@ -157,9 +157,8 @@ def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[T
 
 def _replans(trace: list[list[str]]) -> int:
     """Failures the planner went on after: with a new thought (ReAct) or a new plan (LLM+P)."""
-    kinds = [kind if kind != "plan" or not text.startswith("replanned") else "replanned" for kind, text in trace]
-    return sum(1 for i, kind in enumerate(kinds)
-               if kind == "failure" and ("thought" in kinds[i + 1:] or "replanned" in kinds[i + 1:]))
+    kinds = ["replanned" if kind == "plan" and text.startswith("replanned") else kind for kind, text in trace]
+    return sum(1 for i, kind in enumerate(kinds) if kind == "failure" and {"thought", "replanned"} & set(kinds[i + 1:]))
 
 
 def summarize(episodes: list[dict]) -> dict:

@@ -10,16 +10,10 @@ from pathlib import Path
 from pydantic import TypeAdapter, ValidationError
 
 
-def _config(args):
-    from planner.config import load_config
-    return load_config(args.config)
-
-
-def _skill_planner(args):
+def _skill_planner(args, config):
     from planner.core.skills import SkillPlanner, load_skill_library
     from planner.wiring import load_robot, load_skill_planner
 
-    config = _config(args)
     if args.skills:
         return SkillPlanner(load_skill_library(args.skills), load_robot(config))
     return load_skill_planner(config)
@@ -34,10 +28,11 @@ def _write(text: str, out: str | None) -> None:
 
 
 def pddl_domain(args) -> int:
+    from planner.config import load_config
     from planner.core.planning.pddl import DomainError, make_domain
 
     try:
-        domain = make_domain(_skill_planner(args).library)
+        domain = make_domain(_skill_planner(args, load_config(args.config)).library)
     except DomainError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -45,18 +40,14 @@ def pddl_domain(args) -> int:
     return 0
 
 
-def _robot(args, skills):
+def _robot(args, config, skills):
     """The world simulated; its scene graph is what the stack perceives at the start."""
+    from planner.core.world import load_world
     from planner.sim.in_process import SimulatedRobot
     from planner.sim.simulated_world import load_scenario
 
-    config = _config(args)
-    world = load_scenario(config.path(config.scenario)).world if not args.world else None
-    if args.world:
-        from planner.core.world import load_world
-        world = load_world(args.world)
-    world = world.with_robot_at(args.robot_at, skills.robot.standoff_m)
-    return SimulatedRobot(world, [], skills)
+    world = load_world(args.world) if args.world else load_scenario(config.path(config.scenario)).world
+    return SimulatedRobot(world.with_robot_at(args.robot_at, skills.robot.standoff_m), [], skills)
 
 
 def _goals(text: str):
@@ -69,12 +60,11 @@ def _goals(text: str):
         raise InputError(f"--goals: {error}") from None
 
 
-def _read_goals(args, skills, robot):
+def _read_goals(args, config, skills, robot):
     """The goals the configured LLM reads the request into, as the task planner does first."""
     from planner.core.planning.task_planner import TaskPlanner
     from planner.wiring import make_grounder, open_llm, open_part_llm
 
-    config = _config(args)
     policy, server = open_llm(config)
     try:
         goal_policy, server = open_part_llm(config, "goal_step", policy, server)
@@ -87,11 +77,13 @@ def _read_goals(args, skills, robot):
 
 
 def _setting(args):
+    from planner.config import load_config
     from planner.core.planning.pddl import make_domain
 
-    skills = _skill_planner(args)
-    robot = _robot(args, skills)
-    goals = _goals(args.goals) if args.goals else _read_goals(args, skills, robot)
+    config = load_config(args.config)
+    skills = _skill_planner(args, config)
+    robot = _robot(args, config, skills)
+    goals = _goals(args.goals) if args.goals else _read_goals(args, config, skills, robot)
     print(f"goals: {'; '.join(str(g) for g in goals)}", file=sys.stderr)
     return make_domain(skills.library), skills, robot.graph, goals
 

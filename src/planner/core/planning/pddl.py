@@ -3,10 +3,10 @@ graph and the goals, and a classical planner (Fast Downward through unified-plan
 the plan.
 
 Nothing here is a second copy of the robot's abilities. Each skill becomes one action: its typed
-parameters, its preconditions through the symbolic meaning of each named check (CHECK_MEANINGS
-beside the checks' own code in planner.core.skills), its effects as the library states them, plus
-what those facts imply in any home (FACT_RULES: the robot is in one place at a time, a thing picked
-up leaves its support). A check whose outcome does not depend on what the plan changes (a mass
+parameters, its preconditions through the symbolic meaning of each named check of
+planner.core.skills (CHECK_MEANINGS), its effects as the library states them, plus what those facts
+imply in any home (_fact_rules: the robot is in one place at a time, a thing picked up leaves its
+support). A check whose outcome does not depend on what the plan changes (a mass
 within the arm's payload) becomes a static predicate whose truth the check itself computes on the
 scene graph, so the plan and the skill planner can never disagree about it.
 """
@@ -33,7 +33,6 @@ Engine = Literal["satisficing", "optimal"]  # Fast Downward: the first plan foun
 # not for a classical planner and stays out of the domain.
 PDDL_TYPES = {"object": "item", "furniture": "furniture", "openable": "openable", "place": "location",
               "room": "room", "person": "person", "arm": "arm"}
-TYPE_TREE = "location - object\nroom furniture person - location\nopenable - furniture\nitem arm - object"
 PREDICATES = {
     "at": [("p", "location")],                       # the robot is next to it, or in the room
     "on": [("o", "item"), ("f", "furniture")],       # on it or in it (the scene graph's support)
@@ -46,6 +45,8 @@ PREDICATES = {
 SUPPORT = "support"  # the hidden parameter naming what an object stands on or in
 PARENT_TYPE = {"room": "location", "furniture": "location", "person": "location", "openable": "furniture",
                "location": "object", "item": "object", "arm": "object"}
+TYPE_TREE = "\n".join(f"{' '.join(t for t, p in PARENT_TYPE.items() if p == parent)} - {parent}"
+                      for parent in dict.fromkeys(PARENT_TYPE.values()))
 
 
 @dataclass(frozen=True)

@@ -118,6 +118,19 @@ class Ending(NamedTuple):
     steps: int
 
 
+def _final(failure: FailureInfo | None, steps: int) -> Ending | None:
+    """How a task ends on a failure no other action works around, in either mode."""
+    if failure is None:
+        return None
+    if failure.code == FailureCode.HAZARD:
+        # Not a failure to work around: what the request leads to is forbidden.
+        return Ending(EpisodeOutcome.REFUSED, failure.reason, steps)
+    if failure.code in STACK_MISSING:
+        # No other action can do better while a part of the stack is down.
+        return Ending(EpisodeOutcome.ERROR, failure.reason, steps)
+    return None
+
+
 @dataclass
 class LLMUsage:
     """The LLM calls of one task and their tokens."""
@@ -281,10 +294,7 @@ class TaskPlanner:
             if any(scene.entity(o).status == "missing" for goal in state.goals for o in goal_objects(goal, scene)):
                 # A plan needs to know where things are: a goal object not seen where it was mapped
                 # (moved while the robot was away) is looked for in the room first.
-                situation = state.arrive(scene, self.skills.robot.reach_m)
-                look = format_call("get_objects_in_room", [scene.known_robot.room])
-                observation, failed = self._act(look, state.focus, state.request, usage, state.acted)
-                self._observe(state, situation, look, observation, failed)
+                self._act_observed(state, format_call("get_objects_in_room", [scene.known_robot.room]), usage)
                 scene = self.tools.scene()
             # A call that failed as often as ReAct tolerates (a gripper that keeps slipping) is planned around.
             avoid = tuple(a for a, n in state.failures.items() if n >= self.settings.repeat_failure_limit)
@@ -301,20 +311,24 @@ class TaskPlanner:
             for call in outcome.calls:
                 if self.cancel_event.is_set():
                     return Ending(EpisodeOutcome.CANCELED, self.cancel_reason, len(state.acted))
-                situation = state.arrive(self.tools.scene(), self.skills.robot.reach_m)
-                observation, failed = self._act(call, state.focus, state.request, usage, state.acted)
-                self._observe(state, situation, call, observation, failed)  # what ReAct reads if it takes over
-                failure = state.acted[-1].failure
-                if failed and failure is not None and failure.code == FailureCode.HAZARD:
-                    return Ending(EpisodeOutcome.REFUSED, failure.reason, len(state.acted))
-                if failed and failure is not None and failure.code in STACK_MISSING:
-                    return Ending(EpisodeOutcome.ERROR, failure.reason, len(state.acted))
-                if failed:
+                failure = self._act_observed(state, call, usage)
+                final = _final(failure, len(state.acted))
+                if final is not None:
+                    return final
+                if failure is not None:
                     break
             if self._confirm(state.goals):
                 return self._done(state)
         return self._without_plan(state, f"the goals are still not met after {self.settings.replan_limit} replans",
                                   "replans")
+
+    def _act_observed(self, state: LoopState, action: str, usage: LLMUsage) -> FailureInfo | None:
+        """An action of a plan, noted in the loop state as ReAct notes its own (what it reads if it
+        takes over); its failure, if it failed."""
+        situation = state.arrive(self.tools.scene(), self.skills.robot.reach_m)
+        observation, failed = self._act(action, state.focus, state.request, usage, state.acted)
+        self._observe(state, situation, action, observation, failed)
+        return state.acted[-1].failure
 
     def _done(self, state: LoopState) -> Ending:
         if not state.acted:
@@ -372,13 +386,9 @@ class TaskPlanner:
         action = format_call("search_map", [reply.query.strip() or state.request]) if reply.action == SEARCH_MAP \
             else reply.action
         observation, failed = self._act(action, state.focus, state.request, usage, state.acted)
-        failure = state.acted[-1].failure
-        if failed and failure is not None and failure.code == FailureCode.HAZARD:
-            # Not a failure to work around: what the request leads to is forbidden.
-            return Ending(EpisodeOutcome.REFUSED, failure.reason, step)
-        if failed and failure is not None and failure.code in STACK_MISSING:
-            # No other action can do better while a part of the stack is down.
-            return Ending(EpisodeOutcome.ERROR, failure.reason, step)
+        final = _final(state.acted[-1].failure, step)
+        if final is not None:
+            return final
         self._observe(state, situation, reply.action, observation, failed)
         if not failed and self._may_satisfy(reply.action, goals) and self._confirm(goals):
             return Ending(EpisodeOutcome.SUCCEEDED, SATISFIED, step)
