@@ -74,6 +74,18 @@ def test_an_unreachable_llm_server_ends_each_task_cleanly(client, tmp_path):
     assert any("task" in s.data and "error" in s.data for s in status)
 
 
+def test_a_request_in_a_planning_mode_there_is_none_of_is_rejected_naming_the_modes(client, tmp_path):
+    from planner.ros.futures import CallFailed, CallKind
+
+    status = client.collect(String, "/planner/status")
+    client.add(TaskPlannerNode(load_config(write_config(tmp_path))))
+    with pytest.raises(CallFailed) as refused:
+        client.action(ExecuteTask, "/planner/execute_task", ExecuteTask.Goal(request="go to the kitchen", mode="fast"),
+                      timeout=60)
+    assert refused.value.kind == CallKind.REJECTED
+    wait_for(lambda: any("no planning mode 'fast'; there are react, llm_p, auto" in s.data for s in status))
+
+
 def test_a_malformed_config_stops_the_node_with_the_file_and_field(tmp_path):
     path = write_config(tmp_path, planner={"step_budget": 0})
     node = subprocess.run([sys.executable, "-m", "planner.ros.stack", "perception", "--ros-args", "-p", f"config:={path}"],

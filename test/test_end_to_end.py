@@ -42,10 +42,10 @@ def test_demo_with_the_recorded_plan_replans_and_succeeds():
     assert any(line.startswith("[error]") and "bottle_9" in line for line in lines)
 
 
-def test_the_stack_in_llm_p_mode_plans_with_fast_downward_and_replans_after_the_bottle_moves(tmp_path):
-    config = write_config(tmp_path, planner={"mode": "llm_p"})
-    run = subprocess.run([PLANNER, "demo", "--config", str(config)], capture_output=True, text=True, timeout=300,
-                         env=own_domain(7))
+def test_a_request_sent_in_llm_p_mode_plans_with_fast_downward_and_replans_after_the_bottle_moves(tmp_path):
+    # The stack is configured for ReAct; the request asks for LLM+P (ExecuteTask's mode).
+    run = subprocess.run([PLANNER, "demo", "--config", str(write_config(tmp_path)), "--mode", "llm_p"],
+                         capture_output=True, text=True, timeout=300, env=own_domain(7))
     assert run.returncode == 0, run.stdout + run.stderr
     lines = run.stdout.splitlines()
     assert_in_order(lines, (

@@ -248,16 +248,59 @@ def test_llm_p_declines_what_no_plan_reaches_and_auto_hands_it_to_react(skills):
     weak = SkillPlanner(skills.library, RobotProfile.model_validate({**ROBOT.model_dump(), "payload_kg": 0.1}))
     goal = {"goals": [{"kind": "holding", "object": "kettle"}]}
     robot = robot_in(APARTMENT, weak, at="counter_1")
-    planner, trace, _ = planner_in(robot, weak, [goal], mode="llm_p")
+    # No plan: the model reads the request again, told why, and gives the same reading.
+    planner, trace, policy = planner_in(robot, weak, [goal, goal], mode="llm_p")
     result = planner.run("Hold the kettle")
     assert result.outcome == "impossible" and "no sequence of skills reaches the goal" in result.summary
+    assert result.llm_calls == 2 and "no sequence of skills reaches the goal" in policy.prompts[1][-1]["content"]
     assert robot.log.skills == []
     robot = robot_in(APARTMENT, weak, at="counter_1")
-    planner, trace, policy = planner_in(robot, weak, [goal, {"thought": "look", "action": "GOTO(table_1)"}], mode="auto")
+    planner, trace, policy = planner_in(robot, weak, [goal, goal, {"thought": "look", "action": "GOTO(table_1)"}],
+                                        mode="auto")
     result = planner.run("Hold the kettle")
     assert ("plan", "handing the task to the ReAct loop") in trace
-    assert "The planner found no plan" in policy.prompts[1][-1]["content"]
+    assert "The planner found no plan" in policy.prompts[2][-1]["content"]
     assert robot.log.skills == ["GOTO(table_1)"]
+
+
+def test_llm_p_reads_the_request_again_when_no_plan_reaches_its_reading(skills):
+    # The kettle is too heavy for this robot's hands: told so, the model reads "something to pour
+    # water into" as the mug it can lift, and that plan is carried out.
+    weak = SkillPlanner(skills.library, RobotProfile.model_validate({**ROBOT.model_dump(), "payload_kg": 0.5}))
+    robot = robot_in(APARTMENT, weak, at="counter_1")
+    kettle, mug = ({"goals": [{"kind": "holding", "object": label}]} for label in ("kettle", "mug"))
+    planner, trace, policy = planner_in(robot, weak, [kettle, mug], mode="llm_p", need_check_threshold=0)
+    result = planner.run("Hold something I can pour water into")
+    assert result.success and result.llm_calls == 2, trace
+    assert "no sequence of skills reaches the goal" in policy.prompts[1][-1]["content"]
+    assert ("goal", "read again: the robot holds a mug") in trace
+    assert robot.log.skills[-1].startswith("PICK(mug_")
+
+
+def test_a_failure_and_its_advice_are_told_to_the_model_when_no_plan_is_left(skills):
+    from planner.core.types import SuggestionInfo
+
+    class AdvisedRobot(SimulatedRobot):
+        def explain(self, failure):
+            return SuggestionInfo("Fetch a gripper technician before lifting again.", ["case_7"], [0.9])
+
+    # One arm, and its gripper slips every time: after two slips no plan is left.
+    one_arm = ROBOT.model_copy(update={"arms": {"left": ROBOT.arms["left"]}})
+    planner_one = SkillPlanner(skills.library, one_arm)
+    import random
+
+    from planner.sim.faults import Fault, fault_events
+
+    world = load_world(APARTMENT).with_robot_at("counter_1", ROBOT.standoff_m)
+    events, _ = fault_events([Fault(kind="worn_gripper")], world, one_arm, ["kettle_1"], random.Random(3))
+    robot = AdvisedRobot(world, events, planner_one)
+    goal = {"goals": [{"kind": "holding", "object": "kettle"}]}
+    declined = {"goals": [], "impossible": "the only gripper keeps slipping"}
+    planner, trace, policy = planner_in(robot, planner_one, [goal, declined, declined], mode="llm_p")
+    result = planner.run("Hold the kettle")
+    told = policy.prompts[1][-1]["content"]
+    assert "PICK(kettle_1, left) failed" in told and "Fetch a gripper technician" in told
+    assert result.outcome == "impossible" and "keeps slipping" in result.summary
 
 
 @pytest.mark.parametrize("goal, error", [

@@ -10,8 +10,10 @@ import sys
 import threading
 import time
 from dataclasses import replace
+from typing import get_args
 
 from planner.adapters.processes import DIE_WITH_PARENT
+from planner.core.planning.task_planner import PlanningMode
 from planner.ros.stack import LAUNCH_ARGUMENTS, NODES, NodeLaunch, stack_nodes
 
 KIND_WIDTH = 12
@@ -106,9 +108,10 @@ class Stack:
 
 
 def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack | None = None,
-         answer: str | None = None) -> int:
+         answer: str | None = None, mode: str = "") -> int:
     """Send a request to a running stack, print its trace, return 0 when the task succeeded.
-    A question from the planner is answered with `answer`, or asked on the terminal."""
+    A question from the planner is answered with `answer`, or asked on the terminal; `mode`
+    (react, llm_p, auto) plans this request so, whatever the stack's config says."""
     import rclpy
     from rclpy.action import ActionClient
     from rclpy.executors import MultiThreadedExecutor
@@ -167,7 +170,7 @@ def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack |
                 return 1
         time.sleep(1.0)  # let the trace subscription match before the first step
         try:
-            handle = wait_future(client.send_goal_async(ExecuteTask.Goal(request=request),
+            handle = wait_future(client.send_goal_async(ExecuteTask.Goal(request=request, mode=mode),
                                                         feedback_callback=lambda fb: show(fb.feedback.step)),
                                  GOAL_ANSWER_S, "the request")
         except CallFailed:
@@ -224,9 +227,14 @@ def demo(args) -> int:
     print(format_step("stack", f"starting {len(stack.nodes)} nodes on ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']} ..."), flush=True)
     stack.start()
     try:
-        return send(request, args.timeout, args.startup_timeout, stack)
+        return send(request, args.timeout, args.startup_timeout, stack, mode=args.mode or "")
     finally:
         stack.stop()
+
+
+def add_mode_argument(parser) -> None:
+    parser.add_argument("--mode", choices=get_args(PlanningMode),
+                        help="how this request is planned (default: the config's planner.mode)")
 
 
 def add_launch_arguments(parser, leave_out: tuple[str, ...] = ()) -> None:
@@ -269,6 +277,7 @@ def add_commands(sub) -> None:
     p.add_argument("--timeout", type=float, default=900, help="seconds the task may take")
     p.add_argument("--startup-timeout", type=float, default=240, help="seconds the stack may take to start")
     p.add_argument("--verbose", action="store_true", help="show the nodes' logs")
+    add_mode_argument(p)
     p.set_defaults(run=demo)
 
     p = sub.add_parser("bringup", help="start the nodes as separate processes, as ros2 launch planner "
@@ -282,4 +291,5 @@ def add_commands(sub) -> None:
     p.add_argument("--timeout", type=float, default=900)
     p.add_argument("--wait", type=float, default=30, help="seconds to wait for the planner to appear")
     p.add_argument("--answer", help="the answer if the planner asks which object is meant (default: asked here)")
-    p.set_defaults(run=lambda a: send(a.request, a.timeout, a.wait, answer=a.answer))
+    add_mode_argument(p)
+    p.set_defaults(run=lambda a: send(a.request, a.timeout, a.wait, answer=a.answer, mode=a.mode or ""))

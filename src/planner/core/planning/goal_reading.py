@@ -53,6 +53,11 @@ Would bringing them a {thing} give them what they want? Answer with JSON: fits t
 GOAL_DOUBT = """A check doubts that this is what the request asks: {reading}. Read the request again: which things
 it means, where they must end, and nothing more; if nothing in the map meets it, say it is impossible."""
 
+# LLM+P found no plan: the reading itself may be wrong (a thing too heavy when a lighter one would do).
+GOAL_NO_PLAN = """No sequence of the robot's skills reaches that reading in the map as it is now: {why}.{failure}
+Read the request again: which things it means, where they must end, and nothing more; if nothing in the map meets
+it, say it is impossible."""
+
 # Answers by which a user confirms what the robot read.
 YES_WORDS = frozenset({"yes", "yeah", "yep", "sure", "right", "correct", "ok", "okay", "exactly", "please"})
 

@@ -19,6 +19,7 @@ class ActionRecord:
     action: str
     failure: FailureInfo | None = None
     case_ids: list[str] = field(default_factory=list)
+    suggestion: str = ""  # what those cases advised
 
 
 def general_call(call: str, scene: SceneGraph) -> str:

@@ -37,13 +37,14 @@ from planner.core.planning.action_space import ASK_USER, GIVE_UP, PERCEPTION_ACT
 from planner.core.planning.goal_reading import (
     GOAL_CHECK_PROMPT,
     GOAL_DOUBT,
+    GOAL_NO_PLAN,
     NEED_CHECK_PROMPT,
     GoalReader,
     chosen_for_need,
     confirmed,
     reading_of,
 )
-from planner.core.planning.grounding import Grounder
+from planner.core.planning.grounding import Grounder, Grounding
 from planner.core.planning.pddl import Engine, make_domain
 from planner.core.planning.prompts import EXAMPLE_TURNS, SYSTEM_PROMPT, PromptHistory, StepReply, robot_line, spoken_outcome, user_message
 from planner.core.planning.recoveries import ActionRecord, ComposedSuggestion, compose_messages, compose_schema, find_recoveries
@@ -52,9 +53,11 @@ from planner.core.scene_graph import SceneGraph
 from planner.core.skills import SkillPlanner
 from planner.core.types import EpisodeOutcome, EpisodeResult, FailureInfo, PolicyReply, SuggestionInfo, TraceStep
 
+PlanningMode = Literal["react", "llm_p", "auto"]
+
 
 class PlannerSettings(StrictModel):
-    mode: Literal["react", "llm_p", "auto"] = Field(default="react", description="react: the LLM chooses every "
+    mode: PlanningMode = Field(default="react", description="react: the LLM chooses every "
                                                    "step; llm_p: it reads the goals and a classical planner plans; "
                                                    "auto: llm_p, and ReAct when no plan is found")
     plan_engine: Engine = Field(default="optimal", description="optimal: the fewest skills; satisficing: the "
@@ -162,6 +165,8 @@ class LoopState:
     looked: set[str] = field(default_factory=set)  # perception calls since the last skill: asking again tells nothing new
     suggested: bool = False              # the last failure came with a suggestion
     asked: bool = False
+    grounding: Grounding | None = None   # the request's phrases in the map's words
+    reread: bool = False                 # LLM+P read the goals again once, after finding no plan
     # A skill that led from a situation back to one the robot was in before goes round in a
     # circle: it is not offered in that situation again. The move that closes the circle is
     # withdrawn, not the first one, which often was right ("go to the table" before "go back"
@@ -259,7 +264,8 @@ class TaskPlanner:
             self._emit("error", "the robot state is not known (nothing received on /robot/state)")
             return Ending(EpisodeOutcome.ERROR, "the robot state is unknown", 0)
         try:
-            goals = self._extract_goals(request, usage)
+            grounding = self._ground(request)
+            goals = self._extract_goals(request, grounding, usage)
         except RequestImpossible as why:
             return Ending(EpisodeOutcome.IMPOSSIBLE, str(why), 0)
         except PolicyError as error:
@@ -271,7 +277,7 @@ class TaskPlanner:
         # The robot looks around where it stands before the first step.
         room = self.tools.scene().known_robot.room
         state = LoopState(request, goals, frozenset(g.object for g in goals if g.object), acted, seen_room=room,
-                          explored={room})
+                          explored={room}, grounding=grounding)
         view = self.tools.perceive("get_objects_in_room", [room], state.focus)
         state.known |= set(view.entities)
         state.history.latest = [view.text]
@@ -303,24 +309,56 @@ class TaskPlanner:
             self._emit("problem", outcome.problem)
             if not outcome.found:
                 self._emit("plan", f"{outcome.status} ({outcome.engine}, {outcome.seconds:.2f} s): {outcome.reason}")
+                if outcome.status == "no_plan" and not state.reread:
+                    try:
+                        if self._read_goals_again(state, outcome.reason, usage):
+                            continue
+                    except RequestImpossible as why:
+                        return Ending(EpisodeOutcome.IMPOSSIBLE, str(why), len(state.acted))
+                    except PolicyError as error:
+                        self._emit("error", f"could not read the request again: {error}")
                 return self._without_plan(state, outcome.reason, outcome.status)
             whole = " over the whole map" if outcome.full_state else ""
             whole += f", avoiding {', '.join(avoid)}" if avoid else ""
             self._emit("plan", f"{'replanned' if attempt else 'planned'}{whole} in {outcome.seconds:.2f} s "
                                f"({outcome.engine}): {'; '.join(outcome.calls) or 'nothing to do'}")
-            for call in outcome.calls:
-                if self.cancel_event.is_set():
-                    return Ending(EpisodeOutcome.CANCELED, self.cancel_reason, len(state.acted))
-                failure = self._act_observed(state, call, usage)
-                final = _final(failure, len(state.acted))
-                if final is not None:
-                    return final
-                if failure is not None:
-                    break
+            ending = self._carry_out(state, outcome.calls, usage)
+            if ending is not None:
+                return ending
             if self._confirm(state.goals):
                 return self._done(state)
         return self._without_plan(state, f"the goals are still not met after {self.settings.replan_limit} replans",
                                   "replans")
+
+    def _carry_out(self, state: LoopState, calls: list[str], usage: LLMUsage) -> Ending | None:
+        """A plan's calls one by one up to the first failure; how the task ends if it must end now."""
+        for call in calls:
+            if self.cancel_event.is_set():
+                return Ending(EpisodeOutcome.CANCELED, self.cancel_reason, len(state.acted))
+            failure = self._act_observed(state, call, usage)
+            if failure is not None:
+                return _final(failure, len(state.acted))
+        return None
+
+    def _read_goals_again(self, state: LoopState, why: str, usage: LLMUsage) -> bool:
+        """Once per task, when no plan reaches the goals: the model reads the request again, told
+        why and, after a failure, what past cases advise, since the reading itself may be what is
+        wrong. Whether it gave other goals that pass the checks (they replace the old ones)."""
+        state.reread = True
+        failed = [(record, record.failure) for record in state.acted if record.failure is not None]
+        told = ""
+        if failed:
+            record, failure = failed[-1]
+            told = f" The robot's last failure: {record.action} failed: {failure.reason}."
+            told += f' Past cases advise: "{record.suggestion}".' if record.suggestion else ""
+        reader, goals = self._read_again(state.request, state.grounding, state.goals,
+                                         GOAL_NO_PLAN.format(why=why, failure=told), usage)
+        if goals == state.goals or not self._goals_fit(reader, goals, usage):
+            return False
+        state.goals = goals
+        state.focus = frozenset(g.object for g in goals if g.object)
+        self._emit("goal", f"read again: {reading_of(goals)}")
+        return True
 
     def _act_observed(self, state: LoopState, action: str, usage: LLMUsage) -> FailureInfo | None:
         """An action of a plan, noted in the loop state as ReAct notes its own (what it reads if it
@@ -492,27 +530,28 @@ class TaskPlanner:
     def read_goals(self, request: str) -> list[Goal]:
         """The goals the request is read into, checked as at the start of a task; RequestImpossible
         says why there are none, PolicyError why the model gave none."""
-        return self._extract_goals(request, LLMUsage())
+        return self._extract_goals(request, self._ground(request), LLMUsage())
 
-    def _extract_goals(self, request: str, usage: LLMUsage) -> list[Goal]:
+    def _ground(self, request: str) -> Grounding | None:
+        """The request's phrases that name map labels in other words; None without a grounder."""
+        if self.grounder is None:
+            return None
         scene = self.tools.scene()
-        grounding = None
-        if self.grounder is not None:
-            # Things only: room names share "room" and little else ("utility room" came out as the living room).
-            grounding = self.grounder.ground(request, sorted({e.label for e in [*scene.objects(), *scene.furniture()]}),
-                                             scene.rooms())
-            if grounding.matches:
-                self._emit("perception", f"the request in the map's words: {grounding.note()}")
-        reader = GoalReader(request, scene, grounding)
+        # Things only: room names share "room" and little else ("utility room" came out as the living room).
+        grounding = self.grounder.ground(request, sorted({e.label for e in [*scene.objects(), *scene.furniture()]}),
+                                         scene.rooms())
+        if grounding.matches:
+            self._emit("perception", f"the request in the map's words: {grounding.note()}")
+        return grounding
+
+    def _extract_goals(self, request: str, grounding: Grounding | None, usage: LLMUsage) -> list[Goal]:
+        reader = GoalReader(request, self.tools.scene(), grounding)
         goals = reader.settle(self._validated(reader.messages(), reader.schema(), usage, reader.parse,
                                               self.goal_policy))
         if self._goals_fit(reader, goals, usage):
             return goals
         # Doubted: read again with the doubt said; a reading that is still doubted is put to the user.
-        again = GoalReader(request, scene, grounding)
-        messages = [*again.messages(), {"role": "assistant", "content": GoalReply(goals=goals).model_dump_json()},
-                    {"role": "user", "content": GOAL_DOUBT.format(reading=reading_of(goals))}]
-        goals = again.settle(self._validated(messages, again.schema(), usage, again.parse, self.goal_policy))
+        again, goals = self._read_again(request, grounding, goals, GOAL_DOUBT.format(reading=reading_of(goals)), usage)
         if self._goals_fit(again, goals, usage):
             return goals
         # Doubted twice: only the user can say. Without an answer the robot does not act on a reading it
@@ -527,6 +566,15 @@ class TaskPlanner:
         if not confirmed(answer):
             raise RequestImpossible(f"you said that is not what you asked ({answer!r}); please say it another way")
         return goals
+
+    def _read_again(self, request: str, grounding: Grounding | None, goals: list[Goal], why: str, usage: LLMUsage
+                    ) -> tuple[GoalReader, list[Goal]]:
+        """The request read again in the map as it is now, the model told why its reading `goals`
+        will not do."""
+        reader = GoalReader(request, self.tools.scene(), grounding)
+        messages = [*reader.messages(), {"role": "assistant", "content": GoalReply(goals=goals).model_dump_json()},
+                    {"role": "user", "content": why}]
+        return reader, reader.settle(self._validated(messages, reader.schema(), usage, reader.parse, self.goal_policy))
 
     def _goals_fit(self, reader: GoalReader, goals: list[Goal], usage: LLMUsage) -> bool:
         """Whether the goals read pass the checks configured: the reading as a whole, and each thing
@@ -598,6 +646,7 @@ class TaskPlanner:
                                     f"{', '.join(foreign)}, which is no action or thing here")
                 return observation, True
             acted[-1].case_ids = list(suggestion.case_ids)
+            acted[-1].suggestion = suggestion.text
             self._emit("suggestion", f"{suggestion.text} (cases {', '.join(suggestion.case_ids)})")
             # Quoted: advice from past cases, data for the model, not an instruction of the user's.
             observation += f' Suggestion: "{suggestion.text}"'

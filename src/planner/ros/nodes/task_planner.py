@@ -11,6 +11,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from typing import get_args
 
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -20,7 +21,7 @@ from std_msgs.msg import Bool, String
 from planner.action import ExecuteSkill, ExecuteTask, Say
 from planner.core.failures import FailureCode
 from planner.core.perception_actions import perceive
-from planner.core.planning.task_planner import TaskPlanner
+from planner.core.planning.task_planner import PlanningMode, TaskPlanner
 from planner.core.scene_graph import Entity, RobotSnapshot, SceneGraph
 from planner.core.task_queue import TaskQueue
 from planner.core.types import EpisodeResult, FailureInfo, Observation, Recovery, SkillResult, SuggestionInfo, TraceStep
@@ -255,6 +256,10 @@ class TaskPlannerNode(PlannerNode):
         if not goal_request.request.strip():
             self.report("error", "empty request rejected")
             return GoalResponse.REJECT
+        if goal_request.mode and goal_request.mode not in get_args(PlanningMode):
+            self.report("error", f"request {goal_request.request!r} rejected: no planning mode "
+                                 f"{goal_request.mode!r}; there are {', '.join(get_args(PlanningMode))}")
+            return GoalResponse.REJECT
         ticket = None if self.estop.is_set() else self.queue.admit()
         if ticket is None:
             self._reject(goal_request.request)
@@ -337,12 +342,14 @@ class TaskPlannerNode(PlannerNode):
                 goal_handle.publish_feedback(ExecuteTask.Feedback(step=msg))
 
         tools = RosTools(self, task_id, request)
-        planner = TaskPlanner(self.policy, tools, self.skills, self.config.planner, on_step, self.grounder,
-                              self.goal_policy)
+        settings = self.config.planner
+        if goal_handle is not None and goal_handle.request.mode:  # checked when the goal came
+            settings = settings.model_copy(update={"mode": goal_handle.request.mode})
+        planner = TaskPlanner(self.policy, tools, self.skills, settings, on_step, self.grounder, self.goal_policy)
         self.running = (goal_handle, planner, tools)
         if self.closing.is_set():  # closed while this turn was starting
             self._stop_running(reason="the task planner is shutting down")
-        self.report("info", f"task {task_id} started: {request}")
+        self.report("info", f"task {task_id} started ({settings.mode}): {request}")
         try:
             result = planner.run(request)
         except CallFailed as error:
