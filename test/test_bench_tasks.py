@@ -277,3 +277,29 @@ def test_saying_done_when_the_request_was_not_met_is_counted_on_its_own():
                          episode("succeeded", False)])
     assert summary["complex"]["false_successes"] == 2 and summary["complex"]["false_success_rate"] == 0.5
     assert summary["all"]["successes"] == 1
+
+
+def test_two_modes_compared_side_by_side_per_tier_and_per_successful_task(tmp_path, capsys):
+    for mode in ("react", "llm_p"):
+        assert main(["bench", "tasks", "--suite", "smoke", "--llm", "scripted", "--faults", "task", "--explainer", "off",
+                     "--mode", mode, "--out", str(tmp_path), "--name", mode]) == 0
+    capsys.readouterr()
+    assert main(["bench", "compare", str(tmp_path / "react.json"), str(tmp_path / "llm_p.json"),
+                 "--out", str(tmp_path)]) == 0
+    results = json.loads((tmp_path / "compare-smoke-react-llm-p.json").read_text())
+    react, llm_p = results["arms"]["react"]["all"], results["arms"]["llm_p"]["all"]
+    runs = {mode: json.loads((tmp_path / f"{mode}.json").read_text()) for mode in ("react", "llm_p")}
+    assert llm_p["successes"] == sum(e["success"] for e in runs["llm_p"]["episodes"])
+    assert llm_p["llm_calls_per_success"] == round(sum(e["llm_calls"] for e in runs["llm_p"]["episodes"])
+                                                   / llm_p["successes"], 2)
+    assert llm_p["llm_calls_per_success"] < react["llm_calls_per_success"]
+    report = capsys.readouterr().out
+    assert "| all | llm_p |" in report and "react / llm_p, all tiers: LLM calls per success" in report
+    assert (tmp_path / "compare-smoke-react-llm-p.png").stat().st_size > 10_000
+    # Runs of other tasks are not compared: the error says which.
+    assert main(["bench", "tasks", "--suite", "smoke", "--llm", "scripted", "--faults", "task", "--explainer", "off",
+                 "--tasks", "slip", "--out", str(tmp_path), "--name", "slip"]) == 0
+    capsys.readouterr()
+    assert main(["bench", "compare", str(tmp_path / "react.json"), str(tmp_path / "slip.json"), "--labels", "all",
+                 "slip"]) == 2
+    assert "slip: other tasks than all" in capsys.readouterr().err

@@ -230,6 +230,28 @@ def bench_pddl(args) -> int:
         _progress)}, Path(args.out), name, pddl_tasks.plot, pddl_tasks.report)
 
 
+def bench_compare(args) -> int:
+    from planner.bench import compare
+    from planner.bench.common import write_results
+
+    runs = []
+    for path in map(Path, args.results):
+        try:
+            runs.append(json.loads(path.read_text()))
+        except (OSError, json.JSONDecodeError) as error:
+            print(f"error: {path}: {error}", file=sys.stderr)
+            return 2
+    try:
+        results = compare.compare(runs, args.labels)
+    except compare.CompareError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    name = args.name or f"compare-{results['suite']}-{'-'.join(results['arms']).replace('_', '-')}"
+    written = write_results(results, Path(args.out), name, compare.plot, compare.report)
+    print(written[-1].read_text())
+    return 0
+
+
 def bench_objects(args) -> int:
     from planner.adapters.embeddings import SentenceEmbedder
     from planner.bench import objects
@@ -441,6 +463,13 @@ def add_commands(sub) -> None:
     pddl_parser.add_argument("--out", default="bench/results")
     pddl_parser.add_argument("--name", help="results file name (default: pddl-TASKS-WRITE-LLM-MODEL)")
     pddl_parser.set_defaults(run=bench_pddl)
+    compare_parser = bench_sub.add_parser("compare", help="task-bench runs side by side (e.g. --mode react and "
+                                                          "llm_p): success, LLM calls, tokens and seconds per tier")
+    compare_parser.add_argument("results", nargs="+", help="results files of planner bench tasks (.json)")
+    compare_parser.add_argument("--labels", nargs="+", help="a name per run (default: each run's planning mode)")
+    compare_parser.add_argument("--out", default="bench/results")
+    compare_parser.add_argument("--name", help="results file name (default: compare-SUITE-ARMS)")
+    compare_parser.set_defaults(run=bench_compare)
     generate_parser = bench_sub.add_parser("generate", help="make benchmark homes and queries from seeds (seeds from "
                                            "1000 on are the test range: report them, do not tune on them)")
     generate_parser.add_argument("what", choices=["objects", "tasks", "pddl"], help="objects: Voxeland maps, queries and "
