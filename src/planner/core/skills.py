@@ -291,6 +291,11 @@ class SkillPlanner:
             raise SkillRefused(check.code, check.detail)
         return call, self.decompose(call, scene)
 
+    def beside(self, scene: SceneGraph) -> str | None:
+        """The furniture the robot stands beside: the nearest within reach of the base."""
+        robot = scene.known_robot
+        return next(iter(scene.furniture_near(robot.pose.x, robot.pose.y, self.robot.reach_m)), None)
+
     def read_fact(self, scene: SceneGraph, fact: Fact) -> bool:
         """A fact as the scene graph shows it now."""
         name, *args = fact
@@ -436,7 +441,7 @@ def _elsewhere(planner: SkillPlanner, scene: SceneGraph, place_id: str) -> Outco
     entity = scene.entity(place_id)
     if entity.kind == "room" and robot.room == place_id:
         return Outcome(False, FailureCode.ALREADY_THERE, f"the robot is already in the {place_id}")
-    if entity.kind != "room" and place_id in scene.furniture_near(robot.pose.x, robot.pose.y, planner.robot.reach_m)[:1]:
+    if entity.kind != "room" and place_id == planner.beside(scene):
         return Outcome(False, FailureCode.ALREADY_THERE, f"the robot is already next to {place_id}")
     return Outcome(True)
 

@@ -24,7 +24,7 @@ from planner.core.calls import format_call, parse_call
 from planner.core.errors import PlannerError
 from planner.core.goals import Goal, goal_furniture, goal_objects, indefinite
 from planner.core.htn import Condition
-from planner.core.scene_graph import SceneGraph
+from planner.core.scene_graph import Entity, SceneGraph
 from planner.core.skills import PRECONDITIONS, SkillLibrary, SkillPlanner, SkillSpec
 
 DOMAIN_NAME = "household"
@@ -280,13 +280,6 @@ class Problem:
     types: dict[str, str]  # PDDL name -> type, of every object in the problem
 
 
-def robot_place(planner: SkillPlanner, scene: SceneGraph) -> str:
-    """Where the robot is, as the domain's at(): the furniture it stands next to, else its room."""
-    robot = scene.known_robot
-    near = scene.furniture_near(robot.pose.x, robot.pose.y, planner.robot.reach_m)
-    return near[0] if near else robot.room
-
-
 class Unmeetable(Exception):
     """A goal nothing in the map can meet: no object of its label, or no furniture for it."""
 
@@ -351,7 +344,7 @@ def make_problem(domain: Domain, planner: SkillPlanner, scene: SceneGraph, goals
     reserved = {*PREDICATES, *STATIC_CHECKS, *domain.skills, *PDDL_TYPES.values(), "object", DOMAIN_NAME}
     names = Names(reserved)
     arms = planner.robot.arm_names
-    place = robot_place(planner, scene)
+    place = planner.beside(scene) or scene.known_robot.room  # as the domain's at()
     keep = relevant_ids(scene, goals, place) if relevant_only else None
 
     def kept(entities):
@@ -365,20 +358,8 @@ def make_problem(domain: Domain, planner: SkillPlanner, scene: SceneGraph, goals
                                    "item": [names.add(o.id) for o in objects],
                                    "arm": [names.add(a) for a in arms]}
     n = names.pddl
-    init = [f"(at {n[place]})"]
-    held = scene.known_robot.held
-    for arm in arms:
-        init.append(f"(holding {n[arm]} {n[held[arm]]})" if held.get(arm) else f"(hand_empty {n[arm]})")
-    for entity in objects:
-        if entity.status == "held":
-            init.append(f"(held {n[entity.id]})")
-            continue
-        support = scene.support(entity.id)
-        if support and support[0] in ("on", "in") and entity.status == "seen" and support[1] in n:
-            init.append(f"(on {n[entity.id]} {n[support[1]]})")
-            if support[0] == "in":
-                init.append(f"(inside {n[entity.id]} {n[support[1]]})")
-    init += [f"(is_open {n[f.id]})" for f in furniture if f.state == "open"]
+    init = [f"({' '.join([fact[0], *(n[a] for a in fact[1:])])})"
+            for fact in state_facts(scene, arms, place, objects, furniture) if all(a in n for a in fact[1:])]
     init += _static_facts(planner, scene, typed, names)
     init += _avoided(domain, avoid, names)
     listed = "\n  ".join(f"{' '.join(ids)} - {kind}" for kind, ids in typed.items() if ids)
@@ -386,6 +367,25 @@ def make_problem(domain: Domain, planner: SkillPlanner, scene: SceneGraph, goals
     text = (f"(define (problem {name}) (:domain {DOMAIN_NAME})\n (:objects\n  {listed})\n"
             f" (:init\n  " + "\n  ".join(init) + f")\n (:goal (and {goal})))\n")
     return Problem(text, names, {name: kind for kind, ids in typed.items() for name in ids})
+
+
+def state_facts(scene: SceneGraph, arms: list[str], place: str, objects: list[Entity], furniture: list[Entity]
+                ) -> list[tuple[str, ...]]:
+    """The domain's facts that hold in the scene graph, as (predicate, scene id, ...): where the
+    robot is (`place`), what its arms hold, where the objects are and which furniture is open."""
+    facts: list[tuple[str, ...]] = [("at", place)]
+    held = scene.known_robot.held
+    facts += [("holding", arm, held[arm]) if held.get(arm) else ("hand_empty", arm) for arm in arms]
+    for entity in objects:
+        if entity.status == "held":
+            facts.append(("held", entity.id))
+            continue
+        support = scene.support(entity.id)
+        if support and support[0] in ("on", "in") and entity.status == "seen":
+            facts.append(("on", entity.id, support[1]))
+            if support[0] == "in":
+                facts.append(("inside", entity.id, support[1]))
+    return facts + [("is_open", f.id) for f in furniture if f.state == "open"]
 
 
 def _avoided(domain: Domain, calls: tuple[str, ...], names: Names) -> list[str]:
