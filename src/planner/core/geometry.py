@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from shapely.geometry import Point, Polygon, box
@@ -45,6 +46,14 @@ def approach_pose(center: tuple[float, float, float], size: tuple[float, float, 
 
 def horizontal_distance(a: tuple[float, ...], b: tuple[float, ...]) -> float:
     return math.hypot(a[0] - b[0], a[1] - b[1])
+
+
+def free_spot(center: tuple[float, ...], size: tuple[float, ...], taken: Sequence[tuple[float, ...]]
+              ) -> tuple[float, float]:
+    """A point on a surface (its centre, or halfway to an edge) away from the points taken."""
+    candidates = [(center[0] + dx * size[0] / 4, center[1] + dy * size[1] / 4)
+                  for dx, dy in [(0, 0), (-1, 0), (1, 0), (0, -1), (0, 1)]]
+    return max(candidates, key=lambda c: min((math.dist(c, p[:2]) for p in taken), default=1.0))
 
 
 def in_field_of_view(sensor: Pose2D, fov_deg: float, range_m: float, x: float, y: float) -> bool:

@@ -25,7 +25,7 @@ from shapely.geometry import Polygon
 from planner.core.errors import PlannerError
 from planner.core.files import bulk_allocation, label_problem, point_problem, size_problem
 from planner.core.frames import FrameTree, to_planar, transform_box
-from planner.core.geometry import Pose2D, horizontal_distance, in_field_of_view
+from planner.core.geometry import Pose2D, free_spot, horizontal_distance, in_field_of_view
 from planner.core.spatial import GridIndex
 from planner.core.voxeland import VoxelandMap, label_distribution
 from planner.core.world import World, person_box
@@ -79,6 +79,7 @@ class Entity:
     missed: int = 0                 # frames in a row it should have been seen and was not
     state: str = ""                 # open | closed for things with a door or drawer
     mass_kg: float = 0.0            # objects: 0 when unknown
+    told: float = 0.0               # when a person told where it is or how it stands; 0: as perceived
 
     def add_evidence(self, scores: dict[str, float]) -> None:
         for label, score in scores.items():
@@ -645,6 +646,20 @@ class SceneGraph:
         if entity.kind == "furniture":
             self._furniture_grid.insert(entity.id, entity.bounds())
 
+    def put_item(self, node_id: str, furniture_id: str, inside: bool, stamp: float) -> None:
+        """An object someone else put on furniture (at a free spot of its top) or into it."""
+        entity, furniture = self.entity(node_id), self.entity(furniture_id)
+        taken = [self.entity(s).center for s, _ in self.graph.in_edges(furniture_id)
+                 if s != node_id and self.entity(s).kind == "object"]
+        x, y = free_spot(furniture.center, furniture.size, taken)
+        z = furniture.center[2] if inside else furniture.top + entity.size[2] / 2
+        self.move_item(node_id, (x, y, z), stamp)
+
+    def set_state(self, node_id: str, state: str) -> None:
+        """A door or drawer opened or closed out of the robot's sight."""
+        self.entity(node_id).state = state
+        self.changed.add(node_id)
+
     def remove_item(self, node_id: str) -> None:
         entity = self.entity(node_id)
         dependents = [s for s, _ in self.graph.in_edges(node_id) if self.entity(s).kind == "object"]
@@ -666,7 +681,9 @@ class SceneGraph:
         entity.add_evidence({label: per_observation * score / total for label, score in detection.labels.items()})
         self._index_labels(entity, before_labels)
         entity.n_observations += 1
-        weight = 1.0 if entity.status != "seen" else 1.0 / min(entity.n_observations, FUSION_WEIGHT_CAP)
+        # What the robot sees outranks what it was told: the box jumps to where it is seen.
+        weight = 1.0 if entity.status != "seen" or entity.told else 1.0 / min(entity.n_observations, FUSION_WEIGHT_CAP)
+        entity.told = 0.0
         self.move_item(entity.id, _toward(entity.center, detection.center, weight), stamp,
                        _toward(entity.size, detection.size, weight))
         if entity.label != before_label:
@@ -679,7 +696,9 @@ class SceneGraph:
         gate = ASSOCIATION_GATE_M
         candidates = self._grid.query((x - gate, y - gate, x + gate, y + gate))
         held = [o for o in (self.robot.held.values() if self.robot else ()) if o in self.graph]
-        for candidate_id in [*candidates, *held]:
+        # A place someone told is a claim: the thing seen anywhere else is still that thing.
+        told = [i for label in detection.labels for i in self._by_label.get(label, ()) if self._by_id[i].told]
+        for candidate_id in [*candidates, *held, *told]:
             entity = self.entity(candidate_id)
             if candidate_id in matched or entity.kind == "room":
                 continue
@@ -692,7 +711,7 @@ class SceneGraph:
                 distance = 0.0
             else:
                 distance = horizontal_distance(entity.center, detection.center)
-                if distance > gate and _box_overlap_ratio(detection, entity) < 0.5:
+                if distance > gate and _box_overlap_ratio(detection, entity) < 0.5 and not entity.told:
                     continue
             score = compatibility * (1.0 - min(distance / gate, 1.0)) + _box_overlap_ratio(detection, entity)
             if best is None or score > best[0]:
@@ -745,8 +764,8 @@ class SceneGraph:
             return
         entity = min(furniture, key=lambda e: horizontal_distance(e.center, detection.center))
         entity.last_seen = stamp
-        if entity.state != detection.state:
-            entity.state = detection.state
+        if entity.state != detection.state or entity.told:
+            entity.state, entity.told = detection.state, 0.0
             self.changed.add(entity.id)
             report.updated.append(entity.id)
 

@@ -18,7 +18,7 @@ from planner.core.errors import InputError
 from planner.core.failures import FailureCode
 from planner.core.files import StrictModel, exactly_one, load_model
 from planner.core.frames import planar, rigid, transform_point
-from planner.core.geometry import Pose2D, footprint_contains, horizontal_distance, in_field_of_view
+from planner.core.geometry import Pose2D, footprint_contains, free_spot, horizontal_distance, in_field_of_view
 from planner.core.robot_profile import RobotProfile
 from planner.core.scene_graph import Detection, DetectionFrame, SensorFrame
 from planner.core.types import Outcome
@@ -400,10 +400,8 @@ class SimulatedWorld:
     def _free_spot(self, object_id: str, onto: str) -> tuple[float, float]:
         """A point on the surface away from what already stands there."""
         surface = self._furniture[onto]
-        others = [p for o, p in self.positions.items() if self.support.get(o) == onto and o != object_id]
-        candidates = [(surface.center[0] + dx * surface.size[0] / 4, surface.center[1] + dy * surface.size[1] / 4)
-                      for dx, dy in [(0, 0), (-1, 0), (1, 0), (0, -1), (0, 1)]]
-        return max(candidates, key=lambda c: min((math.dist(c, p[:2]) for p in others), default=1.0))
+        return free_spot(surface.center, surface.size,
+                         [p for o, p in self.positions.items() if self.support.get(o) == onto and o != object_id])
 
     def _put_on(self, object_id: str, onto: str, xy: tuple[float, float]) -> None:
         """Things put on furniture whose door or drawer is open go inside it, else on top."""

@@ -1,0 +1,159 @@
+"""The knowledge graph (the scene graph's facts as triplets of the PDDL domain), the verification of
+changes people tell against the domain and the map, and telling a change through a model."""
+
+import json
+
+import pytest
+
+from conftest import CONFIG, ROBOT
+from planner.adapters.llm import ScriptedPolicy
+from planner.core.knowledge import Change, Triplet, apply_change, change_errors, knowledge
+from planner.core.planning.pddl import make_domain, make_problem
+from planner.core.skills import SkillPlanner, load_skill_library
+from planner.core.telling import TELL_PROMPT, TellSettings, tell
+from planner.core.world import load_world
+from planner.sim.in_process import SimulatedRobot
+
+APARTMENT = CONFIG / "worlds" / "apartment.yaml"
+
+
+@pytest.fixture(scope="module")
+def skills():
+    return SkillPlanner(load_skill_library(CONFIG / "skills.yaml"), ROBOT)
+
+
+@pytest.fixture
+def scene(skills):
+    return SimulatedRobot(load_world(APARTMENT).with_robot_at("counter_1", ROBOT.standoff_m), [], skills).graph
+
+
+def t(subject, relation, obj=True):
+    return Triplet(subject=subject, relation=relation, object=obj)
+
+
+def test_the_graph_holds_the_same_facts_as_the_planning_problem(skills, scene):
+    graph = {str(x) for x in knowledge(skills, scene)}
+    assert {"(robot, at, counter_1)", "(left, hand_empty, true)", "(milk_1, on, fridge_1)",
+            "(milk_1, inside, fridge_1)", "(bottle_1, on, table_1)"} <= graph
+    problem = make_problem(make_domain(skills.library), skills, scene, [], relevant_only=False).text
+    # Each triplet is one atom of the problem's initial state.
+    for triplet in knowledge(skills, scene):
+        atom = f"(at {triplet.object})" if triplet.subject == "robot" else \
+            f"({triplet.relation} {triplet.subject})" if triplet.object is True else \
+            f"({triplet.relation} {triplet.subject} {triplet.object})"
+        assert atom in problem, atom
+
+
+@pytest.mark.parametrize("change, error", [
+    (Change(add=[t("bottle_1", "under", "table_2")]), "no relation 'under'; the relations are on, inside, is_open"),
+    (Change(add=[t("left", "holding", "bottle_1")]), "'holding' is the robot's own state"),
+    (Change(add=[t("fridge_1", "is_open", "kitchen")]), "is_open is a property: its object is true"),
+    (Change(add=[t("bottle_1", "on")]), "on relates two things: its object is a furniture's id"),
+    (Change(add=[t("bottle_9", "on", "table_2")]), "no 'bottle_9' in the map"),
+    (Change(add=[t("table_1", "on", "table_2")]), "table_1 is a furniture, and on needs an item there"),
+    (Change(add=[t("bottle_1", "on", "table_2"), t("bottle_1", "inside", "table_2")]),
+     "table_2 is a furniture, and inside needs an openable there"),
+    (Change(add=[t("table_1", "is_open")]), "table_1 is a furniture, and is_open needs an openable there"),
+    (Change(remove=[t("bottle_1", "on", "desk_1")]), "(bottle_1, on, desk_1) is not in the graph"),
+    (Change(add=[t("bottle_1", "on", "table_2")]), "bottle_1 would be on table_1 and table_2: a thing is in one "
+                                                  "place; remove where it was"),
+    (Change(remove=[t("bottle_1", "on", "table_1")], add=[t("bottle_1", "inside", "fridge_1")]),
+     "(bottle_1, inside, fridge_1) needs (bottle_1, on, fridge_1)"),
+])
+def test_each_kind_of_invalid_change_is_named(skills, scene, change, error):
+    errors = change_errors(change, knowledge(skills, scene), scene)
+    assert any(error in e for e in errors), errors
+
+
+def test_a_held_thing_cannot_be_told_elsewhere(skills):
+    robot = SimulatedRobot(load_world(APARTMENT).with_robot_at("table_1", ROBOT.standoff_m), [], skills)
+    assert robot.execute_skill("PICK(bottle_1, left)").success
+    errors = change_errors(Change(add=[t("bottle_1", "on", "table_2")]), knowledge(skills, robot.graph), robot.graph)
+    assert errors == ["(bottle_1, on, table_2): the robot is holding bottle_1"]
+
+
+def test_a_verified_change_moves_things_in_the_scene_graph_as_told_facts(skills, scene):
+    change = Change(remove=[t("milk_1", "on", "fridge_1"), t("milk_1", "inside", "fridge_1")],
+                    add=[t("milk_1", "on", "table_1")])
+    assert change_errors(change, knowledge(skills, scene), scene) == []
+    assert apply_change(scene, change, stamp=42.0) == ["milk_1 on table_1"]
+    assert scene.support("milk_1") == ("on", "table_1") and scene.entity("milk_1").told == 42.0
+    back = Change(remove=[t("milk_1", "on", "table_1")], add=[t("milk_1", "on", "fridge_1"),
+                                                               t("milk_1", "inside", "fridge_1"), t("fridge_1", "is_open")])
+    assert change_errors(back, knowledge(skills, scene), scene) == []
+    assert apply_change(scene, back, stamp=43.0) == ["milk_1 in fridge_1", "fridge_1 open"]
+    assert scene.support("milk_1") == ("in", "fridge_1") and scene.entity("fridge_1").state == "open"
+    # Taken away to somewhere not said: no longer where the map put it.
+    gone = Change(remove=[t("bottle_1", "on", "table_1")])
+    assert apply_change(scene, gone, stamp=44.0) == ["bottle_1 no longer on table_1"]
+    assert scene.entity("bottle_1").status == "missing"
+
+
+def test_told_through_the_model_a_wrong_change_goes_back_with_the_errors(skills, scene):
+    wrong = {"remove": [], "add": [{"subject": "bottle_1", "relation": "on", "object": "fridge_1"}]}
+    right = {"remove": [{"subject": "bottle_1", "relation": "on", "object": "table_1"}],
+             "add": [{"subject": "bottle_1", "relation": "on", "object": "fridge_1"},
+                     {"subject": "bottle_1", "relation": "inside", "object": "fridge_1"}]}
+    policy = ScriptedPolicy([json.dumps(wrong), json.dumps(right)])
+    result = tell("I put the bottle in the fridge", scene, skills, policy, stamp=7.0)
+    assert result.applied and result.llm_calls == 2 and result.done == ["bottle_1 in fridge_1"]
+    assert "bottle_1 would be on fridge_1 and table_1" in policy.prompts[1][-1]["content"]
+    assert scene.support("bottle_1") == ("in", "fridge_1") and scene.entity("bottle_1").told == 7.0
+    assert "(bottle_1, on, table_1)" in policy.prompts[0][0]["content"]  # the model saw the graph
+
+
+def test_a_change_still_wrong_after_the_retries_leaves_the_graph_as_it_was(skills, scene):
+    wrong = json.dumps({"remove": [], "add": [{"subject": "bottle_1", "relation": "on", "object": "fridge_1"}]})
+    before = knowledge(skills, scene)
+    result = tell("I put the bottle in the fridge", scene, skills, ScriptedPolicy([wrong] * 3), stamp=7.0,
+                  settings=TellSettings(retries=2))
+    assert not result.applied and result.llm_calls == 3
+    assert result.errors == ["bottle_1 would be on fridge_1 and table_1: a thing is in one place; remove where it was"]
+    assert knowledge(skills, scene) == before
+
+
+def test_without_verification_the_change_is_applied_as_the_model_gave_it(skills, scene):
+    # A removal of a fact that does not hold is applied too: the bottle is taken off the map.
+    wrong = json.dumps({"remove": [{"subject": "milk_1", "relation": "on", "object": "table_1"}], "add": []})
+    result = tell("I drank the milk", scene, skills, ScriptedPolicy([wrong]), stamp=7.0,
+                  settings=TellSettings(verify=False))
+    assert result.applied and result.llm_calls == 1
+    assert scene.entity("milk_1").status == "missing"
+
+
+def test_the_neighbourhood_of_the_things_named_is_all_the_model_is_shown(skills, scene):
+    from planner.core.knowledge import neighbourhood
+
+    graph = knowledge(skills, scene)
+    near_fridge = {str(x) for x in neighbourhood(graph, {"fridge_1"})}
+    assert {"(milk_1, on, fridge_1)", "(milk_1, inside, fridge_1)"} <= near_fridge
+    assert all("fridge_1" in x for x in near_fridge)
+    # Two hops: what else the things on the table stand on or in (nothing) and the table's other things.
+    table = {str(x) for x in neighbourhood(graph, {"bottle_1"}, depth=2)}
+    assert "(bottle_1, on, table_1)" in table and len(table) > 1 and all("table_1" in x for x in table)
+
+    choice = {"labels": ["bottle", "fridge"]}
+    right = {"remove": [{"subject": "bottle_1", "relation": "on", "object": "table_1"}],
+             "add": [{"subject": "bottle_1", "relation": "on", "object": "fridge_1"},
+                     {"subject": "bottle_1", "relation": "inside", "object": "fridge_1"}]}
+    policy = ScriptedPolicy([choice, right])
+    result = tell("I put the bottle in the fridge", scene, skills, policy, stamp=7.0,
+                  settings=TellSettings(context="selected"))
+    assert result.applied and result.llm_calls == 2
+    shown = policy.prompts[1][0]["content"]
+    assert "(bottle_1, on, table_1)" in shown and "(milk_1, inside, fridge_1)" in shown
+    assert "remote_1" not in shown and "sofa_1" not in shown
+    assert len(shown) < len(TELL_PROMPT) + 600  # a handful of triplets, not the home
+
+
+def test_what_the_robot_then_sees_outranks_what_it_was_told(skills):
+    robot = SimulatedRobot(load_world(APARTMENT).with_robot_at("counter_1", ROBOT.standoff_m), [], skills)
+    scene = robot.graph
+    told = Change(remove=[t("bottle_1", "on", "table_1")], add=[t("bottle_1", "on", "table_3")])
+    apply_change(scene, told, stamp=1.0)
+    assert scene.support("bottle_1") == ("on", "table_3") and scene.entity("bottle_1").room == "hallway"
+    bottles = {e.id for e in scene.objects() if e.label == "bottle"}
+    # Nobody moved it in the world: at the kitchen table the camera sees it where it always was.
+    assert robot.execute_skill("GOTO(table_1)").success
+    assert scene.support("bottle_1") == ("on", "table_1") and scene.entity("bottle_1").told == 0.0
+    assert {e.id for e in scene.objects() if e.label == "bottle"} == bottles  # the same bottle, not a new one
