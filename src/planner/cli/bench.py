@@ -252,6 +252,33 @@ def bench_compare(args) -> int:
     return 0
 
 
+def bench_memory(args) -> int:
+    from planner.bench import memory
+    from planner.bench.common import machine_info
+    from planner.config import load_config
+    from planner.wiring import load_skill_planner
+
+    if unknown := [v for v in args.variants if v not in memory.VARIANTS]:
+        print(f"error: unknown variant {', '.join(unknown)}; use {', '.join(memory.VARIANTS)}", file=sys.stderr)
+        return 2
+    config = load_config(args.config)
+    skills = load_skill_planner(config)
+    opened = _replies_or_llm(args, config)
+    if opened is None:
+        return 1
+    policy, server, llm = opened
+    episode = memory.make_episode(args.seed, skills.robot, args.changes, args.tasks)
+    name = args.name or f"memory-{args.seed}-{llm['backend']}-{llm['model'].replace('/', '_').replace(' ', '-')}"
+    header = {"benchmark": "memory", "machine": machine_info(), "llm": llm, "seed": args.seed,
+              "changes": args.changes, "tasks": args.tasks}
+
+    def run() -> dict:
+        runs = [memory.run_updates(episode, skills, policy, variant, _progress) for variant in args.variants]
+        return {**header, "runs": runs, "summary": memory.summarize(runs)}
+
+    return _run_then_write(server, run, Path(args.out), name, memory.plot, memory.report)
+
+
 def bench_objects(args) -> int:
     from planner.adapters.embeddings import SentenceEmbedder
     from planner.bench import objects
@@ -463,6 +490,19 @@ def add_commands(sub) -> None:
     pddl_parser.add_argument("--out", default="bench/results")
     pddl_parser.add_argument("--name", help="results file name (default: pddl-TASKS-WRITE-LLM-MODEL)")
     pddl_parser.set_defaults(run=bench_pddl)
+    memory_parser = bench_sub.add_parser("memory", help="a lifelong episode in a generated home: changes people tell, "
+                                                        "each update scored against the true home, per variant")
+    memory_parser.add_argument("--seed", type=int, default=1000, help="the home and its story (1000 on: test range)")
+    memory_parser.add_argument("--changes", type=int, default=100)
+    memory_parser.add_argument("--tasks", type=int, default=20, help="requests between the changes")
+    memory_parser.add_argument("--variants", nargs="+", default=["full", "full+verify", "selected", "selected+verify"],
+                               help="what the model sees (full graph or retrieved) and whether changes are verified")
+    _llm_arguments(memory_parser)
+    memory_parser.add_argument("--replies", help="for --llm scripted: a YAML list of replies, in order")
+    memory_parser.add_argument("--config", help="stack config (LLM settings, the skill library and robot)")
+    memory_parser.add_argument("--out", default="bench/results")
+    memory_parser.add_argument("--name", help="results file name (default: memory-SEED-LLM-MODEL)")
+    memory_parser.set_defaults(run=bench_memory)
     compare_parser = bench_sub.add_parser("compare", help="task-bench runs side by side (e.g. --mode react and "
                                                           "llm_p): success, LLM calls, tokens and seconds per tier")
     compare_parser.add_argument("results", nargs="+", help="results files of planner bench tasks (.json)")

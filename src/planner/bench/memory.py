@@ -1,0 +1,231 @@
+"""`planner bench memory`: a lifelong episode in a generated home. People tell the robot what they
+changed, in words of many kinds ("Dad left the mug in the cupboard", "I shut the fridge"), and now
+and then ask it for something. The benchmark keeps the true state of the home beside the robot's
+memory and scores each update (the memory changed exactly as the home did) and each plan (made
+from memory, carried out in the true home, the request met).
+
+The phrasings are the generator's own (drawn from the household vocabulary, which no prompt or
+rule of the stack reads); seeds from 1000 on are the test range.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from planner.bench.generate_tasks import HomePlan, _name, _room_name, make_home
+from planner.core.goals import Goal
+from planner.core.knowledge import TELLABLE, knowledge
+from planner.core.ports import Policy
+from planner.core.robot_profile import RobotProfile
+from planner.core.scene_graph import SceneGraph
+from planner.core.skills import SkillPlanner
+from planner.core.telling import TellSettings, tell
+from planner.core.world import World
+from planner.sim.in_process import SimulatedRobot
+
+PEOPLE = ("I", "My daughter", "Dad", "Mum", "The cleaner", "Someone", "My partner", "Grandpa", "The kids")
+MOVES = ("{who} put the {thing} {prep} the {place}", "{who} left the {thing} {prep} the {place}",
+         "The {thing} is {prep} the {place} now", "{who} moved the {thing} to the {place}",
+         "You'll find the {thing} {prep} the {place} in the {room}", "{who} tidied the {thing} away {prep} the {place}",
+         "FYI the {thing} went {prep} the {place}", "{who} dropped the {thing} off {prep} the {place} in the {room}")
+OPENS = ("{who} left the {place} open", "The {place} is open", "{who} opened the {place}")
+CLOSES = ("{who} closed the {place}", "{who} shut the {place}", "The {place} is closed now")
+ASKS = ("Bring me the {thing}", "Could you get me the {thing}?", "Put the {thing} on the {place}",
+        "I need the {thing}", "Please take the {thing} to the {place}")
+
+Facts = set[tuple[str, str, str | bool]]
+
+
+@dataclass
+class Step:
+    """One moment of the episode: a change told (and the true home after it) or a request."""
+    kind: str          # change | task
+    sentence: str
+    world: World       # the true home after the change (or at the request)
+    goal: Goal | None = None  # a request's meaning in the truth's terms, for the record
+
+
+@dataclass
+class Episode:
+    seed: int
+    home: HomePlan
+    steps: list[Step] = field(default_factory=list)
+
+
+def true_facts(world: World) -> Facts:
+    """The tellable facts of the true home, read off the world file (not through the stack)."""
+    facts: Facts = set()
+    for obj in world.objects:
+        facts.add((obj.id, "on", obj.placed_on))
+        if obj.inside:
+            facts.add((obj.id, "inside", obj.placed_on))
+    facts |= {(f.id, "is_open", True) for f in world.furniture if f.open}
+    return facts
+
+
+def memory_facts(skills: SkillPlanner, robot: SimulatedRobot) -> Facts:
+    return {t.key() for t in knowledge(skills, robot.graph) if t.relation in TELLABLE}
+
+
+def _phrase(rng: random.Random, template: str, **parts) -> str:
+    text = template.format(who=rng.choice(PEOPLE), **parts)
+    return text[0].upper() + text[1:]
+
+
+def make_episode(seed: int, robot: RobotProfile, changes: int, tasks: int) -> Episode:
+    """`changes` told changes with a request after every changes // tasks of them."""
+    rng = random.Random(seed)
+    home = make_home(seed, robot)
+    world = home.world
+    episode = Episode(seed, home)
+    holders = {f.id: f for f in world.furniture if f.id in {o.placed_on for o in world.objects} or f.openable}
+    mapped = SceneGraph.from_world(world)
+    room_of = {f: mapped.entity(f).room for f in holders}
+    every = max(changes // max(tasks, 1), 1)
+    for number in range(1, changes + 1):
+        world, sentence = _change(rng, home, world, holders, room_of)
+        episode.steps.append(Step("change", sentence, world))
+        if number % every == 0 and sum(s.kind == "task" for s in episode.steps) < tasks:
+            episode.steps.append(_task(rng, home, world, holders))
+    return episode
+
+
+def _change(rng: random.Random, home: HomePlan, world: World, holders: dict, room_of: dict[str, str]
+            ) -> tuple[World, str]:
+    openable = [f for f in holders.values() if f.openable]
+    if openable and rng.random() < 0.2:
+        furniture = rng.choice(openable)
+        opened = not furniture.open
+        changed = world.model_copy(update={"furniture": [f.model_copy(update={"open": opened}) if f.id == furniture.id
+                                                         else f for f in world.furniture]})
+        holders[furniture.id] = furniture.model_copy(update={"open": opened})
+        return changed, _phrase(rng, rng.choice(OPENS if opened else CLOSES), place=_name(rng, furniture.label))
+    obj = rng.choice(world.objects)
+    target = rng.choice([f for f in holders.values() if f.id != obj.placed_on])
+    inside = bool(target.openable)
+    offset = (round(rng.uniform(-0.25, 0.25) * target.size[0], 2), round(rng.uniform(-0.25, 0.25) * target.size[1], 2))
+    moved = obj.model_copy(update={"placed_on": target.id, "inside": inside, "offset": offset})
+    changed = world.model_copy(update={"objects": [moved if o.id == obj.id else o for o in world.objects]})
+    room = room_of[target.id]
+    sentence = _phrase(rng, rng.choice(MOVES), thing=_name(rng, obj.label), place=_name(rng, target.label),
+                       prep=rng.choice(("in", "inside")) if inside else rng.choice(("on", "on top of")),
+                       room=_room_name(rng, home, room))
+    return changed, sentence
+
+
+def _task(rng: random.Random, home: HomePlan, world: World, holders: dict) -> Step:
+    obj = rng.choice(world.objects)
+    template = rng.choice(ASKS)
+    if "{place}" in template:
+        target = rng.choice([f for f in holders.values() if f.id != obj.placed_on and not f.openable])
+        goal = Goal(kind="object_on", object=obj.label, object_id=obj.id, target=target.label)
+        sentence = template.format(thing=_name(rng, obj.label), place=_name(rng, target.label))
+    else:
+        goal = Goal(kind="holding", object=obj.label, object_id=obj.id)
+        sentence = template.format(thing=_name(rng, obj.label))
+    return Step("task", sentence, world, goal)
+
+
+# ---- running ------------------------------------------------------------------------------------
+@dataclass
+class Variant:
+    name: str
+    settings: TellSettings
+
+
+VARIANTS = {"full": Variant("full graph", TellSettings(context="full", verify=False)),
+            "full+verify": Variant("full graph, verified", TellSettings(context="full", verify=True)),
+            "selected": Variant("retrieved", TellSettings(context="selected", verify=False)),
+            "selected+verify": Variant("retrieved, verified", TellSettings(context="selected", verify=True))}
+
+
+def score_update(before_truth: Facts, after_truth: Facts, before_memory: Facts, after_memory: Facts) -> bool:
+    """The memory changed exactly as the home did: the same facts went and came."""
+    return (before_memory - after_memory, after_memory - before_memory) == \
+        (before_truth - after_truth, after_truth - before_truth)
+
+
+def run_updates(episode: Episode, skills: SkillPlanner, policy: Policy, variant: str,
+                progress: Callable[[str], None]) -> dict:
+    """The episode's changes told to a robot whose memory starts as the true home; each update
+    scored on what it changed. Requests are left to the planning half (`run_plans`)."""
+    settings = VARIANTS[variant].settings
+    start = episode.home.world
+    robot = SimulatedRobot(start, [], skills)
+    truth = true_facts(start)
+    updates = []
+    changes = [s for s in episode.steps if s.kind == "change"]
+    started = time.monotonic()
+    for number, step in enumerate(changes, 1):
+        before_memory, after_truth = memory_facts(skills, robot), true_facts(step.world)
+        told_at = time.monotonic()
+        result = tell(step.sentence, robot.graph, skills, policy, stamp=float(number), settings=settings)
+        after_memory = memory_facts(skills, robot)
+        ok = score_update(truth, after_truth, before_memory, after_memory)
+        updates.append({"sentence": step.sentence, "ok": ok, "applied": result.applied, "errors": result.errors,
+                        "llm_calls": result.llm_calls, "prompt_tokens": result.prompt_tokens,
+                        "completion_tokens": result.completion_tokens, "seconds": round(time.monotonic() - told_at, 2),
+                        "expected": sorted(map(str, after_truth ^ truth)),
+                        "got": sorted(map(str, after_memory ^ before_memory))})
+        truth = after_truth
+        left = (time.monotonic() - started) / number * (len(changes) - number)
+        progress(f"[{number:>3}/{len(changes)}] {variant:<16} {'ok  ' if ok else 'FAIL'} {result.llm_calls} calls "
+                 f"{result.prompt_tokens:>6} tokens (about {left / 60:.0f} min left)")
+    final = memory_facts(skills, robot) == truth
+    return {"variant": variant, "updates": updates, "final_state_equal": final}
+
+
+def summarize(runs: list[dict]) -> dict:
+    rows = {}
+    for run in runs:
+        updates = run["updates"]
+        rows[run["variant"]] = {
+            "updates": len(updates), "update_success": round(sum(u["ok"] for u in updates) / max(len(updates), 1), 3),
+            "applied": sum(u["applied"] for u in updates),
+            "tokens_per_update": round(statistics.mean(u["prompt_tokens"] + u["completion_tokens"] for u in updates))
+            if updates else 0,
+            "calls_per_update": round(statistics.mean(u["llm_calls"] for u in updates), 2) if updates else 0,
+            "seconds_per_update": round(statistics.mean(u["seconds"] for u in updates), 2) if updates else 0,
+            "final_state_equal": run["final_state_equal"]}
+    return rows
+
+
+def report(results: dict) -> str:
+    lines = ["# Lifelong memory benchmark", "", f"Command: `{results.get('command')}`  ",
+             f"Machine: {results['machine']['cpu']}, {results['machine']['cores']} cores; home seed {results['seed']}, "
+             f"{results['changes']} changes, {results['tasks']} requests; {results['llm'].get('model', '')}", "",
+             "| variant | updates right | applied | LLM calls / update | tokens / update | s / update | memory = home at the end |",
+             "|---|---|---|---|---|---|---|"]
+    for variant, row in results["summary"].items():
+        lines.append(f"| {VARIANTS[variant].name} | {row['update_success']:.0%} | {row['applied']}/{row['updates']} "
+                     f"| {row['calls_per_update']} | {row['tokens_per_update']} | {row['seconds_per_update']} "
+                     f"| {'yes' if row['final_state_equal'] else 'no'} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(results["summary"])
+    rows = [results["summary"][n] for n in names]
+    fig, (success, tokens) = plt.subplots(1, 2, figsize=(11, 4))
+    bars = success.bar([VARIANTS[n].name for n in names], [r["update_success"] * 100 for r in rows])
+    success.bar_label(bars, fmt="%.0f%%")
+    success.set_ylim(0, 110)
+    success.set_title("updates registered right (%)")
+    tokens.bar([VARIANTS[n].name for n in names], [r["tokens_per_update"] for r in rows], color="tab:orange")
+    tokens.set_title("tokens per update")
+    for axis in (success, tokens):
+        axis.tick_params(axis="x", labelrotation=20, labelsize=8)
+    fig.suptitle(f"planner bench memory: home {results['seed']}, {results['changes']} changes, "
+                 f"{results['llm'].get('model', '')}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)

@@ -1,0 +1,82 @@
+"""The lifelong memory benchmark: episodes of told changes in generated homes, the true state kept
+beside the robot's memory, each update scored on what it changed."""
+
+import json
+
+import pytest
+
+from conftest import CONFIG, ROBOT
+from planner.adapters.llm import ScriptedPolicy
+from planner.bench import memory
+from planner.core.skills import SkillPlanner, load_skill_library
+from planner.sim.in_process import SimulatedRobot
+
+
+@pytest.fixture(scope="module")
+def skills():
+    return SkillPlanner(load_skill_library(CONFIG / "skills.yaml"), ROBOT)
+
+
+@pytest.fixture(scope="module")
+def episode():
+    return memory.make_episode(7, ROBOT, changes=12, tasks=3)
+
+
+def true_changes(episode):
+    """What a model that reads every sentence right would answer, as (subject, relation, object) diffs."""
+    replies, before = [], memory.true_facts(episode.home.world)
+    for step in (s for s in episode.steps if s.kind == "change"):
+        after = memory.true_facts(step.world)
+        triplet = lambda fact: {"subject": fact[0], "relation": fact[1], "object": fact[2]}  # noqa: E731
+        replies.append({"remove": [triplet(f) for f in sorted(before - after, key=str)],
+                        "add": [triplet(f) for f in sorted(after - before, key=str)]})
+        before = after
+    return replies
+
+
+def test_an_episode_is_told_changes_with_requests_between_and_the_same_seed_gives_the_same(episode):
+    kinds = [s.kind for s in episode.steps]
+    assert kinds.count("change") == 12 and kinds.count("task") == 3
+    again = memory.make_episode(7, ROBOT, changes=12, tasks=3)
+    assert [s.sentence for s in again.steps] == [s.sentence for s in episode.steps]
+    # Each change changes the home.
+    worlds = [episode.home.world] + [s.world for s in episode.steps if s.kind == "change"]
+    assert all(memory.true_facts(a) != memory.true_facts(b) for a, b in zip(worlds, worlds[1:]))
+
+
+def test_the_memory_starts_as_the_home_is(skills, episode):
+    robot = SimulatedRobot(episode.home.world, [], skills)
+    assert memory.memory_facts(skills, robot) == memory.true_facts(episode.home.world)
+
+
+def test_a_model_that_reads_every_change_right_scores_every_update(skills, episode):
+    replies = [json.dumps(r) for r in true_changes(episode)]
+    run = memory.run_updates(episode, skills, ScriptedPolicy(replies), "full+verify", lambda line: None)
+    assert [u["ok"] for u in run["updates"]] == [True] * 12, [u for u in run["updates"] if not u["ok"]]
+    assert run["final_state_equal"]
+    summary = memory.summarize([run])["full+verify"]
+    assert summary["update_success"] == 1.0 and summary["calls_per_update"] == 1
+
+
+def test_a_model_that_changes_nothing_scores_no_update(skills, episode):
+    nothing = json.dumps({"remove": [], "add": []})
+    run = memory.run_updates(episode, skills, ScriptedPolicy([nothing] * 12), "full", lambda line: None)
+    assert not any(u["ok"] for u in run["updates"]) and not run["final_state_equal"]
+    assert all(u["expected"] and not u["got"] for u in run["updates"])
+
+
+def test_the_command_line_writes_results_a_report_and_a_plot(tmp_path, capsys):
+    import yaml
+
+    from planner.cli import main
+
+    episode = memory.make_episode(1000, ROBOT, changes=6, tasks=1)
+    replies = tmp_path / "replies.yaml"
+    replies.write_text(yaml.safe_dump([json.dumps(r) for r in true_changes(episode)]))
+    assert main(["bench", "memory", "--seed", "1000", "--changes", "6", "--tasks", "1", "--variants", "full+verify",
+                 "--llm", "scripted", "--replies", str(replies), "--out", str(tmp_path)]) == 0
+    results = json.loads((tmp_path / "memory-1000-scripted-scripted-replies.json").read_text())
+    assert results["summary"]["full+verify"]["update_success"] == 1.0
+    assert "| full graph, verified | 100% | 6/6 |" in capsys.readouterr().out
+    assert (tmp_path / "memory-1000-scripted-scripted-replies.png").exists()
+    assert main(["bench", "memory", "--variants", "telepathy", "--llm", "scripted", "--replies", str(replies)]) == 2
