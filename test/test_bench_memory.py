@@ -8,6 +8,7 @@ import pytest
 from conftest import CONFIG, ROBOT
 from planner.adapters.llm import ScriptedPolicy
 from planner.bench import memory
+from planner.core.planning.task_planner import PlannerSettings
 from planner.core.skills import SkillPlanner, load_skill_library
 from planner.sim.in_process import SimulatedRobot
 
@@ -18,14 +19,31 @@ def skills():
 
 
 @pytest.fixture(scope="module")
+def grounder():
+    """As the stack grounds requests: "the throw" names the map's blanket."""
+    from planner.config import load_config
+    from planner.wiring import make_grounder
+
+    return make_grounder(load_config(CONFIG / "planner.yaml"))
+
+
+@pytest.fixture(scope="module")
 def episode():
     return memory.make_episode(7, ROBOT, changes=12, tasks=3)
 
 
+SETTINGS = PlannerSettings(confirm_timeout_s=0, robot_state_wait_s=0, goal_check_threshold=0, need_check_threshold=0)
+
+
 def true_changes(episode):
-    """What a model that reads every sentence right would answer, as (subject, relation, object) diffs."""
+    """What a model that reads every sentence right would answer: each change as the facts that went
+    and came, each request as its goal."""
     replies, before = [], memory.true_facts(episode.home.world)
-    for step in (s for s in episode.steps if s.kind == "change"):
+    for step in episode.steps:
+        if step.kind == "task":
+            fields = {"kind": step.goal.kind, "object": step.goal.object}
+            replies.append({"goals": [{**fields, "target": step.goal.target} if step.goal.target else fields]})
+            continue
         after = memory.true_facts(step.world)
         triplet = lambda fact: {"subject": fact[0], "relation": fact[1], "object": fact[2]}  # noqa: E731
         replies.append({"remove": [triplet(f) for f in sorted(before - after, key=str)],
@@ -49,20 +67,47 @@ def test_the_memory_starts_as_the_home_is(skills, episode):
     assert memory.memory_facts(skills, robot) == memory.true_facts(episode.home.world)
 
 
-def test_a_model_that_reads_every_change_right_scores_every_update(skills, episode):
+def test_a_model_that_reads_every_change_right_scores_every_update(skills, grounder):
+    episode = memory.make_episode(7, ROBOT, changes=12, tasks=0)
     replies = [json.dumps(r) for r in true_changes(episode)]
-    run = memory.run_updates(episode, skills, ScriptedPolicy(replies), "full+verify", lambda line: None)
+    run = memory.run_episode(episode, skills, ScriptedPolicy(replies), "full+verify", SETTINGS, grounder, lambda line: None)
     assert [u["ok"] for u in run["updates"]] == [True] * 12, [u for u in run["updates"] if not u["ok"]]
     assert run["final_state_equal"]
     summary = memory.summarize([run])["full+verify"]
     assert summary["update_success"] == 1.0 and summary["calls_per_update"] == 1
 
 
-def test_a_model_that_changes_nothing_scores_no_update(skills, episode):
+def test_a_model_that_changes_nothing_scores_no_update(skills, episode, grounder):
     nothing = json.dumps({"remove": [], "add": []})
-    run = memory.run_updates(episode, skills, ScriptedPolicy([nothing] * 12), "full", lambda line: None)
+    replies = [nothing if "remove" in r else r for r in true_changes(episode)]
+    run = memory.run_episode(episode, skills, ScriptedPolicy(replies), "full", SETTINGS, grounder, lambda line: None)
     assert not any(u["ok"] for u in run["updates"]) and not run["final_state_equal"]
     assert all(u["expected"] and not u["got"] for u in run["updates"])
+
+
+def test_a_request_is_planned_from_memory_and_carried_out_in_the_true_home(skills, grounder):
+    home = memory.make_home(7, ROBOT)
+    world = home.world
+    thing = next(o for o in world.objects if sum(x.label == o.label for x in world.objects) == 1)
+    target = next(f for f in world.furniture if f.id != thing.placed_on and not f.openable
+                  and f.id in {o.placed_on for o in world.objects})
+    moved = world.model_copy(update={"objects": [o.model_copy(update={"placed_on": target.id, "offset": (0.0, 0.0)})
+                                                 if o.id == thing.id else o for o in world.objects]})
+    steps = [memory.Step("change", f"I put the {thing.label} on the {target.label}", moved),
+             memory.Step("task", f"Bring me the {thing.label}", moved,
+                         memory.Goal(kind="holding", object=thing.label, object_id=thing.id))]
+    episode = memory.Episode(7, home, steps)
+    told = {"remove": [{"subject": thing.id, "relation": "on", "object": thing.placed_on}],
+            "add": [{"subject": thing.id, "relation": "on", "object": target.id}]}
+    goal = {"goals": [{"kind": "holding", "object": thing.label}]}
+    run = memory.run_episode(episode, skills, ScriptedPolicy([told, goal]), "full+verify", SETTINGS, grounder,
+                             lambda line: None)
+    assert run["plans"][0]["ok"] and f"GOTO({target.id})" in run["plans"][0]["calls"], run["plans"]
+    # Not told: the plan goes where the thing was, and in the true home it is not there.
+    nothing = {"remove": [], "add": []}
+    run = memory.run_episode(episode, skills, ScriptedPolicy([nothing, goal]), "full", SETTINGS, grounder,
+                             lambda line: None)
+    assert not run["plans"][0]["ok"] and "true home" in run["plans"][0]["why"], run["plans"]
 
 
 def test_the_command_line_writes_results_a_report_and_a_plot(tmp_path, capsys):

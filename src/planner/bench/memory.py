@@ -18,13 +18,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from planner.bench.generate_tasks import HomePlan, _name, _room_name, make_home
-from planner.core.goals import Goal
+from planner.core.errors import PolicyError, RequestImpossible
+from planner.core.goals import Goal, goal_met
 from planner.core.knowledge import TELLABLE, knowledge
+from planner.core.planning.classical import plan_goals
+from planner.core.planning.grounding import Grounder
+from planner.core.planning.pddl import Domain, make_domain
+from planner.core.planning.task_planner import LLMUsage, PlannerSettings, TaskPlanner
 from planner.core.ports import Policy
 from planner.core.robot_profile import RobotProfile
 from planner.core.scene_graph import SceneGraph
 from planner.core.skills import SkillPlanner
-from planner.core.telling import TellSettings, tell
+from planner.core.telling import TellResult, TellSettings, tell
 from planner.core.world import World
 from planner.sim.in_process import SimulatedRobot
 
@@ -108,7 +113,8 @@ def _change(rng: random.Random, home: HomePlan, world: World, holders: dict, roo
     obj = rng.choice(world.objects)
     target = rng.choice([f for f in holders.values() if f.id != obj.placed_on])
     inside = bool(target.openable)
-    offset = (round(rng.uniform(-0.25, 0.25) * target.size[0], 2), round(rng.uniform(-0.25, 0.25) * target.size[1], 2))
+    # Near the middle, where a robot beside the furniture reaches it.
+    offset = (round(rng.uniform(-0.1, 0.1), 2), round(rng.uniform(-0.1, 0.1), 2))
     moved = obj.model_copy(update={"placed_on": target.id, "inside": inside, "offset": offset})
     changed = world.model_copy(update={"objects": [moved if o.id == obj.id else o for o in world.objects]})
     room = room_of[target.id]
@@ -150,21 +156,64 @@ def score_update(before_truth: Facts, after_truth: Facts, before_memory: Facts, 
         (before_truth - after_truth, after_truth - before_truth)
 
 
-def run_updates(episode: Episode, skills: SkillPlanner, policy: Policy, variant: str,
-                progress: Callable[[str], None]) -> dict:
-    """The episode's changes told to a robot whose memory starts as the true home; each update
-    scored on what it changed. Requests are left to the planning half (`run_plans`)."""
-    settings = VARIANTS[variant].settings
+def plan_request(step: Step, memory: SimulatedRobot, skills: SkillPlanner, policy: Policy, domain: Domain,
+                 settings: PlannerSettings, grounder: Grounder | None) -> dict:
+    """A request read into goals, planned from the robot's memory (LLM+P), and the plan carried
+    out in the true home: right when it runs there and meets what was asked."""
+    usage = LLMUsage()
+    planner = TaskPlanner(policy, memory, skills, settings.model_copy(update={"mode": "llm_p"}), grounder=grounder)
+    record = {"sentence": step.sentence, "ok": False, "why": "", "calls": []}
+    started = time.monotonic()
+    try:
+        goals = planner.read_goals(step.sentence, usage)
+        outcome = plan_goals(domain, skills, memory.graph, goals)
+    except (RequestImpossible, PolicyError) as why:
+        record["why"] = f"no goals: {why}"
+    else:
+        record["calls"] = outcome.calls
+        record["planner_seconds"] = round(outcome.seconds, 3)
+        if not outcome.found:
+            record["why"] = f"no plan from memory: {outcome.reason}"
+        else:
+            home = SimulatedRobot(step.world, [], skills)
+            failed = next((r for r in map(home.execute_skill, outcome.calls) if not r.success), None)
+            assert step.goal is not None
+            if failed is not None:
+                record["why"] = f"the plan failed in the true home: {failed.message}"
+            elif not goal_met(step.goal, home.graph):
+                record["why"] = f"the plan ran, and the request is not met ({step.goal})"
+            else:
+                record["ok"] = True
+    record.update(llm_calls=usage.calls, prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+                  seconds=round(time.monotonic() - started, 2))
+    return record
+
+
+def run_episode(episode: Episode, skills: SkillPlanner, policy: Policy, variant: str, settings: PlannerSettings,
+                grounder: Grounder | None, progress: Callable[[str], None]) -> dict:
+    """The episode told, step by step, to a robot whose memory starts as the true home: each
+    update scored on what it changed, each request on the plan made from memory."""
+    telling = VARIANTS[variant].settings
     start = episode.home.world
     robot = SimulatedRobot(start, [], skills)
+    domain = make_domain(skills.library)
     truth = true_facts(start)
-    updates = []
+    updates, plans = [], []
     changes = [s for s in episode.steps if s.kind == "change"]
     started = time.monotonic()
-    for number, step in enumerate(changes, 1):
+    number = 0
+    for step in episode.steps:
+        if step.kind == "task":
+            plans.append(plan_request(step, robot, skills, policy, domain, settings, grounder))
+            progress(f"      {variant:<16} {'ok  ' if plans[-1]['ok'] else 'FAIL'} request: {plans[-1]['why'] or 'met'}")
+            continue
+        number += 1
         before_memory, after_truth = memory_facts(skills, robot), true_facts(step.world)
         told_at = time.monotonic()
-        result = tell(step.sentence, robot.graph, skills, policy, stamp=float(number), settings=settings)
+        try:
+            result = tell(step.sentence, robot.graph, skills, policy, stamp=float(number), settings=telling)
+        except PolicyError as error:  # the model's server failed: this update is lost, the episode goes on
+            result = TellResult(False, step.sentence, errors=[f"the LLM failed: {error}"])
         after_memory = memory_facts(skills, robot)
         ok = score_update(truth, after_truth, before_memory, after_memory)
         updates.append({"sentence": step.sentence, "ok": ok, "applied": result.applied, "errors": result.errors,
@@ -177,15 +226,20 @@ def run_updates(episode: Episode, skills: SkillPlanner, policy: Policy, variant:
         progress(f"[{number:>3}/{len(changes)}] {variant:<16} {'ok  ' if ok else 'FAIL'} {result.llm_calls} calls "
                  f"{result.prompt_tokens:>6} tokens (about {left / 60:.0f} min left)")
     final = memory_facts(skills, robot) == truth
-    return {"variant": variant, "updates": updates, "final_state_equal": final}
+    return {"variant": variant, "updates": updates, "plans": plans, "final_state_equal": final}
 
 
 def summarize(runs: list[dict]) -> dict:
     rows = {}
     for run in runs:
         updates = run["updates"]
+        plans = run["plans"]
         rows[run["variant"]] = {
             "updates": len(updates), "update_success": round(sum(u["ok"] for u in updates) / max(len(updates), 1), 3),
+            "plans": len(plans), "plan_success": round(sum(p["ok"] for p in plans) / max(len(plans), 1), 3),
+            "tokens_per_plan": round(statistics.mean(p["prompt_tokens"] + p["completion_tokens"] for p in plans))
+            if plans else 0,
+            "planner_seconds": round(statistics.mean(p.get("planner_seconds", 0.0) for p in plans), 3) if plans else 0,
             "applied": sum(u["applied"] for u in updates),
             "tokens_per_update": round(statistics.mean(u["prompt_tokens"] + u["completion_tokens"] for u in updates))
             if updates else 0,
@@ -199,11 +253,13 @@ def report(results: dict) -> str:
     lines = ["# Lifelong memory benchmark", "", f"Command: `{results.get('command')}`  ",
              f"Machine: {results['machine']['cpu']}, {results['machine']['cores']} cores; home seed {results['seed']}, "
              f"{results['changes']} changes, {results['tasks']} requests; {results['llm'].get('model', '')}", "",
-             "| variant | updates right | applied | LLM calls / update | tokens / update | s / update | memory = home at the end |",
-             "|---|---|---|---|---|---|---|"]
+             "| variant | updates right | applied | LLM calls / update | tokens / update | s / update | plans right "
+             "| tokens / plan | planner s | memory = home at the end |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for variant, row in results["summary"].items():
         lines.append(f"| {VARIANTS[variant].name} | {row['update_success']:.0%} | {row['applied']}/{row['updates']} "
                      f"| {row['calls_per_update']} | {row['tokens_per_update']} | {row['seconds_per_update']} "
+                     f"| {row['plan_success']:.0%} ({row['plans']}) | {row['tokens_per_plan']} | {row['planner_seconds']} "
                      f"| {'yes' if row['final_state_equal'] else 'no'} |")
     return "\n".join(lines) + "\n"
 
@@ -213,14 +269,19 @@ def plot(results: dict, path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import numpy as np
 
     names = list(results["summary"])
     rows = [results["summary"][n] for n in names]
     fig, (success, tokens) = plt.subplots(1, 2, figsize=(11, 4))
-    bars = success.bar([VARIANTS[n].name for n in names], [r["update_success"] * 100 for r in rows])
-    success.bar_label(bars, fmt="%.0f%%")
-    success.set_ylim(0, 110)
-    success.set_title("updates registered right (%)")
+    x = np.arange(len(names))
+    for shift, key, label in ((-0.2, "update_success", "updates"), (0.2, "plan_success", "plans")):
+        bars = success.bar(x + shift, [r[key] * 100 for r in rows], 0.4, label=label)
+        success.bar_label(bars, fmt="%.0f%%", fontsize=8)
+    success.set_xticks(list(x), [VARIANTS[n].name for n in names])
+    success.set_ylim(0, 115)
+    success.legend(fontsize=8, ncol=2, loc="upper center")
+    success.set_title("right (%)")
     tokens.bar([VARIANTS[n].name for n in names], [r["tokens_per_update"] for r in rows], color="tab:orange")
     tokens.set_title("tokens per update")
     for axis in (success, tokens):

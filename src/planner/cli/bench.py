@@ -256,7 +256,7 @@ def bench_memory(args) -> int:
     from planner.bench import memory
     from planner.bench.common import machine_info
     from planner.config import load_config
-    from planner.wiring import load_skill_planner
+    from planner.wiring import load_skill_planner, make_grounder
 
     if unknown := [v for v in args.variants if v not in memory.VARIANTS]:
         print(f"error: unknown variant {', '.join(unknown)}; use {', '.join(memory.VARIANTS)}", file=sys.stderr)
@@ -273,7 +273,9 @@ def bench_memory(args) -> int:
               "changes": args.changes, "tasks": args.tasks}
 
     def run() -> dict:
-        runs = [memory.run_updates(episode, skills, policy, variant, _progress) for variant in args.variants]
+        grounder = make_grounder(config)
+        runs = [memory.run_episode(episode, skills, policy, variant, _bench_settings(config), grounder, _progress)
+                for variant in args.variants]
         return {**header, "runs": runs, "summary": memory.summarize(runs)}
 
     return _run_then_write(server, run, Path(args.out), name, memory.plot, memory.report)

@@ -527,10 +527,10 @@ class TaskPlanner:
         return ask_validated(lambda m: self._call(m, schema, usage, policy), messages, parse, self.settings.max_repairs,
                              lambda problem, text: self._emit("error", f"invalid reply ({problem}): {text[:200]}"))
 
-    def read_goals(self, request: str) -> list[Goal]:
-        """The goals the request is read into, checked as at the start of a task; RequestImpossible
-        says why there are none, PolicyError why the model gave none."""
-        return self._extract_goals(request, self._ground(request), LLMUsage())
+    def read_goals(self, request: str, usage: LLMUsage | None = None) -> list[Goal]:
+        """The goals the request is read into, checked as at the start of a task (the calls counted
+        in `usage`); RequestImpossible says why there are none, PolicyError why the model gave none."""
+        return self._extract_goals(request, self._ground(request), usage or LLMUsage())
 
     def _ground(self, request: str) -> Grounding | None:
         """The request's phrases that name map labels in other words; None without a grounder."""
