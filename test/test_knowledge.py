@@ -157,3 +157,30 @@ def test_what_the_robot_then_sees_outranks_what_it_was_told(skills):
     assert robot.execute_skill("GOTO(table_1)").success
     assert scene.support("bottle_1") == ("on", "table_1") and scene.entity("bottle_1").told == 0.0
     assert {e.id for e in scene.objects() if e.label == "bottle"} == bottles  # the same bottle, not a new one
+
+
+def test_a_query_graph_the_model_writes_finds_what_the_sentence_speaks_of(skills, scene):
+    from planner.adapters.embeddings import SentenceEmbedder
+    from planner.core.telling import QueryGraph, search
+
+    embedder = SentenceEmbedder()
+    # In the person's words, not the map's: "refrigerator" is the map's fridge.
+    query = QueryGraph.model_validate({"things": [{"words": "water bottle"}, {"words": "refrigerator"}],
+                                       "relations": [{"thing": 0, "relation": "inside", "place": 1}]})
+    found = search(query, scene, embedder, threshold=0.5)
+    assert {"bottle_1", "fridge_1"} <= found and "sofa_1" not in found
+    # A room said narrows the things to it.
+    in_dining = QueryGraph.model_validate({"things": [{"words": "bottle", "room": "dining room"}]})
+    dining = search(in_dining, scene, embedder, threshold=0.5)
+    assert "bottle_2" in dining and "bottle_1" not in dining
+    assert all(scene.entity(i).room == "dining_room" for i in dining)
+
+    right = {"remove": [{"subject": "bottle_1", "relation": "on", "object": "table_1"}],
+             "add": [{"subject": "bottle_1", "relation": "on", "object": "fridge_1"},
+                     {"subject": "bottle_1", "relation": "inside", "object": "fridge_1"}]}
+    policy = ScriptedPolicy([query.model_dump_json(), right])
+    result = tell("The water bottle went into the refrigerator", scene, skills, policy, stamp=3.0,
+                  settings=TellSettings(context="search"), embedder=embedder)
+    assert result.applied and result.llm_calls == 2
+    assert "(milk_1, inside, fridge_1)" in policy.prompts[1][0]["content"]
+    assert "remote_1" not in policy.prompts[1][0]["content"]

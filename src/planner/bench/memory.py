@@ -25,7 +25,7 @@ from planner.core.planning.classical import plan_goals
 from planner.core.planning.grounding import Grounder
 from planner.core.planning.pddl import Domain, make_domain
 from planner.core.planning.task_planner import LLMUsage, PlannerSettings, TaskPlanner
-from planner.core.ports import Policy
+from planner.core.ports import Embedder, Policy
 from planner.core.robot_profile import RobotProfile
 from planner.core.scene_graph import SceneGraph
 from planner.core.skills import SkillPlanner
@@ -147,7 +147,9 @@ class Variant:
 VARIANTS = {"full": Variant("full graph", TellSettings(context="full", verify=False)),
             "full+verify": Variant("full graph, verified", TellSettings(context="full", verify=True)),
             "selected": Variant("retrieved", TellSettings(context="selected", verify=False)),
-            "selected+verify": Variant("retrieved, verified", TellSettings(context="selected", verify=True))}
+            "selected+verify": Variant("retrieved, verified", TellSettings(context="selected", verify=True)),
+            "search": Variant("searched", TellSettings(context="search", verify=False)),
+            "search+verify": Variant("searched, verified", TellSettings(context="search", verify=True))}
 
 
 def score_update(before_truth: Facts, after_truth: Facts, before_memory: Facts, after_memory: Facts) -> bool:
@@ -190,7 +192,7 @@ def plan_request(step: Step, memory: SimulatedRobot, skills: SkillPlanner, polic
 
 
 def run_episode(episode: Episode, skills: SkillPlanner, policy: Policy, variant: str, settings: PlannerSettings,
-                grounder: Grounder | None, progress: Callable[[str], None]) -> dict:
+                grounder: Grounder | None, progress: Callable[[str], None], embedder: Embedder | None = None) -> dict:
     """The episode told, step by step, to a robot whose memory starts as the true home: each
     update scored on what it changed, each request on the plan made from memory."""
     telling = VARIANTS[variant].settings
@@ -211,7 +213,8 @@ def run_episode(episode: Episode, skills: SkillPlanner, policy: Policy, variant:
         before_memory, after_truth = memory_facts(skills, robot), true_facts(step.world)
         told_at = time.monotonic()
         try:
-            result = tell(step.sentence, robot.graph, skills, policy, stamp=float(number), settings=telling)
+            result = tell(step.sentence, robot.graph, skills, policy, stamp=float(number), settings=telling,
+                          embedder=embedder)
         except PolicyError as error:  # the model's server failed: this update is lost, the episode goes on
             result = TellResult(False, step.sentence, errors=[f"the LLM failed: {error}"])
         after_memory = memory_facts(skills, robot)

@@ -253,6 +253,7 @@ def bench_compare(args) -> int:
 
 
 def bench_memory(args) -> int:
+    from planner.adapters.embeddings import SentenceEmbedder
     from planner.bench import memory
     from planner.bench.common import machine_info
     from planner.config import load_config
@@ -273,9 +274,10 @@ def bench_memory(args) -> int:
               "changes": args.changes, "tasks": args.tasks}
 
     def run() -> dict:
-        grounder = make_grounder(config)
-        runs = [memory.run_episode(episode, skills, policy, variant, _bench_settings(config), grounder, _progress)
-                for variant in args.variants]
+        embedder = SentenceEmbedder()
+        grounder = make_grounder(config, embedder)
+        runs = [memory.run_episode(episode, skills, policy, variant, _bench_settings(config), grounder, _progress,
+                                   embedder) for variant in args.variants]
         return {**header, "runs": runs, "summary": memory.summarize(runs)}
 
     return _run_then_write(server, run, Path(args.out), name, memory.plot, memory.report)
@@ -497,8 +499,10 @@ def add_commands(sub) -> None:
     memory_parser.add_argument("--seed", type=int, default=1000, help="the home and its story (1000 on: test range)")
     memory_parser.add_argument("--changes", type=int, default=100)
     memory_parser.add_argument("--tasks", type=int, default=20, help="requests between the changes")
-    memory_parser.add_argument("--variants", nargs="+", default=["full", "full+verify", "selected", "selected+verify"],
-                               help="what the model sees (full graph or retrieved) and whether changes are verified")
+    memory_parser.add_argument("--variants", nargs="+", default=["full", "full+verify", "selected", "selected+verify",
+                                                                 "search", "search+verify"],
+                               help="what the model sees (the full graph, or retrieved by picked labels or by a "
+                                    "searched query graph) and whether changes are verified")
     _llm_arguments(memory_parser)
     memory_parser.add_argument("--replies", help="for --llm scripted: a YAML list of replies, in order")
     memory_parser.add_argument("--config", help="stack config (LLM settings, the skill library and robot)")
