@@ -30,17 +30,19 @@ from planner.srv import (
     GetSceneGraph,
     MoveObject,
     RecordRecovery,
+    Tell,
 )
 
 TOPICS = [("/perception/detections", Detection3DArray), ("/robot/state", RobotState),
           ("/controller/failure", FailureMessage), ("/executor/feedback", ExecutionEvent),
           ("/scene_graph/updates", SceneGraphUpdate), ("/speech/audio", AudioClip), ("/emergency_stop", Bool),
-          ("/planner/command", String), ("/planner/answer", String), ("/planner/question", String)]
+          ("/planner/command", String), ("/planner/answer", String), ("/planner/question", String),
+          ("/memory/tell", String)]
 SERVICES = [("/sim/move_object", MoveObject), ("/perception/find_objects", FindObjects),
             ("/perception/get_object", GetObject), ("/perception/get_objects_in_room", GetObjectsInRoom),
             ("/perception/get_robot_state", GetRobotState), ("/perception/get_rooms", GetRooms),
             ("/perception/get_scene_graph", GetSceneGraph), ("/controller/check_command", CheckCommand),
-            ("/explainer/explain", Explain), ("/explainer/record_recovery", RecordRecovery)]
+            ("/explainer/explain", Explain), ("/explainer/record_recovery", RecordRecovery), ("/memory/tell", Tell)]
 EXAMPLES = 150   # per topic or service
 
 INTEGER_RANGES = {"int8": 7, "uint8": 8, "octet": 8, "char": 8, "int16": 15, "uint16": 16, "int32": 31, "uint32": 32,

@@ -21,6 +21,7 @@ from planner.core.explainer import ExplainerSettings
 from planner.core.files import StrictModel, load_model
 from planner.core.object_finder import FinderSettings
 from planner.core.planning.task_planner import PlannerSettings
+from planner.core.telling import TellSettings
 from planner.sim.simulated_world import SimulatorSettings
 
 
@@ -79,6 +80,7 @@ class StackConfig(StrictModel):
     explainer: ExplainerSettings = Field(default_factory=ExplainerSettings)
     speech: SpeechSettings = Field(default_factory=SpeechSettings)
     object_finder: FinderSettings = Field(default_factory=FinderSettings)
+    memory: TellSettings = Field(default_factory=TellSettings)
     base_dir: Path = Field(default=Path("."), exclude=True)
 
     def path(self, relative: str) -> Path:

@@ -402,6 +402,10 @@ def _llm_arguments(parser) -> None:
                                         "(qwen2.5-coder-1.5b, qwen2.5-coder-0.5b), for --llm openai the server's")
 
 
+def _replies_argument(parser) -> None:
+    parser.add_argument("--replies", help="for --llm scripted: a YAML list of replies, in order")
+
+
 def add_commands(sub) -> None:
     p = sub.add_parser("bench", help="run a benchmark; writes a JSON results file and a plot")
     bench_sub = p.add_subparsers(dest="bench_command", required=True)
@@ -472,7 +476,7 @@ def add_commands(sub) -> None:
     objects_parser.add_argument("--workflow", nargs="+", default=["base"], help="base, self_reflection, "
                                                                                 "multi_agent, ensemble, or all")
     _llm_arguments(objects_parser)
-    objects_parser.add_argument("--replies", help="for --llm scripted: a YAML list of replies, in order")
+    _replies_argument(objects_parser)
     objects_parser.add_argument("--config", help="stack config (object_finder and LLM settings)")
     objects_parser.add_argument("--out", default="bench/results")
     objects_parser.add_argument("--name", help="results file name (default: objects-LLM-MODEL)")
@@ -489,7 +493,7 @@ def add_commands(sub) -> None:
                                   "from the ground truth, as the robot's map gives it)")
     pddl_parser.add_argument("--timeout", type=float, default=30.0, help="seconds Fast Downward may search per task")
     _llm_arguments(pddl_parser)
-    pddl_parser.add_argument("--replies", help="for --llm scripted: a YAML list of replies, in order")
+    _replies_argument(pddl_parser)
     pddl_parser.add_argument("--config", help="stack config (LLM settings; the skill library makes the worked example)")
     pddl_parser.add_argument("--out", default="bench/results")
     pddl_parser.add_argument("--name", help="results file name (default: pddl-TASKS-WRITE-LLM-MODEL)")
@@ -504,7 +508,7 @@ def add_commands(sub) -> None:
                                help="what the model sees (the full graph, or retrieved by picked labels or by a "
                                     "searched query graph) and whether changes are verified")
     _llm_arguments(memory_parser)
-    memory_parser.add_argument("--replies", help="for --llm scripted: a YAML list of replies, in order")
+    _replies_argument(memory_parser)
     memory_parser.add_argument("--config", help="stack config (LLM settings, the skill library and robot)")
     memory_parser.add_argument("--out", default="bench/results")
     memory_parser.add_argument("--name", help="results file name (default: memory-SEED-LLM-MODEL)")

@@ -1,4 +1,5 @@
-"""`planner demo`, `planner bringup` and `planner send`: the stack started, and requests sent to it."""
+"""`planner demo`, `planner bringup`, `planner send` and `planner tell`: the stack started, requests sent
+to it, and changes in the home told to it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import get_args
 
@@ -107,6 +109,22 @@ class Stack:
                 process.wait()
 
 
+def spin_in_background(node) -> Callable[[], None]:
+    """Spin a command's node on a thread; the function that stops it, to call before the node is
+    destroyed (a thread still spinning at exit aborts the process)."""
+    from rclpy.executors import MultiThreadedExecutor
+
+    executor = MultiThreadedExecutor()
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+
+    def stop() -> None:
+        executor.shutdown()
+        spinner.join(timeout=5)
+    return stop
+
+
 def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack | None = None,
          answer: str | None = None, mode: str = "") -> int:
     """Send a request to a running stack, print its trace, return 0 when the task succeeded.
@@ -114,7 +132,6 @@ def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack |
     (react, llm_p, auto) plans this request so, whatever the stack's config says."""
     import rclpy
     from rclpy.action import ActionClient
-    from rclpy.executors import MultiThreadedExecutor
     from std_msgs.msg import String
 
     from planner.action import ExecuteTask
@@ -154,10 +171,7 @@ def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack |
     # A fresh stack is ready when its slowest nodes answer: the explainer loads an embedding model.
     readiness = [node.create_client(Explain, "/explainer/explain"),
                  node.create_client(GetSceneGraph, "/perception/get_scene_graph")] if stack is not None else []
-    executor = MultiThreadedExecutor()
-    executor.add_node(node)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
+    stop_spinning = spin_in_background(node)
     try:
         deadline = time.monotonic() + wait_for_stack_s
         while not (client.wait_for_server(timeout_sec=1.0) and all(c.service_is_ready() for c in readiness)):
@@ -198,9 +212,46 @@ def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack |
     except KeyboardInterrupt:
         return 130
     finally:
-        executor.shutdown()
-        spinner.join(timeout=5)
+        stop_spinning()
         client.destroy()
+        node.destroy_node()
+        rclpy.shutdown()
+
+
+def tell(sentence: str, wait_s: float, timeout_s: float) -> int:
+    """Tell a running stack what changed in the home; print what changed in its map, or why
+    nothing did. 0 when the change was applied."""
+    import rclpy
+
+    from planner.ros.futures import CallFailed, wait_future
+    from planner.srv import Tell
+
+    rclpy.init()
+    node = rclpy.create_node(f"planner_tell_{os.getpid()}")
+    client = node.create_client(Tell, "/memory/tell")
+    stop_spinning = spin_in_background(node)
+    try:
+        if not client.wait_for_service(timeout_sec=wait_s):
+            print(f"no perception answers on /memory/tell after {wait_s:.0f} s "
+                  f"(ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}); is the stack running?", file=sys.stderr)
+            return 1
+        try:
+            answer = wait_future(client.call_async(Tell.Request(sentence=sentence)), timeout_s, "the told change")
+        except CallFailed as error:
+            print(f"no answer: {error}", file=sys.stderr)
+            return 1
+        for triplet in answer.removed:
+            print(format_step("removed", triplet))
+        for triplet in answer.added:
+            print(format_step("added", triplet))
+        for change in answer.changed:
+            print(format_step("map", change))
+        for error in answer.errors:
+            print(format_step("error", error), file=sys.stderr)
+        print(format_step("result", f"{'applied' if answer.applied else 'not applied'} ({answer.llm_calls} LLM calls)"))
+        return 0 if answer.applied else 1
+    finally:
+        stop_spinning()
         node.destroy_node()
         rclpy.shutdown()
 
@@ -285,6 +336,13 @@ def add_commands(sub) -> None:
     add_launch_arguments(p)
     p.add_argument("--nodes", nargs="*", choices=NODES, help="only these nodes")
     p.set_defaults(run=bringup)
+
+    p = sub.add_parser("tell", help="tell a running stack what changed in the home (\"I put the milk back in the "
+                                    "fridge\"); its map takes it in if the change holds")
+    p.add_argument("sentence")
+    p.add_argument("--wait", type=float, default=30, help="seconds to wait for perception to appear")
+    p.add_argument("--timeout", type=float, default=120, help="seconds the LLM may take to read it")
+    p.set_defaults(run=lambda a: tell(a.sentence, a.wait, a.timeout))
 
     p = sub.add_parser("send", help="send a request to a running stack and stream its trace")
     p.add_argument("request")

@@ -71,6 +71,7 @@ def entity_to_msg(entity: Entity, scene: SceneGraph | None = None) -> SceneNode:
         room=entity.room, parent=parent, center=point_msg(entity.center),
         size=Vector3(x=float(entity.size[0]), y=float(entity.size[1]), z=float(entity.size[2])),
         status=entity.status, state=entity.state, mass_kg=float(entity.mass_kg), last_seen=to_stamp(entity.last_seen),
+        told=to_stamp(entity.told),
         outline=[Point(x=float(x), y=float(y), z=0.0) for x, y in entity.polygon])
 
 
@@ -78,6 +79,7 @@ def entity_from_msg(msg: SceneNode) -> Entity:
     return Entity(id=msg.id, kind=msg.kind, label=msg.label, labels={s.label: s.probability for s in msg.labels},
                   center=(msg.center.x, msg.center.y, msg.center.z), size=(msg.size.x, msg.size.y, msg.size.z),
                   room=msg.room, status=msg.status, state=msg.state, mass_kg=msg.mass_kg, last_seen=seconds(msg.last_seen),
+                  told=seconds(msg.told),
                   polygon=[(p.x, p.y) for p in msg.outline])
 
 

@@ -1,6 +1,6 @@
 """Perception node: keeps the scene graph (prior map + live detections + robot state), answers
 the perception services, publishes /scene_graph, /scene_graph/updates and /scene_graph/markers,
-and saves the graph as it changes."""
+takes changes people tell (/memory/tell) into the graph, and saves the graph as it changes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from geometry_msgs.msg import Point
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from std_msgs.msg import ColorRGBA
+from std_msgs.msg import ColorRGBA, String
 from visualization_msgs.msg import Marker, MarkerArray
 
 from planner.adapters.embeddings import SentenceEmbedder
@@ -22,6 +22,7 @@ from planner.core.observations import unknown_room_text
 from planner.core.perception_actions import unknown_entity_text
 from planner.core.scene_graph import Entity, SceneGraph, SensorFrame
 from planner.core.scene_store import SceneStore, fingerprint
+from planner.core.telling import TellResult, commit, read_change
 from planner.core.voxeland import load_voxeland
 from planner.core.world import load_rooms
 from planner.msg import Detection3DArray, FailureMessage, RobotState, SceneEdge, SceneGraphUpdate, SceneNode
@@ -43,11 +44,12 @@ from planner.ros.node import PlannerNode, main_for
 from planner.ros.qos import LATCHED, RELIABLE
 from planner.ros.tf_frames import TfLookup, tf_available
 from planner.sim.simulated_world import load_scenario
-from planner.srv import FindObjects, GetObject, GetObjectsInRoom, GetRobotState, GetRooms, GetSceneGraph
-from planner.wiring import load_robot
+from planner.srv import FindObjects, GetObject, GetObjectsInRoom, GetRobotState, GetRooms, GetSceneGraph, Tell
+from planner.wiring import load_robot, load_skill_planner
 
 TICK_S = 0.1
 PENDING_FRAMES_MAX = 20
+MAX_TOLD_CHARS = 500  # a sentence or two; longer is no single change
 KIND_COLORS = {"room": (0.6, 0.6, 0.6, 0.3), "furniture": (0.55, 0.35, 0.2, 0.8), "object": (0.1, 0.5, 0.9, 0.9),
                "person": (0.95, 0.75, 0.1, 0.9)}
 MISSING_COLOR = (0.9, 0.2, 0.2, 0.4)
@@ -164,6 +166,14 @@ class PerceptionNode(PlannerNode):
         self.create_service(FindObjects, "perception/find_objects", self._find_objects,
                             callback_group=MutuallyExclusiveCallbackGroup())
         self.finder: ObjectFinder | None = None  # with its LLM, made at the first request in plain words
+        self.llm = None  # the configured LLM, opened at the first request that needs one
+        self.embedder: SentenceEmbedder | None = None  # likewise the sentence model
+        # Changes people tell: read by the LLM into facts of the skill library's domain, one at a time.
+        self.skills = load_skill_planner(self.config)
+        telling = MutuallyExclusiveCallbackGroup()
+        self.create_service(Tell, "memory/tell", self._tell_service, callback_group=telling)
+        self.create_subscription(String, "memory/tell", lambda msg: self._tell(msg.data), RELIABLE,
+                                 callback_group=telling)
         self.create_service(GetRobotState, "perception/get_robot_state", self._get_robot_state, callback_group=group)
         self.create_service(GetSceneGraph, "perception/get_scene_graph", self._get_scene_graph, callback_group=group)
         self.create_timer(TICK_S, self._tick, callback_group=group)
@@ -352,7 +362,8 @@ class PerceptionNode(PlannerNode):
     def _find_described(self, request, response):
         """The objects a request in plain words needs, chosen by the object finder over the map."""
         if self.finder is None:
-            self.finder = ObjectFinder(self.open_llm("object_finder"), self.config.object_finder, SentenceEmbedder())
+            self.finder = ObjectFinder(self.part_llm("object_finder", self._main_llm()), self.config.object_finder,
+                                       self._embedder())
         try:
             with self.lock:
                 prepared = self.finder.prepare(self.scene, request.query,
@@ -376,6 +387,57 @@ class PerceptionNode(PlannerNode):
         response.message = (f"{len(found.relevant_objects)} object(s) for {request.query!r} ({found.workflow}, "
                             f"{found.calls} LLM call(s), {found.seconds:.1f} s)")
         return response
+
+    def _embedder(self) -> SentenceEmbedder:
+        if self.embedder is None:
+            self.embedder = SentenceEmbedder()
+        return self.embedder
+
+    def _main_llm(self):
+        if self.llm is None:
+            self.llm = self.open_llm()
+        return self.llm
+
+    def _tell_service(self, request, response):
+        result = self._tell(request.sentence)
+        response.applied, response.changed, response.errors = result.applied, result.done, result.errors
+        if result.change is not None:
+            response.removed, response.added = [str(t) for t in result.change.remove], [str(t) for t in result.change.add]
+        response.llm_calls = result.llm_calls
+        return response
+
+    def _tell(self, sentence: str) -> TellResult:
+        """A told change read on a copy of the graph (the LLM takes seconds; fusion goes on), then
+        applied to the graph if it still holds, and saved before the answer."""
+        sentence = sentence.strip()
+        if not sentence or len(sentence) > MAX_TOLD_CHARS:
+            result = TellResult(False, sentence[:80], errors=[f"a change is told in 1 to {MAX_TOLD_CHARS} characters"])
+            self.report("warn", f"told change refused: {result.errors[0]}")
+            return result
+        with self.lock:
+            copy = SceneGraph.from_dict(self.scene.to_dict())
+            copy.robot = self.scene.robot
+        if copy.robot is None:
+            result = TellResult(False, sentence, errors=["the robot state is not known yet (nothing on /robot/state)"])
+        else:
+            try:
+                embedder = self._embedder() if self.config.memory.context == "search" else None
+                result = read_change(sentence, copy, self.skills, self._main_llm(), self.config.memory, embedder)
+            except PolicyError as error:
+                result = TellResult(False, sentence, errors=[f"the LLM failed: {error}"])
+        snapshot = None
+        with self.lock:
+            commit(result, self.scene, self.skills, self.get_clock().now().nanoseconds / 1e9, self.config.memory.verify)
+            if result.applied and self.store is not None:
+                snapshot = self.store.snapshot(self.scene)
+        if snapshot is not None:
+            # The one saving thread writes in order: no earlier snapshot lands after this one.
+            self.saver.submit(self.store.write, snapshot).result()
+        if result.applied:
+            self.report("info", f"told {sentence!r}: {'; '.join(result.done) or 'nothing changed'}")
+        else:
+            self.report("warn", f"told {sentence!r}, not applied: {'; '.join(result.errors)}")
+        return result
 
     def _get_robot_state(self, request, response):
         with self.lock:
