@@ -85,7 +85,7 @@ def test_a_verified_change_moves_things_in_the_scene_graph_as_told_facts(skills,
     assert scene.support("milk_1") == ("in", "fridge_1") and scene.entity("fridge_1").state == "open"
     # Taken away to somewhere not said: no longer where the map put it.
     gone = Change(remove=[t("bottle_1", "on", "table_1")])
-    assert apply_change(scene, gone, stamp=44.0) == ["bottle_1 no longer on table_1"]
+    assert apply_change(scene, gone, stamp=44.0) == ["bottle_1 no longer where it was"]
     assert scene.entity("bottle_1").status == "missing"
 
 
@@ -184,3 +184,15 @@ def test_a_query_graph_the_model_writes_finds_what_the_sentence_speaks_of(skills
     assert result.applied and result.llm_calls == 2
     assert "(milk_1, inside, fridge_1)" in policy.prompts[1][0]["content"]
     assert "remote_1" not in policy.prompts[1][0]["content"]
+
+
+def test_told_inside_furniture_it_already_stands_on_puts_the_thing_in(skills, scene):
+    # The milk is in the fridge; told it is only on it now (on top), then back inside.
+    out = Change(remove=[t("milk_1", "inside", "fridge_1")])
+    assert change_errors(out, knowledge(skills, scene), scene) == []
+    assert apply_change(scene, out, stamp=5.0) == ["milk_1 on fridge_1"]
+    assert scene.support("milk_1") == ("on", "fridge_1")
+    back = Change(add=[t("milk_1", "inside", "fridge_1")])
+    assert change_errors(back, knowledge(skills, scene), scene) == []
+    assert apply_change(scene, back, stamp=6.0) == ["milk_1 in fridge_1"]
+    assert scene.support("milk_1") == ("in", "fridge_1")

@@ -139,24 +139,29 @@ def apply_change(scene: SceneGraph, change: Change, stamp: float) -> list[str]:
     """A verified change made in the scene graph as told facts (stamped); what changed, in words.
     A thing whose place is removed and not given again is no longer where the map put it."""
     done = []
-    added = {t.key() for t in change.add}
-    for t in change.add:
-        if t.relation == "on":
-            inside = (t.subject, "inside", t.object) in added
-            assert isinstance(t.object, str)
-            scene.put_item(t.subject, t.object, inside, stamp)
-            done.append(f"{t.subject} {'in' if inside else 'on'} {t.object}")
-        elif t.relation == "is_open":
-            scene.set_state(t.subject, "open")
-            done.append(f"{t.subject} open")
-        scene.entity(t.subject).told = stamp
-    for t in change.remove:
-        placed_again = any(a.subject == t.subject and a.relation == "on" for a in change.add)
-        if t.relation == "on" and not placed_again:
-            scene.mark_missing(t.subject)
-            done.append(f"{t.subject} no longer on {t.object}")
-        elif t.relation == "is_open" and (t.subject, "is_open", True) not in added:
-            scene.set_state(t.subject, "closed")
-            done.append(f"{t.subject} closed")
-        scene.entity(t.subject).told = stamp
+    placed = {t.subject for t in [*change.remove, *change.add] if t.relation in ("on", "inside")}
+    for subject in sorted(placed):
+        support = scene.support(subject)
+        where, inside = (support[1], support[0] == "in") if support and support[0] in ("on", "in") else (None, False)
+        for t in change.remove:
+            if t.subject == subject:
+                where, inside = (None, False) if t.relation == "on" else (where, False)
+        for t in change.add:
+            if t.subject == subject and t.relation == "on" and isinstance(t.object, str):
+                where = t.object
+            if t.subject == subject and t.relation == "inside":
+                inside = True
+        if where is None:
+            scene.mark_missing(subject)
+            done.append(f"{subject} no longer where it was")
+        else:
+            scene.put_item(subject, where, inside, stamp)
+            done.append(f"{subject} {'in' if inside else 'on'} {where}")
+        scene.entity(subject).told = stamp
+    opened = {t.subject for t in change.add if t.relation == "is_open"}
+    closed = {t.subject for t in change.remove if t.relation == "is_open"} - opened
+    for furniture in sorted(opened | closed):
+        scene.set_state(furniture, "open" if furniture in opened else "closed")
+        scene.entity(furniture).told = stamp
+        done.append(f"{furniture} {'open' if furniture in opened else 'closed'}")
     return done
