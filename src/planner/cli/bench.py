@@ -9,6 +9,8 @@ from pathlib import Path
 
 from planner.cli.stack import format_step
 
+PROBLEM_MAX_TOKENS = 1024  # bench pddl --write problem: a generated home's problem is 300-500 tokens
+
 
 def bench_perception(args) -> int:
     from planner.bench import perception
@@ -219,6 +221,11 @@ def bench_pddl(args) -> int:
     from planner.wiring import load_skill_planner
 
     config = load_config(args.config)
+    if args.write == "problem":
+        # A whole problem is a few hundred tokens: more than the stack's replies (a step, a goal) are
+        # allowed, and slower to write. Cut short, it is no problem at all.
+        config = config.model_copy(update={"llm": config.llm.model_copy(update={
+            "max_tokens": max(config.llm.max_tokens, PROBLEM_MAX_TOKENS), "timeout_s": max(config.llm.timeout_s, 300)})})
     opened = _replies_or_llm(args, config)
     if opened is None:
         return 1
