@@ -101,10 +101,25 @@ class RosClient:
         self.executor = MultiThreadedExecutor(num_threads=16)
         self.executor.add_node(self.node)
         self.extra = []
+        # An exception that escapes a callback ends rclpy's spin, and every node here would stop
+        # answering: each is kept (for the tests to assert on) and the spin goes on.
+        self.spin_errors: list[str] = []
         import threading
 
-        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self.thread = threading.Thread(target=self._spin, daemon=True)
         self.thread.start()
+
+    def _spin(self):
+        import traceback
+
+        import rclpy
+
+        while rclpy.ok():
+            try:
+                self.executor.spin()
+                return
+            except Exception:  # noqa: BLE001 - reported through spin_errors
+                self.spin_errors.append(traceback.format_exc())
 
     def add(self, node):
         self.extra.append(node)

@@ -154,6 +154,8 @@ def test_random_requests_to_every_service(stack, name, srv_type):
     assert caller.wait_for_service(timeout_sec=30)
     answered = threading.Event()
 
+    assert client.spin_errors == [], "\n".join(client.spin_errors)  # an earlier message broke the spin
+
     @FUZZ
     @given(message(srv_type.Request))
     def call(request):
@@ -180,7 +182,9 @@ def test_every_node_answers_after_the_fuzzing(stack):
     assert actions.wait_for_server(timeout_sec=30)
     answer = actions.send_goal_async(ExecuteTask.Goal(request="go to the kitchen"))
     wait_for(answer.done, 30)
-    # Every malformed input was refused by validation, none reached a callback's last-resort guard.
+    # Every malformed input was refused by validation, none reached a callback's last-resort guard
+    # or escaped into the executor (which would stop every node of a process).
     crashed = [s.data for s in status if "was dropped, it raised" in s.data]
     print(f"\n{published['count']} random messages and requests")
     assert crashed == []
+    assert client.spin_errors == [], "\n".join(client.spin_errors)
