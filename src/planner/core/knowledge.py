@@ -1,7 +1,7 @@
 """The world model's symbolic view as a knowledge graph, as L3M+P keeps it: each fact a triplet,
 (subject, relation, object) or (subject, property, true), that is one predicate of the PDDL domain
 made from the skill library, read off the scene graph. People tell the robot what changed while it
-was not looking ("I put the milk back in the fridge"); such a change, written as triplets to remove
+was not looking ("the juice is on the desk now"); such a change, written as triplets to remove
 and to add, is verified against the domain and the map before it touches the scene graph, where it
 lands as a told fact with its time."""
 
