@@ -244,6 +244,27 @@ def test_llm_p_plans_around_a_call_that_keeps_failing(skills):
     assert any(kind == "plan" and "avoiding PICK(apple_1, left)" in text for kind, text in trace)
 
 
+def test_plans_leave_out_furniture_too_high_for_the_arms(skills):
+    """The fridge's top (1.8 m) is above a short robot's workspace: no plan opens it or puts
+    anything on it, while the 1.2 m shelf stays in use; the simulator agrees."""
+    short = SkillPlanner(skills.library, RobotProfile.model_validate({**ROBOT.model_dump(),
+                                                                     "workspace_z_m": (0.05, 1.5)}))
+    domain = make_domain(short.library)
+    robot = robot_in(APARTMENT, short, at="table_1")
+    fridge = plan_goals(domain, short, robot.graph, [Goal(kind="object_on", object="apple", target="fridge")])
+    assert not fridge.found and fridge.status == "no_plan"
+    assert "(within_workspace fridge_1)" not in make_problem(domain, short, robot.graph, [
+        Goal(kind="object_on", object="apple", target="shelf")], relevant_only=False).text
+    shelf = plan_goals(domain, short, robot.graph, [Goal(kind="object_on", object="apple", target="shelf")])
+    assert shelf.found, shelf.reason
+    carry_out(robot, shelf.calls)
+    tall = plan_goals(domain, skills, robot_in(APARTMENT, skills).graph,
+                      [Goal(kind="object_on", object="apple", target="fridge")])
+    assert tall.found and "PLACE(apple_1, fridge_1" in " ".join(tall.calls)
+    assert robot.execute_skill("GOTO(fridge_1)").success
+    assert "above the floor" in robot.execute_skill("OPEN(fridge_1)").message
+
+
 def test_llm_p_declines_what_no_plan_reaches_and_auto_hands_it_to_react(skills):
     weak = SkillPlanner(skills.library, RobotProfile.model_validate({**ROBOT.model_dump(), "payload_kg": 0.1}))
     goal = {"goals": [{"kind": "holding", "object": "kettle"}]}

@@ -394,24 +394,31 @@ def _holding(planner: SkillPlanner, scene: SceneGraph, object_id: str, arm: str)
 
 def _reachable(planner: SkillPlanner, scene: SceneGraph, node_id: str, arm: str = "") -> Outcome:
     """Within the arm's workspace from where the base stands: near enough, and neither too low nor
-    too high (for furniture, its top, where things go)."""
+    too high."""
     entity = scene.entity(node_id)
     robot = scene.known_robot
     hand = f"the {arm} arm" if arm else "the robot"
     distance = horizontal_distance((robot.pose.x, robot.pose.y), entity.center)
-    height = entity.center[2]
     if entity.kind == "furniture":
         distance -= min(entity.size[:2]) / 2  # reaching its near edge is enough to place on it
-        height += entity.size[2] / 2
     if distance > planner.robot.reach_m:
         where = "; ".join(scene.relations(node_id)) or f"in {entity.room}"
         return Outcome(False, FailureCode.OUT_OF_REACH,
                      f"{node_id} is {distance:.1f} m from the robot ({where}); {hand} reaches "
                      f"{planner.robot.reach_m:.1f} m. GOTO a place next to it first")
+    return _within_workspace(planner, scene, node_id, arm)
+
+
+def _within_workspace(planner: SkillPlanner, scene: SceneGraph, node_id: str, arm: str = "") -> Outcome:
+    """Neither too low nor too high for the arms, wherever the base stands (for furniture, its top,
+    where things go)."""
+    entity = scene.entity(node_id)
+    height = entity.center[2] + (entity.size[2] / 2 if entity.kind == "furniture" else 0.0)
     low, high = planner.robot.workspace_z_m
     if not low <= height <= high and entity.kind != "person":
-        return Outcome(False, FailureCode.OUT_OF_WORKSPACE, f"{node_id} is {height:.2f} m above the floor; {hand} works between "
-                                                f"{low:.2f} and {high:.2f} m")
+        hand = f"the {arm} arm" if arm else "the robot"
+        return Outcome(False, FailureCode.OUT_OF_WORKSPACE, f"{node_id} is {height:.2f} m above the floor; {hand} works "
+                                                            f"between {low:.2f} and {high:.2f} m")
     return Outcome(True)
 
 
@@ -499,6 +506,7 @@ PRECONDITIONS: dict[str, Callable[..., Outcome]] = {
     "payload": _payload,
     "holding": _holding,
     "reachable": _reachable,
+    "within_workspace": _within_workspace,
 }
 
 

@@ -92,6 +92,7 @@ def _reachable(parts: ActionParts, thing: str, arm: str = "") -> None:
         parts.require(f"(at {parts.support_of(thing)})")
     else:
         parts.require(f"(at ?{thing})")
+    parts.require(f"(within_workspace ?{thing})")
 
 
 def _accessible(parts: ActionParts, obj: str) -> None:
@@ -112,7 +113,10 @@ CHECK_MEANINGS: dict[str, Callable[..., None]] = {
     "accessible": _accessible,
 }
 # Checks the plan cannot change: a predicate of that name, true where the check passes now.
-STATIC_CHECKS = {"location_known": ["item"], "payload": ["item", "arm"], "person_present": ["person"]}
+# A thing too high or too low for the arms stays so: furniture does not move, and an item is only
+# ever moved onto furniture within the workspace.
+STATIC_CHECKS = {"location_known": ["item"], "payload": ["item", "arm"], "person_present": ["person"],
+                 "within_workspace": ["object"]}
 # What a parameter a skill fills itself must satisfy for the action to make sense.
 CHOOSER_MEANINGS: dict[str, Callable[..., None]] = {
     "free_arm": lambda parts, arm: parts.require(f"(hand_empty ?{arm})"),
@@ -400,7 +404,7 @@ def _avoided(domain: Domain, calls: tuple[str, ...], names: Names) -> list[str]:
 
 def _static_facts(planner: SkillPlanner, scene: SceneGraph, typed: dict[str, list[str]], names: Names) -> list[str]:
     """Each static check, computed by the check itself for every grounding of its types."""
-    subtypes = {"item": ["item"], "person": ["person"], "arm": ["arm"]}
+    subtypes = {"item": ["item"], "person": ["person"], "arm": ["arm"], "object": ["item", "furniture", "openable"]}
     facts = []
     for check, types in STATIC_CHECKS.items():
         groundings: list[list[str]] = [[]]
