@@ -12,10 +12,12 @@ from planner.core.planning.task_planner import PlannerSettings
 from planner.core.skills import SkillPlanner, load_skill_library
 from planner.sim.in_process import SimulatedRobot
 
+SKILLS = SkillPlanner(load_skill_library(CONFIG / "skills.yaml"), ROBOT)
+
 
 @pytest.fixture(scope="module")
 def skills():
-    return SkillPlanner(load_skill_library(CONFIG / "skills.yaml"), ROBOT)
+    return SKILLS
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +31,7 @@ def grounder():
 
 @pytest.fixture(scope="module")
 def episode():
-    return memory.make_episode(7, ROBOT, changes=12, tasks=3)
+    return memory.make_episode(7, SKILLS, changes=12, tasks=3)
 
 
 SETTINGS = PlannerSettings(confirm_timeout_s=0, robot_state_wait_s=0, goal_check_threshold=0, need_check_threshold=0)
@@ -55,7 +57,7 @@ def true_changes(episode):
 def test_an_episode_is_told_changes_with_requests_between_and_the_same_seed_gives_the_same(episode):
     kinds = [s.kind for s in episode.steps]
     assert kinds.count("change") == 12 and kinds.count("task") == 3
-    again = memory.make_episode(7, ROBOT, changes=12, tasks=3)
+    again = memory.make_episode(7, SKILLS, changes=12, tasks=3)
     assert [s.sentence for s in again.steps] == [s.sentence for s in episode.steps]
     # Each change changes the home.
     worlds = [episode.home.world] + [s.world for s in episode.steps if s.kind == "change"]
@@ -68,7 +70,7 @@ def test_the_memory_starts_as_the_home_is(skills, episode):
 
 
 def test_a_model_that_reads_every_change_right_scores_every_update(skills, grounder):
-    episode = memory.make_episode(7, ROBOT, changes=12, tasks=0)
+    episode = memory.make_episode(7, SKILLS, changes=12, tasks=0)
     replies = [json.dumps(r) for r in true_changes(episode)]
     run = memory.run_episode(episode, skills, ScriptedPolicy(replies), "full+verify", SETTINGS, grounder, lambda line: None)
     assert [u["ok"] for u in run["updates"]] == [True] * 12, [u for u in run["updates"] if not u["ok"]]
@@ -115,7 +117,7 @@ def test_the_command_line_writes_results_a_report_and_a_plot(tmp_path, capsys):
 
     from planner.cli import main
 
-    episode = memory.make_episode(1000, ROBOT, changes=6, tasks=1)
+    episode = memory.make_episode(1000, SKILLS, changes=6, tasks=1)
     replies = tmp_path / "replies.yaml"
     replies.write_text(yaml.safe_dump([json.dumps(r) for r in true_changes(episode)]))
     assert main(["bench", "memory", "--seed", "1000", "--changes", "6", "--tasks", "1", "--variants", "full+verify",
@@ -124,4 +126,48 @@ def test_the_command_line_writes_results_a_report_and_a_plot(tmp_path, capsys):
     assert results["summary"]["full+verify"]["update_success"] == 1.0
     assert "| full graph, verified | 100% | 6/6 |" in capsys.readouterr().out
     assert (tmp_path / "memory-1000-scripted-scripted-replies.png").exists()
+    # Interrupted after a variant, a run with --resume keeps it and runs only the rest (the replies
+    # here are one variant's: a second run of the first would leave none for the next).
+    results["runs"][0]["updates"][0]["sentence"] = "kept from the first run"
+    (tmp_path / "memory-1000-scripted-scripted-replies.json").write_text(json.dumps({**results, "complete": False}))
+    assert main(["bench", "memory", "--seed", "1000", "--changes", "6", "--tasks", "1", "--variants", "full+verify",
+                 "full", "--resume", "--llm", "scripted", "--replies", str(replies), "--out", str(tmp_path)]) == 0
+    resumed = json.loads((tmp_path / "memory-1000-scripted-scripted-replies.json").read_text())
+    assert resumed["runs"][0]["updates"][0]["sentence"] == "kept from the first run"
+    assert resumed["summary"]["full"]["update_success"] == 1.0
     assert main(["bench", "memory", "--variants", "telepathy", "--llm", "scripted", "--replies", str(replies)]) == 2
+
+
+def test_each_sentence_singles_out_what_it_speaks_of():
+    """A thing whose kind the home has twice is named with where it is; two of a kind on the same
+    furniture in one room cannot be told apart, and no sentence speaks of them."""
+    episode = memory.make_episode(1002, SKILLS, changes=40, tasks=0)
+    before = episode.home.world
+    qualified = 0
+    for step in episode.steps:
+        moved = [o for o in step.world.objects if o != next(b for b in before.objects if b.id == o.id)]
+        if moved and sum(o.label == moved[0].label for o in before.objects) > 1:
+            assert " from the " in step.sentence, step.sentence
+            qualified += 1
+        before = step.world
+    assert qualified, "the home should have a kind twice"
+    world = episode.home.world
+    twin = next(o for o in world.objects if sum(x.label == o.label for x in world.objects) == 1)
+    beside = world.model_copy(update={"objects": [*world.objects, twin.model_copy(update={"id": twin.id + "_twin"})]})
+    words = memory.Words(memory.random.Random(0), episode.home,
+                         {f.id: memory.SceneGraph.from_world(world).entity(f.id).room for f in world.furniture})
+    assert words.thing(world, twin.id) == f"the {twin.label.replace('_', ' ')}" or words.thing(world, twin.id)
+    assert words.thing(beside, twin.id) is None
+
+
+def test_requests_are_ones_the_robot_can_carry_out_in_the_true_home():
+    """A robot too short for high furniture is never asked for what stands on it."""
+    short = SkillPlanner(SKILLS.library, ROBOT.model_copy(update={"workspace_z_m": (0.05, 0.8)}))
+    episode = memory.make_episode(1002, short, changes=30, tasks=10)
+    requests = [s for s in episode.steps if s.kind == "task"]
+    assert len(requests) == 10
+    for step in requests:
+        scene = memory.SceneGraph.from_world(step.world)
+        assert scene.entity(step.goal.object_id).center[2] <= 0.8, step.sentence
+        if step.goal.target:
+            assert any(f.center[2] + f.size[2] / 2 <= 0.8 for f in scene.furniture() if f.label == step.goal.target)

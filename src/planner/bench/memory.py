@@ -26,7 +26,6 @@ from planner.core.planning.grounding import Grounder
 from planner.core.planning.pddl import Domain, make_domain
 from planner.core.planning.task_planner import LLMUsage, PlannerSettings, TaskPlanner
 from planner.core.ports import Embedder, Policy
-from planner.core.robot_profile import RobotProfile
 from planner.core.scene_graph import SceneGraph
 from planner.core.skills import SkillPlanner
 from planner.core.telling import TellResult, TellSettings, tell
@@ -34,16 +33,16 @@ from planner.core.world import World
 from planner.sim.in_process import SimulatedRobot
 
 PEOPLE = ("I", "My daughter", "Dad", "Mum", "The cleaner", "Someone", "My partner", "Grandpa", "The kids")
-MOVES = ("{who} put the {thing} {prep} the {place}", "{who} left the {thing} {prep} the {place}",
-         "The {thing} is {prep} the {place} now", "{who} moved the {thing} to the {place}",
-         "You'll find the {thing} {prep} the {place} in the {room}", "{who} tidied the {thing} away {prep} the {place}",
-         "FYI the {thing} went {prep} the {place}", "{who} dropped the {thing} off {prep} the {place} in the {room}")
-OPENS = ("{who} left the {place} open", "The {place} is open", "{who} opened the {place}")
-CLOSES = ("{who} closed the {place}", "{who} shut the {place}", "The {place} is closed now")
-ASKS = ("Bring me the {thing}", "Could you get me the {thing}?", "Put the {thing} on the {place}",
-        "I need the {thing}", "Please take the {thing} to the {place}")
+MOVES = ("{who} put {thing} {prep} {place}", "{who} left {thing} {prep} {place}", "{Thing} is {prep} {place} now",
+         "{who} moved {thing} to {place}", "You'll find {thing} {prep} {place}", "{who} tidied {thing} away {prep} {place}",
+         "FYI {thing} went {prep} {place}", "{who} dropped {thing} off {prep} {place}")
+OPENS = ("{who} left {place} open", "{Place} is open", "{who} opened {place}")
+CLOSES = ("{who} closed {place}", "{who} shut {place}", "{Place} is closed now")
+ASKS = ("Bring me {thing}", "Could you get me {thing}?", "Put {thing} on {place}", "I need {thing}",
+        "Please take {thing} to {place}")
 
 Facts = set[tuple[str, str, str | bool]]
+ATTEMPTS = 50  # draws per sentence before the generator gives up on one
 
 
 @dataclass
@@ -77,64 +76,133 @@ def memory_facts(skills: SkillPlanner, robot: SimulatedRobot) -> Facts:
     return {t.key() for t in knowledge(skills, robot.graph) if t.relation in TELLABLE}
 
 
-def _phrase(rng: random.Random, template: str, **parts) -> str:
+def _phrase(rng: random.Random, template: str, **parts: str) -> str:
+    parts |= {name.capitalize(): text[0].upper() + text[1:] for name, text in parts.items()}
     text = template.format(who=rng.choice(PEOPLE), **parts)
     return text[0].upper() + text[1:]
 
 
-def make_episode(seed: int, robot: RobotProfile, changes: int, tasks: int) -> Episode:
-    """`changes` told changes with a request after every changes // tasks of them."""
+class Words:
+    """What people call the things of one home so that only one thing fits: its kind alone when it
+    is the only one of its kind, else with where it is."""
+
+    def __init__(self, rng: random.Random, home: HomePlan, room_of: dict[str, str]):
+        self.rng, self.home, self.room_of = rng, home, room_of
+
+    def _room(self, furniture_id: str) -> str:
+        return _room_name(self.rng, self.home, self.room_of[furniture_id])
+
+    def furniture(self, world: World, furniture_id: str) -> tuple[str, str] | None:
+        """("the cupboard in the kitchen", the room named or ""), or None when no words single it out."""
+        label = next(f.label for f in world.furniture if f.id == furniture_id)
+        same = [f.id for f in world.furniture if f.label == label]
+        name = f"the {_name(self.rng, label)}"
+        if len(same) == 1:
+            return (f"{name} in the {self._room(furniture_id)}", self.room_of[furniture_id]) \
+                if self.rng.random() < 0.3 else (name, "")
+        room = self.room_of[furniture_id]
+        if sum(self.room_of.get(f) == room for f in same) == 1:
+            return f"{name} in the {self._room(furniture_id)}", room
+        return None
+
+    def thing(self, world: World, thing_id: str) -> str | None:
+        """"the magazine", "the magazine from the sofa", "the magazine from the living room", or
+        None when two of its kind share furniture and room."""
+        thing = next(o for o in world.objects if o.id == thing_id)
+        same = [o for o in world.objects if o.label == thing.label]
+        name = f"the {_name(self.rng, thing.label)}"
+        if len(same) == 1:
+            return name
+        labels = {f.id: f.label for f in world.furniture}
+        places = (("support", lambda o: labels[o.placed_on]), ("room", lambda o: self.room_of[o.placed_on]),
+                  ("both", lambda o: (labels[o.placed_on], self.room_of[o.placed_on])))
+        for kind, where in places:
+            if sum(where(o) == where(thing) for o in same) == 1:
+                support = _name(self.rng, labels[thing.placed_on])
+                return {"support": f"{name} from the {support}", "room": f"{name} from the {self._room(thing.placed_on)}",
+                        "both": f"{name} from the {support} in the {self._room(thing.placed_on)}"}[kind]
+        return None
+
+
+def make_episode(seed: int, skills: SkillPlanner, changes: int, tasks: int) -> Episode:
+    """`changes` told changes with a request after every changes // tasks of them. Every sentence
+    singles out what it speaks of, and every request can be done in the true home."""
     rng = random.Random(seed)
-    home = make_home(seed, robot)
+    home = make_home(seed, skills.robot)
     world = home.world
     episode = Episode(seed, home)
-    holders = {f.id: f for f in world.furniture if f.id in {o.placed_on for o in world.objects} or f.openable}
+    holders = {f.id for f in world.furniture if f.id in {o.placed_on for o in world.objects} or f.openable}
     mapped = SceneGraph.from_world(world)
-    room_of = {f: mapped.entity(f).room for f in holders}
+    words = Words(rng, home, {f: mapped.entity(f).room for f in holders})
+    domain = make_domain(skills.library)
     every = max(changes // max(tasks, 1), 1)
-    for number in range(1, changes + 1):
-        world, sentence = _change(rng, home, world, holders, room_of)
+    number = 0
+    for _ in range(changes * ATTEMPTS):
+        told = _change(rng, words, world, holders)
+        if told is None:
+            continue
+        world, sentence = told
         episode.steps.append(Step("change", sentence, world))
+        number += 1
         if number % every == 0 and sum(s.kind == "task" for s in episode.steps) < tasks:
-            episode.steps.append(_task(rng, home, world, holders))
-    return episode
+            if (request := _task(rng, words, world, holders, skills, domain)) is not None:
+                episode.steps.append(request)
+        if number == changes:
+            return episode
+    raise ValueError(f"home {seed}: only {number} of {changes} changes could be told so that one thing fits the words")
 
 
-def _change(rng: random.Random, home: HomePlan, world: World, holders: dict, room_of: dict[str, str]
-            ) -> tuple[World, str]:
-    openable = [f for f in holders.values() if f.openable]
+def _change(rng: random.Random, words: Words, world: World, holders: set[str]) -> tuple[World, str] | None:
+    """A change to the home and how someone tells it; None when the words drawn fit two things."""
+    furniture = {f.id: f for f in world.furniture if f.id in holders}
+    openable = [f for f in furniture.values() if f.openable]
     if openable and rng.random() < 0.2:
-        furniture = rng.choice(openable)
-        opened = not furniture.open
-        changed = world.model_copy(update={"furniture": [f.model_copy(update={"open": opened}) if f.id == furniture.id
+        chosen = rng.choice(openable)
+        place = words.furniture(world, chosen.id)
+        if place is None:
+            return None
+        changed = world.model_copy(update={"furniture": [f.model_copy(update={"open": not f.open}) if f.id == chosen.id
                                                          else f for f in world.furniture]})
-        holders[furniture.id] = furniture.model_copy(update={"open": opened})
-        return changed, _phrase(rng, rng.choice(OPENS if opened else CLOSES), place=_name(rng, furniture.label))
+        return changed, _phrase(rng, rng.choice(CLOSES if chosen.open else OPENS), place=place[0])
     obj = rng.choice(world.objects)
-    target = rng.choice([f for f in holders.values() if f.id != obj.placed_on])
+    target = rng.choice([f for f in furniture.values() if f.id != obj.placed_on])
+    thing, place = words.thing(world, obj.id), words.furniture(world, target.id)
+    if thing is None or place is None:
+        return None
     inside = bool(target.openable)
     # Near the middle, where a robot beside the furniture reaches it.
     offset = (round(rng.uniform(-0.1, 0.1), 2), round(rng.uniform(-0.1, 0.1), 2))
     moved = obj.model_copy(update={"placed_on": target.id, "inside": inside, "offset": offset})
     changed = world.model_copy(update={"objects": [moved if o.id == obj.id else o for o in world.objects]})
-    room = room_of[target.id]
-    sentence = _phrase(rng, rng.choice(MOVES), thing=_name(rng, obj.label), place=_name(rng, target.label),
-                       prep=rng.choice(("in", "inside")) if inside else rng.choice(("on", "on top of")),
-                       room=_room_name(rng, home, room))
-    return changed, sentence
+    prep = rng.choice(("in", "inside")) if inside else rng.choice(("on", "on top of"))
+    return changed, _phrase(rng, rng.choice(MOVES), thing=thing, place=place[0], prep=prep)
 
 
-def _task(rng: random.Random, home: HomePlan, world: World, holders: dict) -> Step:
-    obj = rng.choice(world.objects)
-    template = rng.choice(ASKS)
-    if "{place}" in template:
-        target = rng.choice([f for f in holders.values() if f.id != obj.placed_on and not f.openable])
-        goal = Goal(kind="object_on", object=obj.label, object_id=obj.id, target=target.label)
-        sentence = template.format(thing=_name(rng, obj.label), place=_name(rng, target.label))
-    else:
-        goal = Goal(kind="holding", object=obj.label, object_id=obj.id)
-        sentence = template.format(thing=_name(rng, obj.label))
-    return Step("task", sentence, world, goal)
+def _task(rng: random.Random, words: Words, world: World, holders: set[str], skills: SkillPlanner,
+          domain: Domain) -> Step | None:
+    """A request the robot can carry out in the true home (the planner finds a plan there); None
+    when none of the ones drawn can be."""
+    truth = SimulatedRobot(world, [], skills).graph
+    for _ in range(ATTEMPTS):
+        obj = rng.choice(world.objects)
+        template = rng.choice(ASKS)
+        thing = words.thing(world, obj.id)
+        if thing is None:
+            continue
+        if "{place}" in template:
+            target = rng.choice([f for f in world.furniture if f.id in holders and f.id != obj.placed_on
+                                 and not f.openable])
+            place = words.furniture(world, target.id)
+            if place is None:
+                continue
+            goal = Goal(kind="object_on", object=obj.label, object_id=obj.id, target=target.label, room=place[1])
+            sentence = template.format(thing=thing, place=place[0])
+        else:
+            goal = Goal(kind="holding", object=obj.label, object_id=obj.id)
+            sentence = template.format(thing=thing)
+        if plan_goals(domain, skills, truth, [goal]).found:
+            return Step("task", sentence[0].upper() + sentence[1:], world, goal)
+    return None
 
 
 # ---- running ------------------------------------------------------------------------------------

@@ -264,6 +264,7 @@ def bench_memory(args) -> int:
     from planner.bench import memory
     from planner.bench.common import machine_info
     from planner.config import load_config
+    from planner.core.files import write_json_atomic
     from planner.wiring import load_skill_planner, make_grounder
 
     if unknown := [v for v in args.variants if v not in memory.VARIANTS]:
@@ -275,19 +276,33 @@ def bench_memory(args) -> int:
     if opened is None:
         return 1
     policy, server, llm = opened
-    episode = memory.make_episode(args.seed, skills.robot, args.changes, args.tasks)
+    episode = memory.make_episode(args.seed, skills, args.changes, args.tasks)
     name = args.name or f"memory-{args.seed}-{llm['backend']}-{llm['model'].replace('/', '_').replace(' ', '-')}"
     header = {"benchmark": "memory", "machine": machine_info(), "llm": llm, "seed": args.seed,
               "changes": args.changes, "tasks": args.tasks}
 
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    partial = out / f"{name}.json"
+    done = {}
+    if args.resume and partial.exists():
+        previous = json.loads(partial.read_text())
+        if all(previous.get(key) == header[key] for key in ("seed", "changes", "tasks", "llm")):
+            done = {run["variant"]: run for run in previous["runs"]}
+            _progress(f"resuming: {', '.join(done)} already in {partial}")
+
     def run() -> dict:
         embedder = SentenceEmbedder()
         grounder = make_grounder(config, embedder)
-        runs = [memory.run_episode(episode, skills, policy, variant, _bench_settings(config), grounder, _progress,
-                                   embedder) for variant in args.variants]
+        runs = []
+        for variant in args.variants:
+            runs.append(done.get(variant) or memory.run_episode(episode, skills, policy, variant, _bench_settings(config),
+                                                                 grounder, _progress, embedder))
+            # A variant takes the better part of an hour with the embedded model: each is kept as it ends.
+            write_json_atomic(partial, {**header, "runs": runs, "complete": False}, indent=1)
         return {**header, "runs": runs, "summary": memory.summarize(runs)}
 
-    return _run_then_write(server, run, Path(args.out), name, memory.plot, memory.report)
+    return _run_then_write(server, run, out, name, memory.plot, memory.report)
 
 
 def bench_objects(args) -> int:
@@ -519,6 +534,7 @@ def add_commands(sub) -> None:
     memory_parser.add_argument("--config", help="stack config (LLM settings, the skill library and robot)")
     memory_parser.add_argument("--out", default="bench/results")
     memory_parser.add_argument("--name", help="results file name (default: memory-SEED-LLM-MODEL)")
+    memory_parser.add_argument("--resume", action="store_true", help="keep the variants an interrupted run wrote")
     memory_parser.set_defaults(run=bench_memory)
     compare_parser = bench_sub.add_parser("compare", help="task-bench runs side by side (e.g. --mode react and "
                                                           "llm_p): success, LLM calls, tokens and seconds per tier")
