@@ -355,3 +355,18 @@ def test_a_stamp_between_two_poses_gets_the_pose_in_between():
     between = tree.to_fixed("base_link", 1.5)
     assert between[:3, 3] == pytest.approx((1.0, 0.0, 0.0))
     assert math.atan2(between[1, 0], between[0, 0]) == pytest.approx(math.pi / 4)
+
+
+def test_a_thing_stacked_on_another_rests_on_the_furniture_below():
+    """A mug put down on a magazine on the coffee table is on the coffee table for goals and the
+    planner's facts (the domain relates things to furniture only)."""
+    from planner.core.goals import Goal, goal_met
+    from planner.core.world import load_world
+
+    scene = SceneGraph.from_world(load_world(CONFIG / "worlds" / "apartment.yaml"))
+    magazine = scene.entity("magazine_1")
+    assert scene.support("magazine_1") == ("on", "coffee_table_1")
+    scene.move_item("mug_2", (magazine.center[0], magazine.center[1], magazine.top + 0.05), stamp=1.0)
+    assert scene.support("mug_2") == ("on", "magazine_1")
+    assert scene.furniture_support("mug_2") == ("on", "coffee_table_1")
+    assert goal_met(Goal(kind="object_on", object="mug", object_id="mug_2", target="coffee_table"), scene)

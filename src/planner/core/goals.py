@@ -109,7 +109,7 @@ def _held(scene: SceneGraph) -> set[str]:
 
 
 def _on(scene: SceneGraph, furniture: list[str]) -> list[str]:
-    return [o.id for o in scene.objects() if o.status == "seen" and (s := scene.support(o.id)) and s[0] in ("on", "in")
+    return [o.id for o in scene.objects() if o.status == "seen" and (s := scene.furniture_support(o.id))
             and s[1] in furniture]
 
 
@@ -141,7 +141,7 @@ def goal_met(goal: Goal, scene: SceneGraph) -> bool:
     for obj in map(scene.entity, goal_objects(goal, scene)):
         if obj.status != "seen":
             continue
-        support = scene.support(obj.id)
+        support = scene.furniture_support(obj.id)
         if support and support[0] in relations:
             surface = scene.entity(support[1])
             if surface.label == goal.target and (not goal.room or surface.room == goal.room):

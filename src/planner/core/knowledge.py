@@ -141,8 +141,8 @@ def apply_change(scene: SceneGraph, change: Change, stamp: float) -> list[str]:
     done = []
     placed = {t.subject for t in [*change.remove, *change.add] if t.relation in ("on", "inside")}
     for subject in sorted(placed):
-        support = scene.support(subject)
-        where, inside = (support[1], support[0] == "in") if support and support[0] in ("on", "in") else (None, False)
+        support = scene.furniture_support(subject)
+        where, inside = (support[1], support[0] == "in") if support else (None, False)
         for t in change.remove:
             if t.subject == subject:
                 where, inside = (None, False) if t.relation == "on" else (where, False)

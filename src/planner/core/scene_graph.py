@@ -526,6 +526,18 @@ class SceneGraph:
                  for _, t, d in self.graph.out_edges(object_id, data=True)]
         return min(edges)[1:] if edges else None
 
+    def furniture_support(self, object_id: str) -> tuple[str, str] | None:
+        """("on" or "in", furniture) an object rests on or in, through the things stacked under it (a
+        mug on a magazine on the coffee table is on the coffee table); None when no furniture bears it."""
+        support, seen = self.support(object_id), {object_id}
+        while support and support[0] in ("on", "in") and self.entity(support[1]).kind == "object" \
+                and support[1] not in seen:
+            seen.add(support[1])
+            support = self.support(support[1])
+        if support and support[0] in ("on", "in") and self.entity(support[1]).kind == "furniture":
+            return support
+        return None
+
     def relation_edges(self, node_id: str) -> list[tuple[str, str]]:
         """All (relation, reference) pairs of an object, support first."""
         return sorted(((d["relation"], t) for _, t, d in self.graph.out_edges(node_id, data=True)),

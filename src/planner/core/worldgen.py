@@ -154,10 +154,8 @@ def world_from_scene(scene: SceneGraph, name: str, robot_pose: tuple[float, floa
             entry["openable"] = OPENABLE_LABELS[item.label]
         furniture.append(entry)
     for obj in scene.objects():
-        support = scene.support(obj.id)
-        while support and support[0] == "on" and scene.entity(support[1]).kind == "object":
-            support = scene.support(support[1])  # a book on a book stands on the shelf below
-        if not support or support[0] not in ("on", "in") or scene.entity(support[1]).kind != "furniture":
+        support = scene.furniture_support(obj.id)  # a book on a book stands on the shelf below
+        if not support:
             skipped.append(Skipped(obj.id, f"{obj.label}: not on or in a piece of furniture "
                                            f"({'; '.join(scene.relations(obj.id)) or 'no relation'})"))
             continue

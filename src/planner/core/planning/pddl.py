@@ -336,7 +336,7 @@ def relevant_ids(scene: SceneGraph, goals: list[Goal] | str, place: str) -> set[
             places |= set(goal_furniture(scene, goal)) if goal.target else set()
             if goal.room:
                 places |= {goal.room, *(f.id for f in scene.furniture(goal.room))}
-    places |= {s[1] for o in objects if (s := scene.support(o))} | {place}
+    places |= {s[1] for o in objects if (s := scene.furniture_support(o))} | {place}
     return objects | places | {p.id for p in scene.people()}
 
 
@@ -384,8 +384,8 @@ def state_facts(scene: SceneGraph, arms: list[str], place: str, objects: list[En
         if entity.status == "held":
             facts.append(("held", entity.id))
             continue
-        support = scene.support(entity.id)
-        if support and support[0] in ("on", "in") and entity.status == "seen":
+        support = scene.furniture_support(entity.id)
+        if support and entity.status == "seen":
             facts.append(("on", entity.id, support[1]))
             if support[0] == "in":
                 facts.append(("inside", entity.id, support[1]))
