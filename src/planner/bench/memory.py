@@ -217,7 +217,10 @@ VARIANTS = {"full": Variant("full graph", TellSettings(context="full", verify=Fa
             "selected": Variant("retrieved", TellSettings(context="selected", verify=False)),
             "selected+verify": Variant("retrieved, verified", TellSettings(context="selected", verify=True)),
             "search": Variant("searched", TellSettings(context="search", verify=False)),
-            "search+verify": Variant("searched, verified", TellSettings(context="search", verify=True))}
+            "search+verify": Variant("searched, verified", TellSettings(context="search", verify=True)),
+            # Ours, beyond the paper: the query graph itself is the change when it names one thing each.
+            "grounded+verify": Variant("searched, grounded, verified",
+                                       TellSettings(context="search", verify=True, grounded=True))}
 
 
 def score_update(before_truth: Facts, after_truth: Facts, before_memory: Facts, after_memory: Facts) -> bool:

@@ -526,7 +526,7 @@ def add_commands(sub) -> None:
     memory_parser.add_argument("--changes", type=int, default=100)
     memory_parser.add_argument("--tasks", type=int, default=20, help="requests between the changes")
     memory_parser.add_argument("--variants", nargs="+", default=["full", "full+verify", "selected", "selected+verify",
-                                                                 "search", "search+verify"],
+                                                                 "search", "search+verify", "grounded+verify"],
                                help="what the model sees (the full graph, or retrieved by picked labels or by a "
                                     "searched query graph) and whether changes are verified")
     _llm_arguments(memory_parser)

@@ -14,7 +14,7 @@ from pydantic import Field
 
 from planner.core.asking import ask_validated
 from planner.core.files import StrictModel
-from planner.core.knowledge import TELLABLE, Change, apply_change, change_errors, knowledge, neighbourhood, triplet_errors
+from planner.core.knowledge import TELLABLE, Change, Triplet, apply_change, change_errors, knowledge, neighbourhood, triplet_errors
 from planner.core.ports import Embedder, Policy
 from planner.core.scene_graph import SceneGraph
 from planner.core.skills import SkillPlanner
@@ -47,6 +47,9 @@ class TellSettings(StrictModel):
     match_threshold: float = Field(default=0.5, ge=0, le=1, description="search: how like a map label a thing's "
                                                                         "words must be (sentence embeddings)")
     depth: int = Field(default=1, ge=1, le=3, description="hops from the picked things (selected context)")
+    grounded: bool = Field(default=False, description="search: when each thing the query graph names fits one thing "
+                                                      "in the map, the change is made from the query graph itself, "
+                                                      "without a second call; else the triplets are asked for")
 
 
 class LabelChoice(StrictModel):
@@ -54,14 +57,17 @@ class LabelChoice(StrictModel):
 
 
 QUERY_PROMPT = """A person tells a home robot what changed in the home. Write the things the sentence speaks of
-as a small graph: "things", each in the person's words (and the room, if said), and "relations" between them
-as they are now (a thing "on" or "inside" a piece of furniture, by their positions in "things").
+as a small graph: "things", each in the person's words (with its room, and where it was before, if said; and
+"now": "open" or "closed" for a door or drawer opened or shut), and "relations" between them as they are now
+(a thing "on" or "inside" a piece of furniture, by their positions in "things").
 Answer with JSON."""
 
 
 class QueryThing(StrictModel):
     words: str = Field(min_length=1, max_length=60)
     room: str = Field(default="", max_length=40)
+    was_on: str = Field(default="", max_length=60, description="where it was before, in the person's words")
+    now: Literal["", "open", "closed"] = ""
 
 
 class QueryRelation(StrictModel):
@@ -78,7 +84,9 @@ class QueryGraph(StrictModel):
 
 QUERY_SCHEMA = {"type": "object", "properties": {
     "things": {"type": "array", "minItems": 1, "maxItems": 6, "items": {
-        "type": "object", "properties": {"words": {"type": "string"}, "room": {"type": "string"}}, "required": ["words"]}},
+        "type": "object", "properties": {"words": {"type": "string"}, "room": {"type": "string"},
+                                         "was_on": {"type": "string"}, "now": {"enum": ["", "open", "closed"]}},
+        "required": ["words"]}},
     "relations": {"type": "array", "maxItems": 6, "items": {
         "type": "object", "properties": {"thing": {"type": "integer"}, "relation": {"enum": ["on", "inside"]},
                                          "place": {"type": "integer"}}, "required": ["thing", "relation", "place"]}}},
@@ -86,25 +94,83 @@ QUERY_SCHEMA = {"type": "object", "properties": {
 MATCHES_PER_THING = 3  # map labels kept for each thing of the query
 
 
-def search(query: QueryGraph, scene: SceneGraph, embedder: Embedder, threshold: float) -> set[str]:
-    """The map ids a query graph points at: per thing, the entities of the labels most like its words
-    (at least `threshold` similar, at most MATCHES_PER_THING labels), in its room when one is said;
-    a relation narrows its two ends to the pairs that could stand in it (furniture for the place)."""
+def _readable(name: str) -> str:
+    return name.replace("_", " ")
+
+
+def matches(query: QueryGraph, scene: SceneGraph, embedder: Embedder, threshold: float) -> list[list[set[str]]]:
+    """Per thing of the query, the map ids it may be, one set per label from the most like its words
+    to the least (at least `threshold` similar, at most MATCHES_PER_THING labels): in its room when one
+    is said (by name or by meaning), on what it was on when that is said, and furniture when a
+    relation puts something on it."""
     things = [*scene.furniture(), *scene.objects()]
     labels = sorted({e.label for e in things})
-    similarity = embedder.encode([t.words for t in query.things]) @ embedder.encode(
-        [label.replace("_", " ") for label in labels]).T
     rooms = scene.rooms()
-    matched: list[set[str]] = []
-    for row, thing in enumerate(query.things):
-        best = [labels[i] for i in np.argsort(-similarity[row])[:MATCHES_PER_THING] if similarity[row][i] >= threshold]
-        room = next((r for r in rooms if thing.room and (thing.room.lower() in r.replace("_", " ") or
-                                                          r.replace("_", " ") in thing.room.lower())), "")
-        matched.append({e.id for e in things if e.label in best and (not room or e.room == room)})
+    said = [t.words for t in query.things] + [t.was_on for t in query.things] + [t.room for t in query.things]
+    vectors = embedder.encode(said)
+    label_similarity = vectors @ embedder.encode([_readable(label) for label in labels]).T
+    room_similarity = vectors @ embedder.encode([_readable(room) for room in rooms]).T if rooms else None
+    count = len(query.things)
+    places = {r.place for r in query.relations if max(r.thing, r.place) < count}
+
+    def best_labels(row: int) -> list[str]:
+        return [labels[i] for i in np.argsort(-label_similarity[row])[:MATCHES_PER_THING]
+                if label_similarity[row][i] >= threshold]
+
+    def room_of(row: int, words: str) -> str:
+        if not words or room_similarity is None:
+            return ""
+        by_name = [r for r in rooms if words.lower() in _readable(r) or _readable(r) in words.lower()]
+        best = int(np.argmax(room_similarity[row]))
+        return by_name[0] if by_name else rooms[best] if room_similarity[row][best] >= threshold else ""
+
+    found = []
+    for index, thing in enumerate(query.things):
+        room = room_of(2 * count + index, thing.room)
+        was_on = set(best_labels(count + index)) if thing.was_on else set()
+        supports = {f.id for f in scene.furniture() if f.label in was_on}
+        kept = [e for e in things if (index not in places or e.kind == "furniture")
+                and (not was_on or (e.kind == "object" and (scene.furniture_support(e.id) or ("", ""))[1] in supports))]
+        # The room a person names may be where the thing went rather than where it is.
+        kept = [e for e in kept if e.room == room] or kept if room else kept
+        found.append([{e.id for e in kept if e.label == label} for label in best_labels(index)])
+    return found
+
+
+def search(query: QueryGraph, scene: SceneGraph, embedder: Embedder, threshold: float) -> set[str]:
+    """The map ids a query graph points at: every id any of its things may be."""
+    return {i for thing in matches(query, scene, embedder, threshold) for ids in thing for i in ids}
+
+
+def grounded_change(query: QueryGraph, scene: SceneGraph, graph: list[Triplet], embedder: Embedder,
+                    threshold: float) -> Change | None:
+    """The change the query graph states, when each thing it names fits one thing in the map (the
+    only one of the label most like its words): a thing put on or in furniture leaves where it was
+    (one place per thing), in furniture with a door or drawer it is inside; None when a thing fits
+    none or several, or the graph states no change."""
+    ids = [next(iter(first)) if len(first := next((s for s in found if s), set())) == 1 else None
+           for found in matches(query, scene, embedder, threshold)]
+    remove: list[Triplet] = []
+    add: list[Triplet] = []
     for relation in query.relations:
-        if max(relation.thing, relation.place) < len(matched):
-            matched[relation.place] = {i for i in matched[relation.place] if scene.entity(i).kind == "furniture"}
-    return set().union(*matched)
+        if max(relation.thing, relation.place) >= len(ids):
+            return None
+        thing, place = ids[relation.thing], ids[relation.place]
+        if thing is None or place is None or scene.entity(thing).kind != "object":
+            return None
+        remove += [t for t in graph if t.subject == thing and t.relation in ("on", "inside")]
+        add.append(Triplet(subject=thing, relation="on", object=place))
+        if relation.relation == "inside" and scene.entity(place).state:
+            add.append(Triplet(subject=thing, relation="inside", object=place))
+    for said, node in zip(query.things, ids):
+        if said.now and node is not None and scene.entity(node).state:
+            fact = Triplet(subject=node, relation="is_open")
+            is_open = any(t.key() == fact.key() for t in graph)
+            if said.now == "open" and not is_open:
+                add.append(fact)
+            elif said.now == "closed" and is_open:
+                remove.append(fact)
+    return Change(remove=remove, add=add) if remove or add else None
 
 
 @dataclass
@@ -152,8 +218,9 @@ def commit(result: TellResult, scene: SceneGraph, planner: SkillPlanner, stamp: 
 
 
 def _retrieve(sentence: str, scene: SceneGraph, settings: TellSettings, asking: Callable[[dict], Callable],
-              embedder: Embedder | None) -> set[str]:
-    """The map ids the sentence speaks of, as the configured retrieval finds them (one LLM call)."""
+              embedder: Embedder | None) -> tuple[set[str], QueryGraph | None]:
+    """The map ids the sentence speaks of, as the configured retrieval finds them (one LLM call),
+    and the query graph the model wrote for a search."""
     messages = [{"role": "user", "content": sentence}]
     if settings.context == "selected":
         labels = sorted({e.label for e in [*scene.furniture(), *scene.objects()]})
@@ -161,12 +228,13 @@ def _retrieve(sentence: str, scene: SceneGraph, settings: TellSettings, asking: 
                                                               "maxItems": 8}}, "required": ["labels"]}
         choice = ask_validated(asking(schema), [{"role": "system", "content": SELECT_PROMPT.format(
             labels=", ".join(labels))}, *messages], LabelChoice.model_validate_json, settings.retries)
-        return {e.id for e in [*scene.furniture(), *scene.objects()] if choice is not None and e.label in choice.labels}
+        return {e.id for e in [*scene.furniture(), *scene.objects()]
+                if choice is not None and e.label in choice.labels}, None
     if embedder is None:
         raise ValueError("search retrieval needs an embedder")
     query = ask_validated(asking(QUERY_SCHEMA), [{"role": "system", "content": QUERY_PROMPT}, *messages],
                           QueryGraph.model_validate_json, settings.retries)
-    return search(query, scene, embedder, settings.match_threshold) if query is not None else set()
+    return (search(query, scene, embedder, settings.match_threshold), query) if query is not None else (set(), None)
 
 
 def read_change(sentence: str, scene: SceneGraph, planner: SkillPlanner, policy: Policy, settings: TellSettings,
@@ -187,7 +255,13 @@ def read_change(sentence: str, scene: SceneGraph, planner: SkillPlanner, policy:
     graph = knowledge(planner, scene)
     things = [*scene.furniture(), *scene.objects()]
     shown = graph
-    picked = _retrieve(sentence, scene, settings, asking, embedder) if settings.context != "full" else set()
+    picked, query = _retrieve(sentence, scene, settings, asking, embedder) if settings.context != "full" \
+        else (set(), None)
+    if settings.grounded and query is not None and embedder is not None:
+        grounded = grounded_change(query, scene, graph, embedder, settings.match_threshold)
+        if grounded is not None and not (settings.verify and change_errors(grounded, graph, scene)):
+            result.change = grounded
+            return result
     if picked:  # nothing picked: the whole graph, rather than an update lost
         shown = neighbourhood(graph, picked, settings.depth)
         named = picked | {x for t in shown for x in (t.subject, t.object) if isinstance(x, str)}
