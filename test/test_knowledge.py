@@ -198,34 +198,34 @@ def test_told_inside_furniture_it_already_stands_on_puts_the_thing_in(skills, sc
     assert scene.support("milk_1") == ("in", "fridge_1")
 
 
-def test_a_query_graph_that_names_one_thing_each_is_the_change_itself(skills, scene):
-    """Grounded reading: the things of the query graph found in the map by meaning, room and where
-    they were; the change follows from the domain (a thing put somewhere leaves where it was) in
-    one call. Words that fit two things go to the model as triplets, as the search variant does."""
+def test_a_change_said_in_words_that_fit_one_thing_each_is_made_by_the_domain(skills, scene):
+    """Grounded reading: the thing and the place the model writes in the person's words found in
+    the map by meaning, room and where the thing was; the change follows from the domain (a thing
+    put somewhere leaves where it was) in one call. Words that fit two things go to the model as
+    triplets over what they may be, as the search variant does."""
     from planner.adapters.embeddings import SentenceEmbedder
 
     embedder = SentenceEmbedder()
-    settings = TellSettings(context="search", grounded=True)
-    mug = {"things": [{"words": "mug", "was_on": "writing desk"}, {"words": "coffee table"}],
-           "relations": [{"thing": 0, "relation": "on", "place": 1}]}
-    result = tell("The mug from the writing desk is on the coffee table now", scene, skills, ScriptedPolicy([mug]), stamp=1.0,
-                  settings=settings, embedder=embedder)
+    settings = TellSettings(context="grounded")
+    mug = {"change": "moved", "thing": "mug", "thing_was_on": "writing desk", "place": "coffee table", "inside": False}
+    result = tell("The mug from the writing desk is on the coffee table now", scene, skills, ScriptedPolicy([mug]),
+                  stamp=1.0, settings=settings, embedder=embedder)
     assert result.applied and result.llm_calls == 1, result.errors
     facts = {x.key() for x in knowledge(skills, scene)}
     assert ("mug_2", "on", "coffee_table_1") in facts and ("mug_1", "on", "counter_1") in facts
-    bottle = {"things": [{"words": "water bottle", "room": "dining room"}, {"words": "refrigerator"}],
-              "relations": [{"thing": 0, "relation": "inside", "place": 1}]}
-    assert tell("The bottle in the dining room went into the refrigerator", scene, skills, ScriptedPolicy([bottle]),
+    bottle = {"change": "moved", "thing": "water bottle", "thing_was_on": "dining room", "place": "refrigerator",
+              "inside": True}
+    assert tell("The bottle from the dining room went into the refrigerator", scene, skills, ScriptedPolicy([bottle]),
                 stamp=2.0, settings=settings, embedder=embedder).applied
-    assert scene.support("bottle_2") == ("in", "fridge_1")
-    opened = {"things": [{"words": "fridge", "now": "open"}]}
+    assert scene.support("bottle_2") == ("in", "fridge_1") and scene.support("bottle_1") == ("on", "table_1")
+    opened = {"change": "opened", "thing": "fridge", "place": "", "inside": False}
     assert tell("Someone left the fridge open", scene, skills, ScriptedPolicy([opened]), stamp=3.0,
                 settings=settings, embedder=embedder).applied
     assert scene.entity("fridge_1").state == "open"
-    # Two glasses on tables: the model is asked for the triplets over what the search found.
-    glass = {"things": [{"words": "glass"}, {"words": "sofa"}], "relations": [{"thing": 0, "relation": "on", "place": 1}]}
-    right = {"remove": [t("glass_1", "on", "table_1")], "add": [t("glass_1", "on", "sofa_1")]}
-    policy = ScriptedPolicy([glass, json.dumps({"remove": [x.model_dump() for x in right["remove"]],
-                                                "add": [x.model_dump() for x in right["add"]]})])
+    # Two glasses on tables: the model is asked for the triplets over what the words may be.
+    glass = {"change": "moved", "thing": "glass", "place": "sofa", "inside": False}
+    right = {"remove": [t("glass_1", "on", "table_1").model_dump()], "add": [t("glass_1", "on", "sofa_1").model_dump()]}
+    policy = ScriptedPolicy([glass, right])
     result = tell("The glass is on the sofa", scene, skills, policy, stamp=4.0, settings=settings, embedder=embedder)
     assert result.llm_calls == 2 and result.applied and scene.support("glass_1") == ("on", "sofa_1")
+    assert "glass_2" in policy.prompts[1][0]["content"] and "remote_1" not in policy.prompts[1][0]["content"]

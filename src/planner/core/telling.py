@@ -5,6 +5,7 @@ the retries leaves the graph as it was and says why."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -15,6 +16,7 @@ from pydantic import Field
 from planner.core.asking import ask_validated
 from planner.core.files import StrictModel
 from planner.core.knowledge import TELLABLE, Change, Triplet, apply_change, change_errors, knowledge, neighbourhood, triplet_errors
+from planner.core.planning.grounding import Grounder
 from planner.core.ports import Embedder, Policy
 from planner.core.scene_graph import SceneGraph
 from planner.core.skills import SkillPlanner
@@ -39,17 +41,16 @@ class TellSettings(StrictModel):
     verify: bool = Field(default=True, description="check a change against the domain and the map before "
                                                    "applying it, and ask again with the errors")
     retries: int = Field(default=2, ge=0, description="replies asked again after a change fails the checks")
-    context: Literal["full", "selected", "search"] = Field(
+    context: Literal["full", "selected", "search", "grounded"] = Field(
         default="full", description="what of the graph the model is shown: all of it; the neighbourhood of the "
                                     "kinds of things it first picks from the map's labels (selected); or of what a "
                                     "small query graph it writes matches in the map (search). Retrieval costs one "
-                                    "more call and saves many tokens in a large home")
+                                    "more call and saves many tokens in a large home. grounded: the model says the "
+                                    "change in the person's words, and when each thing it names fits one thing in "
+                                    "the map the change is made from that, in one call; else as search")
     match_threshold: float = Field(default=0.5, ge=0, le=1, description="search: how like a map label a thing's "
                                                                         "words must be (sentence embeddings)")
     depth: int = Field(default=1, ge=1, le=3, description="hops from the picked things (selected context)")
-    grounded: bool = Field(default=False, description="search: when each thing the query graph names fits one thing "
-                                                      "in the map, the change is made from the query graph itself, "
-                                                      "without a second call; else the triplets are asked for")
 
 
 class LabelChoice(StrictModel):
@@ -57,15 +58,24 @@ class LabelChoice(StrictModel):
 
 
 QUERY_PROMPT = """A person tells a home robot what changed in the home. Write the things the sentence speaks of
-as a small graph: "things", each in the person's words (with its room, and where it was before, if said; and
-"now": "open" or "closed" for a door or drawer opened or shut), and "relations" between them as they are now
-(a thing "on" or "inside" a piece of furniture, by their positions in "things").
+as a small graph: "things", each in the person's words (and the room, if said), and "relations" between them
+as they are now (a thing "on" or "inside" a piece of furniture, by their positions in "things").
 Answer with JSON."""
+
+WORDS_PROMPT = """A person tells a home robot what changed in the home. Say what changed, in the person's words,
+as JSON: "change" is "moved" (a thing was put somewhere), "opened" or "closed" (the door or drawer of a piece
+of furniture); "thing" is what moved, or the furniture opened or closed; "thing_was_on" is where the thing was
+before, if the sentence says; "place" is the furniture the thing is on or in now, and "place_room" its room, if
+said; "inside" is true when the thing is in furniture with a door or drawer.
+For example, "The kids took the red ball from the windowsill and put it in the toy chest in the playroom" is
+{"change": "moved", "thing": "red ball", "thing_was_on": "windowsill", "place": "toy chest",
+"place_room": "playroom", "inside": true}."""
 
 
 class QueryThing(StrictModel):
     words: str = Field(min_length=1, max_length=60)
     room: str = Field(default="", max_length=40)
+    # Said only in a grounded reading (a ToldChange).
     was_on: str = Field(default="", max_length=60, description="where it was before, in the person's words")
     now: Literal["", "open", "closed"] = ""
 
@@ -82,10 +92,34 @@ class QueryGraph(StrictModel):
     relations: list[QueryRelation] = Field(default_factory=list, max_length=6)
 
 
+class ToldChange(StrictModel):
+    """One change as the model reads it in the person's words, to be found in the map (grounded reading)."""
+    change: Literal["moved", "opened", "closed"]
+    thing: str = Field(min_length=1, max_length=60)
+    thing_was_on: str = Field(default="", max_length=60)
+    place: str = Field(default="", max_length=60)
+    place_room: str = Field(default="", max_length=40)
+    inside: bool = False
+
+    def query(self) -> QueryGraph:
+        """As a query graph: the thing (where it was) and, for a move, the furniture it went to."""
+        if self.change != "moved":
+            now = "open" if self.change == "opened" else "closed"
+            return QueryGraph(things=[QueryThing(words=self.thing, room=self.place_room, now=now)])
+        if not self.place:
+            raise ValueError("a moved thing needs the place it is in or on now")
+        return QueryGraph(things=[QueryThing(words=self.thing, was_on=self.thing_was_on),
+                                  QueryThing(words=self.place, room=self.place_room)],
+                          relations=[QueryRelation(thing=0, relation="inside" if self.inside else "on", place=1)])
+
+
+WORDS_SCHEMA = {"type": "object", "properties": {
+    "change": {"enum": ["moved", "opened", "closed"]}, "thing": {"type": "string"},
+    "thing_was_on": {"type": "string"}, "place": {"type": "string"}, "place_room": {"type": "string"},
+    "inside": {"type": "boolean"}}, "required": ["change", "thing", "place", "inside"]}
 QUERY_SCHEMA = {"type": "object", "properties": {
     "things": {"type": "array", "minItems": 1, "maxItems": 6, "items": {
-        "type": "object", "properties": {"words": {"type": "string"}, "room": {"type": "string"},
-                                         "was_on": {"type": "string"}, "now": {"enum": ["", "open", "closed"]}},
+        "type": "object", "properties": {"words": {"type": "string"}, "room": {"type": "string"}},
         "required": ["words"]}},
     "relations": {"type": "array", "maxItems": 6, "items": {
         "type": "object", "properties": {"thing": {"type": "integer"}, "relation": {"enum": ["on", "inside"]},
@@ -117,20 +151,28 @@ def matches(query: QueryGraph, scene: SceneGraph, embedder: Embedder, threshold:
         return [labels[i] for i in np.argsort(-label_similarity[row])[:MATCHES_PER_THING]
                 if label_similarity[row][i] >= threshold]
 
+    def named_room(words: str) -> str:
+        return next((r for r in rooms if words and (words.lower() in _readable(r) or _readable(r) in words.lower())),
+                    "")
+
     def room_of(row: int, words: str) -> str:
         if not words or room_similarity is None:
             return ""
-        by_name = [r for r in rooms if words.lower() in _readable(r) or _readable(r) in words.lower()]
         best = int(np.argmax(room_similarity[row]))
-        return by_name[0] if by_name else rooms[best] if room_similarity[row][best] >= threshold else ""
+        return named_room(words) or (rooms[best] if room_similarity[row][best] >= threshold else "")
 
     found = []
     for index, thing in enumerate(query.things):
         room = room_of(2 * count + index, thing.room)
-        was_on = set(best_labels(count + index)) if thing.was_on else set()
+        # Where it was may be a room ("the magazine from the living room"): by its name, or by meaning
+        # when no furniture is like the words.
+        was_in = named_room(thing.was_on)
+        was_on = set(best_labels(count + index)) if thing.was_on and not was_in else set()
+        was_in = was_in or (room_of(count + index, thing.was_on) if thing.was_on and not was_on else "")
         supports = {f.id for f in scene.furniture() if f.label in was_on}
         kept = [e for e in things if (index not in places or e.kind == "furniture")
-                and (not was_on or (e.kind == "object" and (scene.furniture_support(e.id) or ("", ""))[1] in supports))]
+                and (not was_on or (e.kind == "object" and (scene.furniture_support(e.id) or ("", ""))[1] in supports))
+                and (not was_in or e.room == was_in)]  # "the magazine from the living room"
         # The room a person names may be where the thing went rather than where it is.
         kept = [e for e in kept if e.room == room] or kept if room else kept
         found.append([{e.id for e in kept if e.label == label} for label in best_labels(index)])
@@ -142,13 +184,32 @@ def search(query: QueryGraph, scene: SceneGraph, embedder: Embedder, threshold: 
     return {i for thing in matches(query, scene, embedder, threshold) for ids in thing for i in ids}
 
 
-def grounded_change(query: QueryGraph, scene: SceneGraph, graph: list[Triplet], embedder: Embedder,
+def named(sentence: str, scene: SceneGraph, embedder: Embedder) -> set[str]:
+    """The map's rooms and furniture labels a sentence names, in the map's words or in others the
+    stack's grounding finds ("lounge" for a living_room, "chest of drawers" for a dresser)."""
+    names = [*sorted({f.label for f in scene.furniture()}), *scene.rooms()]
+    text = " " + " ".join(re.findall(r"[a-z0-9']+", Grounder(embedder).ground(sentence, names).text.lower())) + " "
+    return {name for name in names if f" {_readable(name)} " in text}
+
+
+def _one(candidates: set[str], scene: SceneGraph, said: set[str]) -> str | None:
+    """The one candidate, or the one in a room or on furniture the sentence names; None when the
+    words fit none or several."""
+    if len(candidates) > 1:
+        candidates = {i for i in candidates if scene.entity(i).room in said
+                      or (support := scene.furniture_support(i)) and scene.entity(support[1]).label in said}
+    return next(iter(candidates)) if len(candidates) == 1 else None
+
+
+def grounded_change(sentence: str, query: QueryGraph, scene: SceneGraph, graph: list[Triplet], embedder: Embedder,
                     threshold: float) -> Change | None:
     """The change the query graph states, when each thing it names fits one thing in the map (the
-    only one of the label most like its words): a thing put on or in furniture leaves where it was
-    (one place per thing), in furniture with a door or drawer it is inside; None when a thing fits
-    none or several, or the graph states no change."""
-    ids = [next(iter(first)) if len(first := next((s for s in found if s), set())) == 1 else None
+    only one of the label most like its words, or the one of them in a room or on furniture the
+    sentence names): a thing put on or in furniture leaves where it was (one place per thing), in
+    furniture with a door or drawer it is inside; None when a thing fits none or several, or the
+    graph states no change."""
+    said = named(sentence, scene, embedder)
+    ids = [_one(next((s for s in found if s), set()), scene, said)
            for found in matches(query, scene, embedder, threshold)]
     remove: list[Triplet] = []
     add: list[Triplet] = []
@@ -231,9 +292,13 @@ def _retrieve(sentence: str, scene: SceneGraph, settings: TellSettings, asking: 
         return {e.id for e in [*scene.furniture(), *scene.objects()]
                 if choice is not None and e.label in choice.labels}, None
     if embedder is None:
-        raise ValueError("search retrieval needs an embedder")
-    query = ask_validated(asking(QUERY_SCHEMA), [{"role": "system", "content": QUERY_PROMPT}, *messages],
-                          QueryGraph.model_validate_json, settings.retries)
+        raise ValueError(f"{settings.context} retrieval needs an embedder")
+    if settings.context == "grounded":
+        query = ask_validated(asking(WORDS_SCHEMA), [{"role": "system", "content": WORDS_PROMPT}, *messages],
+                              lambda text: ToldChange.model_validate_json(text).query(), settings.retries)
+    else:
+        query = ask_validated(asking(QUERY_SCHEMA), [{"role": "system", "content": QUERY_PROMPT}, *messages],
+                              QueryGraph.model_validate_json, settings.retries)
     return (search(query, scene, embedder, settings.match_threshold), query) if query is not None else (set(), None)
 
 
@@ -257,8 +322,8 @@ def read_change(sentence: str, scene: SceneGraph, planner: SkillPlanner, policy:
     shown = graph
     picked, query = _retrieve(sentence, scene, settings, asking, embedder) if settings.context != "full" \
         else (set(), None)
-    if settings.grounded and query is not None and embedder is not None:
-        grounded = grounded_change(query, scene, graph, embedder, settings.match_threshold)
+    if settings.context == "grounded" and query is not None and embedder is not None:
+        grounded = grounded_change(sentence, query, scene, graph, embedder, settings.match_threshold)
         if grounded is not None and not (settings.verify and change_errors(grounded, graph, scene)):
             result.change = grounded
             return result
