@@ -104,8 +104,8 @@ class ToldChange(StrictModel):
     def query(self) -> QueryGraph:
         """As a query graph: the thing (where it was) and, for a move, the furniture it went to."""
         if self.change != "moved":
-            now = "open" if self.change == "opened" else "closed"
-            return QueryGraph(things=[QueryThing(words=self.thing, room=self.place_room, now=now)])
+            return QueryGraph(things=[QueryThing(words=self.thing, room=self.place_room,
+                                                 now="open" if self.change == "opened" else "closed")])
         if not self.place:
             raise ValueError("a moved thing needs the place it is in or on now")
         return QueryGraph(things=[QueryThing(words=self.thing, was_on=self.thing_was_on),
@@ -223,13 +223,13 @@ def grounded_change(sentence: str, query: QueryGraph, scene: SceneGraph, graph: 
         add.append(Triplet(subject=thing, relation="on", object=place))
         if relation.relation == "inside" and scene.entity(place).state:
             add.append(Triplet(subject=thing, relation="inside", object=place))
-    for said, node in zip(query.things, ids):
-        if said.now and node is not None and scene.entity(node).state:
+    for thing_said, node in zip(query.things, ids):
+        if thing_said.now and node is not None and scene.entity(node).state:
             fact = Triplet(subject=node, relation="is_open")
             is_open = any(t.key() == fact.key() for t in graph)
-            if said.now == "open" and not is_open:
+            if thing_said.now == "open" and not is_open:
                 add.append(fact)
-            elif said.now == "closed" and is_open:
+            elif thing_said.now == "closed" and is_open:
                 remove.append(fact)
     return Change(remove=remove, add=add) if remove or add else None
 
