@@ -168,6 +168,48 @@ def test_requests_are_ones_the_robot_can_carry_out_in_the_true_home():
     assert len(requests) == 10
     for step in requests:
         scene = memory.SceneGraph.from_world(step.world)
-        assert scene.entity(step.goal.object_id).center[2] <= 0.8, step.sentence
+        support = scene.entity(scene.furniture_support(step.goal.object_id)[1])
+        assert support.center[2] + support.size[2] / 2 <= 0.8, step.sentence
         if step.goal.target:
             assert any(f.center[2] + f.size[2] / 2 <= 0.8 for f in scene.furniture() if f.label == step.goal.target)
+
+
+def test_an_episode_exported_to_files_runs_from_them_on_a_symbolic_memory(tmp_path, capsys):
+    """The file layout others' episodes come in: a generated episode written to it and run back,
+    with a model that reads every change right and writes every goal right, keeps a memory equal to
+    the home at every request and plans right; a broken folder is refused naming the file."""
+    import shutil
+
+    import yaml
+
+    from planner.bench import memory_files
+    from planner.cli import main
+
+    assert main(["bench", "memory", "--seed", "1000", "--changes", "6", "--tasks", "2", "--export", str(tmp_path)]) == 0
+    folder, domain = tmp_path / "episode-1000", tmp_path / "domain.pddl"
+    episode = memory_files.load_episode(domain, folder)
+    assert [s.kind for s in episode.steps].count("change") == 6 and [s.kind for s in episode.steps].count("goal") == 2
+    replies, previous = [], memory.make_home(1000, ROBOT).world
+    generated = memory.make_episode(1000, SKILLS, changes=6, tasks=2)
+    for step, told in zip(episode.steps, generated.steps):
+        if step.kind == "goal":
+            replies.append({"pddl": step.problem.split("(:goal", 1)[1].strip()[:-2].strip()})
+            continue
+        before, after = memory.true_facts(previous), memory.true_facts(told.world)
+        triplet = lambda fact: {"subject": fact[0], "relation": fact[1], "object": fact[2]}  # noqa: E731
+        replies.append({"remove": [triplet(f) for f in sorted(before - after, key=str)],
+                        "add": [triplet(f) for f in sorted(after - before, key=str)]})
+        previous = told.world
+    replies_file = tmp_path / "replies.yaml"
+    replies_file.write_text(yaml.safe_dump([json.dumps(r) for r in replies]))
+    assert main(["bench", "memory", "--domain", str(domain), "--episode", str(folder), "--variants", "full+verify",
+                 "--llm", "scripted", "--replies", str(replies_file), "--out", str(tmp_path)]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last == "full+verify: memory right 100%, plans 100%;", last
+    broken = tmp_path / "broken"
+    shutil.copytree(folder, broken)
+    goal = next(broken.glob("time_*_goal"))
+    (goal / "goal.txt").unlink()
+    assert main(["bench", "memory", "--domain", str(domain), "--episode", str(broken), "--llm", "scripted",
+                 "--replies", str(replies_file), "--variants", "full"]) == 1
+    assert f"{goal / 'goal.txt'}: missing" in capsys.readouterr().err

@@ -23,7 +23,7 @@ from planner.core.goals import Goal, goal_met
 from planner.core.knowledge import TELLABLE, knowledge
 from planner.core.planning.classical import plan_goals
 from planner.core.planning.grounding import Grounder
-from planner.core.planning.pddl import Domain, make_domain
+from planner.core.planning.pddl import Domain, make_domain, make_problem
 from planner.core.planning.task_planner import LLMUsage, PlannerSettings, TaskPlanner
 from planner.core.ports import Embedder, Policy
 from planner.core.scene_graph import SceneGraph
@@ -205,6 +205,32 @@ def _task(rng: random.Random, words: Words, world: World, holders: set[str], ski
     return None
 
 
+def export(episode: Episode, skills: SkillPlanner, out: Path) -> Path:
+    """The episode in the file layout `--domain --episode` reads (see planner.bench.memory_files):
+    the skill library's domain, the home at the start, each change's sentence, and each request with
+    the true home then and the request's goal. The episode's folder."""
+    domain = make_domain(skills.library)
+    folder = out / f"episode-{episode.seed}"
+    folder.mkdir(parents=True, exist_ok=True)
+    (out / "domain.pddl").write_text(domain.text)
+
+    def problem(world: World, goals: list[Goal] | str, name: str) -> str:
+        scene = SimulatedRobot(world, [], skills).graph
+        return make_problem(domain, skills, scene, goals, relevant_only=False, name=name).text
+    (folder / "initial_problem.pddl").write_text(problem(episode.home.world, "(and)", "initial"))
+    for time_step, step in enumerate(episode.steps, 1):
+        if step.kind == "change":
+            (folder / f"time_{time_step:04d}_state_change").mkdir(exist_ok=True)
+            (folder / f"time_{time_step:04d}_state_change" / "state_change.txt").write_text(step.sentence + "\n")
+        else:
+            assert step.goal is not None
+            (folder / f"time_{time_step:04d}_goal").mkdir(exist_ok=True)
+            (folder / f"time_{time_step:04d}_goal" / "goal.txt").write_text(step.sentence + "\n")
+            (folder / f"time_{time_step:04d}_goal" / "problem.pddl").write_text(
+                problem(step.world, [step.goal], f"time-{time_step}"))
+    return folder
+
+
 # ---- running ------------------------------------------------------------------------------------
 @dataclass
 class Variant:
@@ -346,7 +372,7 @@ def plot(results: dict, path: Path) -> None:
 
     names = list(results["summary"])
     rows = [results["summary"][n] for n in names]
-    fig, (success, tokens) = plt.subplots(1, 2, figsize=(11, 4))
+    fig, (success, along, tokens) = plt.subplots(1, 3, figsize=(16, 4.2))
     x = np.arange(len(names))
     for shift, key, label in ((-0.2, "update_success", "updates"), (0.2, "plan_success", "plans")):
         bars = success.bar(x + shift, [r[key] * 100 for r in rows], 0.4, label=label)
@@ -355,6 +381,15 @@ def plot(results: dict, path: Path) -> None:
     success.set_ylim(0, 115)
     success.legend(fontsize=8, ncol=2, loc="upper center")
     success.set_title("right (%)")
+    # As the paper's Fig. 2: whether a variant stays as good over the whole episode.
+    for run in results["runs"]:
+        right = np.cumsum([u["ok"] for u in run["updates"]])
+        along.plot(np.arange(1, len(right) + 1), 100 * right / np.arange(1, len(right) + 1),
+                   label=VARIANTS[run["variant"]].name)
+    along.set_xlabel("change told")
+    along.set_ylim(0, 105)
+    along.set_title("updates right so far (%)")
+    along.legend(fontsize=7)
     tokens.bar([VARIANTS[n].name for n in names], [r["tokens_per_update"] for r in rows], color="tab:orange")
     tokens.set_title("tokens per update")
     for axis in (success, tokens):

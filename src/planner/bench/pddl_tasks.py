@@ -91,8 +91,8 @@ def describe(problem_types: dict[str, str], init: list[str], goal_words: str) ->
     lines.append("Every thing can be lifted by either arm." if not heavy else
                  f"Every thing can be lifted by either arm except {', '.join(heavy)}.")
     workable = {args[0] for name, *args in facts if name == "within_workspace"}
-    things = [*items, *by_type.get("furniture", []), *by_type.get("openable", [])]
-    if out_of_reach := sorted(set(things) - workable):
+    furniture = [*by_type.get("furniture", []), *by_type.get("openable", [])]
+    if out_of_reach := sorted(set(furniture) - workable):
         lines.append(f"{', '.join(out_of_reach)} {'is' if len(out_of_reach) == 1 else 'are'} too high or too low "
                      "for the arms.")
     if set(items) - known:

@@ -270,8 +270,18 @@ def bench_memory(args) -> int:
     if unknown := [v for v in args.variants if v not in memory.VARIANTS]:
         print(f"error: unknown variant {', '.join(unknown)}; use {', '.join(memory.VARIANTS)}", file=sys.stderr)
         return 2
+    if bool(args.domain) != bool(args.episode):
+        print("error: --domain and --episode go together", file=sys.stderr)
+        return 2
     config = load_config(args.config)
     skills = load_skill_planner(config)
+    if args.export:
+        folder = memory.export(memory.make_episode(args.seed, skills, args.changes, args.tasks), skills,
+                               Path(args.export))
+        print(f"written: {folder} (its domain: {Path(args.export) / 'domain.pddl'})")
+        return 0
+    if args.episode:
+        return _bench_memory_files(args, config)
     opened = _replies_or_llm(args, config)
     if opened is None:
         return 1
@@ -303,6 +313,40 @@ def bench_memory(args) -> int:
         return {**header, "runs": runs, "summary": memory.summarize(runs)}
 
     return _run_then_write(server, run, out, name, memory.plot, memory.report)
+
+
+def _bench_memory_files(args, config) -> int:
+    """bench memory --domain --episode: an episode from files, on a memory that is only symbolic."""
+    from planner.adapters.embeddings import SentenceEmbedder
+    from planner.bench import memory, memory_files
+    from planner.bench.common import machine_info
+    from planner.core.errors import InputError
+
+    if unfit := [v for v in args.variants if memory.VARIANTS[v].settings.context == "grounded"]:
+        print(f"error: {', '.join(unfit)} finds things in the scene graph, which an episode from files has not; "
+              f"use {', '.join(v for v in memory.VARIANTS if v not in unfit)}", file=sys.stderr)
+        return 2
+    try:
+        episode = memory_files.load_episode(Path(args.domain), Path(args.episode))
+    except InputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    opened = _replies_or_llm(args, config)
+    if opened is None:
+        return 1
+    policy, server, llm = opened
+    name = args.name or (f"memory-files-{Path(args.episode).name}-{llm['backend']}-"
+                         f"{llm['model'].replace('/', '_').replace(' ', '-')}")
+    header = {"benchmark": "memory-files", "machine": machine_info(), "llm": llm, "domain": args.domain,
+              "episode": args.episode}
+
+    def run() -> dict:
+        embedder = SentenceEmbedder()
+        runs = [memory_files.run(episode, policy, variant, memory.VARIANTS[variant].settings, embedder, _progress)
+                for variant in args.variants]
+        return {**header, "runs": runs, "summary": memory_files.summarize(runs)}
+
+    return _run_then_write(server, run, Path(args.out), name, memory_files.plot, memory_files.report)
 
 
 def bench_objects(args) -> int:
@@ -535,6 +579,12 @@ def add_commands(sub) -> None:
     memory_parser.add_argument("--out", default="bench/results")
     memory_parser.add_argument("--name", help="results file name (default: memory-SEED-LLM-MODEL)")
     memory_parser.add_argument("--resume", action="store_true", help="keep the variants an interrupted run wrote")
+    memory_parser.add_argument("--domain", help="with --episode: the episode's PDDL domain")
+    memory_parser.add_argument("--episode", help="an episode from files instead of a generated one: a folder with "
+                                                 "initial_problem.pddl and time_NNNN_state_change/state_change.txt, "
+                                                 "time_NNNN_goal/goal.txt + problem.pddl steps")
+    memory_parser.add_argument("--export", metavar="DIR", help="write the generated episode in that layout to DIR "
+                                                               "(and its domain beside it) instead of running it")
     memory_parser.set_defaults(run=bench_memory)
     compare_parser = bench_sub.add_parser("compare", help="task-bench runs side by side (e.g. --mode react and "
                                                           "llm_p): success, LLM calls, tokens and seconds per tier")

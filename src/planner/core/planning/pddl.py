@@ -88,11 +88,10 @@ class DomainError(PlannerError):
 
 # ---- what each check of planner.core.skills means symbolically -------------------------------
 def _reachable(parts: ActionParts, thing: str, arm: str = "") -> None:
-    if parts.params[thing].type == "item":
-        parts.require(f"(at {parts.support_of(thing)})")
-    else:
-        parts.require(f"(at ?{thing})")
-    parts.require(f"(within_workspace ?{thing})")
+    # A thing is within the workspace when the furniture it is on or in is.
+    place = parts.support_of(thing) if parts.params[thing].type == "item" else f"?{thing}"
+    parts.require(f"(at {place})")
+    parts.require(f"(within_workspace {place})")
 
 
 def _accessible(parts: ActionParts, obj: str) -> None:
@@ -113,10 +112,9 @@ CHECK_MEANINGS: dict[str, Callable[..., None]] = {
     "accessible": _accessible,
 }
 # Checks the plan cannot change: a predicate of that name, true where the check passes now.
-# A thing too high or too low for the arms stays so: furniture does not move, and an item is only
-# ever moved onto furniture within the workspace.
+# Furniture too high or too low for the arms stays so (and what is on or in it with it).
 STATIC_CHECKS = {"location_known": ["item"], "payload": ["item", "arm"], "person_present": ["person"],
-                 "within_workspace": ["object"]}
+                 "within_workspace": ["furniture"]}
 # What a parameter a skill fills itself must satisfy for the action to make sense.
 CHOOSER_MEANINGS: dict[str, Callable[..., None]] = {
     "free_arm": lambda parts, arm: parts.require(f"(hand_empty ?{arm})"),
@@ -404,7 +402,7 @@ def _avoided(domain: Domain, calls: tuple[str, ...], names: Names) -> list[str]:
 
 def _static_facts(planner: SkillPlanner, scene: SceneGraph, typed: dict[str, list[str]], names: Names) -> list[str]:
     """Each static check, computed by the check itself for every grounding of its types."""
-    subtypes = {"item": ["item"], "person": ["person"], "arm": ["arm"], "object": ["item", "furniture", "openable"]}
+    subtypes = {"item": ["item"], "person": ["person"], "arm": ["arm"], "furniture": ["furniture", "openable"]}
     facts = []
     for check, types in STATIC_CHECKS.items():
         groundings: list[list[str]] = [[]]
