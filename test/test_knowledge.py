@@ -222,10 +222,18 @@ def test_a_change_said_in_words_that_fit_one_thing_each_is_made_by_the_domain(sk
     assert tell("Someone left the fridge open", scene, skills, ScriptedPolicy([opened]), stamp=3.0,
                 settings=settings, embedder=embedder).applied
     assert scene.entity("fridge_1").state == "open"
-    # Two glasses on tables: the model is asked for the triplets over what the words may be.
+    # Three glasses: the model is asked which one, shown where each is.
     glass = {"change": "moved", "thing": "glass", "place": "sofa", "inside": False}
-    right = {"remove": [t("glass_1", "on", "table_1").model_dump()], "add": [t("glass_1", "on", "sofa_1").model_dump()]}
-    policy = ScriptedPolicy([glass, right])
-    result = tell("The glass is on the sofa", scene, skills, policy, stamp=4.0, settings=settings, embedder=embedder)
-    assert result.llm_calls == 2 and result.applied and scene.support("glass_1") == ("on", "sofa_1")
-    assert "glass_2" in policy.prompts[1][0]["content"] and "remote_1" not in policy.prompts[1][0]["content"]
+    policy = ScriptedPolicy([glass, {"id": "glass_2"}])
+    result = tell("The glass from the dinner is on the sofa", scene, skills, policy, stamp=4.0, settings=settings,
+                  embedder=embedder)
+    assert result.llm_calls == 2 and result.applied and scene.support("glass_2") == ("on", "sofa_1"), result.errors
+    assert "glass_2: a glass on table_2 in the dining room" in policy.prompts[1][0]["content"]
+    # Words that fit nothing in the map: the model writes the triplets, shown what the others found.
+    gadget = {"change": "moved", "thing": "zorbulator", "place": "sofa", "inside": False}
+    right = {"remove": [t("remote_1", "on", "coffee_table_1").model_dump()],
+             "add": [t("remote_1", "on", "sofa_1").model_dump()]}
+    policy = ScriptedPolicy([gadget, right])
+    result = tell("The zorbulator is on the sofa", scene, skills, policy, stamp=5.0, settings=settings,
+                  embedder=embedder)
+    assert result.llm_calls == 2 and result.applied and "sofa_1" in policy.prompts[1][0]["content"]

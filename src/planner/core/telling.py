@@ -57,6 +57,10 @@ class LabelChoice(StrictModel):
     labels: list[str] = Field(max_length=8)
 
 
+class ChosenId(StrictModel):
+    id: str = Field(min_length=1)
+
+
 QUERY_PROMPT = """A person tells a home robot what changed in the home. Write the things the sentence speaks of
 as a small graph: "things", each in the person's words (and the room, if said), and "relations" between them
 as they are now (a thing "on" or "inside" a piece of furniture, by their positions in "things").
@@ -192,25 +196,45 @@ def named(sentence: str, scene: SceneGraph, embedder: Embedder) -> set[str]:
     return {name for name in names if f" {_readable(name)} " in text}
 
 
-def _one(candidates: set[str], scene: SceneGraph, said: set[str]) -> str | None:
-    """The one candidate, or the one in a room or on furniture the sentence names; None when the
-    words fit none or several."""
+# Which of several things the words mean, asked when the map alone cannot tell.
+CHOOSE_PROMPT = """A person told a home robot: "{sentence}"
+Which of these is "{words}"?
+{candidates}
+Answer with JSON: "id"."""
+Choose = Callable[[str, list[str]], "str | None"]  # (the words, the ids they may be) -> the one meant
+
+
+def _one(candidates: set[str], scene: SceneGraph, said: set[str]) -> set[str]:
+    """The candidates, narrowed to those in a room or on furniture the sentence names when that
+    leaves exactly one."""
     if len(candidates) > 1:
-        candidates = {i for i in candidates if scene.entity(i).room in said
-                      or (support := scene.furniture_support(i)) and scene.entity(support[1]).label in said}
-    return next(iter(candidates)) if len(candidates) == 1 else None
+        narrowed = {i for i in candidates if scene.entity(i).room in said
+                    or (support := scene.furniture_support(i)) and scene.entity(support[1]).label in said}
+        return narrowed if len(narrowed) == 1 else candidates
+    return candidates
+
+
+def describe_candidate(scene: SceneGraph, node_id: str) -> str:
+    """"cabinet_2: a cabinet in the study" or "mug_1: a mug on counter_1 in the kitchen"."""
+    entity = scene.entity(node_id)
+    support = scene.furniture_support(node_id) if entity.kind == "object" else None
+    where = f" {'in' if support[0] == 'in' else 'on'} {support[1]}" if support else ""
+    return f"{node_id}: a {_readable(entity.label)}{where} in the {_readable(entity.room)}"
 
 
 def grounded_change(sentence: str, query: QueryGraph, scene: SceneGraph, graph: list[Triplet], embedder: Embedder,
-                    threshold: float) -> Change | None:
-    """The change the query graph states, when each thing it names fits one thing in the map (the
-    only one of the label most like its words, or the one of them in a room or on furniture the
-    sentence names): a thing put on or in furniture leaves where it was (one place per thing), in
-    furniture with a door or drawer it is inside; None when a thing fits none or several, or the
-    graph states no change."""
+                    threshold: float, choose: Choose | None = None) -> Change | None:
+    """The change the query graph states, when each thing it names is found in the map: the only
+    one of the label most like its words, or the one of them in a room or on furniture the sentence
+    names, or the one `choose` picks among them. A thing put on or in furniture leaves where it was
+    (one place per thing), in furniture with a door or drawer it is inside. None when a thing fits
+    nothing or stays undecided, or the graph states no change."""
     said = named(sentence, scene, embedder)
-    ids = [_one(next((s for s in found if s), set()), scene, said)
-           for found in matches(query, scene, embedder, threshold)]
+    ids: list[str | None] = []
+    for query_thing, found in zip(query.things, matches(query, scene, embedder, threshold)):
+        candidates = sorted(_one(next((s for s in found if s), set()), scene, said))
+        ids.append(candidates[0] if len(candidates) == 1 else
+                   choose(query_thing.words, candidates) if candidates and choose is not None else None)
     remove: list[Triplet] = []
     add: list[Triplet] = []
     for relation in query.relations:
@@ -323,7 +347,13 @@ def read_change(sentence: str, scene: SceneGraph, planner: SkillPlanner, policy:
     picked, query = _retrieve(sentence, scene, settings, asking, embedder) if settings.context != "full" \
         else (set(), None)
     if settings.context == "grounded" and query is not None and embedder is not None:
-        grounded = grounded_change(sentence, query, scene, graph, embedder, settings.match_threshold)
+        def choose(words: str, candidates: list[str]) -> str | None:
+            listed = "\n".join(describe_candidate(scene, c) for c in candidates)
+            schema = {"type": "object", "properties": {"id": {"enum": candidates}}, "required": ["id"]}
+            reply = ask_validated(asking(schema), [{"role": "user", "content": CHOOSE_PROMPT.format(
+                sentence=sentence, words=words, candidates=listed)}], ChosenId.model_validate_json, settings.retries)
+            return reply.id if reply is not None and reply.id in candidates else None
+        grounded = grounded_change(sentence, query, scene, graph, embedder, settings.match_threshold, choose)
         if grounded is not None and not (settings.verify and change_errors(grounded, graph, scene)):
             result.change = grounded
             return result
