@@ -244,6 +244,21 @@ def test_llm_p_plans_around_a_call_that_keeps_failing(skills):
     assert any(kind == "plan" and "avoiding PICK(apple_1, left)" in text for kind, text in trace)
 
 
+def test_a_thing_named_by_its_kind_is_fetched_from_the_nearest_place(skills, domain):
+    """Two mugs, each two steps away (drive there, pick it up): equally short plans to the planner,
+    so the one chosen is the one the robot drives least to reach."""
+    goal = [Goal(kind="holding", object="mug")]
+    for start, nearest in (("table_1", "mug_1"), ("chair_2", "mug_2")):
+        robot = robot_in(APARTMENT, skills, at=start)
+        outcome = plan_goals(domain, skills, robot.graph, goal)
+        assert outcome.found and outcome.calls[-1].startswith(f"PICK({nearest}"), (start, outcome.calls)
+        carry_out(robot, outcome.calls)
+    # One the user chose is fetched wherever it is.
+    chosen = plan_goals(domain, skills, robot_in(APARTMENT, skills, at="table_1").graph,
+                        [Goal(kind="holding", object="mug", object_id="mug_2")])
+    assert chosen.calls[-1].startswith("PICK(mug_2")
+
+
 def test_plans_leave_out_furniture_too_high_for_the_arms(skills):
     """The fridge's top (1.8 m) is above a short robot's workspace: no plan opens it or puts
     anything on it, while the 1.2 m shelf stays in use; the simulator agrees."""

@@ -4,6 +4,7 @@ are outcomes with a reason, never an exception the caller has to guess at."""
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Literal
@@ -15,7 +16,7 @@ from unified_planning.io import PDDLReader
 from unified_planning.plans import ActionInstance, PlanKind, SequentialPlan
 from unified_planning.shortcuts import Compiler, OneshotPlanner, PlanValidator, get_environment
 
-from planner.core.goals import Goal
+from planner.core.goals import Goal, goal_furniture, goal_objects
 from planner.core.planning.pddl import Domain, Engine, Problem, Unmeetable, make_problem, skill_call
 from planner.core.scene_graph import SceneGraph
 from planner.core.skills import SkillPlanner
@@ -52,18 +53,51 @@ _FAILED = {PlanGenerationResultStatus.UNSOLVABLE_PROVEN: "no_plan",
 def plan_goals(domain: Domain, skills: SkillPlanner, scene: SceneGraph, goals: list[Goal],
                engine: Engine = "optimal", timeout_s: float = 10.0, avoid: tuple[str, ...] = ()) -> PlanOutcome:
     """A plan over the part of the map the goals need, without the skill calls in `avoid`; over the
-    whole map when that part has none (something in the way the relevance rule does not foresee)."""
+    whole map when that part has none (something in the way the relevance rule does not foresee).
+    A thing named by its kind is first planned for as the one of its kind with the least driving:
+    plans that differ only in which cup they fetch are equally short to the planner."""
     started = time.monotonic()
-    try:
-        outcome = solve(domain, make_problem(domain, skills, scene, goals, avoid=avoid), engine, timeout_s)
-        if outcome.status == "no_plan":
-            outcome = solve(domain, make_problem(domain, skills, scene, goals, relevant_only=False, avoid=avoid),
-                            engine, timeout_s)
-            outcome.full_state = True
-    except Unmeetable as error:
-        outcome = PlanOutcome("no_plan", reason=str(error), engine=ENGINES[engine])
+    outcome = PlanOutcome("no_plan")
+    for tried in filter(None, (nearest_first(scene, goals), goals)):
+        try:
+            outcome = solve(domain, make_problem(domain, skills, scene, tried, avoid=avoid), engine, timeout_s)
+            if outcome.status == "no_plan":
+                outcome = solve(domain, make_problem(domain, skills, scene, tried, relevant_only=False, avoid=avoid),
+                                engine, timeout_s)
+                outcome.full_state = True
+        except Unmeetable as error:
+            outcome = PlanOutcome("no_plan", reason=str(error), engine=ENGINES[engine])
+        if outcome.status != "no_plan":
+            break
     outcome.seconds = time.monotonic() - started
     return outcome
+
+
+def nearest_first(scene: SceneGraph, goals: list[Goal]) -> list[Goal] | None:
+    """The goals with each thing named only by its kind narrowed to the one of that kind the robot
+    reaches by the shortest drive: to it, then on to where the goal takes it (the user's room, the
+    nearest furniture of the target's kind). None when no goal leaves a choice."""
+    robot = scene.known_robot.pose
+    narrowed, chose = [], False
+    for goal in goals:
+        candidates = goal_objects(goal, scene) if goal.object and not goal.object_id and goal.kind != "clear" else []
+        if len(candidates) < 2:
+            narrowed.append(goal)
+            continue
+        ends = ([scene.entity(goal.room).center[:2]] if goal.kind == "bring_to_user" and scene.has(goal.room) else
+                [scene.entity(f).center[:2] for f in goal_furniture(scene, goal)])
+        drives = {c: _drive(scene, (robot.x, robot.y), c, ends) for c in candidates}
+        narrowed.append(goal.model_copy(update={"object_id": min(candidates, key=drives.__getitem__)}))
+        chose = True
+    return narrowed if chose else None
+
+
+def _drive(scene: SceneGraph, start: tuple[float, float], candidate: str, ends: list) -> float:
+    """Straight-line metres from `start` to the thing and on to the nearest of `ends` (none held)."""
+    if scene.entity(candidate).status == "held":
+        return 0.0
+    at = scene.entity(candidate).center[:2]
+    return math.dist(start, at) + min((math.dist(at, end) for end in ends), default=0.0)
 
 
 def solve(domain: Domain, problem: Problem, engine: Engine = "optimal", timeout_s: float = 10.0) -> PlanOutcome:
