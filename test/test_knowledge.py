@@ -237,3 +237,19 @@ def test_a_change_said_in_words_that_fit_one_thing_each_is_made_by_the_domain(sk
     result = tell("The zorbulator is on the sofa", scene, skills, policy, stamp=5.0, settings=settings,
                   embedder=embedder)
     assert result.llm_calls == 2 and result.applied and "sofa_1" in policy.prompts[1][0]["content"]
+
+
+def test_a_change_to_what_the_robot_just_saw_is_flagged_and_an_old_sighting_is_not(skills, scene):
+    move = {"remove": [t("apple_1", "on", "table_1").model_dump()], "add": [t("apple_1", "on", "counter_1").model_dump()]}
+    scene.entity("apple_1").last_seen = 100.0
+    settings = TellSettings(recent_s=30)
+    soon = tell("I put the apple on the counter", scene, skills, ScriptedPolicy([move]), stamp=110.0, settings=settings)
+    assert not soon.applied and soon.errors == ["flagged: the robot saw apple_1 10 s ago (apple_1 on table_1), which "
+                                                "the change contradicts; not applied"]
+    assert scene.support("apple_1") == ("on", "table_1")
+    later = tell("I put the apple on the counter", scene, skills, ScriptedPolicy([move]), stamp=200.0, settings=settings)
+    assert later.applied and scene.support("apple_1") == ("on", "counter_1")
+    # Told since it was last seen: the next change to it is no contradiction of a sighting.
+    back = {"remove": [t("apple_1", "on", "counter_1").model_dump()], "add": [t("apple_1", "on", "table_1").model_dump()]}
+    assert tell("The apple is back on the table", scene, skills, ScriptedPolicy([back]), stamp=205.0,
+                settings=settings).applied

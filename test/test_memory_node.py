@@ -33,7 +33,7 @@ def scripted(tmp_path, replies, **sections):
 
 def test_a_told_change_is_in_the_graph_until_the_camera_sees_otherwise(ros, tmp_path):
     state_file = tmp_path / "scene_graph.json"
-    config = load_config(scripted(tmp_path, [WRONG, APPLE_TO_COUNTER, WRONG, WRONG, WRONG],
+    config = load_config(scripted(tmp_path, [WRONG, APPLE_TO_COUNTER, WRONG, WRONG, WRONG, APPLE_TO_COUNTER],
                                   perception={"state_file": str(state_file), "full_graph_period_s": 0.2}))
     perception = Perception(config)
     try:
@@ -61,6 +61,15 @@ def test_a_told_change_is_in_the_graph_until_the_camera_sees_otherwise(ros, tmp_
         wait_for(lambda: perception.get("apple_1").object.parent == "table_2")
         assert perception.get("apple_1").object.told.sec == 0
         assert not perception.get("apple_2").success  # the same apple, not a second one
+        # Seen on table_2 just now, it is not moved by a person's word: the change is flagged.
+        now = perception.client.node.get_clock().now().nanoseconds / 1e9
+        perception.states.publish(robot_state(now))
+        perception.detections.publish(camera_frame(now, ("apple", (1.4, 1.8, -0.51), (0.08, 0.08, 0.08))))
+        wait_for(lambda: perception.node.scene.entity("apple_1").last_seen >= now - 1)
+        flagged = perception.client.call(Tell, "/memory/tell", Tell.Request(sentence="I put the apple on the counter"),
+                                         timeout=30)
+        assert not flagged.applied and flagged.errors[0].startswith("flagged: the robot saw apple_1"), flagged.errors
+        assert perception.get("apple_1").object.parent == "table_2"
         # An empty sentence on the topic is refused and said on the status.
         perception.client.node.create_publisher(String, "/memory/tell", RELIABLE).publish(String(data="  "))
         wait_for(lambda: any("told change refused" in s.data for s in perception.status))

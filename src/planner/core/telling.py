@@ -51,6 +51,8 @@ class TellSettings(StrictModel):
     match_threshold: float = Field(default=0.5, ge=0, le=1, description="search: how like a map label a thing's "
                                                                         "words must be (sentence embeddings)")
     depth: int = Field(default=1, ge=1, le=3, description="hops from the picked things (selected context)")
+    recent_s: float = Field(default=30.0, ge=0, description="a change to what the robot saw this recently is "
+                                                            "flagged and not applied (0: never)")
 
 
 class LabelChoice(StrictModel):
@@ -285,17 +287,25 @@ def tell(sentence: str, scene: SceneGraph, planner: SkillPlanner, policy: Policy
     """The sentence read into a change and, when it holds, applied to the scene graph at `stamp`."""
     settings = settings or TellSettings()
     return commit(read_change(sentence, scene, planner, policy, settings, embedder), scene, planner, stamp,
-                  settings.verify)
+                  settings.verify, settings.recent_s)
 
 
-def commit(result: TellResult, scene: SceneGraph, planner: SkillPlanner, stamp: float, verify: bool = True
-           ) -> TellResult:
+def commit(result: TellResult, scene: SceneGraph, planner: SkillPlanner, stamp: float, verify: bool = True,
+           recent_s: float = 0.0) -> TellResult:
     """A change read on a copy of the graph, applied to `scene` if it still holds there (the world
-    may have changed while the model read it)."""
+    may have changed while the model read it) and touches nothing the robot saw in the last
+    `recent_s` seconds: what it saw that recently is flagged, not overwritten."""
     if result.change is None:
         return result
     if verify and (errors := change_errors(result.change, knowledge(planner, scene), scene)):
         result.errors = [f"the map changed meanwhile: {e}" for e in errors]
+        return result
+    touched = sorted({t.subject for t in [*result.change.remove, *result.change.add] if scene.has(t.subject)})
+    seen = [(node, stamp - scene.entity(node).last_seen) for node in touched
+            if scene.entity(node).last_seen > scene.entity(node).told and stamp - scene.entity(node).last_seen < recent_s]
+    if seen:
+        result.errors = [f"flagged: the robot saw {node} {age:.0f} s ago ({'; '.join(scene.relations(node)) or 'there'}),"
+                         " which the change contradicts; not applied" for node, age in seen]
         return result
     result.done = apply_change(scene, result.change, stamp)
     result.applied = True

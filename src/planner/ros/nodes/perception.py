@@ -421,13 +421,14 @@ class PerceptionNode(PlannerNode):
             result = TellResult(False, sentence, errors=["the robot state is not known yet (nothing on /robot/state)"])
         else:
             try:
-                embedder = self._embedder() if self.config.memory.context == "search" else None
+                embedder = self._embedder() if self.config.memory.context in ("search", "grounded") else None
                 result = read_change(sentence, copy, self.skills, self._main_llm(), self.config.memory, embedder)
             except PolicyError as error:
                 result = TellResult(False, sentence, errors=[f"the LLM failed: {error}"])
         snapshot = None
         with self.lock:
-            commit(result, self.scene, self.skills, self.get_clock().now().nanoseconds / 1e9, self.config.memory.verify)
+            commit(result, self.scene, self.skills, self.get_clock().now().nanoseconds / 1e9, self.config.memory.verify,
+                   self.config.memory.recent_s)
             if result.applied and self.store is not None:
                 snapshot = self.store.snapshot(self.scene)
         if snapshot is not None:
