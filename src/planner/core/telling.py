@@ -206,7 +206,7 @@ Answer with JSON: "id"."""
 Choose = Callable[[str, list[str]], "str | None"]  # (the words, the ids they may be) -> the one meant
 
 
-def _one(candidates: set[str], scene: SceneGraph, said: set[str]) -> set[str]:
+def _narrowed(candidates: set[str], scene: SceneGraph, said: set[str]) -> set[str]:
     """The candidates, narrowed to those in a room or on furniture the sentence names when that
     leaves exactly one."""
     if len(candidates) > 1:
@@ -234,7 +234,7 @@ def grounded_change(sentence: str, query: QueryGraph, scene: SceneGraph, graph: 
     said = named(sentence, scene, embedder)
     ids: list[str | None] = []
     for query_thing, found in zip(query.things, matches(query, scene, embedder, threshold)):
-        candidates = sorted(_one(next((s for s in found if s), set()), scene, said))
+        candidates = sorted(_narrowed(next((s for s in found if s), set()), scene, said))
         ids.append(candidates[0] if len(candidates) == 1 else
                    choose(query_thing.words, candidates) if candidates and choose is not None else None)
     remove: list[Triplet] = []
