@@ -1,18 +1,18 @@
-"""`planner` command line: one module per command group (stack, model, llm, maps, bench, cases, security, pddl)."""
+"""`planner` command line: one module per command group (stack, model, llm, maps, bench, cases, security, pddl, plans)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from planner.cli import bench, cases, llm, maps, model, pddl, security, stack
+from planner.cli import bench, cases, llm, maps, model, pddl, plans, security, stack
 from planner.core.errors import InputError
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="planner", description="LLM task planning for service robots on ROS 2")
     sub = parser.add_subparsers(dest="command", required=True)
-    for group in (stack, model, llm, maps, bench, cases, security, pddl):
+    for group in (stack, model, llm, maps, bench, cases, security, pddl, plans):
         group.add_commands(sub)
     args = parser.parse_args(argv)
     try:

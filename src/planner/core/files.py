@@ -82,6 +82,28 @@ def load_model(path: str | Path, model: type[Model]) -> Model:
         raise InputError(describe_validation_error(str(path), error)) from None
 
 
+def load_jsonl(path: str | Path, model: type[Model]) -> list[Model]:
+    """One model per non-blank line; every bad line is named (`FILE:LINE: field: problem`) in one error."""
+    path = Path(path)
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as error:
+        raise InputError(f"{path}: cannot be read: {error}") from None
+    records, problems = [], []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(model.model_validate_json(line))
+        except ValidationError as error:
+            problems.append(describe_validation_error(f"{path}:{number}", error))
+    if problems:
+        raise InputError("\n".join(problems))
+    return records
+
+
 # Beyond these a value is broken, not a place or a thing: a 1e30 m box would touch everything.
 MAX_COORDINATE_M = 1e4   # 10 km from the map's origin
 MAX_SIZE_M = 100.0       # a box's extent along an axis
