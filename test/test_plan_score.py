@@ -125,6 +125,6 @@ def test_score_command_names_each_bad_line_and_refuses_a_repeated_id(tmp_path, c
     assert "bad.jsonl:4: Invalid JSON" in error
     good.write_text('{"id": "a", "steps": ["Go."]}\n{"id": "a", "steps": ["Stay."]}\n')
     assert main(["plans", "score", "--reference", str(good), "--predicted", str(good)]) == 2
-    assert "plan id 'a' appears more than once" in capsys.readouterr().err
+    assert "good.jsonl:2: id 'a' is already on line 1" in capsys.readouterr().err
     assert main(["plans", "score", "--reference", str(tmp_path / "none.jsonl"), "--predicted", str(good)]) == 2
     assert "none.jsonl: file not found" in capsys.readouterr().err

@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from planner.bench.generate_tasks import HomePlan, _name, _room_name, make_home
+from planner.core.asking import LLMUsage
 from planner.core.errors import PolicyError, RequestImpossible
 from planner.core.goals import Goal, goal_met
 from planner.core.knowledge import TELLABLE, knowledge
 from planner.core.planning.classical import plan_goals
 from planner.core.planning.grounding import Grounder
 from planner.core.planning.pddl import Domain, make_domain, make_problem
-from planner.core.planning.task_planner import LLMUsage, PlannerSettings, TaskPlanner
+from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
 from planner.core.ports import Embedder, Policy
 from planner.core.scene_graph import SceneGraph
 from planner.core.skills import SkillPlanner

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import Field
 
-from planner.core.asking import ask_validated
+from planner.core.asking import CountingPolicy, LLMUsage, ask_validated
 from planner.core.errors import InputError, PolicyError
 from planner.core.files import StrictModel
 from planner.core.knowledge import Change, Triplet
@@ -193,15 +193,9 @@ def _found(query: QueryGraph, names: list[str], embedder: Embedder, threshold: f
 
 
 def read_change(sentence: str, memory: SymbolicMemory, policy: Policy, settings: TellSettings,
-                embedder: Embedder | None, usage: dict) -> tuple[Change | None, list[str]]:
+                embedder: Embedder | None, usage: LLMUsage) -> tuple[Change | None, list[str]]:
     """The change the model reads (verified unless the variant does not); its errors when none holds."""
-    def ask(schema: dict):
-        def call(messages: list[dict]):
-            reply = policy.complete(messages, schema)
-            usage["calls"] += 1
-            usage["tokens"] += reply.prompt_tokens + reply.completion_tokens
-            return reply
-        return call
+    ask = CountingPolicy(policy, usage).asking
 
     names = sorted(memory.objects)
     picked: set[str] = set()
@@ -245,7 +239,7 @@ def read_change(sentence: str, memory: SymbolicMemory, policy: Policy, settings:
 
 
 def plan_request(step: FileStep, memory: SymbolicMemory, policy: Policy, retries: int, timeout_s: float,
-                 usage: dict) -> dict:
+                 usage: LLMUsage) -> dict:
     """The model writes the goal; Fast Downward plans from the memory; the plan is checked against
     the true problem."""
     facts = "\n".join(f"({' '.join(f)})" for f in sorted(memory.facts))
@@ -254,12 +248,8 @@ def plan_request(step: FileStep, memory: SymbolicMemory, policy: Policy, retries
                 {"role": "user", "content": f"Objects: {objects}\nWhat the robot knows now:\n{facts}\n\n"
                                             f"Request: {step.text}"}]
 
-    def call(conversation: list[dict]):
-        reply = policy.complete(conversation, {"type": "object", "properties": {"pddl": {"type": "string"}},
-                                               "required": ["pddl"]})
-        usage["calls"] += 1
-        usage["tokens"] += reply.prompt_tokens + reply.completion_tokens
-        return reply
+    call = CountingPolicy(policy, usage).asking({"type": "object", "properties": {"pddl": {"type": "string"}},
+                                                 "required": ["pddl"]})
 
     def parse(text: str) -> str:
         goal = GoalReply.model_validate_json(text).pddl
@@ -285,7 +275,7 @@ def run(episode: FileEpisode, policy: Policy, variant: str, settings: TellSettin
     memory = SymbolicMemory(episode.domain, episode.initial)
     changes, requests = [], []
     for step in episode.steps:
-        usage = {"calls": 0, "tokens": 0}
+        usage = LLMUsage()
         started = time.monotonic()
         if step.kind == "change":
             try:
@@ -295,7 +285,7 @@ def run(episode: FileEpisode, policy: Policy, variant: str, settings: TellSettin
             if change is not None:
                 memory.apply(change)
             changes.append({"time": step.time, "sentence": step.text, "applied": change is not None, "errors": errors,
-                            "llm_calls": usage["calls"], "tokens": usage["tokens"],
+                            "llm_calls": usage.calls, "tokens": usage.tokens,
                             "seconds": round(time.monotonic() - started, 2)})
             continue
         truth = true_state(episode.domain, step.problem)
@@ -305,8 +295,8 @@ def run(episode: FileEpisode, policy: Policy, variant: str, settings: TellSettin
         except PolicyError as error:
             planned = {"ok": False, "why": f"the LLM failed: {error}"}
         requests.append({"time": step.time, "request": step.text, "state_right": state_right,
-                         "facts_wrong": len(memory.facts ^ truth), **planned, "llm_calls": usage["calls"],
-                         "tokens": usage["tokens"], "seconds": round(time.monotonic() - started, 2)})
+                         "facts_wrong": len(memory.facts ^ truth), **planned, "llm_calls": usage.calls,
+                         "tokens": usage.tokens, "seconds": round(time.monotonic() - started, 2)})
         progress(f"      {variant:<16} t={step.time}: memory {'=' if state_right else '≠'} home "
                  f"({len(memory.facts ^ truth)} facts differ), plan {'ok' if planned['ok'] else 'FAIL'}")
     return {"variant": variant, "changes": changes, "requests": requests}

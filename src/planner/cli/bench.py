@@ -10,6 +10,7 @@ from pathlib import Path
 from planner.cli.stack import format_step
 
 PROBLEM_MAX_TOKENS = 1024  # bench pddl --write problem: a generated home's problem is 300-500 tokens
+PLAN_MAX_TOKENS = 512  # bench plans: a scene miner's graph or a plan of ten steps is 150-300 tokens
 
 
 def bench_perception(args) -> int:
@@ -237,6 +238,38 @@ def bench_pddl(args) -> int:
         _progress)}, Path(args.out), name, pddl_tasks.plot, pddl_tasks.report)
 
 
+def bench_plans(args) -> int:
+    from planner.adapters.embeddings import SentenceEmbedder
+    from planner.adapters.language import SpacyParser
+    from planner.bench import plan_tasks
+    from planner.bench.common import machine_info
+    from planner.config import load_config
+    from planner.core.plan_score import PlanScorer
+    from planner.core.planning.scene_plans import ScenePlanner, load_tasks
+
+    config = load_config(args.config)
+    tasks = load_tasks(args.tasks)
+    if args.limit:
+        tasks = tasks[: args.limit]
+    arms = [tuple(arm.split("/")) for arm in args.arms]
+    if any(scene == "image" for _, scene in arms) and args.llm == "embedded":
+        print("error: the embedded model reads no images; give an image arm a vision-capable server "
+              "(--llm openai --base-url ...)", file=sys.stderr)
+        return 2
+    config = config.model_copy(update={"llm": config.llm.model_copy(update={
+        "max_tokens": max(config.llm.max_tokens, PLAN_MAX_TOKENS)})})
+    opened = _replies_or_llm(args, config)
+    if opened is None:
+        return 1
+    policy, server, llm = opened
+    name = args.name or f"plans-{Path(args.tasks).stem}-{llm['backend']}-{llm['model'].replace('/', '_')}"
+    header = {"benchmark": "plans", "machine": machine_info(), "llm": llm, "tasks_file": str(args.tasks)}
+    scorer = PlanScorer(SpacyParser(), SentenceEmbedder())
+    return _run_then_write(server, lambda: {**header, **plan_tasks.run(
+        tasks, arms, ScenePlanner(policy, config.planner.max_repairs), scorer, Path(args.tasks).parent, _progress)},
+        Path(args.out), name, plan_tasks.plot, plan_tasks.report)
+
+
 def bench_compare(args) -> int:
     from planner.bench import compare
     from planner.bench.common import write_results
@@ -429,6 +462,15 @@ def bench_generate(args) -> int:
         print(f"wrote {domain} and {len(seeds)} tasks to {out}/tasks; run: planner bench pddl --domain {domain} "
               f"--tasks {out}/tasks")
         return 0
+    if args.what == "plans":
+        from planner.bench import plan_tasks
+        from planner.config import load_config
+        from planner.wiring import load_skill_planner
+
+        tasks_file = out / "tasks.jsonl"
+        count = plan_tasks.write_tasks(seeds, load_skill_planner(load_config(args.config)), args.per_home, tasks_file)
+        print(f"wrote {count} tasks from {len(seeds)} homes to {tasks_file}; run: planner bench plans --tasks {tasks_file}")
+        return 0
     if args.what == "tasks":
         from planner.bench import generate_tasks
         from planner.config import load_config
@@ -593,11 +635,27 @@ def add_commands(sub) -> None:
     compare_parser.add_argument("--out", default="bench/results")
     compare_parser.add_argument("--name", help="results file name (default: compare-SUITE-ARMS)")
     compare_parser.set_defaults(run=bench_compare)
+    plans_parser = bench_sub.add_parser("plans", help="plans written from scene tables (or images) by one agent or "
+                                        "three, scored with PG2S and KAS against reference plans")
+    plans_parser.add_argument("--tasks", required=True, help="JSONL of {id, task, scene_table | image, reference_steps} "
+                              "(planner bench generate plans makes one)")
+    plans_parser.add_argument("--arms", nargs="+", default=["single/table", "multi/table"],
+                              choices=["single/table", "multi/table", "single/image", "multi/image"],
+                              help="agents/scene pairs to run (image arms need a vision-capable --llm openai server)")
+    plans_parser.add_argument("--limit", type=int, help="only the first N tasks")
+    _llm_arguments(plans_parser)
+    _replies_argument(plans_parser)
+    plans_parser.add_argument("--config")
+    plans_parser.add_argument("--out", default="bench/results")
+    plans_parser.add_argument("--name", help="results file name (default: plans-TASKS-LLM)")
+    plans_parser.set_defaults(run=bench_plans)
     generate_parser = bench_sub.add_parser("generate", help="make benchmark homes and queries from seeds (seeds from "
                                            "1000 on are the test range: report them, do not tune on them)")
-    generate_parser.add_argument("what", choices=["objects", "tasks", "pddl"], help="objects: Voxeland maps, queries and "
-                                 "truth for planner bench objects; tasks: worlds and a task suite for planner bench "
-                                 "tasks; pddl: a domain and tasks in words with their problems for planner bench pddl")
+    generate_parser.add_argument("what", choices=["objects", "tasks", "pddl", "plans"], help="objects: Voxeland maps, "
+                                 "queries and truth for planner bench objects; tasks: worlds and a task suite for planner "
+                                 "bench tasks; pddl: a domain and tasks in words with their problems for planner bench "
+                                 "pddl; plans: tasks.jsonl with scene tables and reference plans for planner bench plans")
+    generate_parser.add_argument("--per-home", type=int, default=3, help="plans: tasks per home")
     generate_parser.add_argument("--seeds", required=True, help="a seed, a range (1000-1009) or a list (1,5,9)")
     generate_parser.add_argument("--items", type=int, default=25, help="furniture and things per home: each home has "
                                  "60-120%% of this many")

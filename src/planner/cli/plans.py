@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 from pydantic import ValidationError
+
+from planner.core.errors import InputError
 
 
 def _number(value: float | None) -> str:
@@ -15,7 +18,6 @@ def _number(value: float | None) -> str:
 def plans_score(args) -> int:
     from planner.adapters.embeddings import SentenceEmbedder
     from planner.adapters.language import SpacyParser
-    from planner.core.errors import InputError
     from planner.core.files import describe_validation_error, write_json_atomic
     from planner.core.plan_score import PlanScorer, ScoreSettings, load_plans
 
@@ -57,6 +59,51 @@ def plans_score(args) -> int:
     return 0
 
 
+def plans_generate(args) -> int:
+    from planner.cli.bench import PLAN_MAX_TOKENS, _progress, _replies_or_llm
+    from planner.config import load_config
+    from planner.core.errors import PolicyError
+    from planner.core.planning.scene_plans import ScenePlanner, load_tasks
+
+    tasks = load_tasks(args.tasks)
+    if args.scene == "image" and args.llm == "embedded":
+        raise InputError("the embedded model reads no images: use --llm openai --base-url URL of a vision-capable "
+                         "server (see the README), or --scene table")
+    config = load_config(args.config)
+    config = config.model_copy(update={"llm": config.llm.model_copy(update={
+        "max_tokens": max(config.llm.max_tokens, PLAN_MAX_TOKENS)})})
+    opened = _replies_or_llm(args, config)
+    if opened is None:
+        return 1
+    policy, server, _ = opened
+    planner = ScenePlanner(policy, config.planner.max_repairs)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    written = 0
+    try:
+        # Each plan is written as it is made: an interrupted run keeps what it has.
+        with open(out, "w") as handle:
+            for number, task in enumerate(tasks, 1):
+                try:
+                    plan = planner.plan(task, args.agents, args.scene, Path(args.tasks).parent)
+                except PolicyError as error:
+                    _progress(f"[{number}/{len(tasks)}] {task.id}: the LLM failed: {error}")
+                    continue
+                handle.write(json.dumps({"id": task.id, "steps": plan.steps}) + "\n")
+                handle.flush()
+                written += 1
+                _progress(f"[{number}/{len(tasks)}] {task.id}: {len(plan.steps)} steps, {plan.usage.calls} LLM calls, "
+                          f"{plan.seconds:.1f} s {plan.error}")
+    except KeyboardInterrupt:
+        print(f"interrupted; {written} plans are in {out}", file=sys.stderr)
+        return 130
+    finally:
+        if server is not None:
+            server.stop()
+    print(f"wrote {written} plans to {out}; score them: planner plans score --reference {args.tasks} --predicted {out}")
+    return 0
+
+
 def add_commands(sub) -> None:
     from planner.core.plan_score import ScoreSettings
 
@@ -64,7 +111,8 @@ def add_commands(sub) -> None:
     plans = sub.add_parser("plans", help="compare plans written in plain language (PG2S, KAS)")
     plans_sub = plans.add_subparsers(dest="plans_command", required=True)
     score = plans_sub.add_parser("score", help="score predicted plans against reference plans, matched by id")
-    score.add_argument("--reference", required=True, help="JSONL: one {\"id\": ..., \"steps\": [...]} per line")
+    score.add_argument("--reference", required=True, help="JSONL: one {\"id\": ..., \"steps\": [...]} per line, or a "
+                       "tasks file (its reference_steps)")
     score.add_argument("--predicted", required=True, help="JSONL in the same form")
     score.add_argument("--alpha", type=float, default=defaults.alpha, help="weight of the goal score (default: %(default)s)")
     score.add_argument("--sentence-threshold", type=float, default=defaults.sentence_threshold,
@@ -73,3 +121,15 @@ def add_commands(sub) -> None:
                        help="similarity two verbs or two things need (default: %(default)s)")
     score.add_argument("--json", help="also write the scores, with each plan's actions, to this JSON file")
     score.set_defaults(run=plans_score)
+    from planner.cli.bench import _llm_arguments, _replies_argument
+
+    generate = plans_sub.add_parser("generate", help="write a plan for each task from its scene, by one agent or three")
+    generate.add_argument("--tasks", required=True, help="JSONL of {id, task, scene_table | image, reference_steps}")
+    generate.add_argument("--agents", choices=["single", "multi"], default="multi")
+    generate.add_argument("--scene", choices=["table", "image"], default="table",
+                          help="image needs a vision-capable model (--llm openai)")
+    generate.add_argument("--out", required=True, help="JSONL of {id, steps}, the form plans score reads")
+    generate.add_argument("--config")
+    _llm_arguments(generate)
+    _replies_argument(generate)
+    generate.set_defaults(run=plans_generate)

@@ -1,12 +1,17 @@
 """Asking a model for a reply that must validate: an invalid reply is answered with what was wrong
-and asked again, a bounded number of times. Shared by the task planner and the object finder."""
+and asked again, a bounded number of times; and counting the calls and tokens a piece of work
+spends. Shared by the task planner, the object finder, the memory and the scene planner."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from pydantic import ValidationError
+
+from planner.core.ports import Policy
+from planner.core.types import PolicyReply
 
 T = TypeVar("T")
 
@@ -37,3 +42,36 @@ def ask_validated(call: Callable[[list[dict]], _Reply], messages: list[dict], pa
             messages = [*messages, {"role": "assistant", "content": reply.text},
                         {"role": "user", "content": f"That reply is invalid: {problem}. Answer again with valid JSON."}]
     return None
+
+
+@dataclass
+class LLMUsage:
+    """The LLM calls of one piece of work (a task, an update, a plan) and their tokens."""
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def add(self, reply: PolicyReply) -> None:
+        self.calls += 1
+        self.prompt_tokens += reply.prompt_tokens
+        self.completion_tokens += reply.completion_tokens
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass
+class CountingPolicy:
+    """A policy that adds every reply it passes on to `usage`."""
+    policy: Policy
+    usage: LLMUsage = field(default_factory=LLMUsage)
+
+    def complete(self, messages: list[dict], schema: dict) -> PolicyReply:
+        reply = self.policy.complete(messages, schema)
+        self.usage.add(reply)
+        return reply
+
+    def asking(self, schema: dict) -> Callable[[list[dict]], PolicyReply]:
+        """A call for ask_validated that always asks with `schema`."""
+        return lambda messages: self.complete(messages, schema)

@@ -82,8 +82,9 @@ def load_model(path: str | Path, model: type[Model]) -> Model:
         raise InputError(describe_validation_error(str(path), error)) from None
 
 
-def load_jsonl(path: str | Path, model: type[Model]) -> list[Model]:
-    """One model per non-blank line; every bad line is named (`FILE:LINE: field: problem`) in one error."""
+def load_jsonl(path: str | Path, model: type[Model], unique: str = "") -> list[Model]:
+    """One model per non-blank line; every bad line is named (`FILE:LINE: field: problem`) in one
+    error, as is a value of the `unique` field that comes twice."""
     path = Path(path)
     try:
         lines = path.read_text().splitlines()
@@ -92,6 +93,7 @@ def load_jsonl(path: str | Path, model: type[Model]) -> list[Model]:
     except (IsADirectoryError, PermissionError, UnicodeDecodeError) as error:
         raise InputError(f"{path}: cannot be read: {error}") from None
     records, problems = [], []
+    first_line: dict[object, int] = {}
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -99,6 +101,12 @@ def load_jsonl(path: str | Path, model: type[Model]) -> list[Model]:
             records.append(model.model_validate_json(line))
         except ValidationError as error:
             problems.append(describe_validation_error(f"{path}:{number}", error))
+            continue
+        if unique:
+            key = getattr(records[-1], unique)
+            if key in first_line:
+                problems.append(f"{path}:{number}: {unique} {key!r} is already on line {first_line[key]}")
+            first_line.setdefault(key, number)
     if problems:
         raise InputError("\n".join(problems))
     return records

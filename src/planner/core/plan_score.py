@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
-from pydantic import Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from planner.core.errors import InputError
 from planner.core.files import StrictModel, load_jsonl
@@ -67,11 +67,14 @@ class ScoreSettings(StrictModel):
     word_threshold: float = Field(default=0.708, gt=0, le=1, description="cosine similarity two verbs or two things need")
 
 
-class PlanRecord(StrictModel):
-    """A plan in the scoring files (JSONL, one per line), matched between files by id."""
+class PlanRecord(BaseModel):
+    """A plan in the scoring files (JSONL, one per line), matched between files by id. A task file
+    of `planner plans generate` serves as the reference too: its reference_steps are the steps,
+    its other fields (the task, the scene) are not needed here."""
+    model_config = ConfigDict(extra="ignore")
 
     id: str = Field(min_length=1)
-    steps: list[str]
+    steps: list[str] = Field(validation_alias=AliasChoices("steps", "reference_steps"))
 
 
 @dataclass(frozen=True)
@@ -225,10 +228,5 @@ class PlanScorer:
 
 
 def load_plans(path: str | Path) -> dict[str, PlanRecord]:
-    """The plans of a JSONL file by id; an id twice is an error."""
-    plans: dict[str, PlanRecord] = {}
-    for record in load_jsonl(path, PlanRecord):
-        if record.id in plans:
-            raise InputError(f"{path}: plan id {record.id!r} appears more than once")
-        plans[record.id] = record
-    return plans
+    """The plans of a JSONL file by id."""
+    return {record.id: record for record in load_jsonl(path, PlanRecord, unique="id")}

@@ -13,7 +13,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
-from planner.core.asking import ask_validated
+from planner.core.asking import CountingPolicy, LLMUsage, ask_validated
 from planner.core.files import StrictModel
 from planner.core.knowledge import TELLABLE, Change, Triplet, apply_change, change_errors, knowledge, neighbourhood, triplet_errors
 from planner.core.planning.grounding import Grounder
@@ -267,9 +267,19 @@ class TellResult:
     done: list[str] = field(default_factory=list)    # what changed in the scene graph, in words
     errors: list[str] = field(default_factory=list)  # why nothing changed
     change: Change | None = None
-    llm_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    usage: LLMUsage = field(default_factory=LLMUsage)
+
+    @property
+    def llm_calls(self) -> int:
+        return self.usage.calls
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.usage.prompt_tokens
+
+    @property
+    def completion_tokens(self) -> int:
+        return self.usage.completion_tokens
 
 
 def change_schema(ids: list[str]) -> dict:
@@ -341,15 +351,7 @@ def read_change(sentence: str, scene: SceneGraph, planner: SkillPlanner, policy:
     """The change the model reads the sentence into, verified (unless off) but not applied; its
     errors when none holds after the retries."""
     result = TellResult(False, sentence)
-
-    def asking(schema: dict):
-        def call(messages: list[dict]):
-            reply = policy.complete(messages, schema)
-            result.llm_calls += 1
-            result.prompt_tokens += reply.prompt_tokens
-            result.completion_tokens += reply.completion_tokens
-            return reply
-        return call
+    asking = CountingPolicy(policy, result.usage).asking
 
     graph = knowledge(planner, scene)
     things = [*scene.furniture(), *scene.objects()]

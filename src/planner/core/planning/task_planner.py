@@ -27,7 +27,7 @@ from typing import Literal, NamedTuple
 from pydantic import Field
 
 from planner.core.ambiguity import Question, ambiguous_goals, chosen_candidate
-from planner.core.asking import ask_validated
+from planner.core.asking import LLMUsage, ask_validated
 from planner.core.calls import format_call, parse_call
 from planner.core.errors import PolicyError, RequestImpossible, TaskCanceled
 from planner.core.failures import FailureCode
@@ -132,19 +132,6 @@ def _final(failure: FailureInfo | None, steps: int) -> Ending | None:
         # No other action can do better while a part of the stack is down.
         return Ending(EpisodeOutcome.ERROR, failure.reason, steps)
     return None
-
-
-@dataclass
-class LLMUsage:
-    """The LLM calls of one task and their tokens."""
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    def add(self, reply: PolicyReply) -> None:
-        self.calls += 1
-        self.prompt_tokens += reply.prompt_tokens
-        self.completion_tokens += reply.completion_tokens
 
 
 @dataclass
