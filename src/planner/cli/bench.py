@@ -238,27 +238,34 @@ def bench_pddl(args) -> int:
         _progress)}, Path(args.out), name, pddl_tasks.plot, pddl_tasks.report)
 
 
+def plans_llm(args, images: bool):
+    """The config and the LLM (see _replies_or_llm) for writing plans from scenes: replies of a few
+    hundred tokens, and for images a server that reads them."""
+    from planner.config import load_config
+    from planner.core.errors import InputError
+
+    if images and args.llm == "embedded":
+        raise InputError("the embedded model reads no images: use --llm openai --base-url URL of a vision-capable "
+                         "server (see the README), or scene tables")
+    config = load_config(args.config)
+    config = config.model_copy(update={"llm": config.llm.model_copy(update={
+        "max_tokens": max(config.llm.max_tokens, PLAN_MAX_TOKENS)})})
+    return config, _replies_or_llm(args, config)
+
+
 def bench_plans(args) -> int:
     from planner.adapters.embeddings import SentenceEmbedder
     from planner.adapters.language import SpacyParser
     from planner.bench import plan_tasks
     from planner.bench.common import machine_info
-    from planner.config import load_config
     from planner.core.plan_score import PlanScorer
     from planner.core.planning.scene_plans import ScenePlanner, load_tasks
 
-    config = load_config(args.config)
     tasks = load_tasks(args.tasks)
     if args.limit:
         tasks = tasks[: args.limit]
     arms = [tuple(arm.split("/")) for arm in args.arms]
-    if any(scene == "image" for _, scene in arms) and args.llm == "embedded":
-        print("error: the embedded model reads no images; give an image arm a vision-capable server "
-              "(--llm openai --base-url ...)", file=sys.stderr)
-        return 2
-    config = config.model_copy(update={"llm": config.llm.model_copy(update={
-        "max_tokens": max(config.llm.max_tokens, PLAN_MAX_TOKENS)})})
-    opened = _replies_or_llm(args, config)
+    config, opened = plans_llm(args, any(scene == "image" for _, scene in arms))
     if opened is None:
         return 1
     policy, server, llm = opened

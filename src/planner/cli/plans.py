@@ -60,19 +60,12 @@ def plans_score(args) -> int:
 
 
 def plans_generate(args) -> int:
-    from planner.cli.bench import PLAN_MAX_TOKENS, _progress, _replies_or_llm
-    from planner.config import load_config
+    from planner.cli.bench import _progress, plans_llm
     from planner.core.errors import PolicyError
     from planner.core.planning.scene_plans import ScenePlanner, load_tasks
 
     tasks = load_tasks(args.tasks)
-    if args.scene == "image" and args.llm == "embedded":
-        raise InputError("the embedded model reads no images: use --llm openai --base-url URL of a vision-capable "
-                         "server (see the README), or --scene table")
-    config = load_config(args.config)
-    config = config.model_copy(update={"llm": config.llm.model_copy(update={
-        "max_tokens": max(config.llm.max_tokens, PLAN_MAX_TOKENS)})})
-    opened = _replies_or_llm(args, config)
+    config, opened = plans_llm(args, args.scene == "image")
     if opened is None:
         return 1
     policy, server, _ = opened
