@@ -91,3 +91,27 @@ def test_a_corrupt_case_database_is_reported_and_set_aside(ros, config, tmp_path
         assert len(explainer.memory) >= 40   # it goes on with the seed cases
     finally:
         client.close()
+
+
+def test_a_plan_that_worked_on_one_robot_is_what_another_robots_plan_is_checked_against(ros, config):
+    from planner.ros.nodes.explainer import ExplainerNode
+    from planner.ros.nodes.task_planner import RosTools, TaskPlannerNode
+
+    client = RosClient("plan_check_test")
+    try:
+        explainer = client.add(ExplainerNode(config))
+        robot1 = client.add(TaskPlannerNode(config, ScriptedPolicy([]), namespace="robot1"))
+        robot2 = client.add(TaskPlannerNode(config, ScriptedPolicy([]), namespace="robot2"))
+        wait_for(lambda: robot2.clients_["check_plan"].service_is_ready(), 20)
+        plan = ["Go to the counter.", "Pick up the mug.", "Go to the coffee table.", "Put the mug on the coffee table."]
+        assert RosTools(robot2, "t0", REQUEST).check_plan(REQUEST, plan).score is None  # nothing worked yet
+        RosTools(robot1, "t1", REQUEST).record_plan(REQUEST, plan)
+        assert explainer.memory.store.plans() == [(REQUEST, plan)]
+        alike = RosTools(robot2, "t2", REQUEST).check_plan("Please bring me the mug from the counter", plan)
+        assert alike.score == pytest.approx(1, abs=1e-3) and not alike.low and alike.like == REQUEST
+        unlike = RosTools(robot2, "t3", REQUEST).check_plan(REQUEST, ["Go to the sofa.", "Pick up the remote."])
+        assert unlike.low and unlike.score < 0.5
+        too_long = RosTools(robot2, "t4", REQUEST).check_plan(REQUEST, ["Go."] * 500)
+        assert too_long.score is None  # refused, not scored: nobody can keep the explainer busy for minutes
+    finally:
+        client.close()

@@ -21,6 +21,7 @@ from planner.ros.qos import RELIABLE
 from planner.ros.stack import NODES, node_class
 from planner.srv import (
     CheckCommand,
+    CheckPlan,
     Explain,
     FindObjects,
     GetObject,
@@ -29,6 +30,7 @@ from planner.srv import (
     GetRooms,
     GetSceneGraph,
     MoveObject,
+    RecordPlan,
     RecordRecovery,
     Tell,
 )
@@ -42,7 +44,8 @@ SERVICES = [("/sim/move_object", MoveObject), ("/perception/find_objects", FindO
             ("/perception/get_object", GetObject), ("/perception/get_objects_in_room", GetObjectsInRoom),
             ("/perception/get_robot_state", GetRobotState), ("/perception/get_rooms", GetRooms),
             ("/perception/get_scene_graph", GetSceneGraph), ("/controller/check_command", CheckCommand),
-            ("/explainer/explain", Explain), ("/explainer/record_recovery", RecordRecovery), ("/memory/tell", Tell)]
+            ("/explainer/explain", Explain), ("/explainer/record_recovery", RecordRecovery), ("/memory/tell", Tell),
+            ("/explainer/check_plan", CheckPlan), ("/explainer/record_plan", RecordPlan)]
 EXAMPLES = 150   # per topic or service
 
 INTEGER_RANGES = {"int8": 7, "uint8": 8, "octet": 8, "char": 8, "int16": 15, "uint16": 16, "int32": 31, "uint32": 32,
@@ -176,6 +179,8 @@ def test_every_node_answers_after_the_fuzzing(stack):
     assert client.call(MoveObject, "/sim/move_object", MoveObject.Request(object_id="nothing_9"), timeout=30)
     assert client.call(CheckCommand, "/controller/check_command", CheckCommand.Request(phase="before"), timeout=30)
     assert client.call(Explain, "/explainer/explain", Explain.Request(), timeout=30)
+    assert client.call(CheckPlan, "/explainer/check_plan", CheckPlan.Request(request="tidy up", steps=["Go to the desk."]),
+                       timeout=30)
     from rclpy.action import ActionClient
 
     actions = ActionClient(client.node, ExecuteTask, "/planner/execute_task")

@@ -124,6 +124,7 @@ def test_the_security_policy_gives_each_node_exactly_what_it_uses(tmp_path):
     assert holders("actions", "execute", "/executor/execute_commands") == {"/planner/executor"}
     assert holders("actions", "call", "/executor/execute_commands") == {"/planner/skill_planner"}
     assert holders("services", "request", "/explainer/record_recovery") == {"/planner/task_planner"}
+    assert holders("services", "request", "/explainer/record_plan") == {"/planner/task_planner"}
     assert holders("topics", "publish", "/emergency_stop") == set()
     assert holders("topics", "subscribe", "/emergency_stop") == {"/planner/executor", "/planner/task_planner"}
 

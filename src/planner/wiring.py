@@ -13,6 +13,8 @@ from planner.config import StackConfig
 from planner.core.case_store import CaseStore
 from planner.core.errors import InputError
 from planner.core.explainer import CaseMemory, load_cases, sync_seeds
+from planner.core.plan_check import PlanChecker, PlanCheckSettings
+from planner.core.plan_score import PlanScorer
 from planner.core.planning.grounding import Grounder
 from planner.core.ports import Policy
 from planner.core.robot_profile import RobotProfile, load_robot_profile
@@ -57,6 +59,13 @@ def open_case_memory(config: StackConfig, embedder=None, database: str | None = 
     """The explainer's case memory over `open_case_store`, and the problems it reported."""
     store, problems = open_case_store(config, database)
     return CaseMemory(store, embedder or SentenceEmbedder(), config.explainer, progress), problems
+
+
+def make_plan_checker(memory: CaseMemory, settings: PlanCheckSettings) -> PlanChecker:
+    """The plan check over the explainer's case memory, scoring with PG2S (spaCy loads on first use)."""
+    from planner.adapters.language import SpacyParser
+
+    return PlanChecker(memory, PlanScorer(SpacyParser(), memory.embedder), settings)
 
 
 def make_grounder(config: StackConfig, embedder=None) -> Grounder | None:

@@ -27,6 +27,7 @@ from planner.bench.suite import TIERS, FinalState, LoadedSuite, Task, check, pre
 from planner.core.explainer import CaseMemory
 from planner.core.files import load_yaml, write_json_atomic
 from planner.core.object_finder import ObjectFinder
+from planner.core.plan_check import PlanChecker
 from planner.core.planning.grounding import Grounder
 from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
 from planner.core.ports import Policy, judged
@@ -53,6 +54,7 @@ class BenchSetup:
     record_replies: bool = False     # keep each episode's raw replies (for a replayable suite)
     grounder: Grounder | None = None  # the request in the map's words (None: as said)
     goal_policy: Policy | None = None  # a model of its own for the goal step (None: `policy`)
+    plan_checker: PlanChecker | None = None  # scores LLM+P plans against those that worked (None: no check)
 
 
 class RecordingPolicy:
@@ -109,7 +111,7 @@ def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[T
     events, garbage_calls = fault_events(faults, world, setup.skills.robot, objects,
                                          episode_rng(setup.seed, task.id, repeat, "where"))
     robot = SimulatedRobot(world, events, setup.skills, setup.memory, task.request, task.answers, setup.learner,
-                           setup.finder)
+                           setup.finder, setup.plan_checker)
     policy: Policy = setup.policy if setup.policy is not None else ScriptedPolicy(task.script)
     recorder = RecordingPolicy(policy) if setup.record_replies else None
     policy = recorder or policy  # garbled replies are drawn again from the seed on replay, so the clean ones are kept
@@ -127,10 +129,13 @@ def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[T
 
     planner = TaskPlanner(policy, robot, setup.skills, setup.settings, record, setup.grounder, goal_policy)
     started = time.monotonic()
+    plan_check = None
     try:
         result = planner.run(task.request)
         outcome, steps, summary = result.outcome, result.steps, result.summary
         calls, prompt, completion = result.llm_calls, result.prompt_tokens, result.completion_tokens
+        if result.plan_check is not None:
+            plan_check = {"score": result.plan_check.score, "like": result.plan_check.like, "low": result.plan_check.low}
     except Exception as error:  # a crash is a failed episode with its reason; the run goes on
         trace.append(["error", traceback.format_exc()])
         outcome, steps, summary, calls, prompt, completion = "error", 0, f"internal error: {error!r}", 0, 0, 0
@@ -150,6 +155,7 @@ def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[T
         "faults": [fault.model_dump(exclude_defaults=True) for fault in faults],
         "world_events": list(robot.sim.log), "garbage_calls": sorted(garbage_calls),
         "questions": robot.log.questions, "said": robot.log.said, "learned": robot.log.learned,
+        "plan_check": plan_check,
         "trace": trace,
         **({"replies": recorder.replies} if recorder else {}),
     }
@@ -184,7 +190,21 @@ def summarize(episodes: list[dict]) -> dict:
             "false_success_rate": round(sum(e["outcome"] == "succeeded" and not e["success"] for e in group)
                                         / len(group), 3),
         }
-    return {"all": stats(episodes), **{tier: stats([e for e in episodes if e["tier"] == tier]) for tier in TIERS}}
+    return {"all": stats(episodes), **{tier: stats([e for e in episodes if e["tier"] == tier]) for tier in TIERS},
+            "plan_check": plan_check_stats(episodes)}
+
+
+def plan_check_stats(episodes: list[dict]) -> dict:
+    """Whether a low plan check foretells a failed episode: precision (of the warned episodes, how
+    many failed) and recall (of the failed episodes with a verdict, how many were warned about)."""
+    judged = [e for e in episodes if (e.get("plan_check") or {}).get("score") is not None]
+    warned = [e for e in judged if e["plan_check"]["low"]]
+    failed = [e for e in judged if not e["success"]]
+    hits = sum(not e["success"] for e in warned)
+    return {"checked": sum(e.get("plan_check") is not None for e in episodes), "judged": len(judged),
+            "warned": len(warned), "failed": len(failed), "warned_and_failed": hits,
+            "precision": round(hits / len(warned), 3) if warned else None,
+            "recall": round(hits / len(failed), 3) if failed else None}
 
 
 def world_outcomes(results: dict) -> list[tuple]:
@@ -258,6 +278,11 @@ def report(results: dict) -> str:
                      f"| {s['mean_llm_calls']} | {s['mean_prompt_tokens']} + {s['mean_completion_tokens']} "
                      f"| {s['mean_seconds']} | {s['seconds_per_step']} | {s['replans']} "
                      f"| {s['recoveries']} / {s['episodes_with_failures']} |")
+    checks = summary.get("plan_check") or {}
+    if checks.get("checked"):
+        lines += ["", f"Plan check: {checks['judged']} of {checks['checked']} plans checked had a similar past request; "
+                      f"{checks['warned']} warned, {checks['failed']} of the judged episodes failed, "
+                      f"{checks['warned_and_failed']} both: precision {checks['precision']}, recall {checks['recall']}"]
     failed = [e for e in results["episodes"] if not e["success"]]
     if failed:
         lines += ["", "## Failed episodes", ""]

@@ -130,10 +130,18 @@ def bench_tasks(args) -> int:
         setup = replace(setup, memory=memory, learner=_open_memory(config, args.cases) if args.learn else None)
     if args.record_replies:
         setup = replace(setup, record_replies=True)
+    if args.plan_check != "off":
+        from planner.wiring import make_plan_checker
+
+        checks = setup.settings.plan_check.model_copy(update={"mode": args.plan_check})
+        # The plans that worked go into --cases as the run goes, so later episodes are checked against earlier ones.
+        checker = make_plan_checker(_open_memory(config, args.cases), checks)
+        setup = replace(setup, plan_checker=checker, settings=setup.settings.model_copy(update={"plan_check": checks}))
     mode = setup.settings.mode
     name = args.name or (f"tasks-{label}" + (f"-{args.faults}-faults" if args.faults != "none" else "")
                          + (f"-{mode.replace('_', '-')}" if mode != "react" else ""))
-    header = {"llm": llm, "explainer": args.explainer, "cases": args.cases, "learn": args.learn, "mode": mode}
+    header = {"llm": llm, "explainer": args.explainer, "cases": args.cases, "learn": args.learn, "mode": mode,
+              "plan_check": args.plan_check}
     show = (lambda step: print(format_step(step.kind, step.text), file=sys.stderr, flush=True)) if args.verbose else None
     try:
         results = tasks.run(setup, Path(args.out), name, args.repeat, header, args.tasks, args.resume,
@@ -547,6 +555,9 @@ def add_commands(sub) -> None:
                                                                           "fresh one in memory with the seed cases)")
     bench_tasks_parser.add_argument("--learn", action="store_true", help="record learned cases into --cases; this "
                                                                         "run still retrieves only what it had")
+    bench_tasks_parser.add_argument("--plan-check", choices=["off", "warn"], default="off",
+                                    help="warn: score each LLM+P plan against the plans that worked for similar earlier "
+                                         "requests (kept in --cases) and report how well a low score foretells failure")
     bench_tasks_parser.add_argument("--config", help="stack config for LLM, planner, skills and explainer settings")
     bench_tasks_parser.add_argument("--out", default="bench/results")
     bench_tasks_parser.add_argument("--name", help="results file name (default: tasks-SUITE-LLM[-MODEL][-FAULTS-faults])")

@@ -41,6 +41,12 @@ CREATE TABLE IF NOT EXISTS cases (
     created REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS cases_by_class ON cases (skill, code);
+CREATE TABLE IF NOT EXISTS plans (
+    request TEXT NOT NULL,
+    steps TEXT NOT NULL,
+    robot TEXT NOT NULL DEFAULT '',
+    created REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS embeddings (
     model TEXT NOT NULL,
     text TEXT NOT NULL,
@@ -209,6 +215,25 @@ class CaseStore:
             before = self._db.total_changes
             self._db.executemany("DELETE FROM cases WHERE id = ?", [(i,) for i in case_ids])
             return self._db.total_changes - before
+
+    # ---- plans that worked ---------------------------------------------------------------------
+    def add_plan(self, request: str, steps: list[str], robot: str = "") -> None:
+        with self._lock, self._transaction():
+            self._db.execute("INSERT INTO plans VALUES (?, ?, ?, ?)", (request, json.dumps(steps), robot, time.time()))
+
+    def plans(self) -> list[tuple[str, list[str]]]:
+        """(request, steps) of every plan stored, oldest first; a row whose steps are not a JSON list is skipped."""
+        with self._lock:
+            rows = self._db.execute("SELECT request, steps FROM plans ORDER BY created").fetchall()
+        found = []
+        for request, steps in rows:
+            try:
+                loaded = json.loads(steps)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(loaded, list) and all(isinstance(step, str) for step in loaded):
+                found.append((request, loaded))
+        return found
 
     # ---- embeddings ------------------------------------------------------------------------------
     def embeddings(self, model: str, texts: list[str]) -> dict[str, np.ndarray]:

@@ -11,7 +11,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from planner.core.scene_graph import SceneGraph
-from planner.core.types import FailureInfo, Observation, PolicyReply, Recovery, SkillResult, SuggestionInfo
+from planner.core.types import FailureInfo, Observation, PlanVerdict, PolicyReply, Recovery, SkillResult, SuggestionInfo
 
 
 class Tools(Protocol):
@@ -33,6 +33,13 @@ class Tools(Protocol):
 
     def learn(self, request: str, recoveries: list[Recovery]) -> None:
         """Tell the explainer how the replans after failures went."""
+
+    def check_plan(self, request: str, steps: list[str]) -> PlanVerdict | None:
+        """How alike the plan is to the plans that worked for similar requests; None when no
+        plan check is running."""
+
+    def record_plan(self, request: str, steps: list[str]) -> None:
+        """Keep a plan that worked, for later checks."""
 
     def ask(self, question: str, timeout_s: float) -> str | None:
         """Put a question to the user; their answer, or None when none came in time."""

@@ -91,6 +91,22 @@ class EpisodeOutcome(StrEnum):
     REJECTED = "rejected"               # never started: the queue was full or the emergency stop engaged
 
 
+@dataclass(frozen=True)
+class PlanVerdict:
+    """What the plan check said of a plan (planner.core.plan_check)."""
+    score: float | None  # the best PG2S against the similar past plans; None: no similar past request
+    like: str = ""       # the past request whose plan is most alike
+    low: bool = False
+
+    def describe(self) -> str:
+        if self.score is None:
+            return "no similar request has worked before: nothing to compare the plan with"
+        if self.low:
+            return (f"this plan is unlike the plans that worked for similar requests (PG2S {self.score:.2f} at best, "
+                    f"against the plan for \"{self.like}\")")
+        return f"the plan is like the one that worked for \"{self.like}\" (PG2S {self.score:.2f})"
+
+
 @dataclass
 class EpisodeResult:
     success: bool
@@ -101,6 +117,7 @@ class EpisodeResult:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    plan_check: PlanVerdict | None = None  # the check of the first plan, where one was checked
 
     def __post_init__(self):
         self.outcome = EpisodeOutcome(self.outcome)  # a plain string is checked against the outcomes

@@ -19,10 +19,11 @@ from planner.core.explainer import CaseMemory
 from planner.core.failures import FailureCode
 from planner.core.object_finder import ObjectFinder
 from planner.core.perception_actions import SceneMap, perceive
+from planner.core.plan_check import PlanChecker
 from planner.core.scene_graph import RobotSnapshot, SceneGraph
 from planner.core.skill_execution import CommandsResult, execute_skill, run_commands
 from planner.core.skills import Command, SkillCall, SkillPlanner
-from planner.core.types import FailureInfo, Observation, Outcome, Recovery, SkillResult, SuggestionInfo
+from planner.core.types import FailureInfo, Observation, Outcome, PlanVerdict, Recovery, SkillResult, SuggestionInfo
 from planner.core.world import World
 from planner.sim.simulated_world import HANG, MANIPULATION_SECONDS, Route, ScenarioEvent, SimulatedWorld
 
@@ -47,17 +48,19 @@ class SimulatedRobot:
 
     def __init__(self, world: World, events: list[ScenarioEvent], skills: SkillPlanner,
                  memory: CaseMemory | None = None, request: str = "", answers: list[str] = (),
-                 learner: CaseMemory | None = None, finder: ObjectFinder | None = None):
+                 learner: CaseMemory | None = None, finder: ObjectFinder | None = None,
+                 plan_checker: PlanChecker | None = None):
         """`memory` suggests after failures (None: explainer off); `learner` records what followed
         them (None: nothing is learned; the same memory, or another over the same database when
         what is learned must not be used before the next run); `finder` answers search_map (None:
-        not available)."""
+        not available); `plan_checker` checks plans against those that worked (None: no check)."""
         self.answers = list(answers)  # what the simulated user replies to questions, in order
         self.sim = SimulatedWorld(world, skills.robot, list(events))
         self.graph = SceneGraph.from_world(world)
         self.skills = skills
         self.memory = memory
         self.learner = learner
+        self.plan_checker = plan_checker
         self.map = SceneMap(self.graph, finder)
         self.request = request
         self.log = RobotLog()
@@ -168,6 +171,13 @@ class SimulatedRobot:
     def learn(self, request: str, recoveries: list[Recovery]) -> None:
         if self.learner is not None:
             self.log.learned += [self.learner.learn(request, recovery)[1] for recovery in recoveries]
+
+    def check_plan(self, request: str, steps: list[str]) -> PlanVerdict | None:
+        return self.plan_checker.check(request, steps) if self.plan_checker is not None else None
+
+    def record_plan(self, request: str, steps: list[str]) -> None:
+        if self.plan_checker is not None:
+            self.plan_checker.record(request, steps)
 
     def ask(self, question: str, timeout_s: float) -> str | None:
         self.log.questions.append(question)

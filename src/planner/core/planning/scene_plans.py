@@ -23,6 +23,7 @@ from planner.core.asking import CountingPolicy, LLMUsage, ask_validated
 from planner.core.calls import parse_call
 from planner.core.errors import InputError
 from planner.core.files import StrictModel, load_jsonl
+from planner.core.plan_score import readable_step
 from planner.core.ports import Policy
 from planner.core.scene_graph import SceneGraph
 
@@ -247,13 +248,13 @@ class ScenePlanner:
         return self._steps(policy, SINGLE_PROMPT.format(task=task.task, scene=scene, rules=STEPS_RULES), image)
 
     def _multi(self, task: SceneTask, scene: str, image: dict | None, policy: CountingPolicy) -> GeneratedPlan:
-        # The names (and ids) the table gives; an image gives none to check against.
-        names = {str(row[key]).lower() for row in task.scene_table or [] for key in ("name", "id") if key in row} \
-            if image is None else set()
+        # The names (and ids) the table gives, as words; an image gives none to check against.
+        names = {readable_step(str(row[key])).lower() for row in task.scene_table or [] for key in ("name", "id")
+                 if key in row} if image is None else set()
 
         def mined(text: str) -> SceneMinerReply:
             reply = SceneMinerReply.model_validate_json(text)
-            unknown = [o for o in reply.objects if names and o.lower() not in names]
+            unknown = [o for o in reply.objects if names and readable_step(o).lower() not in names]
             if unknown:
                 raise ValueError(f"{', '.join(unknown)} not in the scene; use the names the scene gives")
             return reply

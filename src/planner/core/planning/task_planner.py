@@ -33,6 +33,7 @@ from planner.core.errors import PolicyError, RequestImpossible, TaskCanceled
 from planner.core.failures import FailureCode
 from planner.core.files import StrictModel
 from planner.core.goals import Goal, GoalReply, goal_lacks, goal_met, goal_objects, goal_status
+from planner.core.plan_check import PlanCheckSettings
 from planner.core.planning.action_space import ASK_USER, GIVE_UP, PERCEPTION_ACTIONS, SEARCH_MAP, action_schema, allowed_actions
 from planner.core.planning.goal_reading import (
     GOAL_CHECK_PROMPT,
@@ -48,10 +49,11 @@ from planner.core.planning.grounding import Grounder, Grounding
 from planner.core.planning.pddl import Engine, make_domain
 from planner.core.planning.prompts import EXAMPLE_TURNS, SYSTEM_PROMPT, PromptHistory, StepReply, robot_line, spoken_outcome, user_message
 from planner.core.planning.recoveries import ActionRecord, ComposedSuggestion, compose_messages, compose_schema, find_recoveries
+from planner.core.planning.scene_plans import call_sentence
 from planner.core.ports import Judgement, Policy, Tools, judged
 from planner.core.scene_graph import SceneGraph
 from planner.core.skills import SkillPlanner
-from planner.core.types import EpisodeOutcome, EpisodeResult, FailureInfo, PolicyReply, SuggestionInfo, TraceStep
+from planner.core.types import EpisodeOutcome, EpisodeResult, FailureInfo, PlanVerdict, PolicyReply, SuggestionInfo, TraceStep
 
 PlanningMode = Literal["react", "llm_p", "auto"]
 
@@ -86,6 +88,8 @@ class PlannerSettings(StrictModel):
                                         "probability of yes; 0: no check")
     grounding_part_threshold: float = Field(default=0.6, ge=0, le=1, description="... or this similar when the "
                                             "phrase is part of the label's name (milk: milk_carton)")
+    plan_check: PlanCheckSettings = Field(default_factory=PlanCheckSettings, description="llm_p: a plan is scored "
+                                          "against the plans that worked for similar requests before it runs")
 
 
 _IDS = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)*_\d+\b")
@@ -154,6 +158,7 @@ class LoopState:
     asked: bool = False
     grounding: Grounding | None = None   # the request's phrases in the map's words
     reread: bool = False                 # LLM+P read the goals again once, after finding no plan
+    verdict: PlanVerdict | None = None   # the plan check of the first plan checked
     # A skill that led from a situation back to one the robot was in before goes round in a
     # circle: it is not offered in that situation again. The move that closes the circle is
     # withdrawn, not the first one, which often was right ("go to the table" before "go back"
@@ -236,8 +241,11 @@ class TaskPlanner:
         recoveries = find_recoveries(acted, success, self.tools.scene())
         if recoveries:
             self.tools.learn(request, recoveries)
+        if success:
+            self._record_plan(request, acted)
         result = EpisodeResult(success, ending.outcome, ending.summary, ending.steps, usage.calls, usage.prompt_tokens,
-                               usage.completion_tokens, time.monotonic() - started)
+                               usage.completion_tokens, time.monotonic() - started,
+                               state.verdict if isinstance(state, LoopState) else None)
         self._emit("result", f"{ending.outcome}: {ending.summary} ({ending.steps} steps, {result.llm_calls} LLM calls, "
                              f"{result.prompt_tokens}+{result.completion_tokens} tokens, {result.seconds:.1f} s)")
         self._say(spoken_outcome(ending.outcome, ending.summary, ending.steps))
@@ -309,13 +317,43 @@ class TaskPlanner:
             whole += f", avoiding {', '.join(avoid)}" if avoid else ""
             self._emit("plan", f"{'replanned' if attempt else 'planned'}{whole} in {outcome.seconds:.2f} s "
                                f"({outcome.engine}): {'; '.join(outcome.calls) or 'nothing to do'}")
-            ending = self._carry_out(state, outcome.calls, usage)
+            ending = self._check_plan(state, outcome.calls, scene) or self._carry_out(state, outcome.calls, usage)
             if ending is not None:
                 return ending
             if self._confirm(state.goals):
                 return self._done(state)
         return self._without_plan(state, f"the goals are still not met after {self.settings.replan_limit} replans",
                                   "replans")
+
+    def _check_plan(self, state: LoopState, calls: list[str], scene: SceneGraph) -> Ending | None:
+        """The plan scored against those that worked for similar requests: said in the trace and,
+        when it is unlike them and the config says so, put to the user. An Ending when they decline."""
+        check = self.settings.plan_check
+        if check.mode == "off" or len(calls) < check.min_steps:
+            return None
+        verdict = self.tools.check_plan(state.request, [call_sentence(call, scene) for call in calls])
+        if verdict is None:
+            return None
+        state.verdict = state.verdict or verdict
+        self._emit("warning" if verdict.low else "check", verdict.describe())
+        if not verdict.low or check.mode != "confirm":
+            return None
+        answer = self.tools.ask(f"{verdict.describe()[0].upper()}{verdict.describe()[1:]}. Shall I carry it out?",
+                                check.confirm_timeout_s)
+        if answer is not None and confirmed(answer):
+            return None
+        return Ending(EpisodeOutcome.CANCELED, "the plan was unlike those that worked before and the user did not "
+                                               "confirm it", len(state.acted))
+
+    def _record_plan(self, request: str, acted: list[ActionRecord]) -> None:
+        """The skills that worked, in order, kept for checking later plans."""
+        if self.settings.plan_check.mode == "off":
+            return
+        scene = self.tools.scene()
+        skills = [record.action for record in acted
+                  if record.failure is None and parse_call(record.action)[0] in self.skills.library.skills]
+        if skills:
+            self.tools.record_plan(request, [call_sentence(call, scene) for call in skills])
 
     def _carry_out(self, state: LoopState, calls: list[str], usage: LLMUsage) -> Ending | None:
         """A plan's calls one by one up to the first failure; how the task ends if it must end now."""

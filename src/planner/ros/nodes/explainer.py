@@ -1,5 +1,6 @@
 """Explainer node: answers /explainer/explain with a suggestion from similar past failure cases
-(published on /explainer/suggestion too) and learns from /explainer/record_recovery.
+(published on /explainer/suggestion too) and learns from /explainer/record_recovery; keeps the
+plans that worked (/explainer/record_plan) and scores new plans against them (/explainer/check_plan).
 
 Its names are absolute on purpose: one explainer serves the task planners of several robots,
 each in its own namespace, and what one robot learns the others retrieve.
@@ -16,10 +17,13 @@ from planner.msg import Suggestion
 from planner.ros.convert import failure_from_msg, stamp_now
 from planner.ros.node import PlannerNode, main_for
 from planner.ros.qos import RELIABLE
-from planner.srv import Explain, RecordRecovery
-from planner.wiring import open_case_memory
+from planner.srv import CheckPlan, Explain, RecordPlan, RecordRecovery
+from planner.wiring import make_plan_checker, open_case_memory
 
 SUGGESTIONS_KEPT = 1000   # the latest tasks whose suggested cases a record may count
+# Beyond these a plan is not a robot's plan, and scoring it would keep the explainer busy for minutes.
+MAX_PLAN_STEPS = 60
+MAX_TEXT_CHARS = 500
 
 
 class ExplainerNode(PlannerNode):
@@ -36,6 +40,9 @@ class ExplainerNode(PlannerNode):
         group = MutuallyExclusiveCallbackGroup()
         self.create_service(Explain, "/explainer/explain", self._explain, callback_group=group)
         self.create_service(RecordRecovery, "/explainer/record_recovery", self._record, callback_group=group)
+        self.plan_checker = make_plan_checker(self.memory, self.config.planner.plan_check)
+        self.create_service(CheckPlan, "/explainer/check_plan", self._check_plan, callback_group=group)
+        self.create_service(RecordPlan, "/explainer/record_plan", self._record_plan, callback_group=group)
         where = self.memory.store.path or "memory"
         self.get_logger().info(f"explainer ready with {len(self.memory)} failure cases ({where})")
 
@@ -67,6 +74,32 @@ class ExplainerNode(PlannerNode):
                             request.fix)
         response.case_id, response.message = self.memory.learn(request.request, recovery, request.robot)
         self.get_logger().info(f"from {request.robot or 'the root namespace'}: {response.message}")
+        return response
+
+    def _plan_problem(self, request) -> str:
+        """What makes a plan sent to the explainer unusable, or ''."""
+        if not request.steps or len(request.steps) > MAX_PLAN_STEPS:
+            return f"a plan has 1 to {MAX_PLAN_STEPS} steps, this one {len(request.steps)}"
+        if len(request.request) > MAX_TEXT_CHARS or any(len(step) > MAX_TEXT_CHARS for step in request.steps):
+            return f"a request and each step are at most {MAX_TEXT_CHARS} characters"
+        return ""
+
+    def _check_plan(self, request, response):
+        if problem := self._plan_problem(request):
+            self.report("warn", f"plan check for {request.robot or 'the root namespace'} refused: {problem}")
+            return response
+        verdict = self.plan_checker.check(request.request, list(request.steps))
+        response.judged = verdict.score is not None
+        response.score, response.like, response.low = verdict.score or 0.0, verdict.like, verdict.low
+        self.get_logger().info(f"plan check for {request.robot or 'the root namespace'}: {verdict.describe()}")
+        return response
+
+    def _record_plan(self, request, response):
+        if problem := self._plan_problem(request):
+            response.message = f"not kept: {problem}"
+            return response
+        self.plan_checker.record(request.request, list(request.steps), request.robot)
+        response.message = f"kept the {len(request.steps)}-step plan for {request.request!r}"
         return response
 
 

@@ -24,14 +24,14 @@ from planner.core.perception_actions import perceive
 from planner.core.planning.task_planner import PlanningMode, TaskPlanner
 from planner.core.scene_graph import Entity, RobotSnapshot, SceneGraph
 from planner.core.task_queue import TaskQueue
-from planner.core.types import EpisodeResult, FailureInfo, Observation, Recovery, SkillResult, SuggestionInfo, TraceStep
+from planner.core.types import EpisodeResult, FailureInfo, Observation, PlanVerdict, Recovery, SkillResult, SuggestionInfo, TraceStep
 from planner.msg import PlanStep
 from planner.ros.convert import entity_from_msg, failure_from_msg, failure_to_msg, robot_from_msg, seconds, stamp_now
 from planner.ros.futures import ActionCall, CallFailed, Heartbeat, call_service
 from planner.ros.node import PlannerNode, main_for
 from planner.ros.qos import ESTOP_TOPIC, GOAL_REQUESTS, RELIABLE
 from planner.ros.scene_mirror import SceneMirror
-from planner.srv import Explain, FindObjects, GetObject, GetObjectsInRoom, GetRobotState, GetRooms, RecordRecovery
+from planner.srv import CheckPlan, Explain, FindObjects, GetObject, GetObjectsInRoom, GetRobotState, GetRooms, RecordPlan, RecordRecovery
 from planner.wiring import load_skill_planner, make_grounder
 
 SAY_TIMEOUT_S = 60.0
@@ -140,6 +140,22 @@ class RosTools:
                 return
             self.node.get_logger().info(f"explainer: {answer.message}")
 
+    def check_plan(self, request: str, steps: list[str]) -> PlanVerdict | None:
+        message = CheckPlan.Request(robot=self.node.get_namespace().strip("/"), request=request, steps=steps)
+        try:
+            answer = call_service(self.node.clients_["check_plan"], message, timeout_s=30.0)
+        except CallFailed as error:
+            self.node.report("warn", f"the plan was not checked: {error}")
+            return None
+        return PlanVerdict(answer.score if answer.judged else None, answer.like, answer.low)
+
+    def record_plan(self, request: str, steps: list[str]) -> None:
+        message = RecordPlan.Request(robot=self.node.get_namespace().strip("/"), request=request, steps=steps)
+        try:
+            call_service(self.node.clients_["record_plan"], message, timeout_s=15.0)
+        except CallFailed as error:
+            self.node.report("warn", f"the explainer did not keep the plan that worked: {error}")
+
     def ask(self, question: str, timeout_s: float) -> str | None:
         node = self.node
         while not node.answers.empty():  # an answer from before the question is not an answer to it
@@ -187,6 +203,8 @@ class TaskPlannerNode(PlannerNode):
             "robot": self.create_client(GetRobotState, "perception/get_robot_state", callback_group=group),
             "explain": self.create_client(Explain, "/explainer/explain", callback_group=group),
             "record_recovery": self.create_client(RecordRecovery, "/explainer/record_recovery", callback_group=group),
+            "check_plan": self.create_client(CheckPlan, "/explainer/check_plan", callback_group=group),
+            "record_plan": self.create_client(RecordPlan, "/explainer/record_plan", callback_group=group),
         }
         self.skill_client = ActionClient(self, ExecuteSkill, "skill_planner/execute_skill", callback_group=group)
         self.skill_planner_alive = Heartbeat(self, "skill_planner")
