@@ -123,6 +123,12 @@ def test_generated_tasks_have_a_reference_plan_and_a_scene_table_and_differ_by_s
     assert [t["task"] for t in plan_tasks.make_plan_tasks(12, SKILLS, 5)] != [t["task"] for t in tasks]
 
 
+def test_generated_tasks_are_written_as_a_tasks_file_the_benchmark_reads(tmp_path):
+    assert main(["bench", "generate", "plans", "--seeds", "11,1000", "--per-home", "2", "--out", str(tmp_path)]) == 0
+    tasks = load_tasks(tmp_path / "tasks.jsonl")
+    assert [t.split for t in tasks] == ["development"] * 2 + ["test"] * 2
+
+
 def test_bench_plans_runs_both_arms_and_scores_them(tmp_path, capsys):
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text(json.dumps(TASK.model_dump(exclude_none=True)) + "\n")

@@ -42,6 +42,7 @@ class SceneTask(StrictModel):
     scene_table: list[dict[str, Cell]] | None = Field(default=None, description="one row per thing; any columns")
     image: str | None = Field(default=None, description="an image file, relative to the tasks file, or a data: URL")
     reference_steps: list[str] = Field(default_factory=list)
+    split: str = Field(default="", description="generated tasks: development or test, by the seed of their home")
 
     @model_validator(mode="after")
     def _has_a_scene(self) -> SceneTask:
