@@ -68,6 +68,13 @@ def test_a_miner_naming_what_the_scene_lacks_is_told_so_and_asked_again():
     assert "'counter' is not in objects" in text_of(policy.prompts[2][-1])
 
 
+def test_a_miner_may_name_the_rooms_and_places_the_table_gives():
+    rooms = {"objects": ["mug", "kitchen", "living_room", "shelf"],
+             "relations": [{"subject": "mug", "relation": "in", "object": "kitchen"}]}
+    policy = ScriptedPolicy([rooms, DESCRIPTIONS, PLAN])
+    assert ScenePlanner(policy, retries=0).plan(TASK, "multi", "table").steps == PLAN["steps"]
+
+
 def test_a_plan_that_stays_invalid_is_no_plan_with_the_reason():
     policy = ScriptedPolicy([{"steps": []}, {"steps": [""]}, {"plan": "go"}])
     plan = ScenePlanner(policy, retries=2).plan(TASK, "single", "table")

@@ -31,6 +31,7 @@ Agents = Literal["single", "multi"]
 SceneKind = Literal["table", "image"]
 Cell = str | int | float | bool
 MAX_STEPS = 30
+NOT_NAMES = {"kind", "state"}  # scene table columns whose values are not things or places
 
 
 class SceneTask(StrictModel):
@@ -249,9 +250,10 @@ class ScenePlanner:
         return self._steps(policy, SINGLE_PROMPT.format(task=task.task, scene=scene, rules=STEPS_RULES), image)
 
     def _multi(self, task: SceneTask, scene: str, image: dict | None, policy: CountingPolicy) -> GeneratedPlan:
-        # The names (and ids) the table gives, as words; an image gives none to check against.
-        names = {readable_step(str(row[key])).lower() for row in task.scene_table or [] for key in ("name", "id")
-                 if key in row} if image is None else set()
+        # Every name the table gives, as words — of things, ids, rooms and what things stand on (a
+        # relation may end at a room: "cup in kitchen"); an image gives none to check against.
+        names = {readable_step(value).lower() for row in task.scene_table or [] for key, value in row.items()
+                 if isinstance(value, str) and key not in NOT_NAMES} if image is None else set()
 
         def mined(text: str) -> SceneMinerReply:
             reply = SceneMinerReply.model_validate_json(text)
