@@ -169,13 +169,19 @@ def plot(results: dict, path: Path) -> None:
     arms = list(results["arms"])
     fig, (scores, cost) = plt.subplots(1, 2, figsize=(10, 4))
     width = 0.2
-    for offset, (key, label) in enumerate((("pg2s", "PG2S"), ("sentence", "sentence"), ("goal", "goal"), ("kas", "KAS"))):
+    for offset, (key, label) in enumerate((("pg2s", "PG2S"), ("sentence", "sentence"), ("goal", "goal"),
+                                           ("kas", "KAS (plans as long as the reference only)"))):
         values = [results["arms"][a][key] or 0 for a in arms]
-        scores.bar([i + (offset - 1.5) * width for i in range(len(arms))], values, width, label=label)
-    scores.set_xticks(range(len(arms)), arms)
-    scores.set_ylim(0, 1)
+        xs = [i + (offset - 1.5) * width for i in range(len(arms))]
+        scores.bar(xs, values, width, label=label)
+        if key == "kas":
+            for x, value, arm in zip(xs, values, arms):
+                scores.annotate(f"n={results['arms'][arm]['kas_plans']}", (x, value), ha="center", va="bottom", fontsize=7)
+    scores.set_xticks(range(len(arms)), [f"{a}\nno plan: {results['arms'][a]['no_plan']}" for a in arms])
+    scores.set_ylim(0, 1.3)  # room above the bars for the legend
+    scores.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
     scores.set_title(f"Similarity to the reference plans ({results['tasks']} tasks)")
-    scores.legend(fontsize=8)
+    scores.legend(fontsize=7, ncol=2, loc="upper left")
     cost.bar(arms, [results["arms"][a]["seconds"] for a in arms], color="tab:gray")
     cost.set_ylabel("seconds per plan")
     for i, a in enumerate(arms):
