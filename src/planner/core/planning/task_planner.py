@@ -226,6 +226,7 @@ class TaskPlanner:
         usage = LLMUsage()
         self._emit("request", request)
         acted: list[ActionRecord] = []
+        state: LoopState | Ending | None = None  # None: canceled before the goals were read
         try:
             state = self._begin(request, usage, acted)
             ending = state if isinstance(state, Ending) else self._plan_and_act(state, usage)
