@@ -285,6 +285,37 @@ def bench_plans(args) -> int:
         Path(args.out), name, plan_tasks.plot, plan_tasks.report)
 
 
+def bench_fleet(args) -> int:
+    from planner.bench import fleet
+    from planner.bench.common import machine_info
+    from planner.bench.generate import parse_seeds
+    from planner.config import load_config
+    from planner.core.answer_model import make_learner
+    from planner.wiring import load_robot
+
+    config = load_config(args.config)
+    for learner in args.learners:
+        make_learner(learner, 0)    # an unknown learner or a missing xgboost is said before the model loads
+    profile = load_robot(config)
+    seeds = parse_seeds(args.seeds)
+    out = Path(args.out)
+    opened = _replies_or_llm(args, config)
+    if opened is None:
+        return 1
+    policy, server, llm = opened
+    name = args.name or f"fleet-{args.explore}-{llm['backend']}-{llm['model'].replace('/', '_')}"
+    fleets = [lambda seed=seed, size=size: fleet.make_fleet_home(seed, size, args.robots, args.budget_share, profile)
+              for size in args.sizes for seed in seeds]
+    header = {"benchmark": "fleet", "machine": machine_info(), "llm": llm,
+              "setup": {"sizes": args.sizes, "seeds": seeds, "robots": args.robots, "explore": args.explore,
+                        "questions": args.questions, "debate_questions": args.debate_questions,
+                        "budget_share": args.budget_share, "learners": args.learners, "confidence": args.confidence}}
+    return _run_then_write(server, lambda: fleet.run(
+        fleets, policy, args.explore, args.questions, args.debate_questions, args.learners, args.confidence, header,
+        out / f"{name}.json", args.resume, _progress),
+        out, name, fleet.plot, fleet.report)
+
+
 def bench_compare(args) -> int:
     from planner.bench import compare
     from planner.bench.common import write_results
@@ -530,6 +561,8 @@ def _replies_argument(parser) -> None:
 
 
 def add_commands(sub) -> None:
+    from planner.core.answer_model import LEARNERS
+
     p = sub.add_parser("bench", help="run a benchmark; writes a JSON results file and a plot")
     bench_sub = p.add_subparsers(dest="bench_command", required=True)
     perception = bench_sub.add_parser("perception", help="scene graph build, fusion and queries at growing map sizes")
@@ -667,6 +700,31 @@ def add_commands(sub) -> None:
     plans_parser.add_argument("--out", default="bench/results")
     plans_parser.add_argument("--name", help="results file name (default: plans-TASKS-LLM)")
     plans_parser.set_defaults(run=bench_plans)
+    fleet_parser = bench_sub.add_parser("fleet", help="robots look around generated homes while people move things, "
+                                        "then answer yes/no questions; vote, debate and central answer models compared")
+    fleet_parser.add_argument("--sizes", type=int, nargs="+", default=[4, 8, 12, 16], help="rooms per home")
+    fleet_parser.add_argument("--seeds", default="1000-1004", help="a seed, a range (1000-1004) or a list (1,5,9)")
+    fleet_parser.add_argument("--robots", type=int, default=3)
+    fleet_parser.add_argument("--questions", type=int, default=40, help="questions per home (half yes, half no)")
+    fleet_parser.add_argument("--debate-questions", type=int, default=4,
+                              help="questions per home and condition the robots also debate (each ~10 LLM calls)")
+    fleet_parser.add_argument("--explore", choices=["coverage", "model"], default="coverage",
+                              help="coverage: the nearest room not yet looked into; model: the LLM picks the room "
+                                   "with the most unseen things")
+    fleet_parser.add_argument("--budget-share", type=float, default=0.5,
+                              help="each robot's time is about this share of what looking into every room takes")
+    fleet_parser.add_argument("--confidence", action="store_true",
+                              help="each answer with the model's probability of yes (a feature of the extended "
+                                   "answer models); ~2.5x slower on the embedded server")
+    fleet_parser.add_argument("--learners", nargs="+", default=list(LEARNERS), choices=LEARNERS,
+                              help="central answer models to train on each home")
+    _llm_arguments(fleet_parser)
+    _replies_argument(fleet_parser)
+    fleet_parser.add_argument("--config")
+    fleet_parser.add_argument("--out", default="bench/results")
+    fleet_parser.add_argument("--name", help="results file name (default: fleet-EXPLORE-LLM)")
+    fleet_parser.add_argument("--resume", action="store_true", help="keep the homes an interrupted run finished")
+    fleet_parser.set_defaults(run=bench_fleet)
     generate_parser = bench_sub.add_parser("generate", help="make benchmark homes and queries from seeds (seeds from "
                                            "1000 on are the test range: report them, do not tune on them)")
     generate_parser.add_argument("what", choices=["objects", "tasks", "pddl", "plans"], help="objects: Voxeland maps, "

@@ -1,0 +1,311 @@
+"""`planner bench fleet`: several robots look around a generated home while people move things,
+then answer yes/no questions about it ("Is there a mug in the kitchen?"); majority vote, debate
+and central answer models turn their answers into one, with and without a robot that lies.
+
+Homes come from `planner world generate`'s generator at several sizes; the questions and their
+truth come from the simulated home at the time they are asked: as many yes as no, the no ones
+about a thing the home has but not in that room, and first of all those whose answer changed after
+some robot looked (a thing moved in or out). Seeds from 1000 on are the test range.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from planner.core.answer_model import FEATURE_SETS, Example, cross_validate
+from planner.core.errors import InputError, PolicyError
+from planner.core.files import write_json_atomic
+from planner.core.fleet import Debate, FleetAnswerer, ModelGuided, NearestUnlooked, Question, RobotAnswer, majority_vote
+from planner.core.ports import Policy
+from planner.core.robot_profile import RobotProfile
+from planner.core.worldgen import generate_world
+from planner.sim.exploration import LOOK_S, Explorer, Home, Move
+
+OBJECTS_PER_ROOM = 6
+FIELDS_OF_VIEW = (60.0, 90.0, 120.0)   # robot i has the i-th (cycled): they see different shares of a room
+ROOM_S = 3 * LOOK_S + 15.0             # a room's looks and the drive to the next, roughly: sizes the budgets
+MOVES_PER_OBJECT = 0.25                # people move about a quarter of the things while the robots look
+CONDITIONS = ("honest", "malicious")   # malicious: the first robot answers the opposite of what it believes
+
+
+@dataclass
+class FleetHome:
+    seed: int
+    rooms: int
+    home: Home
+    explorers: list[Explorer]
+    question_s: float                  # when the questions are asked
+
+
+def make_fleet_home(seed: int, rooms: int, robots: int, budget_share: float, profile: RobotProfile) -> FleetHome:
+    """A generated home of `rooms` rooms, `robots` explorers with their own start, budget (about
+    `budget_share` of the rooms' worth of time) and camera, and people's moves until the questions."""
+    if robots < 1:
+        raise InputError(f"robots: {robots}; a fleet needs at least one")
+    world = generate_world(rooms, rooms * OBJECTS_PER_ROOM, profile, seed)
+    rng = random.Random(seed * 7919 + rooms)
+    names = [room.name for room in world.rooms]
+    starts = rng.sample(names, robots) if robots <= len(names) else [rng.choice(names) for _ in range(robots)]
+    explorers = [Explorer(f"robot_{index + 1}", start, budget_share * len(names) * ROOM_S * rng.uniform(0.7, 1.3),
+                          FIELDS_OF_VIEW[index % len(FIELDS_OF_VIEW)]) for index, start in enumerate(starts)]
+    question_s = 1.2 * max(e.budget_s for e in explorers)
+    room_of = {f.id: world.room_at(f.center[0], f.center[1]) for f in world.furniture}
+    moves = []
+    for _ in range(max(1, round(MOVES_PER_OBJECT * len(world.objects)))):
+        obj = rng.choice(world.objects)
+        elsewhere = [f.id for f in world.furniture if room_of[f.id] != room_of[obj.placed_on]]
+        if elsewhere:
+            moves.append(Move(round(rng.uniform(0, question_s), 1), obj.id, rng.choice(elsewhere)))
+    return FleetHome(seed, rooms, Home(world, profile, moves), explorers, question_s)
+
+
+def make_questions(home: Home, looked: Sequence[dict[str, float]], question_s: float, count: int,
+                   rng: random.Random) -> list[Question]:
+    """Up to `count` questions, as many yes as no. `looked`: each robot's room -> time it last
+    looked there; a question is `moved` when its answer then differs from its answer now."""
+    now = home.presence_at(question_s)
+    rooms = sorted(now)
+
+    def moved(label: str, room: str) -> bool:
+        return any(room in seen and (label in home.presence_at(seen[room])[room]) != (label in now[room])
+                   for seen in looked)
+
+    yes = [(label, room) for room in rooms for label in sorted(now[room])]
+    rng.shuffle(yes)
+    yes.sort(key=lambda pair: not moved(*pair))       # changed answers first, the rest at random
+    questions: list[Question] = []
+    for label, room in yes:
+        if len(questions) + 2 > count:
+            break
+        lacking = [other for other in rooms if label not in now[other]]
+        if not lacking:
+            continue
+        changed = [other for other in lacking if moved(label, other)]
+        other = rng.choice(changed or lacking)
+        questions += [Question(label, room, True, moved(label, room)), Question(label, other, False, moved(label, other))]
+    rng.shuffle(questions)
+    return questions
+
+
+def _accuracy(predicted: Sequence[bool], questions: Sequence[Question]) -> float:
+    return round(100 * statistics.fmean(p == q.truth for p, q in zip(predicted, questions)), 2) if questions else 0.0
+
+
+def _agreement(finals: Sequence[bool], answers: Sequence[Sequence[RobotAnswer]]) -> dict[str, float]:
+    """Per robot: the share of questions where its answer is the final one."""
+    robots = [a.robot for a in answers[0]]
+    return {robot: round(100 * statistics.fmean(final == row[i].yes for final, row in zip(finals, answers)), 2)
+            for i, robot in enumerate(robots)}
+
+
+def run_home(fleet: FleetHome, policy: Policy, explore: str, questions: int, debate_questions: int,
+             learners: Sequence[str], confidence: bool, progress: Callable[[str], None]) -> dict:
+    """Explore, ask, answer, aggregate: one home's row of results."""
+    rooms = [room.name for room in fleet.home.world.rooms]
+    started = time.monotonic()
+    chooser = ModelGuided(policy, rooms) if explore == "model" else NearestUnlooked()
+    memories = [fleet.home.explore(explorer, chooser) for explorer in fleet.explorers]
+    explore_s = time.monotonic() - started
+    asked = make_questions(fleet.home, [m.looked for m in memories], fleet.question_s, questions,
+                           random.Random(fleet.seed * 31 + fleet.rooms))
+    progress(f"  home {fleet.seed}, {fleet.rooms} rooms: the robots looked into "
+             f"{'/'.join(str(len(m.looked)) for m in memories)} rooms; {len(asked)} questions "
+             f"({sum(q.moved for q in asked)} changed after a robot looked)")
+    answerer = FleetAnswerer(policy, rooms, confidence)
+    started = time.monotonic()
+    by_robot = []
+    for memory in memories:   # one robot's questions in a row: its memory is a prompt prefix the server keeps
+        by_robot.append([answerer.answer(memory, question, fleet.question_s) for question in asked])
+        right = sum(a.yes == q.truth for a, q in zip(by_robot[-1], asked))
+        progress(f"  {memory.robot} answered {len(asked)} ({right} right) in {time.monotonic() - started:.0f} s")
+    answer_s = time.monotonic() - started
+    honest = [tuple(robot[i] for robot in by_robot) for i in range(len(asked))]
+    row: dict = {"seed": fleet.seed, "rooms": fleet.rooms, "objects": len(fleet.home.world.objects),
+                 "moves": len(fleet.home.moves), "questions": len(asked), "moved_questions": sum(q.moved for q in asked),
+                 "robots": [{"name": e.name, "start": e.start_room, "budget_s": round(e.budget_s), "fov_deg": e.fov_deg,
+                             "rooms_looked": len(m.looked), "things_seen": sum(len(s) for s in m.seen.values())}
+                            for e, m in zip(fleet.explorers, memories)],
+                 "explore_s": round(explore_s, 2),
+                 "explore_llm_calls": chooser.policy.usage.calls if isinstance(chooser, ModelGuided) else 0,
+                 "answer_s_per_question": round(answer_s / max(1, len(asked)), 3),
+                 "answer_llm_calls": answerer.usage.calls, "conditions": {}}
+    for condition in CONDITIONS:
+        answers = honest if condition == "honest" else [(row_[0].inverted(), *row_[1:]) for row_ in honest]
+        row["conditions"][condition] = _aggregate(fleet, memories, rooms, asked, answers, policy, debate_questions,
+                                                  learners, confidence, progress)
+    return row
+
+
+def _aggregate(fleet: FleetHome, memories, rooms, asked: list[Question], answers: list[tuple[RobotAnswer, ...]],
+               policy: Policy, debate_questions: int, learners: Sequence[str], confidence: bool, progress) -> dict:
+    result: dict = {"robots": {a.robot: _accuracy([row[i].yes for row in answers], asked)
+                               for i, a in enumerate(answers[0])}}
+    vote = [majority_vote(row) for row in answers]
+    result["aggregators"] = {"vote": _accuracy(vote, asked)}
+    result["agreement"] = {"vote": _agreement(vote, answers)}
+    result["seconds_per_question"] = {"vote": 0.0}
+    result["importance"] = {}
+    examples = [Example(q, row) for q, row in zip(asked, answers)]
+    for learner in learners:
+        for feature_set in FEATURE_SETS:
+            name = f"cam_{learner}" + ("_robot_state" if feature_set == "robot_state" else "")
+            started = time.monotonic()
+            try:
+                fitted = cross_validate(examples, learner, feature_set, seed=fleet.seed)
+            except InputError as error:
+                result.setdefault("skipped", {})[name] = str(error)
+                continue
+            result["seconds_per_question"][name] = round((time.monotonic() - started) / len(asked), 4)
+            result["aggregators"][name] = _accuracy(fitted.predictions, asked)
+            result["agreement"][name] = _agreement(fitted.predictions, answers)
+            result["importance"][name] = fitted.importance
+    if debate_questions:
+        sample = asked[:debate_questions]
+        debate = Debate(policy, rooms, confidence=confidence)
+        started = time.monotonic()
+        finals = []
+        for number, (question, row) in enumerate(zip(sample, answers), 1):
+            progress(f"  debate {number}/{len(sample)}: {question.text}")
+            try:
+                finals.append(debate.decide(question, memories, row, fleet.question_s).answer)
+            except PolicyError as error:   # the server failed: this question's debate is lost, the run goes on
+                progress(f"  debate on {question.text!r} failed: {error}")
+                finals.append(majority_vote(row))
+        result["debate"] = {"questions": len(sample), "accuracy": _accuracy(finals, sample),
+                            "vote_accuracy_same_questions": _accuracy(vote[:len(sample)], sample),
+                            "llm_calls": debate.usage.calls,
+                            "seconds_per_question": round((time.monotonic() - started) / max(1, len(sample)), 2)}
+    return result
+
+
+def summarize(homes: list[dict]) -> dict:
+    """Per home size and condition: mean and sd over seeds of each aggregator's accuracy."""
+    summary: dict = {}
+    for size in sorted({h["rooms"] for h in homes}):
+        rows = [h for h in homes if h["rooms"] == size]
+        summary[str(size)] = {}
+        for condition in CONDITIONS:
+            names = sorted({n for h in rows for n in h["conditions"][condition]["aggregators"]})
+            cell: dict = {}
+            for name in names:
+                values = [h["conditions"][condition]["aggregators"][name] for h in rows
+                          if name in h["conditions"][condition]["aggregators"]]
+                cell[name] = {"mean": round(statistics.fmean(values), 2),
+                              "sd": round(statistics.pstdev(values), 2), "homes": len(values)}
+            debates = [h["conditions"][condition]["debate"] for h in rows if "debate" in h["conditions"][condition]]
+            if debates:
+                cell["debate (sample)"] = {"mean": round(statistics.fmean(d["accuracy"] for d in debates), 2),
+                                           "sd": round(statistics.pstdev(d["accuracy"] for d in debates), 2),
+                                           "homes": len(debates),
+                                           "vote_same_questions": round(statistics.fmean(
+                                               d["vote_accuracy_same_questions"] for d in debates), 2),
+                                           "questions": sum(d["questions"] for d in debates)}
+            summary[str(size)][condition] = cell
+    return summary
+
+
+def best_cam(cell: dict, robot_state: bool) -> tuple[str, dict] | None:
+    """The learner with the best mean accuracy, of one feature set."""
+    cams = [(n, v) for n, v in cell.items() if n.startswith("cam_") and n.endswith("_robot_state") == robot_state]
+    return max(cams, key=lambda item: item[1]["mean"]) if cams else None
+
+
+def run(fleets: Sequence[Callable[[], FleetHome]], policy: Policy, explore: str, questions: int, debate_questions: int,
+        learners: Sequence[str], confidence: bool, header: dict, partial: Path, resume: bool,
+        progress: Callable[[str], None]) -> dict:
+    """Every home in turn; `partial` holds the results so far after each home, and with `resume` an
+    interrupted run with the same set-up and LLM carries on from it."""
+    results: dict = {**header, "homes": [], "complete": False}
+    if resume and partial.exists():
+        previous = json.loads(partial.read_text())
+        if all(previous.get(key) == header[key] for key in ("setup", "llm")):
+            results["homes"] = previous.get("homes", [])
+            progress(f"resuming: {len(results['homes'])} home(s) already in {partial}")
+    finished = {(h["seed"], h["rooms"]) for h in results["homes"]}
+    for number, make in enumerate(fleets, 1):
+        fleet = make()
+        if (fleet.seed, fleet.rooms) in finished:
+            continue
+        row = run_home(fleet, policy, explore, questions, debate_questions, learners, confidence, progress)
+        results["homes"].append(row)
+        write_json_atomic(partial, results, indent=1)
+        honest = row["conditions"]["honest"]["aggregators"]
+        best = max((v, n) for n, v in honest.items() if n.startswith("cam_")) if len(honest) > 1 else (0, "-")
+        progress(f"[{number:>3}/{len(fleets)}] seed {fleet.seed} {row['rooms']:>2} rooms: {row['questions']} questions "
+                 f"({row['moved_questions']} moved), vote {honest['vote']:.0f}%, best CAM {best[1]} {best[0]:.0f}%, "
+                 f"{row['answer_s_per_question']:.1f} s/answer")
+    return {**results, "complete": True, "summary": summarize(results["homes"])}
+
+
+def report(results: dict) -> str:
+    llm = results.get("llm", {})
+    setup = results.get("setup", {})
+    lines = [f"# Fleet question answering ({len(results['homes'])} homes)", "",
+             f"{llm.get('backend', '')} {llm.get('model', '')}; machine: {results.get('machine', {}).get('cpu', '')}; "
+             f"{setup.get('robots', '')} robots, exploration: {setup.get('explore', '')}", ""]
+    for condition in CONDITIONS:
+        lines += [f"## {condition.capitalize()} robots" if condition == "honest" else
+                  "## One malicious robot (robot_1 answers the opposite of what it believes)", "",
+                  "| rooms | homes | vote | debate (sample; vote on it) | best CAM, paper features | best CAM, + robot state |",
+                  "|---|---|---|---|---|---|"]
+        for size, cells in results["summary"].items():
+            cell = cells[condition]
+            vote = cell["vote"]
+            debate = cell.get("debate (sample)")
+            debate_text = (f"{debate['mean']:.1f} ± {debate['sd']:.1f}; {debate['vote_same_questions']:.1f} "
+                           f"(n={debate['questions']})") if debate else "-"
+            cams = [best_cam(cell, robot_state) for robot_state in (False, True)]
+            cam_text = [f"{c[1]['mean']:.1f} ± {c[1]['sd']:.1f} ({c[0].removeprefix('cam_').removesuffix('_robot_state')})"
+                        if c else "-" for c in cams]
+            lines.append(f"| {size} | {vote['homes']} | {vote['mean']:.1f} ± {vote['sd']:.1f} | {debate_text} | "
+                         f"{cam_text[0]} | {cam_text[1]} |")
+        lines.append("")
+    lines += ["## Every learner (mean accuracy over all homes, honest / malicious)", "", "| aggregator | honest | malicious |",
+              "|---|---|---|"]
+    names = sorted({n for h in results["homes"] for n in h["conditions"]["honest"]["aggregators"]})
+    for name in names:
+        cells = [statistics.fmean(h["conditions"][c]["aggregators"][name] for h in results["homes"]
+                                  if name in h["conditions"][c]["aggregators"]) for c in CONDITIONS]
+        lines.append(f"| {name} | {cells[0]:.1f} | {cells[1]:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = list(results["summary"])
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for axis, condition in zip(axes, CONDITIONS):
+        series = [("vote", "majority vote")]
+        for robot_state, label in ((False, "best CAM (paper features)"), (True, "best CAM (+ robot state)")):
+            series.append((robot_state, label))
+        width = 0.8 / (len(series) + 1)
+        for offset, (key, label) in enumerate(series):
+            means, sds = [], []
+            for size in sizes:
+                cell = results["summary"][size][condition]
+                value = cell.get(key) if isinstance(key, str) else (best_cam(cell, key) or (None, None))[1]
+                means.append(value["mean"] if value else 0)
+                sds.append(value["sd"] if value else 0)
+            axis.bar([i + offset * width for i in range(len(sizes))], means, width, yerr=sds, label=label, capsize=2)
+        debate = [results["summary"][s][condition].get("debate (sample)") for s in sizes]
+        axis.bar([i + len(series) * width for i in range(len(sizes))], [d["mean"] if d else 0 for d in debate], width,
+                 label="debate (sample of questions)", color="tab:gray")
+        axis.set_xticks([i + 0.4 - width / 2 for i in range(len(sizes))], [f"{s} rooms" for s in sizes])
+        axis.axhline(50, color="black", linewidth=0.6, linestyle=":")
+        axis.set_title("honest robots" if condition == "honest" else "one robot answers the opposite")
+        axis.set_ylim(0, 105)
+    axes[0].set_ylabel("accuracy (%)")
+    axes[1].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

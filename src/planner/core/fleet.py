@@ -1,0 +1,327 @@
+"""Questions about a home answered by a fleet of robots: "Is there a mug in the kitchen?".
+
+Each robot keeps what it has seen (room -> things, with when it last looked there) and answers
+from that alone, with the embedded model or any policy; an aggregator turns the robots' answers
+into one: a majority vote, a debate between the robots, or a central answer model trained on the
+home (`planner.core.answer_model`). Exploration choices are made here too: the nearest room not yet
+looked into, or the model's choice of where the most unseen things may be.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from planner.core.asking import CountingPolicy, LLMUsage, ask_validated
+from planner.core.files import StrictModel
+from planner.core.ports import JUDGEMENT_SCHEMA, Judgement, Policy, judged
+from planner.core.scene_graph import SceneGraph
+
+
+class FleetSettings(StrictModel):
+    robots: list[str] = Field(default_factory=list, description="namespaces of the robots whose scene graphs "
+                              "answer /fleet/ask, e.g. [robot1, robot2]; empty: every robot whose scene graph appears")
+    confidence: bool = Field(default=True, description="each robot's answer carries the model's probability of yes "
+                             "(a tie goes to the surer side); false: ~2.5x faster on the embedded server")
+
+
+def words(name: str) -> str:
+    """A map name as people say it: `coffee_table` -> coffee table."""
+    return name.replace("_", " ")
+
+
+@dataclass
+class RobotMemory:
+    """What one robot has seen: when it last looked into each room, and each thing it saw there
+    with when it last saw it."""
+    robot: str
+    looked: dict[str, float] = field(default_factory=dict)            # room -> last look (s)
+    seen: dict[str, dict[str, float]] = field(default_factory=dict)   # room -> label -> last sighting (s)
+
+    def look(self, room: str, labels: Sequence[str], time_s: float) -> None:
+        self.looked[room] = time_s
+        things = self.seen.setdefault(room, {})
+        for label in labels:
+            things[label] = time_s
+
+    def saw(self, label: str, room: str) -> bool:
+        return label in self.seen.get(room, {})
+
+    def since(self, room: str, now_s: float) -> float | None:
+        """Seconds since the robot last looked into `room`; None when it never did."""
+        return None if room not in self.looked else now_s - self.looked[room]
+
+    def describe(self, rooms: Sequence[str], now_s: float) -> str:
+        """A line a room, in the order given: what the robot saw there and how long ago it looked."""
+        lines = []
+        for room in rooms:
+            since = self.since(room, now_s)
+            if since is None:
+                lines.append(f"- {words(room)}: not looked into")
+                continue
+            things = ", ".join(sorted(words(label) for label in self.seen.get(room, {}))) or "nothing"
+            lines.append(f"- {words(room)} (last looked {_ago(since)}): {things}")
+        return "\n".join(lines)
+
+
+def memory_from_scene(robot: str, scene: SceneGraph) -> RobotMemory:
+    """A robot's memory from its scene graph: the things it sees where they are now (not those it
+    found missing), and a room as looked into when it last saw anything there."""
+    memory = RobotMemory(robot)
+    for room in scene.rooms():
+        entities = [*scene.furniture(room), *scene.objects(room)]
+        if entities:
+            memory.looked[room] = max(e.last_seen for e in entities)
+        for obj in scene.objects(room):
+            if obj.status == "seen":
+                things = memory.seen.setdefault(room, {})
+                things[obj.label] = max(things.get(obj.label, 0.0), obj.last_seen)
+    return memory
+
+
+def evidence(memory: RobotMemory, question: Question, now_s: float) -> str:
+    """What a robot's answer rests on, in words."""
+    since = memory.since(question.room, now_s)
+    room, thing = words(question.room), words(question.label)
+    if since is None:
+        return f"never looked into the {room}"
+    if memory.saw(question.label, question.room):
+        return f"saw a {thing} in the {room} {_ago(now_s - memory.seen[question.room][question.label])}"
+    return f"looked into the {room} {_ago(since)} and saw no {thing}"
+
+
+QUESTION_PATTERN = re.compile(r"^(?:is|are) there (?:an?|any|some|the)?\s*(?P<thing>.+?) (?:in|inside|at) (?:the )?"
+                              r"(?P<room>.+?)\s*\??$", re.IGNORECASE)
+
+
+def read_question(text: str, rooms: Sequence[str]) -> Question:
+    """"Is there a mug in the kitchen?" -> Question(mug, kitchen); the room must be one of `rooms`
+    (as named in the map or in words). Raises ValueError saying what could not be read."""
+    match = QUESTION_PATTERN.match(text.strip())
+    if not match:
+        raise ValueError(f"{text!r}: ask as 'Is there a THING in the ROOM?'")
+    said = match["room"].strip().lower()
+    by_words = {words(room).lower(): room for room in rooms} | {room.lower(): room for room in rooms}
+    if said not in by_words:
+        raise ValueError(f"{text!r}: no room {said!r} in the map; there are {', '.join(sorted(map(words, rooms)))}")
+    return Question(match["thing"].strip().lower().replace(" ", "_"), by_words[said])
+
+
+def _ago(seconds: float) -> str:
+    minutes = round(seconds / 60)
+    return "just now" if minutes < 1 else f"{minutes} min ago"
+
+
+@dataclass(frozen=True)
+class Question:
+    """Is there a thing of `label` in `room`? `truth` is the home's answer when it is known (a
+    benchmark); `moved` marks a question whose answer changed after some robot looked."""
+    label: str
+    room: str
+    truth: bool | None = None
+    moved: bool = False
+
+    @property
+    def text(self) -> str:
+        return f"Is there a {words(self.label)} in the {words(self.room)}?"
+
+
+@dataclass(frozen=True)
+class RobotAnswer:
+    """One robot's answer, with what the robot knows about how it came to it."""
+    robot: str
+    yes: bool
+    p_yes: float                 # the model's probability of yes (1 or 0 when the server gives none)
+    looked: bool                 # the robot has looked into the room
+    since_s: float | None        # seconds since it last did
+    saw: bool                    # it saw a thing of that label there
+    saw_elsewhere: bool = False  # it saw one in another room
+
+    def inverted(self) -> RobotAnswer:
+        """The answer a malicious robot gives: the opposite of what it believes."""
+        return replace(self, yes=not self.yes, p_yes=1.0 - self.p_yes)
+
+
+ANSWER_SYSTEM = (
+    "You are {robot}, one of several robots that share a home with people. Room by room, this is what you "
+    "saw when you last looked, and when that was:\n{memory}\n"
+    "You may have missed things in a room (your camera sees part of it at a time, not inside closed "
+    "cupboards), and people move things after you look. Answer from what you saw and from where such "
+    "things are usually kept.")
+ANSWER_USER = '{question} Reply {{"fits": true}} for yes, {{"fits": false}} for no.'
+
+
+class FleetAnswerer:
+    """Each robot's answer to a question, from its own memory only. With `confidence` the model's
+    probability of yes is read from its token probabilities (a robot's answers then carry how sure
+    it was); without, a yes is 1 and a no 0. The embedded llama.cpp server re-reads the whole
+    prompt when asked for token probabilities, so there each answer takes ~2.5 s instead of ~1 s,
+    the robot's memory being a prompt prefix it otherwise keeps from the last question."""
+
+    def __init__(self, policy: Policy, rooms: Sequence[str], confidence: bool = False):
+        self.policy = CountingPolicy(policy)
+        self.rooms = list(rooms)
+        self.confidence = confidence
+
+    @property
+    def usage(self) -> LLMUsage:
+        return self.policy.usage
+
+    def system(self, memory: RobotMemory, now_s: float) -> str:
+        return ANSWER_SYSTEM.format(robot=memory.robot, memory=memory.describe(self.rooms, now_s))
+
+    def answer(self, memory: RobotMemory, question: Question, now_s: float) -> RobotAnswer:
+        """Raises PolicyError when the server fails, ValueError when its reply is not a yes/no."""
+        messages = [{"role": "system", "content": self.system(memory, now_s)},
+                    {"role": "user", "content": ANSWER_USER.format(question=question.text)}]
+        p_yes = self.yes_probability(messages)
+        return RobotAnswer(memory.robot, p_yes >= 0.5, p_yes, question.room in memory.looked,
+                           memory.since(question.room, now_s), memory.saw(question.label, question.room),
+                           any(memory.saw(question.label, room) for room in memory.seen if room != question.room))
+
+    def yes_probability(self, messages: list[dict]) -> float:
+        if self.confidence:
+            reply = judged(self.policy.policy, messages)
+            self.usage.add(reply)
+        else:
+            reply = self.policy.complete(messages, JUDGEMENT_SCHEMA)
+        fits = Judgement.model_validate_json(reply.text).fits
+        return reply.yes_probability if self.confidence and reply.yes_probability is not None else float(fits)
+
+
+def majority_vote(answers: Sequence[RobotAnswer]) -> bool:
+    """Yes when more robots say yes than no; a tie goes to the robots' mean probability of yes."""
+    yes = sum(a.yes for a in answers)
+    if 2 * yes != len(answers):
+        return 2 * yes > len(answers)
+    return statistics.fmean(a.p_yes for a in answers) >= 0.5
+
+
+class DebateTurn(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    say: str = Field(min_length=1)
+
+
+DEBATE_TURN_SCHEMA = {"type": "object", "properties": {"say": {"type": "string"}}, "required": ["say"]}
+DEBATE_SYSTEM = (
+    ANSWER_SYSTEM + "\nThe robots are asked: {question} Your first answer was {first}. The others may have "
+    "answered otherwise; talk it over with them and try to agree on what is true.")
+DEBATE_TURN = ("{history}\nYour turn ({robot}). In one sentence, say what you think and why, "
+               'as {{"say": "..."}}.')
+DEBATE_FINAL = '{history}\nThe talk is over. {question} Give your final answer: {{"fits": true}} for yes, {{"fits": false}} for no.'
+TURN_CHARS = 400        # a robot's turn is cut here, so one long reply cannot crowd the others out
+
+
+@dataclass
+class DebateResult:
+    answer: bool
+    finals: list[RobotAnswer]
+    transcript: list[tuple[str, str]]
+
+
+class Debate:
+    """The robots talk in turns for `rounds` rounds, each from its own memory and first answer,
+    then each answers again; the final answer is the majority of those."""
+
+    def __init__(self, policy: Policy, rooms: Sequence[str], rounds: int = 2, max_repairs: int = 1,
+                 confidence: bool = False):
+        self.answerer = FleetAnswerer(policy, rooms, confidence)
+        self.rounds = rounds
+        self.max_repairs = max_repairs
+
+    @property
+    def usage(self) -> LLMUsage:
+        return self.answerer.usage
+
+    def decide(self, question: Question, memories: Sequence[RobotMemory], first: Sequence[RobotAnswer],
+               now_s: float) -> DebateResult:
+        """`first[i]` is `memories[i]`'s answer (a malicious robot's already inverted). Raises
+        PolicyError when the server fails."""
+        transcript: list[tuple[str, str]] = []
+        systems = [DEBATE_SYSTEM.format(robot=m.robot, memory=m.describe(self.answerer.rooms, now_s),
+                                        question=question.text, first="yes" if a.yes else "no")
+                   for m, a in zip(memories, first)]
+        for _ in range(self.rounds):
+            for memory, system in zip(memories, systems):
+                prompt = DEBATE_TURN.format(history=_history(transcript), robot=memory.robot)
+                turn = ask_validated(self.answerer.policy.asking(DEBATE_TURN_SCHEMA),
+                                     [{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+                                     DebateTurn.model_validate_json, self.max_repairs)
+                transcript.append((memory.robot, turn.say.strip()[:TURN_CHARS] if turn else "(says nothing)"))
+        finals = []
+        for system, answer in zip(systems, first):
+            messages = [{"role": "system", "content": system},
+                        {"role": "user", "content": DEBATE_FINAL.format(history=_history(transcript),
+                                                                        question=question.text)}]
+            try:
+                p_yes = self.answerer.yes_probability(messages)
+            except ValueError:       # no readable final answer: the robot keeps its first one
+                finals.append(answer)
+                continue
+            finals.append(replace(answer, yes=p_yes >= 0.5, p_yes=p_yes))
+        return DebateResult(majority_vote(finals), finals, transcript)
+
+
+def _history(transcript: list[tuple[str, str]]) -> str:
+    if not transcript:
+        return "Nobody has spoken yet."
+    return "What was said so far:\n" + "\n".join(f"{robot}: {text}" for robot, text in transcript)
+
+
+class RoomChoice(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    room: str
+
+
+EXPLORE_SYSTEM = (
+    "You are {robot}, a home robot looking around a home to see as many different things as you can in "
+    "the time you have. Where you have looked and what you saw:\n{memory}")
+EXPLORE_USER = ("You are in the {here}. Rooms you can drive to next, with the seconds it takes:\n{options}\n"
+                "Which room will show you the most things you have not seen yet? Reply {{\"room\": \"...\"}}.")
+
+
+class NearestUnlooked:
+    """Coverage: the nearest room not yet looked into; once all were, the one looked into longest ago."""
+
+    def next_room(self, memory: RobotMemory, here: str, travel_s: dict[str, float], now_s: float) -> str | None:
+        if not travel_s:
+            return None
+        unlooked = [room for room in travel_s if room not in memory.looked]
+        if unlooked:
+            return min(unlooked, key=lambda room: (travel_s[room], room))
+        return min(travel_s, key=lambda room: (memory.looked[room], travel_s[room], room))
+
+
+class ModelGuided:
+    """The model picks the room where it expects the most things not yet seen (as an LLM-guided
+    explorer would); a reply that names no reachable room falls back to coverage."""
+
+    def __init__(self, policy: Policy, rooms: Sequence[str], max_repairs: int = 1):
+        self.policy = CountingPolicy(policy)
+        self.rooms = list(rooms)
+        self.max_repairs = max_repairs
+        self.fallback = NearestUnlooked()
+
+    def next_room(self, memory: RobotMemory, here: str, travel_s: dict[str, float], now_s: float) -> str | None:
+        if not travel_s:
+            return None
+        by_words = {words(room): room for room in travel_s}
+        schema = {"type": "object", "properties": {"room": {"type": "string", "enum": sorted(by_words)}},
+                  "required": ["room"]}
+
+        def parse(text: str) -> str:
+            said = RoomChoice.model_validate_json(text).room.strip().lower()
+            if said not in by_words:
+                raise ValueError(f"room: {said!r} is not one of the rooms listed")
+            return by_words[said]
+
+        options = "\n".join(f"- {words(room)}: {seconds:.0f} s" for room, seconds in sorted(travel_s.items()))
+        messages = [{"role": "system", "content": EXPLORE_SYSTEM.format(
+                        robot=memory.robot, memory=memory.describe(self.rooms, now_s))},
+                    {"role": "user", "content": EXPLORE_USER.format(here=words(here), options=options)}]
+        choice = ask_validated(self.policy.asking(schema), messages, parse, self.max_repairs)
+        return choice if choice is not None else self.fallback.next_room(memory, here, travel_s, now_s)

@@ -1,0 +1,222 @@
+"""Fleet question answering: robots look around a home while people move things, questions and
+their truth come from the home, and vote, debate and central answer models turn the robots'
+answers into one."""
+
+import json
+import random
+
+import pytest
+
+from conftest import ROBOT
+from planner.adapters.llm import ScriptedPolicy
+from planner.bench.fleet import make_fleet_home, make_questions
+from planner.cli import main
+from planner.core.answer_model import CentralAnswerModel, Example, cross_validate
+from planner.core.errors import InputError
+from planner.core.fleet import Debate, FleetAnswerer, ModelGuided, NearestUnlooked, Question, RobotAnswer, RobotMemory, majority_vote
+from planner.core.worldgen import generate_world
+from planner.sim.exploration import Explorer, Home, Move
+
+
+def small_home(moves=()):
+    world = generate_world(rooms=3, objects=12, robot=ROBOT, seed=1)
+    return world, Home(world, ROBOT, moves)
+
+
+def room_of(world, obj):
+    furniture = world.furniture_by_id(obj.placed_on)
+    return world.room_at(furniture.center[0], furniture.center[1])
+
+
+def a_visible_object(world):
+    """An object on top of furniture (not shut inside it) whose label no other room has."""
+    for obj in world.objects:
+        rooms = {room_of(world, o) for o in world.objects if o.label == obj.label}
+        if not obj.inside and len(rooms) == 1:
+            return obj
+    raise AssertionError("the test home has no such object")
+
+
+def answer(robot, yes, p=None, looked=True, saw=False):
+    return RobotAnswer(robot, yes, float(yes) if p is None else p, looked, 60.0 if looked else None, saw)
+
+
+# ---- the home, exploration and questions --------------------------------------------------------
+
+def test_a_robot_with_time_for_every_room_sees_what_is_not_shut_away():
+    world, home = small_home()
+    memory = home.explore(Explorer("r1", "hallway", budget_s=300, fov_deg=360, range_m=10), NearestUnlooked())
+    assert set(memory.looked) == {room.name for room in world.rooms}
+    for obj in world.objects:
+        assert memory.saw(obj.label, room_of(world, obj)) or obj.inside
+
+
+def test_a_short_budget_or_a_narrow_camera_sees_less():
+    world, home = small_home()
+    wide = home.explore(Explorer("r1", "kitchen", budget_s=300, fov_deg=360, range_m=10), NearestUnlooked())
+    short = home.explore(Explorer("r2", "kitchen", budget_s=7, fov_deg=360, range_m=10), NearestUnlooked())
+    narrow = home.explore(Explorer("r3", "kitchen", budget_s=300, fov_deg=30, range_m=10, looks_per_room=1),
+                          NearestUnlooked())
+    assert set(short.looked) == {"kitchen"}
+    assert sum(map(len, narrow.seen.values())) < sum(map(len, wide.seen.values()))
+
+
+def test_a_thing_moved_after_a_robot_looked_is_still_where_the_robot_saw_it_and_questions_say_so():
+    world, _ = small_home()
+    obj = a_visible_object(world)
+    source = room_of(world, obj)
+    target = next(f for f in world.furniture if world.room_at(f.center[0], f.center[1]) not in (source, "hallway"))
+    target_room = world.room_at(target.center[0], target.center[1])
+    home = Home(world, ROBOT, [Move(500.0, obj.id, target.id)])
+    memory = home.explore(Explorer("r1", source, budget_s=300, fov_deg=360, range_m=10), NearestUnlooked())
+    assert memory.saw(obj.label, source) and max(memory.looked.values()) < 500
+    assert obj.label not in home.presence_at(600)[source] and obj.label in home.presence_at(600)[target_room]
+
+    questions = make_questions(home, [memory.looked], 600.0, count=100, rng=random.Random(0))
+    assert sum(q.truth for q in questions) == len(questions) / 2        # as many yes as no
+    now = home.presence_at(600.0)
+    assert all((q.label in now[q.room]) == q.truth for q in questions)
+    assert Question(obj.label, target_room, True, moved=True) in questions
+    assert Question(obj.label, source, False, moved=True) in questions   # its no question is the room it left
+
+
+def test_questions_are_capped_balanced_and_changed_answers_come_first():
+    fleet = make_fleet_home(1000, 6, robots=3, budget_share=0.5, profile=ROBOT)
+    memories = [fleet.home.explore(e, NearestUnlooked()) for e in fleet.explorers]
+    questions = make_questions(fleet.home, [m.looked for m in memories], fleet.question_s, 20, random.Random(0))
+    assert len(questions) == 20 and sum(q.truth for q in questions) == 10
+    everything = make_questions(fleet.home, [m.looked for m in memories], fleet.question_s, 1000, random.Random(0))
+    changed = [q for q in everything if q.moved]
+    assert changed, "people's moves change some answers"
+    assert sum(q.moved for q in questions) >= min(len(changed) // 2, 10)
+    assert len({e.start_room for e in fleet.explorers}) == 3 and len({e.fov_deg for e in fleet.explorers}) == 3
+
+
+# ---- answers and aggregators --------------------------------------------------------------------
+
+def test_majority_vote_and_its_ties():
+    assert majority_vote([answer("a", True), answer("b", True), answer("c", False)])
+    assert not majority_vote([answer("a", False), answer("b", True), answer("c", False)])
+    assert majority_vote([answer("a", True, 0.9), answer("b", False, 0.3)])        # a tie: mean p(yes) 0.6
+    assert not majority_vote([answer("a", True, 0.6), answer("b", False, 0.1)])    # mean 0.35
+    liar = answer("a", True, 0.8).inverted()
+    assert not liar.yes and liar.p_yes == pytest.approx(0.2)
+
+
+def test_a_robot_answers_from_its_own_memory():
+    memory = RobotMemory("robot_2")
+    memory.look("kitchen", ["mug", "coffee_table"], 0.0)
+    policy = ScriptedPolicy([{"fits": True, "p": 0.8}, {"fits": False, "p": 0.1}])
+    answerer = FleetAnswerer(policy, ["kitchen", "bathroom"], confidence=True)
+    got = answerer.answer(memory, Question("mug", "kitchen"), now_s=300.0)
+    assert got == RobotAnswer("robot_2", True, 0.8, True, 300.0, True, saw_elsewhere=False)
+    elsewhere = answerer.answer(memory, Question("mug", "bathroom"), now_s=300.0)
+    assert elsewhere == RobotAnswer("robot_2", False, 0.1, False, None, False, saw_elsewhere=True)
+    system, user = policy.prompts[0]
+    assert "kitchen (last looked 5 min ago): coffee table, mug" in system["content"]
+    assert "bathroom: not looked into" in system["content"]
+    assert user["content"].startswith("Is there a mug in the kitchen?")
+    assert answerer.usage.calls == 2
+    plain = FleetAnswerer(ScriptedPolicy([{"fits": True, "p": 0.8}]), ["kitchen"])   # without: yes is 1
+    assert plain.answer(memory, Question("mug", "kitchen"), now_s=300.0).p_yes == 1.0
+
+
+def test_a_debate_goes_round_the_robots_and_ends_in_their_final_majority():
+    memories = [RobotMemory(f"robot_{i}") for i in (1, 2, 3)]
+    first = [answer("robot_1", True), answer("robot_2", False), answer("robot_3", False)]
+    turns = [{"say": f"turn {i}"} for i in range(6)]
+    finals = [{"fits": True, "p": 0.9}, {"fits": True, "p": 0.7}, "not json"]
+    policy = ScriptedPolicy([*turns, *finals])
+    result = Debate(policy, ["kitchen"], rounds=2).decide(Question("mug", "kitchen"), memories, first, 0.0)
+    assert [robot for robot, _ in result.transcript] == ["robot_1", "robot_2", "robot_3"] * 2
+    assert result.answer                                   # two of three now say yes
+    assert result.finals[2] == first[2]                     # an unreadable final answer keeps the first
+    last_turn = policy.prompts[5][1]["content"]
+    assert "robot_1: turn 0" in last_turn and "robot_2: turn 4" in last_turn
+    assert "Your first answer was no" in policy.prompts[1][0]["content"]
+
+
+def test_the_model_picks_the_next_room_and_a_reply_naming_no_room_falls_back_to_coverage():
+    memory = RobotMemory("robot_1")
+    memory.look("hallway", [], 0.0)
+    options = {"kitchen": 12.0, "living_room": 8.0}
+    picked = ModelGuided(ScriptedPolicy([{"room": "kitchen"}]), ["hallway", "kitchen", "living_room"])
+    assert picked.next_room(memory, "hallway", options, 6.0) == "kitchen"
+    confused = ModelGuided(ScriptedPolicy([{"room": "garage"}, {"room": "attic"}]), ["hallway"])
+    assert confused.next_room(memory, "hallway", options, 6.0) == "living_room"   # nearest not looked into
+    assert NearestUnlooked().next_room(memory, "hallway", {}, 6.0) is None
+
+
+def synthetic_examples(count=60, seed=0):
+    """robot_1 lies, robot_2 is right, robot_3 guesses: a vote is poor, a model can learn whom to trust."""
+    rng = random.Random(seed)
+    examples = []
+    for index in range(count):
+        truth = index % 2 == 0
+        answers = (answer("robot_1", not truth), answer("robot_2", truth, saw=truth),
+                   answer("robot_3", rng.random() < 0.5))
+        examples.append(Example(Question(f"thing_{index % 7}", f"room_{index % 3}", truth), answers))
+    return examples
+
+
+@pytest.mark.parametrize("learner", ["xgboost", "random_forest", "decision_tree", "logistic_regression", "mlp"])
+def test_a_central_answer_model_learns_whom_to_trust_where_a_vote_cannot(learner):
+    examples = synthetic_examples()
+    vote = sum(majority_vote(e.answers) == e.question.truth for e in examples) / len(examples)
+    learned = cross_validate(examples, learner, "answers", seed=1)
+    accuracy = sum(p == e.question.truth for p, e in zip(learned.predictions, examples)) / len(examples)
+    assert accuracy >= 0.9 > vote
+    assert max(learned.importance, key=learned.importance.get) in ("robot_1 says yes", "robot_2 says yes")
+
+
+def test_the_robot_state_features_are_the_papers_and_five_more_a_robot():
+    examples = synthetic_examples()
+    model = CentralAnswerModel("decision_tree", "robot_state").fit(examples)
+    assert model.matrix(examples[:1]).shape == (1, 2 + 3 + 3 * 5)
+    unseen = Example(Question("never_asked", "room_0"), examples[0].answers)
+    assert model.matrix([unseen])[0][0] == -1
+
+
+def test_a_central_answer_model_refuses_too_little_data_and_says_how_much_it_has():
+    with pytest.raises(InputError, match="at least 5 questions whose answer is yes.*there are 4 and 4"):
+        CentralAnswerModel("random_forest").fit(synthetic_examples(count=8))
+    with pytest.raises(InputError, match="learner 'svm'"):
+        CentralAnswerModel("svm")
+
+
+# ---- the benchmark ------------------------------------------------------------------------------
+
+def test_the_fleet_bench_runs_with_scripted_answers_and_writes_results(tmp_path):
+    replies = tmp_path / "replies.yaml"
+    # Every answer a yes with p 0.6: the vote is right half the time; the models must match or beat it.
+    replies.write_text(json.dumps([{"fits": True, "p": 0.6}] * (3 * 12)))
+    assert main(["bench", "fleet", "--sizes", "4", "--seeds", "3", "--questions", "12", "--debate-questions", "0",
+                 "--learners", "decision_tree", "--llm", "scripted", "--replies", str(replies),
+                 "--out", str(tmp_path), "--name", "fleet"]) == 0
+    results = json.loads((tmp_path / "fleet.json").read_text())
+    home = results["homes"][0]
+    assert home["questions"] == 12 and home["answer_llm_calls"] == 36
+    honest, malicious = home["conditions"]["honest"], home["conditions"]["malicious"]
+    assert honest["aggregators"]["vote"] == 50.0 and malicious["robots"]["robot_1"] == 50.0
+    assert {"cam_decision_tree", "cam_decision_tree_robot_state"} <= set(honest["aggregators"])
+    assert (tmp_path / "fleet.png").exists() and "| 4 | 1 | 50.0 ± 0.0" in (tmp_path / "fleet.md").read_text()
+    assert results["complete"] and results["setup"]["questions"] == 12
+
+
+@pytest.mark.embedded
+@pytest.mark.timeout(600)
+def test_the_embedded_model_answers_from_what_the_robot_saw():
+    from planner.adapters.llm import LLMSettings, open_policy
+
+    memory = RobotMemory("robot_1")
+    memory.look("kitchen", ["mug", "toaster", "plate"], 0.0)
+    memory.look("bathroom", ["towel", "toothbrush"], 0.0)
+    policy, server = open_policy(LLMSettings(provider="embedded").resolved())
+    try:
+        answerer = FleetAnswerer(policy, ["kitchen", "bathroom"], confidence=True)
+        seen = answerer.answer(memory, Question("mug", "kitchen"), 120.0)
+        not_there = answerer.answer(memory, Question("toaster", "bathroom"), 120.0)
+        assert seen.yes and seen.saw
+        assert seen.p_yes > not_there.p_yes and not not_there.yes
+    finally:
+        server.stop()
