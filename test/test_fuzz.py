@@ -20,6 +20,7 @@ from planner.ros.futures import wait_until
 from planner.ros.qos import RELIABLE
 from planner.ros.stack import NODES, node_class
 from planner.srv import (
+    AskFleet,
     CheckCommand,
     CheckPlan,
     Explain,
@@ -45,7 +46,7 @@ SERVICES = [("/sim/move_object", MoveObject), ("/perception/find_objects", FindO
             ("/perception/get_robot_state", GetRobotState), ("/perception/get_rooms", GetRooms),
             ("/perception/get_scene_graph", GetSceneGraph), ("/controller/check_command", CheckCommand),
             ("/explainer/explain", Explain), ("/explainer/record_recovery", RecordRecovery), ("/memory/tell", Tell),
-            ("/explainer/check_plan", CheckPlan), ("/explainer/record_plan", RecordPlan)]
+            ("/explainer/check_plan", CheckPlan), ("/explainer/record_plan", RecordPlan), ("/fleet/ask", AskFleet)]
 EXAMPLES = 150   # per topic or service
 
 INTEGER_RANGES = {"int8": 7, "uint8": 8, "octet": 8, "char": 8, "int16": 15, "uint16": 16, "int32": 31, "uint32": 32,
@@ -181,6 +182,7 @@ def test_every_node_answers_after_the_fuzzing(stack):
     assert client.call(Explain, "/explainer/explain", Explain.Request(), timeout=30)
     assert client.call(CheckPlan, "/explainer/check_plan", CheckPlan.Request(request="tidy up", steps=["Go to the desk."]),
                        timeout=30)
+    assert client.call(AskFleet, "/fleet/ask", AskFleet.Request(question="Is there a unicorn in the attic?"), timeout=30)
     from rclpy.action import ActionClient
 
     actions = ActionClient(client.node, ExecuteTask, "/planner/execute_task")

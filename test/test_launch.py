@@ -14,7 +14,7 @@ import pytest
 from conftest import DATA, PLANNER, RosClient, wait_for
 from planner.cli.stack import Stack, node_command
 from planner.config import deployed, load_config
-from planner.ros.stack import LAUNCH_ARGUMENTS, NODES, stack_nodes
+from planner.ros.stack import LAUNCH_ARGUMENTS, NODES, SHARED, stack_nodes
 
 LAUNCH_FILE = Path(__file__).resolve().parents[1] / "launch" / "bringup.launch.py"
 ROBOT = Path(__file__).resolve().parents[1] / "config" / "robots" / "robee.yaml"
@@ -48,14 +48,15 @@ def test_on_a_robot_no_simulator_runs_and_every_node_is_told_so(network_discover
                and not node.env for node in nodes.values())
 
 
-def test_a_namespace_holds_every_node_but_the_shared_explainer(tmp_path):
+def test_a_namespace_holds_every_node_but_the_shared_explainer_and_fleet(tmp_path):
     params = tmp_path / "params.yaml"
     params.write_text("/**:\n  ros__parameters: {}\n")
     nodes = by_name(stack_nodes({"namespace": "/robot1/", "params_file": str(params)}))
     assert {name: node.namespace for name, node in nodes.items()} == {
-        name: "" if name == "explainer" else "robot1" for name in NODES}
+        name: "" if name in SHARED else "robot1" for name in NODES}
     assert {node.params_file for node in nodes.values()} == {str(params)}
-    assert "explainer" not in by_name(stack_nodes({"namespace": "robot2", "explainer": "false"}))
+    second_robot = by_name(stack_nodes({"namespace": "robot2", "explainer": "false", "fleet": "false"}))
+    assert not set(SHARED) & set(second_robot)
 
 
 def test_the_llm_server_reaches_every_node_through_the_configs_environment_overrides(network_discovery):
@@ -87,7 +88,7 @@ def test_the_launch_file_declares_the_table_and_starts_its_nodes_without_renamin
     node_keywords = {keyword.arg for keyword in calls["Node"].keywords}
     assert "name" not in node_keywords
     assert {"namespace", "parameters", "additional_env", "ros_arguments", "respawn", "respawn_delay"} <= node_keywords
-    assert len({name for name, _, _ in LAUNCH_ARGUMENTS}) == len(LAUNCH_ARGUMENTS) == 11
+    assert len({name for name, _, _ in LAUNCH_ARGUMENTS}) == len(LAUNCH_ARGUMENTS) == 12
 
 
 def test_with_a_keystore_every_node_runs_secured_in_its_own_enclave(tmp_path, network_discovery):
@@ -95,10 +96,10 @@ def test_with_a_keystore_every_node_runs_secured_in_its_own_enclave(tmp_path, ne
     with pytest.raises(ValueError, match="has no enclave .*/planner/robot1/executor.*planner security policy"):
         stack_nodes({"keystore": str(keystore), "namespace": "robot1"})
     for name in NODES:
-        (keystore / "enclaves" / "planner" / ("" if name == "explainer" else "robot1") / name).mkdir(parents=True)
+        (keystore / "enclaves" / "planner" / ("" if name in SHARED else "robot1") / name).mkdir(parents=True)
     nodes = by_name(stack_nodes({"keystore": str(keystore), "namespace": "robot1"}))
     assert {name: node.enclave for name, node in nodes.items()} == {
-        name: "/planner/explainer" if name == "explainer" else f"/planner/robot1/{name}" for name in NODES}
+        name: f"/planner/{name}" if name in SHARED else f"/planner/robot1/{name}" for name in NODES}
     assert all(node.env["ROS_SECURITY_ENABLE"] == "true" and node.env["ROS_SECURITY_STRATEGY"] == "Enforce"
                and node.env["ROS_SECURITY_KEYSTORE"] == str(keystore) for node in nodes.values())
     command = node_command(nodes["executor"], "info")
@@ -154,7 +155,7 @@ def test_a_namespaced_bringup_keeps_every_name_under_its_namespace(ros):
     client = RosClient("namespace_test")
     try:
         stack.start()
-        expected = {("/" if name == "explainer" else "/robot1", name) for name in NODES}
+        expected = {("/" if name in SHARED else "/robot1", name) for name in NODES}
 
         def started():
             assert not stack.dead(), stack.dead()
@@ -164,6 +165,9 @@ def test_a_namespaced_bringup_keeps_every_name_under_its_namespace(ros):
         for name in NODES:
             if name == "explainer":  # the shared one, for every robot; it loads an embedding model first
                 wait_for(lambda: "/explainer/explain" in names_of(client, "explainer", "/"), 120)
+                continue
+            if name == "fleet":  # the shared one, following the robot's graph in its namespace
+                wait_for(lambda: {"/fleet/ask", "/robot1/scene_graph"} <= names_of(client, "fleet", "/"), 60)
                 continue
             names = names_of(client, name, "/robot1") - ROOT_NAMES
             assert names, name

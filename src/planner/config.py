@@ -19,6 +19,7 @@ from planner.adapters.nav2 import Nav2Settings
 from planner.adapters.speech import SpeechSettings
 from planner.core.explainer import ExplainerSettings
 from planner.core.files import StrictModel, load_model
+from planner.core.fleet import FleetSettings
 from planner.core.object_finder import FinderSettings
 from planner.core.planning.task_planner import PlannerSettings
 from planner.core.telling import TellSettings
@@ -81,6 +82,7 @@ class StackConfig(StrictModel):
     speech: SpeechSettings = Field(default_factory=SpeechSettings)
     object_finder: FinderSettings = Field(default_factory=FinderSettings)
     memory: TellSettings = Field(default_factory=TellSettings)
+    fleet: FleetSettings = Field(default_factory=FleetSettings)
     base_dir: Path = Field(default=Path("."), exclude=True)
 
     def path(self, relative: str) -> Path:

@@ -218,42 +218,70 @@ def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack |
         rclpy.shutdown()
 
 
-def tell(sentence: str, wait_s: float, timeout_s: float) -> int:
-    """Tell a running stack what changed in the home; print what changed in its map, or why
-    nothing did. 0 when the change was applied."""
+def _call_once(service_type, name: str, request, server: str, what: str, wait_s: float, timeout_s: float):
+    """One call of a running stack's service; its response, or None after saying why there is none."""
     import rclpy
 
     from planner.ros.futures import CallFailed, wait_future
-    from planner.srv import Tell
 
     rclpy.init()
-    node = rclpy.create_node(f"planner_tell_{os.getpid()}")
-    client = node.create_client(Tell, "/memory/tell")
+    node = rclpy.create_node(f"planner_cli_{os.getpid()}")
+    client = node.create_client(service_type, name)
     stop_spinning = spin_in_background(node)
     try:
         if not client.wait_for_service(timeout_sec=wait_s):
-            print(f"no perception answers on /memory/tell after {wait_s:.0f} s "
+            print(f"no {server} answers on {name} after {wait_s:.0f} s "
                   f"(ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}); is the stack running?", file=sys.stderr)
-            return 1
+            return None
         try:
-            answer = wait_future(client.call_async(Tell.Request(sentence=sentence)), timeout_s, "the told change")
+            return wait_future(client.call_async(request), timeout_s, what)
         except CallFailed as error:
             print(f"no answer: {error}", file=sys.stderr)
-            return 1
-        for triplet in answer.removed:
-            print(format_step("removed", triplet))
-        for triplet in answer.added:
-            print(format_step("added", triplet))
-        for change in answer.changed:
-            print(format_step("map", change))
-        for error in answer.errors:
-            print(format_step("error", error), file=sys.stderr)
-        print(format_step("result", f"{'applied' if answer.applied else 'not applied'} ({answer.llm_calls} LLM calls)"))
-        return 0 if answer.applied else 1
+            return None
     finally:
         stop_spinning()
         node.destroy_node()
         rclpy.shutdown()
+
+
+def tell(sentence: str, wait_s: float, timeout_s: float) -> int:
+    """Tell a running stack what changed in the home; print what changed in its map, or why
+    nothing did. 0 when the change was applied."""
+    from planner.srv import Tell
+
+    answer = _call_once(Tell, "/memory/tell", Tell.Request(sentence=sentence), "perception", "the told change",
+                        wait_s, timeout_s)
+    if answer is None:
+        return 1
+    for triplet in answer.removed:
+        print(format_step("removed", triplet))
+    for triplet in answer.added:
+        print(format_step("added", triplet))
+    for change in answer.changed:
+        print(format_step("map", change))
+    for error in answer.errors:
+        print(format_step("error", error), file=sys.stderr)
+    print(format_step("result", f"{'applied' if answer.applied else 'not applied'} ({answer.llm_calls} LLM calls)"))
+    return 0 if answer.applied else 1
+
+
+def ask(question: str, wait_s: float, timeout_s: float) -> int:
+    """Ask the fleet a yes/no question about the home; print each robot's answer with its evidence,
+    then the fleet's. 0 when answered."""
+    from planner.srv import AskFleet
+
+    answer = _call_once(AskFleet, "/fleet/ask", AskFleet.Request(question=question), "fleet node", "the answer",
+                        wait_s, timeout_s)
+    if answer is None:
+        return 1
+    for vote in answer.votes:
+        print(format_step("robot", f"{vote.robot or 'robot'}: {'yes' if vote.yes else 'no'} "
+                                   f"(p {vote.p_yes:.2f}; {vote.evidence})"))
+    if not answer.answered:
+        print(format_step("error", answer.message), file=sys.stderr)
+        return 1
+    print(format_step("result", f"{answer.message} ({answer.aggregator})"))
+    return 0
 
 
 def scenario_request(config_path: str | None) -> str:
@@ -343,6 +371,13 @@ def add_commands(sub) -> None:
     p.add_argument("--wait", type=float, default=30, help="seconds to wait for perception to appear")
     p.add_argument("--timeout", type=float, default=120, help="seconds the LLM may take to read it")
     p.set_defaults(run=lambda a: tell(a.sentence, a.wait, a.timeout))
+
+    p = sub.add_parser("ask", help="ask the robots a yes/no question about the home (\"Is there a mug in the "
+                                   "kitchen?\"), answered from what each has seen")
+    p.add_argument("question")
+    p.add_argument("--wait", type=float, default=30, help="seconds to wait for the fleet node to appear")
+    p.add_argument("--timeout", type=float, default=120, help="seconds the robots' answers may take")
+    p.set_defaults(run=lambda a: ask(a.question, a.wait, a.timeout))
 
     p = sub.add_parser("send", help="send a request to a running stack and stream its trace")
     p.add_argument("request")

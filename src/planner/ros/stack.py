@@ -15,7 +15,9 @@ from typing import NoReturn
 import rclpy
 
 # Start order: the world and perception first, the planner (which may start the LLM) last.
-NODES = ("simulator", "perception", "executor", "controller", "explainer", "skill_planner", "speech", "task_planner")
+NODES = ("simulator", "perception", "executor", "controller", "explainer", "skill_planner", "speech", "task_planner",
+         "fleet")
+SHARED = ("explainer", "fleet")   # at the root: one serves the robots of every namespace
 
 _CLASSES = {
     "simulator": "planner.ros.nodes.simulator:SimulatorNode",
@@ -26,6 +28,7 @@ _CLASSES = {
     "skill_planner": "planner.ros.nodes.skill_planner:SkillPlannerNode",
     "speech": "planner.ros.nodes.speech:SpeechNode",
     "task_planner": "planner.ros.nodes.task_planner:TaskPlannerNode",
+    "fleet": "planner.ros.nodes.fleet:FleetNode",
 }
 
 
@@ -36,7 +39,7 @@ LAUNCH_ARGUMENTS = (
     ("sim", "true", "start the built-in simulator; false on a robot or in Gazebo: no simulator node, and the "
                     "executor drives Nav2 and MoveIt 2"),
     ("robot", "", "a robot profile YAML (arms, frames, camera, payload); default: the config's"),
-    ("namespace", "", "the robot's namespace, e.g. robot1 (the explainer stays at the root, shared)"),
+    ("namespace", "", "the robot's namespace, e.g. robot1 (the explainer and the fleet node stay at the root, shared)"),
     ("config", "", "stack config YAML; default: the installed config/planner.yaml"),
     ("params_file", "", "a ROS parameters file for the nodes (keys: node names or /**)"),
     ("use_sim_time", "false", "the nodes' clocks follow /clock (Gazebo, bag replay); skill, command and "
@@ -45,6 +48,8 @@ LAUNCH_ARGUMENTS = (
     ("llm_base_url", "", "an OpenAI-compatible LLM server, e.g. http://gpu-box:8000/v1 (default: the config's)"),
     ("llm_model", "", "the model name on that server (default: the config's)"),
     ("explainer", "true", "start the explainer; false when another robot's launch runs the shared one"),
+    ("fleet", "true", "start the fleet node (/fleet/ask: questions answered from every robot of fleet.robots); "
+                      "false when another robot's launch runs the shared one"),
     ("keystore", "", "an SROS2 keystore: every node runs with security enforced in its own enclave "
                      "(/planner/[namespace/]node; see `planner security policy`)"),
 )
@@ -106,7 +111,8 @@ def stack_nodes(arguments: dict[str, str]) -> list[NodeLaunch]:
     if unknown:
         raise ValueError(f"unknown launch arguments: {', '.join(sorted(unknown))}")
     values = {name: arguments.get(name, default) for name, default, _ in LAUNCH_ARGUMENTS}
-    sim, explainer = _flag("sim", values["sim"]), _flag("explainer", values["explainer"])
+    sim = _flag("sim", values["sim"])
+    shared = {name: _flag(name, values[name]) for name in SHARED}
     use_sim_time = _flag("use_sim_time", values["use_sim_time"])
     if values["log_level"] not in LOG_LEVELS:
         raise ValueError(f"launch argument log_level:={values['log_level']} is not one of {', '.join(LOG_LEVELS)}")
@@ -122,8 +128,8 @@ def stack_nodes(arguments: dict[str, str]) -> list[NodeLaunch]:
         # A simulated robot has no business on the network: nobody on the LAN can steer it or feed
         # it detections. A robot's launch keeps the network's discovery (secure it with SROS2).
         env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-    names = [name for name in NODES if (sim or name != "simulator") and (explainer or name != "explainer")]
-    namespaces = {name: "" if name == "explainer" else namespace for name in names}
+    names = [name for name in NODES if (sim or name != "simulator") and shared.get(name, True)]
+    namespaces = {name: "" if name in SHARED else namespace for name in names}
     enclaves = {name: enclave_for(namespaces[name], name) if values["keystore"] else "" for name in names}
     if values["keystore"]:
         env.update(_security(values["keystore"], list(enclaves.values())))

@@ -1,0 +1,95 @@
+"""The fleet node over DDS: /fleet/ask answered from the scene graphs of two robots in their own
+namespaces, each robot's answer from its own graph, with evidence; questions it cannot read are
+refused with why."""
+
+import time
+
+import pytest
+
+from conftest import RosClient, wait_for, write_config
+from planner.adapters.llm import ScriptedPolicy
+from planner.config import load_config
+from planner.core.scene_graph import Entity
+from planner.msg import SceneGraph
+from planner.ros.convert import entity_to_msg
+from planner.ros.qos import LATCHED
+from planner.srv import AskFleet
+
+KITCHEN = [(0.0, 0.0), (4.0, 0.0), (4.0, 4.0), (0.0, 4.0)]
+BATHROOM = [(4.0, 0.0), (8.0, 0.0), (8.0, 4.0), (4.0, 4.0)]
+
+
+def graph(now, *objects):
+    """A robot's scene graph: the two rooms, a counter it saw 2 min ago, and `objects` as
+    (id, label, room, status)."""
+    entities = [Entity("kitchen", "room", "kitchen", {"kitchen": 1.0}, polygon=KITCHEN),
+                Entity("bathroom", "room", "bathroom", {"bathroom": 1.0}, polygon=BATHROOM),
+                Entity("counter_1", "furniture", "counter", {"counter": 1.0}, (1.0, 1.0, 0.45), (1.0, 0.6, 0.9),
+                       room="kitchen", last_seen=now - 120)]
+    for object_id, label, room, status in objects:
+        entities.append(Entity(object_id, "object", label, {label: 0.9}, (1.0, 1.0, 0.95), (0.1, 0.1, 0.1), room=room,
+                               status=status, last_seen=now - 120))
+    return SceneGraph(nodes=[entity_to_msg(e) for e in entities])
+
+
+@pytest.fixture
+def config(tmp_path):
+    return load_config(write_config(tmp_path, fleet={"robots": ["robot1", "robot2"]}))
+
+
+def test_a_question_is_answered_from_both_robots_scene_graphs_with_evidence(ros, config):
+    from planner.ros.nodes.fleet import FleetNode
+
+    # robot1 is asked first, then robot2 (fleet.robots order); then the next question.
+    policy = ScriptedPolicy([{"fits": True, "p": 0.9}, {"fits": False, "p": 0.2},
+                             {"fits": False, "p": 0.1}, {"fits": False, "p": 0.3}])
+    client = RosClient("fleet_test")
+    try:
+        fleet = client.add(FleetNode(config, policy))
+        now = fleet.get_clock().now().nanoseconds / 1e9
+        for robot, scene in (("robot1", graph(now, ("mug_1", "mug", "kitchen", "seen"))),
+                             ("robot2", graph(now, ("mug_1", "mug", "kitchen", "missing")))):
+            client.node.create_publisher(SceneGraph, f"/{robot}/scene_graph", LATCHED).publish(scene)
+        wait_for(lambda: len(fleet.graphs) == 2, 20)
+        assert {s.topic_name for s in fleet.subscriptions} >= {"/robot1/scene_graph", "/robot2/scene_graph"}
+
+        answer = client.call(AskFleet, "/fleet/ask", AskFleet.Request(question="Is there a mug in the kitchen?"), 30)
+        assert answer.answered and answer.yes                # a tie, and robot1 is surer: mean p 0.55
+        assert [v.robot for v in answer.votes] == ["robot1", "robot2"]
+        first, second = answer.votes
+        assert first.yes and first.saw and first.evidence == "saw a mug in the kitchen 2 min ago"
+        assert not second.yes and not second.saw and second.evidence == "looked into the kitchen 2 min ago and saw no mug"
+        assert first.seconds_since == pytest.approx(120, abs=30)
+        assert answer.message == "Yes: 1 of 2 robots say there is a mug in the kitchen."
+        # Each robot was asked with its own graph only.
+        assert "kitchen (last looked 2 min ago): mug" in policy.prompts[0][0]["content"]
+        assert "kitchen (last looked 2 min ago): nothing" in policy.prompts[1][0]["content"]
+
+        by_fields = client.call(AskFleet, "/fleet/ask", AskFleet.Request(thing="toothbrush", room="bathroom"), 30)
+        assert by_fields.answered and not by_fields.yes
+        assert by_fields.votes[0].evidence == "never looked into the bathroom"
+
+        for request, problem in ((AskFleet.Request(question="Where is my mug?"), "ask as 'Is there a THING"),
+                                 (AskFleet.Request(question="Is there a mug in the garage?"), "no room 'garage'"),
+                                 (AskFleet.Request(thing="mug"), "give both thing and room")):
+            refused = client.call(AskFleet, "/fleet/ask", request, 30)
+            assert not refused.answered and problem in refused.message
+        assert not policy._replies
+    finally:
+        client.close()
+
+
+def test_with_no_robots_configured_the_fleet_finds_them(ros, tmp_path):
+    from planner.ros.nodes.fleet import FleetNode
+
+    client = RosClient("fleet_discovery_test")
+    try:
+        fleet = client.add(FleetNode(load_config(write_config(tmp_path)), ScriptedPolicy([])))
+        empty = client.call(AskFleet, "/fleet/ask", AskFleet.Request(question="Is there a mug in the kitchen?"), 30)
+        assert not empty.answered and "no robot has sent a scene graph yet" in empty.message
+        now = time.time()
+        client.node.create_publisher(SceneGraph, "/robot7/scene_graph", LATCHED).publish(graph(now))
+        wait_for(lambda: "robot7" in fleet.graphs, 30)
+        assert fleet.robots == ["robot7"]
+    finally:
+        client.close()
