@@ -266,14 +266,57 @@ def report(results: dict) -> str:
             lines.append(f"| {size} | {vote['homes']} | {vote['mean']:.1f} ± {vote['sd']:.1f} | {debate_text} | "
                          f"{cam_text[0]} | {cam_text[1]} |")
         lines.append("")
+    homes = results["homes"]
     lines += ["## Every learner (mean accuracy over all homes, honest / malicious)", "", "| aggregator | honest | malicious |",
               "|---|---|---|"]
-    names = sorted({n for h in results["homes"] for n in h["conditions"]["honest"]["aggregators"]})
+    names = sorted({n for h in homes for n in h["conditions"]["honest"]["aggregators"]})
     for name in names:
-        cells = [statistics.fmean(h["conditions"][c]["aggregators"][name] for h in results["homes"]
-                                  if name in h["conditions"][c]["aggregators"]) for c in CONDITIONS]
+        cells = [_mean_over(homes, c, "aggregators", name) for c in CONDITIONS]
         lines.append(f"| {name} | {cells[0]:.1f} | {cells[1]:.1f} |")
+    robots = [r["name"] for r in homes[0]["robots"]] if homes else []
+    best = {robot_state: max((n for n in names if n.startswith("cam_") and n.endswith("_robot_state") == robot_state),
+                             key=lambda n: _mean_over(homes, "honest", "aggregators", n), default=None)
+            for robot_state in (False, True)}
+    lines += ["", "## The robots, and how often the final answer is theirs (mean over homes)", "",
+              "| robot | field of view | rooms looked into | things seen | right alone | " +
+              " | ".join(f"agrees with {a} ({c})" for c in CONDITIONS for a in ("vote", "best CAM +state")) + " |",
+              "|---|---|---|---|---|" + "---|" * 4]
+    for index, robot in enumerate(robots):
+        looked = statistics.fmean(h["robots"][index]["rooms_looked"] for h in homes)
+        seen = statistics.fmean(h["robots"][index]["things_seen"] for h in homes)
+        alone = statistics.fmean(h["conditions"]["honest"]["robots"][robot] for h in homes)
+        agree = [statistics.fmean(h["conditions"][c]["agreement"][a][robot] for h in homes
+                                  if a in h["conditions"][c]["agreement"])
+                 for c in CONDITIONS for a in ("vote", best[True]) if a]
+        lines.append(f"| {robot} | {homes[0]['robots'][index]['fov_deg']:.0f}° | {looked:.1f} | {seen:.1f} | "
+                     f"{alone:.1f} | " + " | ".join(f"{v:.1f}" for v in agree) + " |")
+    for name in best.values():
+        if name is None:
+            continue
+        lines += ["", f"## What {name} relies on (accuracy lost when a feature is shuffled, mean over homes)", "",
+                  "| feature | honest | malicious |", "|---|---|---|"]
+        features = homes[0]["conditions"]["honest"]["importance"].get(name, {})
+        ranked = sorted(features, key=lambda f: -_importance(homes, "honest", name, f))[:8]
+        for feature in ranked:
+            lines.append(f"| {feature} | {_importance(homes, 'honest', name, feature):.3f} | "
+                         f"{_importance(homes, 'malicious', name, feature):.3f} |")
+    answer_s = statistics.fmean(h["answer_s_per_question"] for h in homes) if homes else 0.0
+    lines += ["", f"Seconds per question: {answer_s:.1f} for the robots' answers ({len(robots)} LLM calls); training "
+              "and cross-validating a central answer model adds "
+              f"{max((_mean_over(homes, 'honest', 'seconds_per_question', n) for n in names if n.startswith('cam_')), default=0):.2f} "
+              "at most; a vote adds nothing."]
     return "\n".join(lines) + "\n"
+
+
+def _mean_over(homes: list[dict], condition: str, key: str, name: str) -> float:
+    values = [h["conditions"][condition][key][name] for h in homes if name in h["conditions"][condition][key]]
+    return statistics.fmean(values) if values else 0.0
+
+
+def _importance(homes: list[dict], condition: str, name: str, feature: str) -> float:
+    values = [h["conditions"][condition]["importance"][name][feature] for h in homes
+              if name in h["conditions"][condition]["importance"]]
+    return statistics.fmean(values) if values else 0.0
 
 
 def plot(results: dict, path: Path) -> None:
