@@ -341,14 +341,15 @@ def plot(results: dict, path: Path) -> None:
                 sds.append(value["sd"] if value else 0)
             axis.bar([i + offset * width for i in range(len(sizes))], means, width, yerr=sds, label=label, capsize=2)
         debate = [results["summary"][s][condition].get("debate (sample)") for s in sizes]
-        axis.bar([i + len(series) * width for i in range(len(sizes))], [d["mean"] if d else 0 for d in debate], width,
-                 label="debate (sample of questions)", color="tab:gray")
+        if any(debate):     # a run with --debate-questions 0 has none
+            axis.bar([i + len(series) * width for i in range(len(sizes))], [d["mean"] if d else 0 for d in debate],
+                     width, label="debate (sample of questions)", color="tab:gray")
         axis.set_xticks([i + 0.4 - width / 2 for i in range(len(sizes))], [f"{s} rooms" for s in sizes])
         axis.axhline(50, color="black", linewidth=0.6, linestyle=":")
         axis.set_title("honest robots" if condition == "honest" else "one robot answers the opposite")
         axis.set_ylim(0, 105)
     axes[0].set_ylabel("accuracy (%)")
-    axes[1].legend(fontsize=7, loc="lower right")
+    axes[1].legend(fontsize=7, loc="upper right")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
