@@ -36,7 +36,7 @@ NAMED = {"task_planner": "the task planner went away",
          "executor": "executor/execute_commands",
          "simulator": "sim/navigate",
          "controller": "controller/check_command",
-         "perception": None, "explainer": None, "speech": None}
+         "perception": None, "explainer": None, "speech": None, "fleet": None}
 # The controller checks a command before and after it: whether the restarted one is up in time to
 # check the arrival depends on the machine, so the task may end either way.
 EITHER = {"controller"}
