@@ -15,7 +15,7 @@ from conftest import CONFIG, PLANNER, RosClient, wait_for, write_config
 from planner.config import load_config
 from planner.ros.futures import CallFailed
 from planner.ros.qos import RELIABLE
-from planner.srv import GetObject, Tell
+from planner.srv import GetObject, GetRobotState, Tell
 from test_perception_node import Perception, camera_frame, robot_state
 
 APPLE_TO_COUNTER = {"remove": [{"subject": "apple_1", "relation": "on", "object": "table_2"}],
@@ -94,6 +94,14 @@ def test_planner_tell_and_the_told_change_survives_kill_9(ros, tmp_path):
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
     client = RosClient("tell_test")
     try:
+        def robot_known() -> bool:   # a change is read against where the robot is: tell once perception knows
+            try:
+                return bool(client.call(GetRobotState, "/perception/get_robot_state", GetRobotState.Request(),
+                                        timeout=10).state.arms)
+            except CallFailed:  # not up yet
+                return False
+
+        wait_for(robot_known, 120)
         told = subprocess.run([PLANNER, "tell", "I put the apple on the kitchen counter", "--wait", "120"],
                               capture_output=True, text=True, timeout=180)
         assert told.returncode == 0, told.stdout + told.stderr
