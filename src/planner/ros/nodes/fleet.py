@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.serialization import deserialize_message
 
 from planner.core.errors import PolicyError
 from planner.core.fleet import FleetAnswerer, Question, evidence, majority_vote, memory_from_scene, read_question, words
@@ -35,7 +36,9 @@ class FleetNode(PlannerNode):
         super().__init__("fleet", config)
         self.policy = policy     # opened at the first question: a fleet nobody asks starts no model
         self.robots: list[str] = []
-        self.graphs: dict[str, SceneGraph] = {}
+        # Each robot's latest graph as it came, serialized: turned into Python only when asked, so
+        # following a fleet's graphs costs next to nothing between questions.
+        self.graphs: dict[str, bytes] = {}
         self._lock = threading.Lock()
         for robot in self.config.fleet.robots:
             self._follow(robot.strip("/"))
@@ -48,7 +51,7 @@ class FleetNode(PlannerNode):
 
     def _follow(self, robot: str) -> None:
         self.robots.append(robot)
-        self.create_subscription(SceneGraph, _topic(robot), lambda msg: self._keep(robot, msg), LATCHED)
+        self.create_subscription(SceneGraph, _topic(robot), lambda data: self._keep(robot, data), LATCHED, raw=True)
 
     def _discover(self) -> None:
         for topic, types in self.get_topic_names_and_types():
@@ -57,9 +60,9 @@ class FleetNode(PlannerNode):
                 if robot not in self.robots:
                     self._follow(robot)
 
-    def _keep(self, robot: str, msg: SceneGraph) -> None:
+    def _keep(self, robot: str, data: bytes) -> None:
         with self._lock:
-            self.graphs[robot] = msg
+            self.graphs[robot] = data
 
     def _ask(self, request, response):
         response.aggregator = "majority vote"
@@ -69,7 +72,7 @@ class FleetNode(PlannerNode):
             response.message = ("no robot has sent a scene graph yet" +
                                 (f" ({', '.join(_topic(r) for r in self.robots)})" if self.robots else ""))
             return response
-        scenes = {robot: scene_from_msg(msg) for robot, msg in graphs.items()}
+        scenes = {robot: scene_from_msg(deserialize_message(data, SceneGraph)) for robot, data in graphs.items()}
         rooms = sorted({room for scene in scenes.values() for room in scene.rooms()})
         try:
             question = self._question(request, rooms)
