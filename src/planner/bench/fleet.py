@@ -10,6 +10,7 @@ some robot looked (a thing moved in or out). Seeds from 1000 on are the test ran
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import statistics
@@ -72,6 +73,7 @@ def make_questions(home: Home, looked: Sequence[dict[str, float]], question_s: f
     now = home.presence_at(question_s)
     rooms = sorted(now)
 
+    @functools.cache     # asked again for the same pair while sorting and pairing
     def moved(label: str, room: str) -> bool:
         return any(room in seen and (label in home.presence_at(seen[room])[room]) != (label in now[room])
                    for seen in looked)

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from planner.core.asking import CountingPolicy, LLMUsage, ask_validated
 from planner.core.files import StrictModel
-from planner.core.ports import JUDGEMENT_SCHEMA, Judgement, Policy, judged
+from planner.core.ports import JUDGEMENT_SCHEMA, Judgement, Policy, judged, probability_of_yes
 from planner.core.scene_graph import SceneGraph
 
 
@@ -184,13 +184,10 @@ class FleetAnswerer:
                            any(memory.saw(question.label, room) for room in memory.seen if room != question.room))
 
     def yes_probability(self, messages: list[dict]) -> float:
-        if self.confidence:
-            reply = judged(self.policy.policy, messages)
-            self.usage.add(reply)
-        else:
-            reply = self.policy.complete(messages, JUDGEMENT_SCHEMA)
-        fits = Judgement.model_validate_json(reply.text).fits
-        return reply.yes_probability if self.confidence and reply.yes_probability is not None else float(fits)
+        model = self.policy.policy
+        reply = judged(model, messages) if self.confidence else model.complete(messages, JUDGEMENT_SCHEMA)
+        self.usage.add(reply)
+        return probability_of_yes(reply, Judgement.model_validate_json(reply.text).fits)
 
 
 def majority_vote(answers: Sequence[RobotAnswer]) -> bool:

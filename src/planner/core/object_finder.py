@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from planner.core.asking import ask_validated
 from planner.core.errors import PlannerError
-from planner.core.ports import JUDGEMENT_SCHEMA, Embedder, Judgement, Policy, judged
+from planner.core.ports import JUDGEMENT_SCHEMA, Embedder, Judgement, Policy, judged, probability_of_yes
 from planner.core.scene_graph import Entity, SceneGraph
 from planner.core.types import PolicyReply
 from planner.core.voxeland import STRUCTURE_LABEL
@@ -382,7 +382,7 @@ class ObjectFinder:
         messages = run.messages(CHECK_PROMPT.format(query=run.query, line=run.prepared.lines[run.id_of[name]]))
         value = self._ask(run, f"check {name}", messages, JUDGEMENT_SCHEMA, Judgement.model_validate_json,
                           lambda current: judged(self.policy, current))
-        p_yes = run.last_reply.yes_probability if run.last_reply.yes_probability is not None else float(value.fits)
+        p_yes = probability_of_yes(run.last_reply, value.fits)
         run.rounds[-1]["reply"]["p_yes"] = round(p_yes, 3)
         return p_yes >= self.settings.check_threshold
 

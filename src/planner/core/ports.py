@@ -82,3 +82,9 @@ class Embedder(Protocol):
 def judged(policy: Policy, messages: list[dict]) -> PolicyReply:
     """A yes/no reply from any policy: with the probability of yes where the policy can judge."""
     return policy.judge(messages) if isinstance(policy, Judge) else policy.complete(messages, JUDGEMENT_SCHEMA)
+
+
+def probability_of_yes(reply: PolicyReply, fits: bool) -> float:
+    """How sure a yes/no reply is of yes: the server's token probability where it gave one, else
+    1 or 0 as the model answered (`fits`, read from the reply)."""
+    return reply.yes_probability if reply.yes_probability is not None else float(fits)

@@ -77,6 +77,8 @@ class Home:
         self.world = world
         self.profile = profile
         self.moves = sorted(moves, key=lambda move: move.time_s)
+        self.spots = look_spots(world)
+        self._furniture_labels = {f.label for f in world.furniture}
         sim = SimulatedWorld(world, profile)
         self._history = [(0.0, presence(sim))]
         for move in self.moves:
@@ -93,8 +95,6 @@ class Home:
         """What `explorer` sees when it looks around this home, room by room as `chooser` picks."""
         camera = self.profile.camera.model_copy(update={"fov_deg": explorer.fov_deg, "range_m": explorer.range_m})
         sim = SimulatedWorld(self.world, self.profile.model_copy(update={"camera": camera}))
-        spots = look_spots(self.world)
-        furniture_labels = {f.label for f in self.world.furniture}
         pending = list(self.moves)
         memory = RobotMemory(explorer.name)
         room, now = explorer.start_room, 0.0
@@ -104,13 +104,14 @@ class Home:
                 while pending and pending[0].time_s <= now:
                     move = pending.pop(0)
                     sim.move_object(move.object_id, move.onto)
-                sim.set_robot_pose(Pose2D(*spots[room], 2 * math.pi * heading / looks))
+                sim.set_robot_pose(Pose2D(*self.spots[room], 2 * math.pi * heading / looks))
                 frame = sim.camera_frame(now)
                 labels = [] if frame is None else [max(d.labels, key=d.labels.__getitem__) for d in frame.detections]
-                memory.look(room, [label for label in labels if label not in furniture_labels and label != "person"], now)
+                memory.look(room, [label for label in labels if label not in self._furniture_labels and label != "person"],
+                            now)
                 now += LOOK_S
             travel = {}
-            for other, spot in spots.items():
+            for other, spot in self.spots.items():
                 route = sim.plan_route(Pose2D(*spot, 0.0)) if other != room else None
                 if isinstance(route, Route):
                     seconds = route.length / self.profile.speed_mps

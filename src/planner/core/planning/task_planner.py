@@ -50,7 +50,7 @@ from planner.core.planning.pddl import Engine, make_domain
 from planner.core.planning.prompts import EXAMPLE_TURNS, SYSTEM_PROMPT, PromptHistory, StepReply, robot_line, spoken_outcome, user_message
 from planner.core.planning.recoveries import ActionRecord, ComposedSuggestion, compose_messages, compose_schema, find_recoveries
 from planner.core.planning.scene_plans import call_sentence
-from planner.core.ports import Judgement, Policy, Tools, judged
+from planner.core.ports import Judgement, Policy, Tools, judged, probability_of_yes
 from planner.core.scene_graph import SceneGraph
 from planner.core.skills import SkillPlanner
 from planner.core.types import EpisodeOutcome, EpisodeResult, FailureInfo, PlanVerdict, PolicyReply, SuggestionInfo, TraceStep
@@ -624,7 +624,7 @@ class TaskPlanner:
         except (PolicyError, ValueError) as error:  # no check is no doubt: the reading stands as it did
             self._emit("error", f"could not check the goals: {error}")
             return True
-        p_yes = reply.yes_probability if reply.yes_probability is not None else float(fits)
+        p_yes = probability_of_yes(reply, fits)
         self._emit("check", f"{what}: {p_yes:.2f} likely {purpose}")
         return p_yes >= threshold
 
