@@ -115,7 +115,10 @@ def test_a_robot_answers_from_its_own_memory():
     system, user = policy.prompts[0]
     assert "kitchen (last looked 5 min ago): coffee table, mug" in system["content"]
     assert "bathroom: not looked into" in system["content"]
-    assert user["content"].startswith("Is there a mug in the kitchen?")
+    # the room asked about is put beside the question, so a small model need not find it in the list
+    assert user["content"].startswith("When you last looked into the kitchen (5 min ago), you saw: coffee table, mug.\n"
+                                      "Is there a mug in the kitchen?")
+    assert policy.prompts[1][1]["content"].startswith("You have not looked into the bathroom.\n")
     assert answerer.usage.calls == 2
     plain = FleetAnswerer(ScriptedPolicy([{"fits": True, "p": 0.8}]), ["kitchen"])   # without: yes is 1
     assert plain.answer(memory, Question("mug", "kitchen"), now_s=300.0).p_yes == 1.0
@@ -123,17 +126,25 @@ def test_a_robot_answers_from_its_own_memory():
 
 def test_a_debate_goes_round_the_robots_and_ends_in_their_final_majority():
     memories = [RobotMemory(f"robot_{i}") for i in (1, 2, 3)]
+    memories[0].look("kitchen", ["mug"], 0.0)
+    memories[1].look("kitchen", [], 0.0)
+    memories[1].look("bathroom", ["mug"], 60.0)
     first = [answer("robot_1", True), answer("robot_2", False), answer("robot_3", False)]
     turns = [{"say": f"turn {i}"} for i in range(6)]
     finals = [{"fits": True, "p": 0.9}, {"fits": True, "p": 0.7}, "not json"]
     policy = ScriptedPolicy([*turns, *finals])
-    result = Debate(policy, ["kitchen"], rounds=2).decide(Question("mug", "kitchen"), memories, first, 0.0)
+    result = Debate(policy, ["kitchen", "bathroom"], rounds=2).decide(Question("mug", "kitchen"), memories, first, 180.0)
     assert [robot for robot, _ in result.transcript] == ["robot_1", "robot_2", "robot_3"] * 2
     assert result.answer                                   # two of three now say yes
     assert result.finals[2] == first[2]                     # an unreadable final answer keeps the first
     last_turn = policy.prompts[5][1]["content"]
     assert "robot_1: turn 0" in last_turn and "robot_2: turn 4" in last_turn
     assert "Your first answer was no" in policy.prompts[1][0]["content"]
+    # each robot talks from what it knows of the room asked about, and where else it saw the thing
+    systems = [policy.prompts[i][0]["content"] for i in range(3)]
+    assert "When you last looked into the kitchen (3 min ago), you saw: mug." in systems[0]
+    assert "you saw: nothing. You saw a mug in the bathroom (2 min ago)." in systems[1]
+    assert "You have not looked into the kitchen." in systems[2]
 
 
 def test_the_model_picks_the_next_room_and_a_reply_naming_no_room_falls_back_to_coverage():

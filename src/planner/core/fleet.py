@@ -67,6 +67,24 @@ class RobotMemory:
             lines.append(f"- {words(room)} (last looked {_ago(since)}): {things}")
         return "\n".join(lines)
 
+    def recall(self, room: str, now_s: float) -> str:
+        """What the robot saw in one room, as a sentence to put beside a question about it: a small
+        model asked about a room finds it there, not in a list of every room."""
+        since = self.since(room, now_s)
+        if since is None:
+            return f"You have not looked into the {words(room)}."
+        things = ", ".join(sorted(words(label) for label in self.seen.get(room, {}))) or "nothing"
+        return f"When you last looked into the {words(room)} ({_ago(since)}), you saw: {things}."
+
+    def elsewhere(self, question: Question, now_s: float) -> str:
+        """Where else the robot saw a thing of the question's label, as a sentence ('' if nowhere)."""
+        rooms = sorted((things[question.label], room) for room, things in self.seen.items()
+                       if room != question.room and question.label in things)
+        if not rooms:
+            return ""
+        return f" You saw a {words(question.label)} in the " + " and the ".join(
+            f"{words(room)} ({_ago(now_s - at)})" for at, room in reversed(rooms)) + "."
+
 
 def memory_from_scene(robot: str, scene: SceneGraph) -> RobotMemory:
     """A robot's memory from its scene graph: the things it sees where they are now (not those it
@@ -146,13 +164,13 @@ class RobotAnswer:
         return replace(self, yes=not self.yes, p_yes=1.0 - self.p_yes)
 
 
+MISSED = ("You may have missed things in a room (your camera sees part of it at a time, not inside closed "
+          "cupboards), and people move things after you look.")
 ANSWER_SYSTEM = (
     "You are {robot}, one of several robots that share a home with people. Room by room, this is what you "
-    "saw when you last looked, and when that was:\n{memory}\n"
-    "You may have missed things in a room (your camera sees part of it at a time, not inside closed "
-    "cupboards), and people move things after you look. Answer from what you saw and from where such "
-    "things are usually kept.")
-ANSWER_USER = '{question} Reply {{"fits": true}} for yes, {{"fits": false}} for no.'
+    "saw when you last looked, and when that was:\n{memory}\n" + MISSED +
+    " Answer from what you saw and from where such things are usually kept.")
+ANSWER_USER = '{recall}\n{question} Reply {{"fits": true}} for yes, {{"fits": false}} for no.'
 
 
 class FleetAnswerer:
@@ -177,7 +195,8 @@ class FleetAnswerer:
     def answer(self, memory: RobotMemory, question: Question, now_s: float) -> RobotAnswer:
         """Raises PolicyError when the server fails, ValueError when its reply is not a yes/no."""
         messages = [{"role": "system", "content": self.system(memory, now_s)},
-                    {"role": "user", "content": ANSWER_USER.format(question=question.text)}]
+                    {"role": "user", "content": ANSWER_USER.format(recall=memory.recall(question.room, now_s),
+                                                                   question=question.text)}]
         p_yes = self.yes_probability(messages)
         return RobotAnswer(memory.robot, p_yes >= 0.5, p_yes, question.room in memory.looked,
                            memory.since(question.room, now_s), memory.saw(question.label, question.room),
@@ -203,14 +222,18 @@ class DebateTurn(BaseModel):
     say: str = Field(min_length=1)
 
 
-DEBATE_TURN_SCHEMA = {"type": "object", "properties": {"say": {"type": "string"}}, "required": ["say"]}
+TURN_CHARS = 200        # a robot's turn is at most this long, so one long reply cannot crowd the others out
+# A server that enforces the schema stops a turn at its length (the embedded one does, and a turn is then
+# a few seconds); from one that does not, a longer turn is cut.
+DEBATE_TURN_SCHEMA = {"type": "object", "properties": {"say": {"type": "string", "maxLength": TURN_CHARS}},
+                      "required": ["say"]}
 DEBATE_SYSTEM = (
-    ANSWER_SYSTEM + "\nThe robots are asked: {question} Your first answer was {first}. The others may have "
-    "answered otherwise; talk it over with them and try to agree on what is true.")
+    "You are {robot}, one of several robots that share a home with people. {recall}{elsewhere} " + MISSED +
+    "\nThe robots are asked: {question} Your first answer was {first}. The others may have answered otherwise; "
+    "talk it over with them and try to agree on what is true.")
 DEBATE_TURN = ("{history}\nYour turn ({robot}). In one sentence, say what you think and why, "
                'as {{"say": "..."}}.')
 DEBATE_FINAL = '{history}\nThe talk is over. {question} Give your final answer: {{"fits": true}} for yes, {{"fits": false}} for no.'
-TURN_CHARS = 400        # a robot's turn is cut here, so one long reply cannot crowd the others out
 
 
 @dataclass
@@ -239,8 +262,11 @@ class Debate:
         """`first[i]` is `memories[i]`'s answer (a malicious robot's already inverted). Raises
         PolicyError when the server fails."""
         transcript: list[tuple[str, str]] = []
-        systems = [DEBATE_SYSTEM.format(robot=m.robot, memory=m.describe(self.answerer.rooms, now_s),
-                                        question=question.text, first="yes" if a.yes else "no")
+        # Each robot talks from what it knows of the room asked about and where else it saw the thing:
+        # its whole memory would be re-read at every turn, robots taking turns on one server.
+        systems = [DEBATE_SYSTEM.format(robot=m.robot, recall=m.recall(question.room, now_s),
+                                        elsewhere=m.elsewhere(question, now_s), question=question.text,
+                                        first="yes" if a.yes else "no")
                    for m, a in zip(memories, first)]
         for _ in range(self.rounds):
             for memory, system in zip(memories, systems):
