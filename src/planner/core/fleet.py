@@ -63,9 +63,15 @@ class RobotMemory:
             if since is None:
                 lines.append(f"- {words(room)}: not looked into")
                 continue
-            things = ", ".join(sorted(words(label) for label in self.seen.get(room, {}))) or "nothing"
-            lines.append(f"- {words(room)} (last looked {_ago(since)}): {things}")
+            lines.append(f"- {words(room)} (last looked {_ago(since)}): {self._things(room)}")
         return "\n".join(lines)
+
+    def _things(self, room: str) -> str:
+        return ", ".join(sorted(words(label) for label in self.seen.get(room, {}))) or "nothing"
+
+    def seen_elsewhere(self, label: str, room: str) -> list[tuple[float, str]]:
+        """(last sighting, room) of each other room where the robot saw a thing of `label`, oldest first."""
+        return sorted((things[label], other) for other, things in self.seen.items() if other != room and label in things)
 
     def recall(self, room: str, now_s: float) -> str:
         """What the robot saw in one room, as a sentence to put beside a question about it: a small
@@ -73,13 +79,11 @@ class RobotMemory:
         since = self.since(room, now_s)
         if since is None:
             return f"You have not looked into the {words(room)}."
-        things = ", ".join(sorted(words(label) for label in self.seen.get(room, {}))) or "nothing"
-        return f"When you last looked into the {words(room)} ({_ago(since)}), you saw: {things}."
+        return f"When you last looked into the {words(room)} ({_ago(since)}), you saw: {self._things(room)}."
 
     def elsewhere(self, question: Question, now_s: float) -> str:
         """Where else the robot saw a thing of the question's label, as a sentence ('' if nowhere)."""
-        rooms = sorted((things[question.label], room) for room, things in self.seen.items()
-                       if room != question.room and question.label in things)
+        rooms = self.seen_elsewhere(question.label, question.room)
         if not rooms:
             return ""
         return f" You saw a {words(question.label)} in the " + " and the ".join(
@@ -200,7 +204,7 @@ class FleetAnswerer:
         p_yes = self.yes_probability(messages)
         return RobotAnswer(memory.robot, p_yes >= 0.5, p_yes, question.room in memory.looked,
                            memory.since(question.room, now_s), memory.saw(question.label, question.room),
-                           any(memory.saw(question.label, room) for room in memory.seen if room != question.room))
+                           bool(memory.seen_elsewhere(question.label, question.room)))
 
     def yes_probability(self, messages: list[dict]) -> float:
         model = self.policy.policy
