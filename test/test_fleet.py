@@ -13,7 +13,19 @@ from planner.bench.fleet import make_fleet_home, make_questions
 from planner.cli import main
 from planner.core.answer_model import CentralAnswerModel, Example, cross_validate
 from planner.core.errors import InputError
-from planner.core.fleet import Debate, FleetAnswerer, ModelGuided, NearestUnlooked, Question, RobotAnswer, RobotMemory, majority_vote
+from planner.core.fleet import (
+    Debate,
+    FleetAnswerer,
+    ModelGuided,
+    NearestUnlooked,
+    Question,
+    RobotAnswer,
+    RobotMemory,
+    majority_vote,
+    read_question,
+    sightings,
+    sightings_text,
+)
 from planner.core.worldgen import generate_world
 from planner.sim.exploration import Explorer, Home, Move
 
@@ -122,6 +134,22 @@ def test_a_robot_answers_from_its_own_memory():
     assert answerer.usage.calls == 2
     plain = FleetAnswerer(ScriptedPolicy([{"fits": True, "p": 0.8}]), ["kitchen"])   # without: yes is 1
     assert plain.answer(memory, Question("mug", "kitchen"), now_s=300.0).p_yes == 1.0
+
+
+def test_questions_in_words_and_where_a_thing_was_seen_newest_first():
+    rooms = ["kitchen", "living_room"]
+    assert read_question("Is there a coffee mug in the Living Room?", rooms) == Question("coffee_mug", "living_room")
+    assert read_question("where are my keys", rooms) == Question("keys", "")
+    with pytest.raises(ValueError, match="no room 'garage'"):
+        read_question("Is there a mug in the garage?", rooms)
+    one, two = RobotMemory("robot_1"), RobotMemory("robot_2")
+    one.look("kitchen", ["mug"], 0.0)
+    two.look("living_room", ["mug", "lamp"], 240.0)
+    found = sightings([one, two], "mug", 300.0)
+    assert [(s.robot, s.room) for s in found] == [("robot_2", "living_room"), ("robot_1", "kitchen")]
+    assert sightings_text("mug", found) == ("robot_2 saw a mug in the living room 1 min ago; "
+                                           "robot_1 saw a mug in the kitchen 5 min ago.")
+    assert sightings_text("vase", sightings([one, two], "vase", 300.0)) == "No robot has seen a vase."
 
 
 def test_a_debate_goes_round_the_robots_and_ends_in_their_final_majority():

@@ -1,6 +1,6 @@
 """The fleet node over DDS: /fleet/ask answered from the scene graphs of two robots in their own
-namespaces, each robot's answer from its own graph, with evidence; questions it cannot read are
-refused with why."""
+namespaces, each robot's answer from its own graph, with evidence; where a thing was seen, from
+the graphs alone, as a robot's task planner asks it; questions it cannot read are refused with why."""
 
 import time
 
@@ -39,6 +39,7 @@ def config(tmp_path):
 
 def test_a_question_is_answered_from_both_robots_scene_graphs_with_evidence(ros, config):
     from planner.ros.nodes.fleet import FleetNode
+    from planner.ros.nodes.task_planner import RosTools, TaskPlannerNode
 
     # robot1 is asked first, then robot2 (fleet.robots order); then the next question.
     policy = ScriptedPolicy([{"fits": True, "p": 0.9}, {"fits": False, "p": 0.2},
@@ -69,12 +70,35 @@ def test_a_question_is_answered_from_both_robots_scene_graphs_with_evidence(ros,
         assert by_fields.answered and not by_fields.yes
         assert by_fields.votes[0].evidence == "never looked into the bathroom"
 
-        for request, problem in ((AskFleet.Request(question="Where is my mug?"), "ask as 'Is there a THING"),
+        # Where a thing is comes from the graphs alone, no model: robot2 found the mug missing.
+        where = client.call(AskFleet, "/fleet/ask", AskFleet.Request(question="Where is my mug?"), 30)
+        assert where.answered and where.yes and where.aggregator == "sightings"
+        assert where.message == "robot1 saw a mug in the kitchen 2 min ago."
+        assert [v.evidence for v in where.votes] == ["saw a mug in the kitchen 2 min ago", "saw no mug anywhere"]
+        assert client.call(AskFleet, "/fleet/ask", AskFleet.Request(thing="vase"), 30).message == "No robot has seen a vase."
+
+        for request, problem in ((AskFleet.Request(question="Tell me about the mug"), "ask as 'Is there a THING"),
                                  (AskFleet.Request(question="Is there a mug in the garage?"), "no room 'garage'"),
-                                 (AskFleet.Request(thing="mug"), "give both thing and room")):
+                                 (AskFleet.Request(room="kitchen"), "give a thing")):
             refused = client.call(AskFleet, "/fleet/ask", request, 30)
             assert not refused.answered and problem in refused.message
         assert not policy._replies
+
+        # A robot's task planner asks the fleet where a thing is before it goes searching for it.
+        planner = client.add(TaskPlannerNode(config, ScriptedPolicy([]), namespace="robot2"))
+        wait_for(lambda: planner.clients_["fleet"].service_is_ready(), 20)
+        assert RosTools(planner, "t1", "bring me the mug").where_seen("mug") == "robot1 saw a mug in the kitchen 2 min ago."
+    finally:
+        client.close()
+
+
+def test_without_a_fleet_a_task_planner_has_nobody_to_ask(ros, config):
+    from planner.ros.nodes.task_planner import RosTools, TaskPlannerNode
+
+    client = RosClient("no_fleet_test")
+    try:
+        planner = client.add(TaskPlannerNode(config, ScriptedPolicy([])))
+        assert RosTools(planner, "t1", "bring me the mug").where_seen("mug") is None
     finally:
         client.close()
 

@@ -16,6 +16,7 @@ from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
 from planner.core.types import Outcome, PolicyReply
 from planner.core.world import load_world
 from planner.sim.in_process import SimulatedRobot
+from planner.sim.simulated_world import load_scenario
 from planner.wiring import load_skill_planner
 
 GOAL = {"goals": [{"kind": "object_on", "object": "bottle", "target": "table", "room": "bedroom"}]}
@@ -364,3 +365,28 @@ def test_a_missing_skill_planner_ends_the_task_at_once_naming_it(skill_planner, 
         False, gone, FailureInfo(call, "", FailureCode.SKILL_PLANNER_UNAVAILABLE, gone)))
     result, trace, _, _ = run(recorded_plan(), skill_planner)
     assert result.outcome == "error" and result.summary == gone and result.steps == 2
+
+
+def test_a_thing_not_where_the_map_had_it_is_asked_of_the_fleet_once(skill_planner):
+    from planner.core.fleet import RobotMemory
+
+    other = RobotMemory("robot_2")
+    other.look("kitchen", ["bottle"], -120.0)   # two minutes before the task starts
+    loaded = load_scenario(SCENARIO)
+    robot = SimulatedRobot(loaded.world, loaded.scenario.events, skill_planner, fleet=[other])
+    robot.scene().mark_missing("bottle_1")
+    policy = ScriptedPolicy([GOAL, {"thought": "look", "action": "get_rooms()"}, {"thought": "stop", "action": GIVE_UP}])
+    trace = []
+    TaskPlanner(policy, robot, skill_planner, PlannerSettings(confirm_timeout_s=0),
+                on_step=lambda step: trace.append((step.kind, step.text))).run(REQUEST)
+    told = "robot_2 saw a bottle in the kitchen 2 min ago."
+    assert [text for kind, text in trace if kind == "fleet"] == [told]
+    assert f"The other robots, asked where a bottle is: {told}" in policy.prompts[1][-1]["content"]
+    assert "The other robots" not in policy.prompts[2][-1]["content"]     # asked once, not at every step
+
+    alone = InProcessRobot(SCENARIO, skill_planner)     # no fleet: nobody to ask, nothing said
+    alone.scene().mark_missing("bottle_1")
+    trace.clear()
+    TaskPlanner(ScriptedPolicy([GOAL, {"thought": "stop", "action": GIVE_UP}]), alone, skill_planner,
+                PlannerSettings(confirm_timeout_s=0), on_step=lambda step: trace.append((step.kind, step.text))).run(REQUEST)
+    assert not [kind for kind, _ in trace if kind == "fleet"]

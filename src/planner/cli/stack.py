@@ -266,8 +266,8 @@ def tell(sentence: str, wait_s: float, timeout_s: float) -> int:
 
 
 def ask(question: str, wait_s: float, timeout_s: float) -> int:
-    """Ask the fleet a yes/no question about the home; print each robot's answer with its evidence,
-    then the fleet's. 0 when answered."""
+    """Ask the fleet about the home (is a thing in a room? where is it?); print each robot's answer
+    with its evidence, then the fleet's. 0 when answered."""
     from planner.srv import AskFleet
 
     answer = _call_once(AskFleet, "/fleet/ask", AskFleet.Request(question=question), "fleet node", "the answer",
@@ -275,8 +275,9 @@ def ask(question: str, wait_s: float, timeout_s: float) -> int:
     if answer is None:
         return 1
     for vote in answer.votes:
-        print(format_step("robot", f"{vote.robot or 'robot'}: {'yes' if vote.yes else 'no'} "
-                                   f"(p {vote.p_yes:.2f}; {vote.evidence})"))
+        said = f"{'yes' if vote.yes else 'no'} (p {vote.p_yes:.2f}; {vote.evidence})" \
+            if answer.aggregator != "sightings" else vote.evidence
+        print(format_step("robot", f"{vote.robot or 'robot'}: {said}"))
     if not answer.answered:
         print(format_step("error", answer.message), file=sys.stderr)
         return 1
@@ -372,8 +373,8 @@ def add_commands(sub) -> None:
     p.add_argument("--timeout", type=float, default=120, help="seconds the LLM may take to read it")
     p.set_defaults(run=lambda a: tell(a.sentence, a.wait, a.timeout))
 
-    p = sub.add_parser("ask", help="ask the robots a yes/no question about the home (\"Is there a mug in the "
-                                   "kitchen?\"), answered from what each has seen")
+    p = sub.add_parser("ask", help="ask the robots about the home (\"Is there a mug in the kitchen?\", \"Where is "
+                                   "the mug?\"), answered from what each has seen")
     p.add_argument("question")
     p.add_argument("--wait", type=float, default=30, help="seconds to wait for the fleet node to appear")
     p.add_argument("--timeout", type=float, default=120, help="seconds the robots' answers may take")

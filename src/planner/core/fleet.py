@@ -34,6 +34,11 @@ def words(name: str) -> str:
     return name.replace("_", " ")
 
 
+def label_of(thing: str) -> str:
+    """A thing as people say it, as a map label: `coffee mug` -> coffee_mug."""
+    return thing.strip().lower().replace(" ", "_")
+
+
 @dataclass
 class RobotMemory:
     """What one robot has seen: when it last looked into each room, and each thing it saw there
@@ -116,21 +121,48 @@ def evidence(memory: RobotMemory, question: Question, now_s: float) -> str:
     return f"looked into the {room} {_ago(since)} and saw no {thing}"
 
 
+@dataclass(frozen=True)
+class Sighting:
+    robot: str
+    room: str
+    ago_s: float
+
+
+def sightings(memories: Sequence[RobotMemory], label: str, now_s: float) -> list[Sighting]:
+    """Where the robots saw a thing of `label`, the newest sighting first."""
+    found = [Sighting(m.robot, room, now_s - things[label]) for m in memories
+             for room, things in m.seen.items() if label in things]
+    return sorted(found, key=lambda s: s.ago_s)
+
+
+def sightings_text(label: str, found: Sequence[Sighting], who: bool = True) -> str:
+    """"robot_2 saw a mug in the bedroom 3 min ago; ..."; without `who`, one robot's: "saw a mug ..."."""
+    if not found:
+        return f"No robot has seen a {words(label)}." if who else f"saw no {words(label)} anywhere"
+    return "; ".join(f"{s.robot + ' ' if who else ''}saw a {words(label)} in the {words(s.room)} {_ago(s.ago_s)}"
+                     for s in found) + ("." if who else "")
+
+
 QUESTION_PATTERN = re.compile(r"^(?:is|are) there (?:an?|any|some|the)?\s*(?P<thing>.+?) (?:in|inside|at) (?:the )?"
                               r"(?P<room>.+?)\s*\??$", re.IGNORECASE)
+WHERE_PATTERN = re.compile(r"^where (?:is|are) (?:an?|any|some|the|my|our)?\s*(?P<thing>.+?)\s*\??$", re.IGNORECASE)
 
 
 def read_question(text: str, rooms: Sequence[str]) -> Question:
     """"Is there a mug in the kitchen?" -> Question(mug, kitchen); the room must be one of `rooms`
-    (as named in the map or in words). Raises ValueError saying what could not be read."""
+    (as named in the map or in words). "Where is the mug?" -> Question(mug, ""), a question about
+    where it was seen. Raises ValueError saying what could not be read."""
+    where = WHERE_PATTERN.match(text.strip())
+    if where:
+        return Question(label_of(where["thing"]), "")
     match = QUESTION_PATTERN.match(text.strip())
     if not match:
-        raise ValueError(f"{text!r}: ask as 'Is there a THING in the ROOM?'")
+        raise ValueError(f"{text!r}: ask as 'Is there a THING in the ROOM?' or 'Where is the THING?'")
     said = match["room"].strip().lower()
     by_words = {words(room).lower(): room for room in rooms} | {room.lower(): room for room in rooms}
     if said not in by_words:
         raise ValueError(f"{text!r}: no room {said!r} in the map; there are {', '.join(sorted(map(words, rooms)))}")
-    return Question(match["thing"].strip().lower().replace(" ", "_"), by_words[said])
+    return Question(label_of(match["thing"]), by_words[said])
 
 
 def _ago(seconds: float) -> str:
@@ -140,8 +172,9 @@ def _ago(seconds: float) -> str:
 
 @dataclass(frozen=True)
 class Question:
-    """Is there a thing of `label` in `room`? `truth` is the home's answer when it is known (a
-    benchmark); `moved` marks a question whose answer changed after some robot looked."""
+    """Is there a thing of `label` in `room`? (With no room: where has one been seen?) `truth` is
+    the home's answer when it is known (a benchmark); `moved` marks a question whose answer changed
+    after some robot looked."""
     label: str
     room: str
     truth: bool | None = None

@@ -47,6 +47,9 @@ class Tools(Protocol):
     def say(self, text: str) -> None:
         """Tell the user something (spoken where the robot can speak)."""
 
+    def where_seen(self, label: str) -> str | None:
+        """Where the other robots of a fleet saw a thing of `label`, in words; None without a fleet."""
+
 
 
 class Policy(Protocol):

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from planner.core.controller import CheckPhase, ExecutionEventInfo, check_command, describe_failure, missing_object
 from planner.core.explainer import CaseMemory
 from planner.core.failures import FailureCode
+from planner.core.fleet import RobotMemory, sightings, sightings_text
 from planner.core.object_finder import ObjectFinder
 from planner.core.perception_actions import SceneMap, perceive
 from planner.core.plan_check import PlanChecker
@@ -49,11 +50,12 @@ class SimulatedRobot:
     def __init__(self, world: World, events: list[ScenarioEvent], skills: SkillPlanner,
                  memory: CaseMemory | None = None, request: str = "", answers: list[str] = (),
                  learner: CaseMemory | None = None, finder: ObjectFinder | None = None,
-                 plan_checker: PlanChecker | None = None):
+                 plan_checker: PlanChecker | None = None, fleet: Sequence[RobotMemory] = ()):
         """`memory` suggests after failures (None: explainer off); `learner` records what followed
         them (None: nothing is learned; the same memory, or another over the same database when
         what is learned must not be used before the next run); `finder` answers search_map (None:
-        not available); `plan_checker` checks plans against those that worked (None: no check)."""
+        not available); `plan_checker` checks plans against those that worked (None: no check);
+        `fleet` is what the other robots of a fleet have seen (empty: the robot is alone)."""
         self.answers = list(answers)  # what the simulated user replies to questions, in order
         self.sim = SimulatedWorld(world, skills.robot, list(events))
         self.graph = SceneGraph.from_world(world)
@@ -61,6 +63,7 @@ class SimulatedRobot:
         self.memory = memory
         self.learner = learner
         self.plan_checker = plan_checker
+        self.fleet = list(fleet)
         self.map = SceneMap(self.graph, finder)
         self.request = request
         self.log = RobotLog()
@@ -189,3 +192,6 @@ class SimulatedRobot:
 
     def say(self, text: str) -> None:
         self.log.said.append(text)
+
+    def where_seen(self, label: str) -> str | None:
+        return sightings_text(label, sightings(self.fleet, label, self.clock)) if self.fleet else None

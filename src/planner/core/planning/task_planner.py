@@ -32,6 +32,7 @@ from planner.core.calls import format_call, parse_call
 from planner.core.errors import PolicyError, RequestImpossible, TaskCanceled
 from planner.core.failures import FailureCode
 from planner.core.files import StrictModel
+from planner.core.fleet import words
 from planner.core.goals import Goal, GoalReply, goal_lacks, goal_met, goal_objects, goal_status
 from planner.core.plan_check import PlanCheckSettings
 from planner.core.planning.action_space import ASK_USER, GIVE_UP, PERCEPTION_ACTIONS, SEARCH_MAP, action_schema, allowed_actions
@@ -156,6 +157,7 @@ class LoopState:
     looked: set[str] = field(default_factory=set)  # perception calls since the last skill: asking again tells nothing new
     suggested: bool = False              # the last failure came with a suggestion
     asked: bool = False
+    asked_fleet: set[str] = field(default_factory=set)   # labels the other robots were asked about
     grounding: Grounding | None = None   # the request's phrases in the map's words
     reread: bool = False                 # LLM+P read the goals again once, after finding no plan
     verdict: PlanVerdict | None = None   # the plan check of the first plan checked
@@ -277,7 +279,20 @@ class TaskPlanner:
         view = self.tools.perceive("get_objects_in_room", [room], state.focus)
         state.known |= set(view.entities)
         state.history.latest = [view.text]
+        self._ask_fleet(state)
         return state
+
+    def _ask_fleet(self, state: LoopState) -> None:
+        """Where the other robots saw a goal's thing when this robot's map no longer knows where one
+        is (each it knew of was found missing): asked once a thing, before the robot goes searching
+        the house for it."""
+        scene = self.tools.scene()
+        for label in sorted({g.object for g in state.goals if g.object and goal_lacks(g, scene)} - state.asked_fleet):
+            state.asked_fleet.add(label)
+            told = self.tools.where_seen(label)
+            if told is not None:
+                self._emit("fleet", told)
+                state.history.latest.append(f"The other robots, asked where a {words(label)} is: {told}")
 
     def _plan_and_act(self, state: LoopState, usage: LLMUsage) -> Ending | None:
         """LLM+P: plan with the classical planner and carry the plan out, planning again from the
@@ -491,6 +506,7 @@ class TaskPlanner:
         else:
             state.failures_in_row.clear()
             history.done.append(f"{action}: {'looked' if is_perception else 'done'}")
+        self._ask_fleet(state)
 
     def _ask_user(self, question: str) -> str:
         self._emit("question", question)

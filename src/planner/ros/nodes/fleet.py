@@ -1,8 +1,9 @@
-"""Fleet node: answers /fleet/ask ("Is there a mug in the kitchen?") from what each robot of the
-fleet has seen. It follows each robot's /<namespace>/scene_graph (those of fleet.robots, or, when
-that is empty, every scene graph that appears on the network); each robot's answer comes from its
-own graph alone (the model asked as that robot), and the answers become one by majority vote, with
-each robot's answer and evidence in the reply.
+"""Fleet node: answers /fleet/ask ("Is there a mug in the kitchen?", "Where is the mug?") from
+what each robot of the fleet has seen. It follows each robot's /<namespace>/scene_graph (those of
+fleet.robots, or, when that is empty, every scene graph that appears on the network); each robot's
+answer comes from its own graph alone (the model asked as that robot), and the answers become one
+by majority vote, with each robot's answer and evidence in the reply. Where a thing is comes from
+the graphs alone: each robot's sightings of it, the newest first.
 
 Its names are absolute, as the explainer's: one fleet node serves the robots of every namespace.
 """
@@ -15,7 +16,18 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.serialization import deserialize_message
 
 from planner.core.errors import PolicyError
-from planner.core.fleet import FleetAnswerer, Question, evidence, majority_vote, memory_from_scene, read_question, words
+from planner.core.fleet import (
+    FleetAnswerer,
+    Question,
+    RobotMemory,
+    evidence,
+    majority_vote,
+    memory_from_scene,
+    read_question,
+    sightings,
+    sightings_text,
+    words,
+)
 from planner.msg import FleetVote, SceneGraph
 from planner.ros.convert import scene_from_msg
 from planner.ros.node import PlannerNode, main_for
@@ -81,22 +93,22 @@ class FleetNode(PlannerNode):
             self.report("warn", f"/fleet/ask: {error}")
             return response
         now = self.get_clock().now().nanoseconds / 1e9
+        memories = [memory_from_scene(robot or "robot", scenes[robot]) for robot in self.robots if robot in scenes]
+        if not question.room:
+            return self._where(question.label, memories, now, response)
         if self.policy is None:
             self.policy = self.open_llm()
         answerer = FleetAnswerer(self.policy, rooms, self.config.fleet.confidence)
         answers = []
-        for robot in list(self.robots):
-            if robot not in scenes:
-                continue
-            memory = memory_from_scene(robot or "robot", scenes[robot])
+        for memory in memories:
             try:
                 answer = answerer.answer(memory, question, now)
             except (PolicyError, ValueError) as error:   # this robot is left out; the others still answer
-                self.report("warn", f"/fleet/ask: {robot or 'the robot'} could not answer: {error}")
+                self.report("warn", f"/fleet/ask: {memory.robot} could not answer: {error}")
                 continue
             answers.append(answer)
             response.votes.append(FleetVote(
-                robot=robot, yes=answer.yes, p_yes=answer.p_yes, looked=answer.looked,
+                robot=memory.robot, yes=answer.yes, p_yes=answer.p_yes, looked=answer.looked,
                 seconds_since=-1.0 if answer.since_s is None else answer.since_s, saw=answer.saw,
                 evidence=evidence(memory, question, now)))
         if not answers:
@@ -109,13 +121,30 @@ class FleetNode(PlannerNode):
         return response
 
     @staticmethod
+    def _where(label: str, memories: list[RobotMemory], now: float, response):
+        """Where the robots saw a thing, from their graphs alone: no model is asked."""
+        response.aggregator = "sightings"
+        for memory in memories:
+            seen = sightings([memory], label, now)
+            response.votes.append(FleetVote(
+                robot=memory.robot, yes=bool(seen), p_yes=float(bool(seen)), looked=bool(memory.looked),
+                seconds_since=seen[0].ago_s if seen else -1.0, saw=bool(seen),
+                evidence=sightings_text(label, seen, who=False)))
+        found = sightings(memories, label, now)
+        response.answered, response.yes = True, bool(found)
+        response.message = sightings_text(label, found)
+        return response
+
+    @staticmethod
     def _question(request, rooms: list[str]) -> Question:
         if len(request.question) > MAX_QUESTION_CHARS:
             raise ValueError(f"a question is at most {MAX_QUESTION_CHARS} characters")
         if request.question.strip():
             return read_question(request.question, rooms)
-        if not request.thing.strip() or not request.room.strip():
-            raise ValueError("ask a question, or give both thing and room")
+        if not request.thing.strip():
+            raise ValueError("ask a question, or give a thing (and a room, for whether it is there)")
+        if not request.room.strip():
+            return read_question(f"Where is the {request.thing}?", rooms)
         return read_question(f"Is there a {request.thing} in the {request.room}?", rooms)
 
 

@@ -31,12 +31,24 @@ from planner.ros.futures import ActionCall, CallFailed, Heartbeat, call_service
 from planner.ros.node import PlannerNode, main_for
 from planner.ros.qos import ESTOP_TOPIC, GOAL_REQUESTS, RELIABLE
 from planner.ros.scene_mirror import SceneMirror
-from planner.srv import CheckPlan, Explain, FindObjects, GetObject, GetObjectsInRoom, GetRobotState, GetRooms, RecordPlan, RecordRecovery
+from planner.srv import (
+    AskFleet,
+    CheckPlan,
+    Explain,
+    FindObjects,
+    GetObject,
+    GetObjectsInRoom,
+    GetRobotState,
+    GetRooms,
+    RecordPlan,
+    RecordRecovery,
+)
 from planner.wiring import load_skill_planner, make_grounder
 
 SAY_TIMEOUT_S = 60.0
 CLOSE_WAIT_S = 10.0  # for a running task to end once canceled (a skill's cancel is answered within seconds)
 SEARCH_TIMEOUT_S = 300.0  # an ensemble on a slow CPU takes minutes
+FLEET_TIMEOUT_S = 10.0  # where a thing was seen is read from the robots' graphs: no model, quick
 LOOK_FRAMES = 3  # camera periods a skill's end waits for a frame taken after it
 
 
@@ -170,6 +182,18 @@ class RosTools:
                 continue
         return None
 
+    def where_seen(self, label: str) -> str | None:
+        """From the fleet node when one runs (a multi-robot bringup); the robot alone has no fleet."""
+        client = self.node.clients_["fleet"]
+        if not client.service_is_ready():
+            return None
+        try:
+            answer = call_service(client, AskFleet.Request(thing=label), timeout_s=FLEET_TIMEOUT_S)
+        except CallFailed as error:
+            self.node.report("warn", f"the fleet was not asked where a {label} is: {error}")
+            return None
+        return answer.message if answer.answered else None
+
     def say(self, text: str) -> None:
         """Spoken by the speech node when one runs; the trace carries the text either way."""
         if not self.node.say_client.server_is_ready():
@@ -205,6 +229,7 @@ class TaskPlannerNode(PlannerNode):
             "record_recovery": self.create_client(RecordRecovery, "/explainer/record_recovery", callback_group=group),
             "check_plan": self.create_client(CheckPlan, "/explainer/check_plan", callback_group=group),
             "record_plan": self.create_client(RecordPlan, "/explainer/record_plan", callback_group=group),
+            "fleet": self.create_client(AskFleet, "/fleet/ask", callback_group=group),
         }
         self.skill_client = ActionClient(self, ExecuteSkill, "skill_planner/execute_skill", callback_group=group)
         self.skill_planner_alive = Heartbeat(self, "skill_planner")
