@@ -88,6 +88,10 @@ def test_a_question_is_answered_from_both_robots_scene_graphs_with_evidence(ros,
         planner = client.add(TaskPlannerNode(config, ScriptedPolicy([]), namespace="robot2"))
         wait_for(lambda: planner.clients_["fleet"].service_is_ready(), 20)
         assert RosTools(planner, "t1", "bring me the mug").where_seen("mug") == "robot1 saw a mug in the kitchen 2 min ago."
+        # robot1 asking hears only robot2's graph: its own sighting it knows.
+        own = client.add(TaskPlannerNode(config, ScriptedPolicy([]), namespace="robot1"))
+        wait_for(lambda: own.clients_["fleet"].service_is_ready(), 20)
+        assert RosTools(own, "t2", "bring me the mug").where_seen("mug") == "No robot has seen a mug."
     finally:
         client.close()
 
@@ -115,5 +119,8 @@ def test_with_no_robots_configured_the_fleet_finds_them(ros, tmp_path):
         client.node.create_publisher(SceneGraph, "/robot7/scene_graph", LATCHED).publish(graph(now))
         wait_for(lambda: "robot7" in fleet.graphs, 30)
         assert fleet.robots == ["robot7"]
+        # A robot alone asking the fleet hears nothing it does not know.
+        alone = client.call(AskFleet, "/fleet/ask", AskFleet.Request(thing="mug", asking_robot="/robot7"), 30)
+        assert not alone.answered and alone.message == "no robot but /robot7 has sent a scene graph"
     finally:
         client.close()

@@ -171,8 +171,8 @@ def test_a_namespaced_bringup_keeps_every_name_under_its_namespace(ros):
                 continue
             names = names_of(client, name, "/robot1") - ROOT_NAMES
             assert names, name
-            # Actions are services and topics under <action>/_action/; /explainer/ is the shared explainer's.
-            outside = {n for n in names if not n.startswith("/robot1/") and not n.startswith("/explainer/")}
+            # Actions are services and topics under <action>/_action/; /explainer/ and /fleet/ are the shared nodes'.
+            outside = {n for n in names if not n.startswith(("/robot1/", "/explainer/", "/fleet/"))}
             assert not outside, f"/robot1/{name}: {sorted(outside)}"
     finally:
         stack.stop()

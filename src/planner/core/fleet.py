@@ -75,7 +75,8 @@ class RobotMemory:
         return ", ".join(sorted(words(label) for label in self.seen.get(room, {}))) or "nothing"
 
     def seen_elsewhere(self, label: str, room: str) -> list[tuple[float, str]]:
-        """(last sighting, room) of each other room where the robot saw a thing of `label`, oldest first."""
+        """(last sighting, room) of each room but `room` ('' for none) where the robot saw a thing of
+        `label`, oldest first."""
         return sorted((things[label], other) for other, things in self.seen.items() if other != room and label in things)
 
     def recall(self, room: str, now_s: float) -> str:
@@ -130,8 +131,7 @@ class Sighting:
 
 def sightings(memories: Sequence[RobotMemory], label: str, now_s: float) -> list[Sighting]:
     """Where the robots saw a thing of `label`, the newest sighting first."""
-    found = [Sighting(m.robot, room, now_s - things[label]) for m in memories
-             for room, things in m.seen.items() if label in things]
+    found = [Sighting(m.robot, room, now_s - at) for m in memories for at, room in m.seen_elsewhere(label, room="")]
     return sorted(found, key=lambda s: s.ago_s)
 
 

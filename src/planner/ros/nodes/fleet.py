@@ -93,7 +93,13 @@ class FleetNode(PlannerNode):
             self.report("warn", f"/fleet/ask: {error}")
             return response
         now = self.get_clock().now().nanoseconds / 1e9
-        memories = [memory_from_scene(robot or "robot", scenes[robot]) for robot in self.robots if robot in scenes]
+        # A robot asking knows its own map: the answer is the other robots'.
+        asking = request.asking_robot.strip("/") if request.asking_robot else None
+        memories = [memory_from_scene(robot or "robot", scenes[robot]) for robot in self.robots
+                    if robot in scenes and robot != asking]
+        if not memories:
+            response.message = f"no robot but {request.asking_robot} has sent a scene graph"
+            return response
         if not question.room:
             return self._where(question.label, memories, now, response)
         if self.policy is None:

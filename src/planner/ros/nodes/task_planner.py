@@ -188,7 +188,7 @@ class RosTools:
         if not client.service_is_ready():
             return None
         try:
-            answer = call_service(client, AskFleet.Request(thing=label), timeout_s=FLEET_TIMEOUT_S)
+            answer = call_service(client, AskFleet.Request(thing=label, asking_robot=self.node.get_namespace()), timeout_s=FLEET_TIMEOUT_S)
         except CallFailed as error:
             self.node.report("warn", f"the fleet was not asked where a {label} is: {error}")
             return None
