@@ -83,8 +83,29 @@ def test_a_model_that_changes_nothing_scores_no_update(skills, episode, grounder
     nothing = json.dumps({"remove": [], "add": []})
     replies = [nothing if "remove" in r else r for r in true_changes(episode)]
     run = memory.run_episode(episode, skills, ScriptedPolicy(replies), "full", SETTINGS, grounder, lambda line: None)
-    assert not any(u["ok"] for u in run["updates"]) and not run["final_state_equal"]
-    assert all(u["expected"] and not u["got"] for u in run["updates"])
+    assert all(u["expected"] and not u["got"] and not u["same_change"] for u in run["updates"])
+    assert not run["final_state_equal"]
+    # A memory that never changes is right only where the home went back to how it started.
+    start = memory.true_facts(episode.home.world)
+    worlds = [start] + [memory.true_facts(s.world) for s in episode.steps if s.kind == "change"]
+    went_back = [(before ^ after) & after == (before ^ after) & start for before, after in zip(worlds, worlds[1:])]
+    assert [u["ok"] for u in run["updates"]] == went_back and not went_back[0]
+
+
+def test_an_update_is_right_when_the_memory_is_the_home_on_what_it_touched():
+    """A mug the memory had on the wrong shelf, told onto the table: right, though the memory took
+    away a different fact than the home did; touching anything else, or missing part, is wrong."""
+    home_before = {("mug_1", "on", "shelf_1"), ("cup_1", "on", "desk_1")}
+    home_after = {("mug_1", "on", "table_1"), ("cup_1", "on", "desk_1")}
+    memory_before = {("mug_1", "on", "shelf_2"), ("cup_1", "on", "desk_1")}
+    memory_after = {("mug_1", "on", "table_1"), ("cup_1", "on", "desk_1")}
+    assert memory.score_update(home_before, home_after, memory_before, memory_after)
+    assert not memory.same_change(home_before, home_after, memory_before, memory_after)
+    moved_the_cup_too = memory_after - {("cup_1", "on", "desk_1")} | {("cup_1", "on", "table_1")}
+    assert not memory.score_update(home_before, home_after, memory_before, moved_the_cup_too)
+    assert not memory.score_update(home_before, home_after, memory_before, memory_before)
+    assert memory.score_update(home_before, home_after, home_before, home_after)
+    assert memory.same_change(home_before, home_after, home_before, home_after)
 
 
 def test_a_request_is_planned_from_memory_and_carried_out_in_the_true_home(skills, grounder):
@@ -124,7 +145,7 @@ def test_the_command_line_writes_results_a_report_and_a_plot(tmp_path, capsys):
                  "--llm", "scripted", "--replies", str(replies), "--out", str(tmp_path)]) == 0
     results = json.loads((tmp_path / "memory-1000-scripted-scripted-replies.json").read_text())
     assert results["summary"]["full+verify"]["update_success"] == 1.0
-    assert "| full graph, verified | 100% | 6/6 |" in capsys.readouterr().out
+    assert "| full graph, verified | 100% | 100% | 6/6 |" in capsys.readouterr().out
     assert (tmp_path / "memory-1000-scripted-scripted-replies.png").exists()
     # Interrupted after a variant, a run with --resume keeps it and runs only the rest (the replies
     # here are one variant's: a second run of the first would leave none for the next).

@@ -224,19 +224,54 @@ def test_a_change_said_in_words_that_fit_one_thing_each_is_made_by_the_domain(sk
     assert scene.entity("fridge_1").state == "open"
     # Three glasses: the model is asked which one, shown where each is.
     glass = {"change": "moved", "thing": "glass", "place": "sofa", "inside": False}
-    policy = ScriptedPolicy([glass, {"id": "glass_2"}])
+    policy = ScriptedPolicy([glass, {"choice": "glass_2: a glass on table_2 in the dining room"}])
     result = tell("The glass from the dinner is on the sofa", scene, skills, policy, stamp=4.0, settings=settings,
                   embedder=embedder)
     assert result.llm_calls == 2 and result.applied and scene.support("glass_2") == ("on", "sofa_1"), result.errors
-    assert "glass_2: a glass on table_2 in the dining room" in policy.prompts[1][0]["content"]
-    # Words that fit nothing in the map: the model writes the triplets, shown what the others found.
+    assert "- glass_2: a glass on table_2 in the dining room" in policy.prompts[1][0]["content"]
+    # Words that fit nothing in the map (the model says none of the labels most like them is meant):
+    # the model writes the triplets, shown what the others found.
     gadget = {"change": "moved", "thing": "zorbulator", "place": "sofa", "inside": False}
     right = {"remove": [t("remote_1", "on", "coffee_table_1").model_dump()],
              "add": [t("remote_1", "on", "sofa_1").model_dump()]}
-    policy = ScriptedPolicy([gadget, right])
+    policy = ScriptedPolicy([gadget, {"choice": "none of these"}, right])
     result = tell("The zorbulator is on the sofa", scene, skills, policy, stamp=5.0, settings=settings,
                   embedder=embedder)
-    assert result.llm_calls == 2 and result.applied and "sofa_1" in policy.prompts[1][0]["content"]
+    assert result.llm_calls == 3 and result.applied and "sofa_1" in policy.prompts[2][0]["content"]
+
+
+def test_words_the_map_does_not_use_are_asked_of_the_model_and_the_preposition_said_decides_inside(skills, scene):
+    """A room by another name ("the eating area"), said after the place though the model left it
+    out, is one of the map's rooms the model picks; words like no label enough ("the throw") are one
+    of the labels most like them, or none; "into" puts a thing in, whatever the model wrote."""
+    from planner.adapters.embeddings import SentenceEmbedder
+    from planner.core.telling import room_after, said_inside
+
+    assert room_after("The cup in the cupboard in the home office is gone", "cupboard") == "home office"
+    assert room_after("The cup is in the cupboard", "cupboard") == ""
+    assert said_inside("Dad tidied the box away into the fridge", "fridge") is True
+    assert said_inside("I left it on top of the fridge", "fridge") is False
+    assert said_inside("It went to the fridge", "fridge") is None
+
+    embedder = SentenceEmbedder()
+    settings = TellSettings(context="grounded")
+    banana = {"change": "moved", "thing": "banana", "place": "table", "inside": False}
+    policy = ScriptedPolicy([banana, {"choice": "dining room"}])
+    result = tell("The banana is on the table in the eating area now", scene, skills, policy, stamp=1.0,
+                  settings=settings, embedder=embedder)
+    assert result.applied and result.llm_calls == 2 and scene.support("banana_1") == ("on", "table_2"), result.errors
+    assert 'is "eating area"' in policy.prompts[1][0]["content"] and "- dining room" in policy.prompts[1][0]["content"]
+
+    throw = {"change": "moved", "thing": "throw", "place": "dresser", "inside": False}
+    policy = ScriptedPolicy([throw, {"choice": "blanket"}])
+    result = tell("The throw went into the dresser", scene, skills, policy, stamp=2.0, settings=settings,
+                  embedder=embedder)
+    assert result.applied and scene.support("blanket_1") == ("in", "dresser_1"), result.errors
+    assert "- none of these" in policy.prompts[1][0]["content"]
+    # Nothing of the map's: the model writes the triplets from the graph, as for words that fit nothing.
+    policy = ScriptedPolicy([{**throw, "thing": "zorbulator"}, {"choice": "none of these"}, {"remove": [], "add": []}])
+    tell("The zorbulator went into the dresser", scene, skills, policy, stamp=3.0, settings=settings, embedder=embedder)
+    assert policy.prompts[2][0]["content"].startswith("You keep a home robot's memory")
 
 
 def test_a_change_to_what_the_robot_just_saw_is_flagged_and_an_old_sighting_is_not(skills, scene):

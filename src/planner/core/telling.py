@@ -16,7 +16,7 @@ from pydantic import Field
 from planner.core.asking import CountingPolicy, LLMUsage, ask_validated
 from planner.core.files import StrictModel
 from planner.core.knowledge import TELLABLE, Change, Triplet, apply_change, change_errors, knowledge, neighbourhood, triplet_errors
-from planner.core.planning.grounding import Grounder
+from planner.core.planning.grounding import FUNCTION_WORDS, MAX_PHRASE_WORDS, Grounder
 from planner.core.ports import Embedder, Policy
 from planner.core.scene_graph import SceneGraph
 from planner.core.skills import SkillPlanner
@@ -59,8 +59,8 @@ class LabelChoice(StrictModel):
     labels: list[str] = Field(max_length=8)
 
 
-class ChosenId(StrictModel):
-    id: str = Field(min_length=1)
+class Choice(StrictModel):
+    choice: str = Field(min_length=1)
 
 
 QUERY_PROMPT = """A person tells a home robot what changed in the home. Write the things the sentence speaks of
@@ -132,17 +132,31 @@ QUERY_SCHEMA = {"type": "object", "properties": {
                                          "place": {"type": "integer"}}, "required": ["thing", "relation", "place"]}}},
     "required": ["things"]}
 MATCHES_PER_THING = 3  # map labels kept for each thing of the query
+LABELS_OFFERED = 5     # the labels most like words that fit none well, offered to the model
+NONE = "none"
+
+
+# What the words mean, asked when the map alone cannot tell: which of several things, which room,
+# which kind of thing.
+CHOOSE_PROMPT = """A person told a home robot: "{sentence}"
+Which of these is "{words}"?
+{options}
+Answer with JSON: "choice", one of the lines above."""
+Choose = Callable[[str, dict[str, str]], "str | None"]  # (the words, {option: as shown}) -> the option meant
 
 
 def _readable(name: str) -> str:
     return name.replace("_", " ")
 
 
-def matches(query: QueryGraph, scene: SceneGraph, embedder: Embedder, threshold: float) -> list[list[set[str]]]:
+def matches(query: QueryGraph, scene: SceneGraph, embedder: Embedder, threshold: float,
+            choose: Choose | None = None) -> list[list[set[str]]]:
     """Per thing of the query, the map ids it may be, one set per label from the most like its words
     to the least (at least `threshold` similar, at most MATCHES_PER_THING labels): in its room when one
-    is said (by name or by meaning), on what it was on when that is said, and furniture when a
-    relation puts something on it."""
+    is said, on what it was on when that is said, and furniture when a relation puts something on it.
+    A room said by a name the map does not use is found by meaning, or, given `choose`, by the model
+    among the map's rooms (sentence embeddings put "home office" nearer a living room than a study);
+    words like no label enough go to `choose` among the labels most like them, "none" allowed."""
     things = [*scene.furniture(), *scene.objects()]
     labels = sorted({e.label for e in things})
     rooms = scene.rooms()
@@ -153,23 +167,31 @@ def matches(query: QueryGraph, scene: SceneGraph, embedder: Embedder, threshold:
     count = len(query.things)
     places = {r.place for r in query.relations if max(r.thing, r.place) < count}
 
-    def best_labels(row: int) -> list[str]:
-        return [labels[i] for i in np.argsort(-label_similarity[row])[:MATCHES_PER_THING]
-                if label_similarity[row][i] >= threshold]
+    def best_labels(row: int, words: str = "") -> list[str]:
+        ranked = [labels[i] for i in np.argsort(-label_similarity[row])]
+        close = [label for label in ranked[:MATCHES_PER_THING] if label_similarity[row][labels.index(label)] >= threshold]
+        if close or choose is None or not words:  # where a thing was only narrows: no call for it
+            return close
+        picked = choose(words, {label: _readable(label) for label in ranked[:LABELS_OFFERED]} | {NONE: "none of these"})
+        return [picked] if picked in labels else []
 
     def named_room(words: str) -> str:
         return next((r for r in rooms if words and (words.lower() in _readable(r) or _readable(r) in words.lower())),
                     "")
 
-    def room_of(row: int, words: str) -> str:
+    def room_of(row: int, words: str, ask: bool = False) -> str:
         if not words or room_similarity is None:
             return ""
+        if named := named_room(words):
+            return named
+        if ask and choose is not None:
+            return choose(words, {room: _readable(room) for room in rooms}) or ""
         best = int(np.argmax(room_similarity[row]))
-        return named_room(words) or (rooms[best] if room_similarity[row][best] >= threshold else "")
+        return rooms[best] if room_similarity[row][best] >= threshold else ""
 
     found = []
     for index, thing in enumerate(query.things):
-        room = room_of(2 * count + index, thing.room)
+        room = room_of(2 * count + index, thing.room, ask=True)
         # Where it was may be a room ("the magazine from the living room"): by its name, or by meaning
         # when no furniture is like the words.
         was_in = named_room(thing.was_on)
@@ -181,7 +203,7 @@ def matches(query: QueryGraph, scene: SceneGraph, embedder: Embedder, threshold:
                 and (not was_in or e.room == was_in)]  # "the magazine from the living room"
         # The room a person names may be where the thing went rather than where it is.
         kept = [e for e in kept if e.room == room] or kept if room else kept
-        found.append([{e.id for e in kept if e.label == label} for label in best_labels(index)])
+        found.append([{e.id for e in kept if e.label == label} for label in best_labels(index, thing.words)])
     return found
 
 
@@ -198,14 +220,6 @@ def named(sentence: str, scene: SceneGraph, embedder: Embedder) -> set[str]:
     return {name for name in names if f" {_readable(name)} " in text}
 
 
-# Which of several things the words mean, asked when the map alone cannot tell.
-CHOOSE_PROMPT = """A person told a home robot: "{sentence}"
-Which of these is "{words}"?
-{candidates}
-Answer with JSON: "id"."""
-Choose = Callable[[str, list[str]], "str | None"]  # (the words, the ids they may be) -> the one meant
-
-
 def _narrowed(candidates: set[str], scene: SceneGraph, said: set[str]) -> set[str]:
     """The candidates, narrowed to those in a room or on furniture the sentence names when that
     leaves exactly one."""
@@ -214,6 +228,32 @@ def _narrowed(candidates: set[str], scene: SceneGraph, said: set[str]) -> set[st
                     or (support := scene.furniture_support(i)) and scene.entity(support[1]).label in said}
         return narrowed if len(narrowed) == 1 else candidates
     return candidates
+
+
+def room_after(sentence: str, words: str) -> str:
+    """The room said right after a thing's words ("the cupboard in the office" -> office), which a
+    small model often leaves out of its reading; '' when none is."""
+    found = re.search(re.escape(words.lower()) + r"\s+in\s+(?:the|my|our|your)\s+([a-z' ]+)", sentence.lower())
+    if not found or not words.strip():
+        return ""
+    said = []
+    for word in found[1].split()[:MAX_PHRASE_WORDS]:
+        if word in FUNCTION_WORDS:
+            break
+        said.append(word)
+    return " ".join(said)
+
+
+INSIDE_WORDS = {"in": True, "into": True, "inside": True, "on": False, "onto": False, "top of": False}
+
+
+def said_inside(sentence: str, place: str) -> bool | None:
+    """Whether the sentence puts a thing in the place ("in the dresser", "into", "inside") or on it
+    ("on", "onto", "on top of"): the preposition a person said, which a small model often reads
+    wrong. None when the place's words are not in the sentence after one of them."""
+    found = re.search(r"\b(" + "|".join(sorted(INSIDE_WORDS, key=len, reverse=True)) + r")\s+(?:(?:the|a|an|my|our|"
+                      r"his|her|their|your)\s+)?" + re.escape(place.lower()), sentence.lower())
+    return INSIDE_WORDS[found[1]] if found and place.strip() else None
 
 
 def describe_candidate(scene: SceneGraph, node_id: str) -> str:
@@ -232,11 +272,17 @@ def grounded_change(sentence: str, query: QueryGraph, scene: SceneGraph, graph: 
     (one place per thing), in furniture with a door or drawer it is inside. None when a thing fits
     nothing or stays undecided, or the graph states no change."""
     said = named(sentence, scene, embedder)
+    # A place's room ("the cupboard in the office"); after the thing moved, the words are its place.
+    places = {r.place for r in query.relations}
+    query = query.model_copy(update={"things": [
+        thing.model_copy(update={"room": room_after(sentence, thing.words)})
+        if not thing.room and (index in places or thing.now) else thing for index, thing in enumerate(query.things)]})
     ids: list[str | None] = []
-    for query_thing, found in zip(query.things, matches(query, scene, embedder, threshold)):
+    for query_thing, found in zip(query.things, matches(query, scene, embedder, threshold, choose)):
         candidates = sorted(_narrowed(next((s for s in found if s), set()), scene, said))
         ids.append(candidates[0] if len(candidates) == 1 else
-                   choose(query_thing.words, candidates) if candidates and choose is not None else None)
+                   choose(query_thing.words, {c: describe_candidate(scene, c) for c in candidates})
+                   if candidates and choose is not None else None)
     remove: list[Triplet] = []
     add: list[Triplet] = []
     for relation in query.relations:
@@ -247,7 +293,8 @@ def grounded_change(sentence: str, query: QueryGraph, scene: SceneGraph, graph: 
             return None
         remove += [t for t in graph if t.subject == thing and t.relation in ("on", "inside")]
         add.append(Triplet(subject=thing, relation="on", object=place))
-        if relation.relation == "inside" and scene.entity(place).state:
+        inside = said_inside(sentence, query.things[relation.place].words)
+        if (relation.relation == "inside" if inside is None else inside) and scene.entity(place).state:
             add.append(Triplet(subject=thing, relation="inside", object=place))
     for thing_said, node in zip(query.things, ids):
         if thing_said.now and node is not None and scene.entity(node).state:
@@ -359,12 +406,13 @@ def read_change(sentence: str, scene: SceneGraph, planner: SkillPlanner, policy:
     picked, query = _retrieve(sentence, scene, settings, asking, embedder) if settings.context != "full" \
         else (set(), None)
     if settings.context == "grounded" and query is not None and embedder is not None:
-        def choose(words: str, candidates: list[str]) -> str | None:
-            listed = "\n".join(describe_candidate(scene, c) for c in candidates)
-            schema = {"type": "object", "properties": {"id": {"enum": candidates}}, "required": ["id"]}
+        def choose(words: str, options: dict[str, str]) -> str | None:
+            by_line = {shown: option for option, shown in options.items()}
+            schema = {"type": "object", "properties": {"choice": {"enum": list(by_line)}}, "required": ["choice"]}
             reply = ask_validated(asking(schema), [{"role": "user", "content": CHOOSE_PROMPT.format(
-                sentence=sentence, words=words, candidates=listed)}], ChosenId.model_validate_json, settings.retries)
-            return reply.id if reply is not None and reply.id in candidates else None
+                sentence=sentence, words=words, options="\n".join(f"- {line}" for line in by_line))}],
+                Choice.model_validate_json, settings.retries)
+            return by_line.get(reply.choice) if reply is not None else None
         grounded = grounded_change(sentence, query, scene, graph, embedder, settings.match_threshold, choose)
         if grounded is not None and not (settings.verify and change_errors(grounded, graph, scene)):
             result.change = grounded
