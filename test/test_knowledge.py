@@ -245,10 +245,11 @@ def test_words_the_map_does_not_use_are_asked_of_the_model_and_the_preposition_s
     out, is one of the map's rooms the model picks; words like no label enough ("the throw") are one
     of the labels most like them, or none; "into" puts a thing in, whatever the model wrote."""
     from planner.adapters.embeddings import SentenceEmbedder
-    from planner.core.telling import room_after, said_inside
+    from planner.core.telling import said_after, said_inside
 
-    assert room_after("The cup in the cupboard in the home office is gone", "cupboard") == "home office"
-    assert room_after("The cup is in the cupboard", "cupboard") == ""
+    assert said_after("The cup in the cupboard in the home office is gone", "cupboard", "in") == "home office"
+    assert said_after("The cup is in the cupboard", "cupboard", "in") == ""
+    assert said_after("Mum moved the plate from the cupboard to the desk", "plate", "from") == "cupboard"
     assert said_inside("Dad tidied the box away into the fridge", "fridge") is True
     assert said_inside("I left it on top of the fridge", "fridge") is False
     assert said_inside("It went to the fridge", "fridge") is None
@@ -268,6 +269,12 @@ def test_words_the_map_does_not_use_are_asked_of_the_model_and_the_preposition_s
                   embedder=embedder)
     assert result.applied and scene.support("blanket_1") == ("in", "dresser_1"), result.errors
     assert "- none of these" in policy.prompts[1][0]["content"]
+    # Where the cup was, said but left out of the reading, is read from the sentence; the kitchen
+    # and counter said of its new place do not make it the kitchen's cup.
+    cup = {"change": "moved", "thing": "cup", "place": "counter", "inside": False}
+    result = tell("Mum moved the cup from the coffee table to the counter in the kitchen", scene, skills,
+                  ScriptedPolicy([cup]), stamp=2.5, settings=settings, embedder=embedder)
+    assert result.applied and result.llm_calls == 1 and scene.support("cup_2") == ("on", "counter_1"), result.errors
     # Nothing of the map's: the model writes the triplets from the graph, as for words that fit nothing.
     policy = ScriptedPolicy([{**throw, "thing": "zorbulator"}, {"choice": "none of these"}, {"remove": [], "add": []}])
     tell("The zorbulator went into the dresser", scene, skills, policy, stamp=3.0, settings=settings, embedder=embedder)

@@ -194,16 +194,24 @@ def matches(query: QueryGraph, scene: SceneGraph, embedder: Embedder, threshold:
         room = room_of(2 * count + index, thing.room, ask=True)
         # Where it was may be a room ("the magazine from the living room"): by its name, or by meaning
         # when no furniture is like the words.
+        meant = best_labels(index, thing.words)
         was_in = named_room(thing.was_on)
-        was_on = set(best_labels(count + index)) if thing.was_on and not was_in else set()
+        was_on = best_labels(count + index) if thing.was_on and not was_in else []
         was_in = was_in or (room_of(count + index, thing.was_on) if thing.was_on and not was_on else "")
-        supports = {f.id for f in scene.furniture() if f.label in was_on}
-        kept = [e for e in things if (index not in places or e.kind == "furniture")
-                and (not was_on or (e.kind == "object" and (scene.furniture_support(e.id) or ("", ""))[1] in supports))
-                and (not was_in or e.room == was_in)]  # "the magazine from the living room"
+
+        def kept_on(support_labels: set[str], index: int = index, was_in: str = was_in) -> list:
+            supports = {f.id for f in scene.furniture() if f.label in support_labels}
+            return [e for e in things if (index not in places or e.kind == "furniture")
+                    and (not supports or (e.kind == "object" and (scene.furniture_support(e.id) or ("", ""))[1]
+                                          in supports))
+                    and (not was_in or e.room == was_in)]  # "the magazine from the living room"
+        # Where it was, by the label most like the words that holds such a thing: "the plate from the
+        # cupboard" is the one in a cabinet before the one in a dresser.
+        kept = next((k for k in map(kept_on, ({label} for label in was_on)) if any(e.label in meant for e in k)),
+                    kept_on(set()))
         # The room a person names may be where the thing went rather than where it is.
         kept = [e for e in kept if e.room == room] or kept if room else kept
-        found.append([{e.id for e in kept if e.label == label} for label in best_labels(index, thing.words)])
+        found.append([{e.id for e in kept if e.label == label} for label in meant])
     return found
 
 
@@ -230,10 +238,12 @@ def _narrowed(candidates: set[str], scene: SceneGraph, said: set[str]) -> set[st
     return candidates
 
 
-def room_after(sentence: str, words: str) -> str:
-    """The room said right after a thing's words ("the cupboard in the office" -> office), which a
-    small model often leaves out of its reading; '' when none is."""
-    found = re.search(re.escape(words.lower()) + r"\s+in\s+(?:the|my|our|your)\s+([a-z' ]+)", sentence.lower())
+def said_after(sentence: str, words: str, preposition: str) -> str:
+    """What is said right after a thing's words and a preposition: the room of "the cupboard in the
+    office", where the thing was in "the plate from the cupboard" - which a small model often leaves
+    out of its reading; '' when nothing is."""
+    found = re.search(re.escape(words.lower()) + rf"\s+{preposition}\s+(?:the|my|our|your)\s+([a-z' ]+)",
+                      sentence.lower())
     if not found or not words.strip():
         return ""
     said = []
@@ -272,14 +282,23 @@ def grounded_change(sentence: str, query: QueryGraph, scene: SceneGraph, graph: 
     (one place per thing), in furniture with a door or drawer it is inside. None when a thing fits
     nothing or stays undecided, or the graph states no change."""
     said = named(sentence, scene, embedder)
-    # A place's room ("the cupboard in the office"); after the thing moved, the words are its place.
+    # A place's room ("the cupboard in the office"; after the thing moved, the words are its place),
+    # and where a moved thing was ("the plate from the cupboard"), when the model left them out.
     places = {r.place for r in query.relations}
+    moved = {r.thing for r in query.relations}
     query = query.model_copy(update={"things": [
-        thing.model_copy(update={"room": room_after(sentence, thing.words)})
-        if not thing.room and (index in places or thing.now) else thing for index, thing in enumerate(query.things)]})
+        thing.model_copy(update={"room": thing.room or said_after(sentence, thing.words, "in")})
+        if index in places or thing.now else
+        thing.model_copy(update={"was_on": thing.was_on or said_after(sentence, thing.words, "from")})
+        if index in moved else thing for index, thing in enumerate(query.things)]})
+    # What a moved thing is said by comes before its new place: "the plate (from the desk) ... in the
+    # bedroom" does not say the plate was in the bedroom.
+    place_of = {r.thing: query.things[r.place].words.lower() for r in query.relations if r.place < len(query.things)}
     ids: list[str | None] = []
-    for query_thing, found in zip(query.things, matches(query, scene, embedder, threshold, choose)):
-        candidates = sorted(_narrowed(next((s for s in found if s), set()), scene, said))
+    for index, (query_thing, found) in enumerate(zip(query.things, matches(query, scene, embedder, threshold, choose))):
+        until = sentence.lower().rfind(place_of.get(index) or "\0")
+        said_of_it = named(sentence[:until], scene, embedder) if until > 0 else said
+        candidates = sorted(_narrowed(next((s for s in found if s), set()), scene, said_of_it))
         ids.append(candidates[0] if len(candidates) == 1 else
                    choose(query_thing.words, {c: describe_candidate(scene, c) for c in candidates})
                    if candidates and choose is not None else None)
