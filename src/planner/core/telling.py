@@ -168,11 +168,11 @@ def matches(query: QueryGraph, scene: SceneGraph, embedder: Embedder, threshold:
     places = {r.place for r in query.relations if max(r.thing, r.place) < count}
 
     def best_labels(row: int, words: str = "") -> list[str]:
-        ranked = [labels[i] for i in np.argsort(-label_similarity[row])]
-        close = [label for label in ranked[:MATCHES_PER_THING] if label_similarity[row][labels.index(label)] >= threshold]
+        order = np.argsort(-label_similarity[row])
+        close = [labels[i] for i in order[:MATCHES_PER_THING] if label_similarity[row][i] >= threshold]
         if close or choose is None or not words:  # where a thing was only narrows: no call for it
             return close
-        picked = choose(words, {label: _readable(label) for label in ranked[:LABELS_OFFERED]} | {NONE: "none of these"})
+        picked = choose(words, {labels[i]: _readable(labels[i]) for i in order[:LABELS_OFFERED]} | {NONE: "none of these"})
         return [picked] if picked in labels else []
 
     def named_room(words: str) -> str:
@@ -189,6 +189,12 @@ def matches(query: QueryGraph, scene: SceneGraph, embedder: Embedder, threshold:
         best = int(np.argmax(room_similarity[row]))
         return rooms[best] if room_similarity[row][best] >= threshold else ""
 
+    def kept_on(index: int, support_labels: set[str], was_in: str) -> list:
+        supports = {f.id for f in scene.furniture() if f.label in support_labels}
+        return [e for e in things if (index not in places or e.kind == "furniture")
+                and (not supports or (e.kind == "object" and (scene.furniture_support(e.id) or ("", ""))[1] in supports))
+                and (not was_in or e.room == was_in)]  # "the magazine from the living room"
+
     found = []
     for index, thing in enumerate(query.things):
         room = room_of(2 * count + index, thing.room, ask=True)
@@ -198,17 +204,10 @@ def matches(query: QueryGraph, scene: SceneGraph, embedder: Embedder, threshold:
         was_in = named_room(thing.was_on)
         was_on = best_labels(count + index) if thing.was_on and not was_in else []
         was_in = was_in or (room_of(count + index, thing.was_on) if thing.was_on and not was_on else "")
-
-        def kept_on(support_labels: set[str], index: int = index, was_in: str = was_in) -> list:
-            supports = {f.id for f in scene.furniture() if f.label in support_labels}
-            return [e for e in things if (index not in places or e.kind == "furniture")
-                    and (not supports or (e.kind == "object" and (scene.furniture_support(e.id) or ("", ""))[1]
-                                          in supports))
-                    and (not was_in or e.room == was_in)]  # "the magazine from the living room"
         # Where it was, by the label most like the words that holds such a thing: "the plate from the
         # cupboard" is the one in a cabinet before the one in a dresser.
-        kept = next((k for k in map(kept_on, ({label} for label in was_on)) if any(e.label in meant for e in k)),
-                    kept_on(set()))
+        kept = next((k for k in (kept_on(index, {label}, was_in) for label in was_on) if any(e.label in meant for e in k)),
+                    kept_on(index, set(), was_in))
         # The room a person names may be where the thing went rather than where it is.
         kept = [e for e in kept if e.room == room] or kept if room else kept
         found.append([{e.id for e in kept if e.label == label} for label in meant])
