@@ -40,6 +40,10 @@ def carry_out(robot, calls):
         assert result.success, f"{call}: {result.failure}"
 
 
+def profile_with(skills, **changes) -> SkillPlanner:
+    return SkillPlanner(skills.library, RobotProfile.model_validate({**ROBOT.model_dump(), **changes}))
+
+
 def test_every_skill_a_planner_can_use_is_an_action_and_the_rest_are_named(domain, skills):
     for skill, spec in skills.library.skills.items():
         if skill == "SAY":
@@ -133,8 +137,7 @@ def test_a_goal_nothing_can_meet_and_a_goal_no_skill_reaches_are_no_plan_with_th
     robot = robot_in(APARTMENT, skills)
     missing = plan_goals(domain, skills, robot.graph, [Goal(kind="holding", object="piano")])
     assert missing.status == "no_plan" and "nothing in the map can meet the goal: the robot holds a piano" in missing.reason
-    weak = SkillPlanner(skills.library, RobotProfile.model_validate(
-        {**ROBOT.model_dump(), "payload_kg": 0.1}))
+    weak = profile_with(skills, payload_kg=0.1)
     robot = robot_in(APARTMENT, weak)
     heavy = plan_goals(make_domain(weak.library), weak, robot.graph, [Goal(kind="holding", object="kettle")])
     assert heavy.status == "no_plan" and heavy.full_state
@@ -259,29 +262,39 @@ def test_a_thing_named_by_its_kind_is_fetched_from_the_nearest_place(skills, dom
     assert chosen.calls[-1].startswith("PICK(mug_2")
 
 
-def test_plans_leave_out_furniture_too_high_for_the_arms(skills):
-    """The fridge's top (1.8 m) is above a short robot's workspace: no plan opens it or puts
-    anything on it, while the 1.2 m shelf stays in use; the simulator agrees."""
-    short = SkillPlanner(skills.library, RobotProfile.model_validate({**ROBOT.model_dump(),
-                                                                     "workspace_z_m": (0.05, 1.5)}))
+def test_plans_use_a_tall_fridge_by_its_door_and_leave_out_tops_the_arms_miss(skills):
+    """The fridge's top (1.8 m) is above a short robot's workspace, but its handle and lowest shelf
+    are not: the plan opens it and puts the apple inside, and the simulator carries that out. A
+    robot that cannot reach as low as the fridge's shelf has no plan into it, and one that cannot
+    reach the 1.2 m shelf's top puts nothing on it."""
+    short = profile_with(skills, workspace_z_m=(0.05, 1.5))
     domain = make_domain(short.library)
     robot = robot_in(APARTMENT, short, at="table_1")
     fridge = plan_goals(domain, short, robot.graph, [Goal(kind="object_on", object="apple", target="fridge")])
-    assert not fridge.found and fridge.status == "no_plan"
-    assert "(within_workspace fridge_1)" not in make_problem(domain, short, robot.graph, [
-        Goal(kind="object_on", object="apple", target="shelf")], relevant_only=False).text
-    shelf = plan_goals(domain, short, robot.graph, [Goal(kind="object_on", object="apple", target="shelf")])
-    assert shelf.found, shelf.reason
-    carry_out(robot, shelf.calls)
-    tall = plan_goals(domain, skills, robot_in(APARTMENT, skills).graph,
-                      [Goal(kind="object_on", object="apple", target="fridge")])
-    assert tall.found and "PLACE(apple_1, fridge_1" in " ".join(tall.calls)
+    assert fridge.found, fridge.reason
+    assert fridge.calls.index("OPEN(fridge_1)") < next(i for i, c in enumerate(fridge.calls) if c.startswith("PLACE"))
+    problem = make_problem(domain, short, robot.graph, [Goal(kind="object_on", object="apple", target="shelf")],
+                           relevant_only=False).text
+    assert "(within_workspace fridge_1)" not in problem and "(opening_within_workspace fridge_1)" in problem
+    carry_out(robot, fridge.calls)
+    assert robot.graph.support("apple_1") == ("in", "fridge_1")
+
+    stiff = profile_with(skills, workspace_z_m=(0.3, 1.5))
+    robot = robot_in(APARTMENT, stiff, at="table_1")
+    into = plan_goals(make_domain(stiff.library), stiff, robot.graph,
+                      [Goal(kind="object_in", object="apple", target="fridge")])
+    assert not into.found and into.status == "no_plan"
     assert robot.execute_skill("GOTO(fridge_1)").success
-    assert "above the floor" in robot.execute_skill("OPEN(fridge_1)").message
+    assert "fridge_1's inner shelf is 0.10 m above the floor" in robot.execute_skill("OPEN(fridge_1)").message
+
+    low = profile_with(skills, workspace_z_m=(0.05, 1.1))
+    robot = robot_in(APARTMENT, low, at="table_1")
+    shelf = plan_goals(make_domain(low.library), low, robot.graph, [Goal(kind="object_on", object="apple", target="shelf")])
+    assert not shelf.found and shelf.status == "no_plan"
 
 
 def test_llm_p_declines_what_no_plan_reaches_and_auto_hands_it_to_react(skills):
-    weak = SkillPlanner(skills.library, RobotProfile.model_validate({**ROBOT.model_dump(), "payload_kg": 0.1}))
+    weak = profile_with(skills, payload_kg=0.1)
     goal = {"goals": [{"kind": "holding", "object": "kettle"}]}
     robot = robot_in(APARTMENT, weak, at="counter_1")
     # No plan: the model reads the request again, told why, and gives the same reading.
@@ -302,7 +315,7 @@ def test_llm_p_declines_what_no_plan_reaches_and_auto_hands_it_to_react(skills):
 def test_llm_p_reads_the_request_again_when_no_plan_reaches_its_reading(skills):
     # The kettle is too heavy for this robot's hands: told so, the model reads "something to pour
     # water into" as the mug it can lift, and that plan is carried out.
-    weak = SkillPlanner(skills.library, RobotProfile.model_validate({**ROBOT.model_dump(), "payload_kg": 0.5}))
+    weak = profile_with(skills, payload_kg=0.5)
     robot = robot_in(APARTMENT, weak, at="counter_1")
     kettle, mug = ({"goals": [{"kind": "holding", "object": label}]} for label in ("kettle", "mug"))
     planner, trace, policy = planner_in(robot, weak, [kettle, mug], mode="llm_p", need_check_threshold=0)

@@ -193,6 +193,21 @@ def test_every_precondition_refuses_with_its_code_and_a_reason(skill_planner, wi
         assert refused.value.reason == "vase_1 is 2.40 m above the floor; the right arm works between 0.00 and 1.90 m"
 
 
+def test_a_fridge_taller_than_the_arms_reach_opens_by_its_handle_and_takes_things_inside(skill_planner, with_person):
+    """Its top (2.1 m) is above the workspace; its handle and lowest shelf are not."""
+    scene = at(with_person, 3.0, 1.4, held={"right": "bottle_1"})
+    fridge = scene.entity("fridge_1")
+    fridge.center, fridge.size = (3.0, 0.45, 1.05), (0.8, 0.7, 2.1)
+    assert skill_planner.read_fact(scene, ("at", "fridge_1"))  # beside it, though its top is out of reach
+    with pytest.raises(SkillRefused) as refused:
+        skill_planner.plan("PLACE(bottle_1, fridge_1, right)", scene)
+    assert refused.value.code == "OUT_OF_WORKSPACE"
+    assert refused.value.reason.endswith("OPEN(fridge_1) to put things inside it")
+    skill_planner.plan("OPEN(fridge_1)", scene)
+    fridge.state = "open"
+    skill_planner.plan("PLACE(bottle_1, fridge_1, right)", scene)
+
+
 PASSING_CASES = [("PICK(bottle_1, right)", (3.55, 1.5), {}), ("PLACE(bottle_1, table_3, right)", (-1.15, 4.0), {"right": "bottle_1"}),
                  ("GOTO(kitchen)", (-3.0, 3.0), {}), ("OPEN(fridge_1)", (3.0, 1.4), {"left": "cup_1"}),
                  ("HANDOVER(bottle_1, anna)", (2.4, 3.0), {"right": "bottle_1"}), ("LOOK_AROUND(kitchen)", (-3.0, 3.0), {}),

@@ -81,7 +81,7 @@ def describe(problem_types: dict[str, str], init: list[str], goal_words: str) ->
     words = {"at": "The robot is at {0}.", "on": "{0} is on {1}.", "inside": "{0} is inside {1}.",
              "is_open": "{0} is open.", "holding": "The {0} arm holds {1}.", "held": "",
              "hand_empty": "The {0} arm is empty.", "location_known": "", "person_present": "{0} is here.",
-             "payload": "", "within_workspace": ""}
+             "payload": "", "within_workspace": "", "opening_within_workspace": ""}
     facts = [fact[1:-1].split() for fact in init]
     lines += [words[name].format(*args) for name, *args in facts if words.get(name)]
     lifted = {(args[0], args[1]) for name, *args in facts if name == "payload"}
@@ -93,8 +93,10 @@ def describe(problem_types: dict[str, str], init: list[str], goal_words: str) ->
     workable = {args[0] for name, *args in facts if name == "within_workspace"}
     furniture = [*by_type.get("furniture", []), *by_type.get("openable", [])]
     if out_of_reach := sorted(set(furniture) - workable):
-        lines.append(f"{', '.join(out_of_reach)} {'is' if len(out_of_reach) == 1 else 'are'} too high or too low "
-                     "for the arms.")
+        lines.append(f"The arms cannot work on the top of {', '.join(out_of_reach)} (too high or too low).")
+    opening = {args[0] for name, *args in facts if name == "opening_within_workspace"}
+    if shut_out := sorted(set(by_type.get("openable", [])) - opening):
+        lines.append(f"The arms cannot reach the door or drawer of {', '.join(shut_out)}.")
     if set(items) - known:
         lines.append(f"Where {', '.join(sorted(set(items) - known))} is, is not known.")
     open_things = {args[0] for name, *args in facts if name == "is_open"}

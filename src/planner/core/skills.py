@@ -39,6 +39,7 @@ from planner.core.robot_profile import RobotProfile
 from planner.core.safety import HazardRule, hazard
 from planner.core.scene_graph import SceneGraph
 from planner.core.types import Outcome
+from planner.core.world import opening_heights
 
 ParamType = Literal["object", "furniture", "openable", "place", "room", "person", "arm", "text"]
 # The commands the executor's backends implement (the simulator, Nav2 and MoveIt 2).
@@ -309,7 +310,7 @@ class SkillPlanner:
         if name == "at":
             if scene.entity(args[0]).kind == "room":
                 return robot.room == args[0]
-            return _reachable(self, scene, args[0]).ok
+            return _near(self, scene, args[0]).ok
         if name == "is_open":
             return scene.entity(args[0]).state == "open"
         support = scene.support(args[0])  # on
@@ -392,9 +393,8 @@ def _holding(planner: SkillPlanner, scene: SceneGraph, object_id: str, arm: str)
     return Outcome(True)
 
 
-def _reachable(planner: SkillPlanner, scene: SceneGraph, node_id: str, arm: str = "") -> Outcome:
-    """Within the arm's workspace from where the base stands: near enough, and neither too low nor
-    too high."""
+def _near(planner: SkillPlanner, scene: SceneGraph, node_id: str, arm: str = "") -> Outcome:
+    """Near enough for the arm from where the base stands."""
     entity = scene.entity(node_id)
     robot = scene.known_robot
     hand = f"the {arm} arm" if arm else "the robot"
@@ -406,20 +406,58 @@ def _reachable(planner: SkillPlanner, scene: SceneGraph, node_id: str, arm: str 
         return Outcome(False, FailureCode.OUT_OF_REACH,
                      f"{node_id} is {distance:.1f} m from the robot ({where}); {hand} reaches "
                      f"{planner.robot.reach_m:.1f} m. GOTO a place next to it first")
+    return Outcome(True)
+
+
+def _reachable(planner: SkillPlanner, scene: SceneGraph, node_id: str, arm: str = "") -> Outcome:
+    """Within the arm's workspace from where the base stands: near enough, and neither too low nor
+    too high where the hand works (on a piece of furniture: its top, or inside when it is open)."""
+    near = _near(planner, scene, node_id, arm)
+    if not near.ok:
+        return near
+    if scene.entity(node_id).state == "open":
+        return _opening_within_workspace(planner, scene, node_id, arm)
     return _within_workspace(planner, scene, node_id, arm)
+
+
+def _handle_reachable(planner: SkillPlanner, scene: SceneGraph, node_id: str, arm: str = "") -> Outcome:
+    """Near enough to a door or drawer, with its handle and inner shelf within the workspace."""
+    near = _near(planner, scene, node_id, arm)
+    return near if not near.ok else _opening_within_workspace(planner, scene, node_id, arm)
+
+
+def _heights_within(planner: SkillPlanner, node_id: str, heights: dict[str, float], arm: str) -> Outcome:
+    low, high = planner.robot.workspace_z_m
+    for part, height in heights.items():
+        if not low <= height <= high:
+            hand = f"the {arm} arm" if arm else "the robot"
+            return Outcome(False, FailureCode.OUT_OF_WORKSPACE, f"{node_id}{part} is {height:.2f} m above the floor; "
+                                                                f"{hand} works between {low:.2f} and {high:.2f} m")
+    return Outcome(True)
 
 
 def _within_workspace(planner: SkillPlanner, scene: SceneGraph, node_id: str, arm: str = "") -> Outcome:
     """Neither too low nor too high for the arms, wherever the base stands (for furniture, its top,
     where things go)."""
     entity = scene.entity(node_id)
-    height = entity.center[2] + (entity.size[2] / 2 if entity.kind == "furniture" else 0.0)
-    low, high = planner.robot.workspace_z_m
-    if not low <= height <= high and entity.kind != "person":
-        hand = f"the {arm} arm" if arm else "the robot"
-        return Outcome(False, FailureCode.OUT_OF_WORKSPACE, f"{node_id} is {height:.2f} m above the floor; {hand} works "
-                                                            f"between {low:.2f} and {high:.2f} m")
-    return Outcome(True)
+    if entity.kind == "person":
+        return Outcome(True)
+    if entity.kind != "furniture":
+        return _heights_within(planner, node_id, {"": entity.center[2]}, arm)
+    outcome = _heights_within(planner, node_id, {"'s top": entity.center[2] + entity.size[2] / 2}, arm)
+    if not outcome.ok and entity.state == "closed" and _opening_within_workspace(planner, scene, node_id, arm).ok:
+        return Outcome(False, outcome.code, f"{outcome.detail}; OPEN({node_id}) to put things inside it")
+    return outcome
+
+
+def _opening_within_workspace(planner: SkillPlanner, scene: SceneGraph, node_id: str, arm: str = "") -> Outcome:
+    """A door or drawer whose handle and lowest inner shelf the arms reach."""
+    entity = scene.entity(node_id)
+    if entity.kind != "furniture" or not entity.state:
+        return Outcome(False, FailureCode.OUT_OF_WORKSPACE, f"{node_id} has no door or drawer")
+    bottom = entity.center[2] - entity.size[2] / 2
+    heights = opening_heights(bottom, bottom + entity.size[2])
+    return _heights_within(planner, node_id, {f"'s {part}": z for part, z in heights.items()}, arm)
 
 
 def _payload(planner: SkillPlanner, scene: SceneGraph, object_id: str, arm: str) -> Outcome:
@@ -506,7 +544,9 @@ PRECONDITIONS: dict[str, Callable[..., Outcome]] = {
     "payload": _payload,
     "holding": _holding,
     "reachable": _reachable,
+    "handle_reachable": _handle_reachable,
     "within_workspace": _within_workspace,
+    "opening_within_workspace": _opening_within_workspace,
 }
 
 

@@ -19,6 +19,9 @@ from planner.core.geometry import approach_pose
 from planner.core.robot_profile import RobotProfile
 
 INNER_SHELF_M = 0.1   # height of the lowest inner shelf of cabinets, fridges and drawers
+# A door or drawer is worked at its handle, at people's hand height where it spans it: a fridge
+# taller than the arms reach still opens, and things go in on its lowest shelf.
+HANDLE_HEIGHT_M = 1.0
 PERSON_WIDTH_M = 0.5  # a standing person's footprint, each way
 
 
@@ -36,6 +39,11 @@ class Room(StrictModel):
 
     def shape(self) -> Polygon:
         return Polygon(self.polygon)
+
+
+def opening_heights(bottom_z: float, top_z: float) -> dict[str, float]:
+    """Where hands work a door or drawer between these heights: its handle and its lowest inner shelf."""
+    return {"handle": min(top_z, max(bottom_z, HANDLE_HEIGHT_M)), "inner shelf": bottom_z + INNER_SHELF_M}
 
 
 class Furniture(StrictModel):

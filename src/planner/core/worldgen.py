@@ -15,7 +15,7 @@ from shapely.geometry import Polygon
 from planner.core.geometry import approach_pose
 from planner.core.robot_profile import RobotProfile
 from planner.core.scene_graph import SceneGraph
-from planner.core.world import World
+from planner.core.world import World, opening_heights
 
 ROOM_W, ROOM_D, HALL_D = 5.0, 4.0, 2.0      # room width along the hallway, depth, hallway depth
 DOOR_MIN_M = 0.8                              # a shared wall at least this long gets a door
@@ -94,7 +94,7 @@ def generate_world(rooms: int, objects: int, robot: RobotProfile, seed: int = 0,
             if openable:
                 item["openable"] = openable
             data["furniture"].append(item)
-            if holders is None or label in holders:
+            if (holders is None or label in holders) and (_top_reached(item, robot) or _inside_reached(item, robot)):
                 surfaces.append((item, (x0 + ROOM_W / 2, (y0 + y1) / 2)))
             kind_of[item["id"]] = kind
     slots = {item["id"]: _slots(item, middle, robot) for item, middle in surfaces}
@@ -107,11 +107,22 @@ def generate_world(rooms: int, objects: int, robot: RobotProfile, seed: int = 0,
         label = rng.choice(objects_by_room[kind_of[item["id"]]])
         obj: dict[str, Any] = {"id": _next_id(label, counts), "label": label, "placed_on": item["id"], "offset": list(offset),
                "size": list(OBJECT_SIZE)}
-        if "openable" in item and rng.random() < 0.5:
+        if "openable" in item and (rng.random() < 0.5 or not _top_reached(item, robot)) and _inside_reached(item, robot):
             obj["inside"] = True
         data["objects"].append(obj)
     data["robot"] = {"pose": [ROOM_W / 2, HALL_D / 2, 0.0]}
     return World.model_validate(data)
+
+
+def _top_reached(item: dict, robot: RobotProfile) -> bool:
+    low, high = robot.workspace_z_m
+    return low <= item["size"][2] <= high
+
+
+def _inside_reached(item: dict, robot: RobotProfile) -> bool:
+    """Its door or drawer opens and its lowest shelf is reached (it stands on the floor)."""
+    low, high = robot.workspace_z_m
+    return "openable" in item and all(low <= z <= high for z in opening_heights(0.0, item["size"][2]).values())
 
 
 def _next_id(label: str, counts: dict[str, int]) -> str:

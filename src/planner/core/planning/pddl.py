@@ -88,10 +88,22 @@ class DomainError(PlannerError):
 
 # ---- what each check of planner.core.skills means symbolically -------------------------------
 def _reachable(parts: ActionParts, thing: str, arm: str = "") -> None:
-    # A thing is within the workspace when the furniture it is on or in is.
-    place = parts.support_of(thing) if parts.params[thing].type == "item" else f"?{thing}"
+    # The hands work on a piece of furniture's top, or inside it when it is open (a thing in or
+    # on it with it): a fridge too tall for the arms still takes things on its lowest shelf.
+    if parts.params[thing].type == "item":
+        place = parts.support_of(thing)
+        inside = f"(inside ?{thing} {place})"
+    else:
+        place = f"?{thing}"
+        inside = f"(is_open {place})"
     parts.require(f"(at {place})")
-    parts.require(f"(within_workspace {place})")
+    parts.require(f"(or (and {inside} (opening_within_workspace {place})) "
+                  f"(and (not {inside}) (within_workspace {place})))")
+
+
+def _handle_reachable(parts: ActionParts, thing: str) -> None:
+    parts.require(f"(at ?{thing})")
+    parts.require(f"(opening_within_workspace ?{thing})")
 
 
 def _accessible(parts: ActionParts, obj: str) -> None:
@@ -109,12 +121,14 @@ CHECK_MEANINGS: dict[str, Callable[..., None]] = {
     "closed": lambda parts, thing: parts.require(f"(not (is_open ?{thing}))"),
     "is_open": lambda parts, thing: parts.require(f"(is_open ?{thing})"),
     "reachable": _reachable,
+    "handle_reachable": _handle_reachable,
     "accessible": _accessible,
 }
 # Checks the plan cannot change: a predicate of that name, true where the check passes now.
-# Furniture too high or too low for the arms stays so (and what is on or in it with it).
+# Furniture too high or too low for the arms stays so (and what is on or in it with it): its top
+# (within_workspace), and its door or drawer and inner shelf (opening_within_workspace).
 STATIC_CHECKS = {"location_known": ["item"], "payload": ["item", "arm"], "person_present": ["person"],
-                 "within_workspace": ["furniture"]}
+                 "within_workspace": ["furniture"], "opening_within_workspace": ["furniture"]}
 # What a parameter a skill fills itself must satisfy for the action to make sense.
 CHOOSER_MEANINGS: dict[str, Callable[..., None]] = {
     "free_arm": lambda parts, arm: parts.require(f"(hand_empty ?{arm})"),
