@@ -11,7 +11,7 @@ from planner.adapters.llm import ScriptedPolicy
 from planner.config import load_config
 from planner.core.goals import Goal, GoalReply, goal_met, goal_schema, goal_status
 from planner.core.planning.action_space import allowed_actions
-from planner.core.planning.goal_reading import chosen_for_need, unknown_things
+from planner.core.planning.goal_reading import chosen_for_need, named_otherwise, unknown_things
 from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
 from planner.core.world import load_world
 from planner.sim.in_process import SimulatedRobot
@@ -376,21 +376,29 @@ def test_a_destination_named_otherwise_than_its_label_is_accepted_once_the_reque
     assert reader.messages()[1]["content"] == "Put the juice on the couch, please\n(In the map's labels: couch = sofa)"
 
 
-def test_moving_a_thing_the_map_does_not_have_is_not_read_as_moving_another():
-    """"Put the pineapple on the bed" in a home without one: a book moved onto the bed is sent back
-    with the choice of saying it is impossible; things the user only mentions do not count."""
-    book_on_bed = {"goals": [{"kind": "object_on", "object": "book", "target": "bed", "room": ""}]}
+def test_a_thing_taken_for_one_the_map_calls_otherwise_is_checked_as_another_name():
+    """"Put the pineapple on the bed" in a home without one: a magazine moved onto the bed is no
+    other name for a pineapple, so the reading is doubted and the model, told so, declines. "The
+    specs" for the glasses passes the same check; things the user only mentions are not checked."""
+    magazine_on_bed = {"goals": [{"kind": "object_on", "object": "magazine", "target": "bed", "room": ""}]}
     no_pineapple = {"goals": [], "impossible": "there is no pineapple in this home"}
-    result, trace, policy = run(robot_at("table_2"), "Put the pineapple on the bed", [book_on_bed, no_pineapple,
-                                                                                   no_pineapple])
-    assert ("the request is about the pineapple, and the map has nothing called that; if no object here is a "
-            "pineapple by another name, the request is impossible: say so") in policy.prompts[1][-1]["content"]
+    result, trace, policy = run(robot_at("table_2"), "Put the pineapple on the bed", [
+        magazine_on_bed, {"fits": False, "p": 0.12}, no_pineapple, no_pineapple])
+    assert policy.prompts[1][0]["content"] == ('Is "pineapple" another name for a magazine? Answer with JSON: fits '
+                                               'true or false.')
+    assert ("check", 'a magazine: 0.12 likely called "pineapple"') in trace
+    assert "A check doubts that this is what the request asks" in policy.prompts[2][-1]["content"]
     assert result.outcome == "impossible" and "no pineapple" in result.summary
+    result, trace, policy = run(robot_at("table_2"), "Could you pick up the specs?", [
+        {"goals": [{"kind": "holding", "object": "glasses"}]}, {"fits": True, "p": 0.81}, GIVE_UP])
+    assert ("check", 'a glasses: 0.81 likely called "specs"') in trace
+    assert ("goal", "the robot holds a glasses") in trace
     scene = robot_at("table_2").scene()
     assert unknown_things("Could you bring me my pineapple, please?", scene) == ["pineapple"]
     for request in ("I spilled the coffee, can you help?", "Bring me something for the headache",
                     "Put the book on the bed", "Take the books to the bedroom", "Bring me the pen from the desk"):
         assert unknown_things(request, scene) == [], request
+        assert named_otherwise(request, [Goal(kind="holding", object="stapler")], scene) == {}, request
 
 
 def test_a_thing_chosen_for_a_need_is_checked_and_the_request_declined_when_it_does_not_meet_it():

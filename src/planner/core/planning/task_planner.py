@@ -40,10 +40,12 @@ from planner.core.planning.goal_reading import (
     GOAL_CHECK_PROMPT,
     GOAL_DOUBT,
     GOAL_NO_PLAN,
+    NAME_CHECK_PROMPT,
     NEED_CHECK_PROMPT,
     GoalReader,
     chosen_for_need,
     confirmed,
+    named_otherwise,
     reading_of,
 )
 from planner.core.planning.grounding import Grounder, Grounding
@@ -87,6 +89,10 @@ class PlannerSettings(StrictModel):
                                         "need the request states ('I'm cold': a blanket) is checked by a yes/no "
                                         "question to the model, and handled as a doubted reading below this "
                                         "probability of yes; 0: no check")
+    name_check_threshold: float = Field(default=0.6, ge=0, le=1, description="a thing the model took for one the "
+                                        "request names by a word the map does not use ('the jumper': the sweater) "
+                                        "is checked by a yes/no question to the model, and handled as a doubted "
+                                        "reading below this probability of yes; 0: no check")
     grounding_part_threshold: float = Field(default=0.6, ge=0, le=1, description="... or this similar when the "
                                             "phrase is part of the label's name (milk: milk_carton)")
     plan_check: PlanCheckSettings = Field(default_factory=PlanCheckSettings, description="llm_p: a plan is scored "
@@ -619,8 +625,9 @@ class TaskPlanner:
         return reader, reader.settle(self._validated(messages, reader.schema(), usage, reader.parse, self.goal_policy))
 
     def _goals_fit(self, reader: GoalReader, goals: list[Goal], usage: LLMUsage) -> bool:
-        """Whether the goals read pass the checks configured: the reading as a whole, and each thing
-        chosen to meet a need, each a narrow yes/no to the model against its threshold."""
+        """Whether the goals read pass the checks configured: the reading as a whole, each thing
+        chosen to meet a need, and each thing taken for one the request calls by another name, each a
+        narrow yes/no to the model against its threshold."""
         settings, reading = self.settings, reading_of(goals)
         checks = [(GOAL_CHECK_PROMPT.format(request=reader.said, reading=reading), reading, "what was asked",
                    settings.goal_check_threshold)] if settings.goal_check_threshold > 0 else []
@@ -628,7 +635,13 @@ class TaskPlanner:
             checks += [(NEED_CHECK_PROMPT.format(request=reader.said, thing=label.replace("_", " ")), f"a {label}",
                         "to meet the request", settings.need_check_threshold)
                        for label in chosen_for_need(reader.request, goals)]
-        return all(self._judged_yes(prompt, what, purpose, threshold, usage) for prompt, what, purpose, threshold in checks)
+        if not all(self._judged_yes(prompt, what, purpose, threshold, usage) for prompt, what, purpose, threshold in checks):
+            return False
+        # A thing taken for one the map calls otherwise must be another name for one word of the request.
+        return settings.name_check_threshold <= 0 or all(
+            any(self._judged_yes(NAME_CHECK_PROMPT.format(word=word, thing=label.replace("_", " ")), f"a {label}",
+                                 f'called "{word}"', settings.name_check_threshold, usage) for word in said)
+            for label, said in named_otherwise(reader.request, goals, reader.scene).items())
 
     def _judged_yes(self, prompt: str, what: str, purpose: str, threshold: float, usage: LLMUsage) -> bool:
         """The model's probability of yes to `prompt`, against `threshold`; the trace says how likely
