@@ -11,7 +11,7 @@ from planner.adapters.llm import ScriptedPolicy
 from planner.config import load_config
 from planner.core.goals import Goal, GoalReply, goal_met, goal_schema, goal_status
 from planner.core.planning.action_space import allowed_actions
-from planner.core.planning.goal_reading import chosen_for_need, named_otherwise, unknown_things
+from planner.core.planning.goal_reading import chosen_for_need, destinations, goal_problems, named_otherwise, unknown_things
 from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
 from planner.core.world import load_world
 from planner.sim.in_process import SimulatedRobot
@@ -361,18 +361,20 @@ def test_something_brought_to_the_user_goes_to_the_room_where_they_asked():
     assert result.success and robot.sim.held["right"] == "can_1"
 
 
-def test_a_destination_named_otherwise_than_its_label_is_accepted_once_the_request_is_grounded():
+def test_a_destination_named_otherwise_than_its_label_is_checked_unless_the_request_is_grounded():
     from planner.core.planning.goal_reading import GoalReader
     from planner.core.planning.grounding import Grounding, Match
 
     scene = robot_at("sofa_1").scene()
     request = "Put the juice on the couch, please"
     reply = json.dumps({"goals": [{"kind": "object_on", "object": "juice", "target": "sofa", "room": ""}]})
-    with pytest.raises(ValueError, match="names no furniture"):  # read as said: the request names no sofa
-        GoalReader(request, scene).parse(reply)
+    goals = [Goal(kind="object_on", object="juice", target="sofa", room="")]
+    # Read as said, the request names no sofa: the model's sofa is to be checked as another name for a couch.
+    assert GoalReader(request, scene).parse(reply) == goals
+    assert named_otherwise(request, goals, scene) == {"sofa": ["couch"]}
     grounded = Grounding(request, "put the juice on the sofa please", (Match("couch", "sofa", 0.86),))
     reader = GoalReader(request, scene, grounded)
-    assert reader.parse(reply) == [Goal(kind="object_on", object="juice", target="sofa", room="")]
+    assert reader.parse(reply) == goals and named_otherwise(reader.request, goals, scene) == {}
     assert reader.messages()[1]["content"] == "Put the juice on the couch, please\n(In the map's labels: couch = sofa)"
 
 
@@ -399,6 +401,29 @@ def test_a_thing_taken_for_one_the_map_calls_otherwise_is_checked_as_another_nam
                     "Put the book on the bed", "Take the books to the bedroom", "Bring me the pen from the desk"):
         assert unknown_things(request, scene) == [], request
         assert named_otherwise(request, [Goal(kind="holding", object="stapler")], scene) == {}, request
+
+
+def test_a_place_said_in_other_words_is_checked_as_another_name_not_refused():
+    """"Over to the sideboard" names no furniture of the map, but says where the thing goes: the
+    model's dresser is put to the same check rather than turned into only taking the book; a room
+    the map calls otherwise ("the lounge") is checked too, and a wrong one read again."""
+    result, trace, policy = run(robot_at("table_2"), "Carry the book over to the sideboard in the bedroom", [
+        {"goals": [{"kind": "object_on", "object": "book", "target": "dresser", "room": "bedroom"}]},
+        {"fits": True, "p": 0.74}, GIVE_UP])
+    assert policy.prompts[1][0]["content"].startswith('Is "sideboard" another name for a dresser?')
+    assert ("goal", "book_3 on a dresser in the bedroom") in trace  # the nearest of several books
+    result, trace, policy = run(robot_at("table_2"), "Head over to the lounge", [
+        {"goals": [{"kind": "robot_in_room", "room": "bedroom"}]}, {"fits": False, "p": 0.08},
+        {"goals": [{"kind": "robot_in_room", "room": "living_room"}]}, {"fits": True, "p": 0.83}, GIVE_UP])
+    assert ("check", 'a bedroom: 0.08 likely called "lounge"') in trace
+    assert ("check", 'a living_room: 0.83 likely called "lounge"') in trace
+    assert ("goal", "the robot is in the living_room") in trace
+    # Where nothing says where a thing goes, a place the model adds is still doubted.
+    scene = robot_at("table_2").scene()
+    assert "names no furniture for the book to go to" in goal_problems(
+        "Grab the book", [Goal(kind="object_on", object="book", target="dresser")], scene)[1][0]
+    assert destinations("Bring the fork from the counter over to the chest of drawers in the kids' room") == [
+        "chest of drawers", "kids room"]
 
 
 def test_a_thing_chosen_for_a_need_is_checked_and_the_request_declined_when_it_does_not_meet_it():

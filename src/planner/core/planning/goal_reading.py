@@ -103,13 +103,59 @@ def chosen_for_need(request: str, goals: list[Goal]) -> list[str]:
                               if goal.kind in ("holding", "bring_to_user") and not _named(goal.object, said)))
 
 
+# Words that say where something goes, and words that end the phrase naming the place.
+TOWARDS = frozenset({"to", "onto", "on", "into", "in", "inside"})
+DETERMINERS = frozenset({"the", "my", "your", "our", "a", "an"})
+PLACE_ENDS = frozenset({"in", "on", "onto", "into", "inside", "to", "from", "at", "by", "near", "and", "then",
+                        "please", "for", "with"})
+
+
+def destinations(request: str) -> list[str]:
+    """The places a request sends something to, as said: "over to the chest of drawers in the
+    kids' room" gives "chest of drawers" and "kids room"."""
+    words = words_of(request).split()
+    found = []
+    for index, word in enumerate(words[:-2]):
+        if word in TOWARDS and words[index + 1] in DETERMINERS:
+            phrase = []
+            for following in words[index + 2:index + 6]:
+                if following in PLACE_ENDS:
+                    break
+                phrase.append(following)
+            if phrase:
+                found.append(" ".join(phrase))
+    return found
+
+
+def furniture_destinations(request: str, rooms: list[str]) -> list[str]:
+    """The places a request sends something to that are no room ("the kids room", "the garage")."""
+    return [p for p in destinations(request) if p.split()[-1] != "room" and p.replace(" ", "_") not in rooms]
+
+
+def _room_named(room: str, said: set[str]) -> bool:
+    return any(word in said for word in _phrase(room).split() if word != "room")
+
+
 def named_otherwise(request: str, goals: list[Goal], scene: SceneGraph) -> dict[str, list[str]]:
-    """Each object of the goals the request does not name, when it asks to move a thing by a word
-    no label of the map contains: the model took the object for that thing, a judgement to check
-    (label -> the words it may be)."""
-    absent = unknown_things(request, scene)
+    """What the goals name that the request calls by other words, a judgement to check (label or
+    room -> the words it may be): an object the request does not name when it asks to move a thing
+    by a word no label of the map contains; the furniture a thing goes to when the request names no
+    furniture but says where it goes ("the worktop" for the counter); the room to go to when the
+    request does not name it ("the lounge" for the living room)."""
     said = set(words_of(request).split())
-    return {goal.object: absent for goal in goals if absent and goal.object and not _named(goal.object, said)}
+    places = destinations(request)
+    furniture_places = furniture_destinations(request, scene.rooms())
+    named_furniture = any(f" {_phrase(f.label)} " in words_of(request) for f in scene.furniture())
+    absent = unknown_things(request, scene)
+    checks: dict[str, list[str]] = {}
+    for goal in goals:
+        if absent and goal.object and not _named(goal.object, said):
+            checks[goal.object] = absent
+        if goal.kind in PLACING_KINDS and furniture_places and not named_furniture and not _named(goal.target, said):
+            checks[goal.target] = furniture_places[:1]
+        if goal.kind == "robot_in_room" and places and not _room_named(goal.room, said):
+            checks[goal.room] = places[:1]
+    return checks
 
 
 def final_goals(goals: list[Goal]) -> list[Goal]:
@@ -213,7 +259,8 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
                                                              if goal.room and rooms_with else ""))
         if goal.kind in PLACING_KINDS and named_furniture and goal.target not in named_furniture:
             problems.append(f"the request names no {goal.target}; it names {', '.join(named_furniture)}")
-        if goal.kind in PLACING_KINDS and not named_furniture and not goal_met(goal, scene):
+        if goal.kind in PLACING_KINDS and not named_furniture and not goal_met(goal, scene) \
+                and not furniture_destinations(request, scene.rooms()):
             doubts.append(f"the request names no furniture for the {goal.object} to go to; {_take_instead(goal)}")
         if goal.kind in FURNITURE_KINDS and goal.target not in named_furniture:
             # "I'm freezing" read as an open fridge: a need is met by a thing brought, not by furniture.
