@@ -426,6 +426,31 @@ def test_a_place_said_in_other_words_is_checked_as_another_name_not_refused():
         "chest of drawers", "kids room"]
 
 
+def test_furniture_named_as_where_a_thing_comes_from_is_not_taken_for_where_it_goes():
+    from planner.core.planning.goal_reading import GoalReader
+
+    scene = robot_at("sofa_1").scene()
+    request = "Put the pillow from the desk and the book on the worktop"
+    goals = [Goal(kind="object_on", object="pillow", target="counter"), Goal(kind="object_on", object="book",
+                                                                            target="counter")]
+    assert GoalReader(request, scene).parse(json.dumps({"goals": [g.model_dump() for g in goals]})) == goals
+    assert named_otherwise(request, goals, scene) == {"counter": ["worktop"]}
+    with pytest.raises(ValueError, match="the request names no desk; it names counter"):
+        GoalReader("Put the pillow from the bed on the counter", scene).parse(json.dumps(
+            {"goals": [{"kind": "object_on", "object": "pillow", "target": "desk", "room": ""}]}))
+
+
+def test_goals_beside_an_impossible_the_map_contradicts_stand():
+    from planner.core.planning.goal_reading import GoalReader
+
+    reader = GoalReader("Would you put the book on the counter?", robot_at("sofa_1").scene())
+    goal = {"kind": "object_on", "object": "book", "target": "counter", "room": ""}
+    assert reader.parse(json.dumps({"goals": [goal], "impossible": "there is no counter in the map"})) == [
+        Goal(kind="object_on", object="book", target="counter")]
+    with pytest.raises(ValueError, match="give either goals or why"):
+        reader.parse(json.dumps({"goals": [goal], "impossible": "the robot cannot reach it"}))
+
+
 def test_a_thing_chosen_for_a_need_is_checked_and_the_request_declined_when_it_does_not_meet_it():
     """'I'm cold' in a home with no blanket: the model takes whatever is there; the narrow check
     that the thing meets the need doubts it, and the model, told so, says it is impossible."""

@@ -4,6 +4,7 @@ end states, a kind that contradicts the request)."""
 
 from __future__ import annotations
 
+import json
 import re
 
 from planner.core.ambiguity import named_object_labels, pin_named_objects, room_furniture_name, words_of
@@ -132,6 +133,15 @@ def furniture_destinations(request: str, rooms: list[str]) -> list[str]:
     return [p for p in destinations(request) if p.split()[-1] != "room" and p.replace(" ", "_") not in rooms]
 
 
+def destination_labels(request: str, scene: SceneGraph) -> list[str]:
+    """Furniture labels the request names where it sends things ("the book from the desk onto the
+    shelf" names the shelf), or, when it says no such place, anywhere."""
+    words, places = words_of(request), furniture_destinations(request, scene.rooms())
+    return sorted({f.label for f in scene.furniture()
+                   if (any(f" {_phrase(f.label)} " in f" {place} " for place in places) if places
+                       else f" {_phrase(f.label)} " in words)})
+
+
 def _room_named(room: str, said: set[str]) -> bool:
     return any(word in said for word in _phrase(room).split() if word != "room")
 
@@ -145,7 +155,7 @@ def named_otherwise(request: str, goals: list[Goal], scene: SceneGraph) -> dict[
     said = set(words_of(request).split())
     places = destinations(request)
     furniture_places = furniture_destinations(request, scene.rooms())
-    named_furniture = any(f" {_phrase(f.label)} " in words_of(request) for f in scene.furniture())
+    named_furniture = destination_labels(request, scene)
     absent = unknown_things(request, scene)
     checks: dict[str, list[str]] = {}
     for goal in goals:
@@ -246,6 +256,7 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
     words = words_of(request)
     furniture = scene.furniture()
     named_furniture = sorted({f.label for f in furniture if f" {_phrase(f.label)} " in words})
+    destinations_named = destination_labels(request, scene)
     known = ({o.label for o in scene.objects()}, {f.label for f in furniture}, set(scene.rooms()))
     problems, doubts = [], []
     for goal in goals:
@@ -257,8 +268,8 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
             problems.append(f"there is no {goal.target}" + (f" in the {goal.room} (room is where the {goal.target} is; "
                                                              f"a {goal.target} is in the {', '.join(rooms_with)})"
                                                              if goal.room and rooms_with else ""))
-        if goal.kind in PLACING_KINDS and named_furniture and goal.target not in named_furniture:
-            problems.append(f"the request names no {goal.target}; it names {', '.join(named_furniture)}")
+        if goal.kind in PLACING_KINDS and destinations_named and goal.target not in destinations_named:
+            problems.append(f"the request names no {goal.target}; it names {', '.join(destinations_named)}")
         if goal.kind in PLACING_KINDS and not named_furniture and not goal_met(goal, scene) \
                 and not furniture_destinations(request, scene.rooms()):
             doubts.append(f"the request names no furniture for the {goal.object} to go to; {_take_instead(goal)}")
@@ -319,7 +330,11 @@ class GoalReader:
         return goal_schema(self.object_labels, self.furniture_labels, self.openable_labels, self.rooms)
 
     def parse(self, text: str) -> list[Goal]:
-        reply = GoalReply.model_validate_json(text)
+        data = json.loads(text)
+        if isinstance(data, dict) and data.get("goals") and isinstance(data.get("impossible"), str) \
+                and self._said_missing(data["impossible"]):
+            data["impossible"] = ""  # goals beside "there is no cabinet" in a home with one: the goals stand
+        reply = GoalReply.model_validate(data)
         if reply.impossible:
             self._check_impossible(reply.impossible)
         goals = final_goals([g.model_copy(update={"room": self.user_room}) if g.kind == "bring_to_user" else g
@@ -336,11 +351,7 @@ class GoalReader:
         """An 'impossible' is believed when said twice with a reason the map does not contradict."""
         if len(why.split()) < 3:
             raise ValueError("say in a few words why the request is impossible: what is missing")
-        # "There is no fridge" in a home with a fridge is no reason ("no table in the
-        # bathroom" may be: the room is named).
-        reason = words_of(why)
-        said_missing = [label for label in [*self.object_labels, *self.furniture_labels, *self.rooms]
-                        if f" no {_phrase(label)} " in reason and not rooms_named_for(label, reason, self.rooms)]
+        said_missing = self._said_missing(why)
         if said_missing:
             raise ValueError(f"the map has a {', a '.join(map(_phrase, said_missing))}: look again at the "
                              "request and give goals")
@@ -349,6 +360,13 @@ class GoalReader:
         self.impossible = why
         raise ValueError("look again at the labels: if something in the map can meet the request, give goals "
                          "with it; if not, answer impossible again")
+
+    def _said_missing(self, why: str) -> list[str]:
+        """What a reason says the home has not and the map has: "there is no fridge" in a home with a
+        fridge is no reason ("no table in the bathroom" may be: the room is named)."""
+        reason = words_of(why)
+        return [label for label in [*self.object_labels, *self.furniture_labels, *self.rooms]
+                if f" no {_phrase(label)} " in reason and not rooms_named_for(label, reason, self.rooms)]
 
     def settle(self, goals: list[Goal] | None) -> list[Goal]:
         """The goals of a valid reply; when none came, what the model insisted on: doubted goals
