@@ -440,6 +440,16 @@ def test_furniture_named_as_where_a_thing_comes_from_is_not_taken_for_where_it_g
             {"goals": [{"kind": "object_on", "object": "pillow", "target": "desk", "room": ""}]}))
 
 
+def test_a_thing_the_request_does_not_name_moved_for_a_request_about_furniture_is_doubted():
+    scene = robot_at("sofa_1").scene()
+    candle_on_desk = [Goal(kind="object_on", object="candle", target="desk")]
+    doubts = goal_problems("Could you tidy everything off the desk?", candle_on_desk, scene)[1]
+    assert 'the request names no candle, only the desk; if it asks to take everything off the desk, the goal is ' \
+           '{"kind": "clear", "target": "desk"}' in doubts
+    for request in ("Put the candle on the desk", "I need a light on my desk"):
+        assert not any("only the desk" in doubt for doubt in goal_problems(request, candle_on_desk, scene)[1]), request
+
+
 def test_goals_beside_an_impossible_the_map_contradicts_stand():
     from planner.core.planning.goal_reading import GoalReader
 

@@ -89,7 +89,7 @@ class PlannerSettings(StrictModel):
                                         "need the request states ('I'm cold': a blanket) is checked by a yes/no "
                                         "question to the model, and handled as a doubted reading below this "
                                         "probability of yes; 0: no check")
-    name_check_threshold: float = Field(default=0.6, ge=0, le=1, description="a thing the model took for one the "
+    name_check_threshold: float = Field(default=0.45, ge=0, le=1, description="a thing the model took for one the "
                                         "request names by a word the map does not use ('the jumper': the sweater) "
                                         "is checked by a yes/no question to the model, and handled as a doubted "
                                         "reading below this probability of yes; 0: no check")
