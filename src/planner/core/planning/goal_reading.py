@@ -156,13 +156,13 @@ def named_otherwise(request: str, goals: list[Goal], scene: SceneGraph) -> dict[
     said = set(words_of(request).split())
     places = destinations(request)
     furniture_places = furniture_destinations(request, scene.rooms())
-    named_furniture = destination_labels(request, scene)
+    targets_named = destination_labels(request, scene)
     absent = unknown_things(request, scene)
     checks: dict[str, list[str]] = {}
     for goal in goals:
         if absent and goal.object and not _named(goal.object, said):
             checks[goal.object] = absent
-        if goal.kind in PLACING_KINDS and furniture_places and not named_furniture and not _named(goal.target, said):
+        if goal.kind in PLACING_KINDS and furniture_places and not targets_named and not _named(goal.target, said):
             checks[goal.target] = furniture_places[:1]
         if goal.kind == "robot_in_room" and places and not _room_named(goal.room, said):
             checks[goal.room] = places[:1]
