@@ -55,6 +55,11 @@ class RobotProfile(StrictModel):
     def arm_names(self) -> list[str]:
         return list(self.arms)
 
+    def works_at(self, height_m: float) -> bool:
+        """Whether the hands reach this height above the floor."""
+        low, high = self.workspace_z_m
+        return low <= height_m <= high
+
     def arm_problem(self, arm: str) -> str:
         """Why an arm name is wrong for this robot ('' when it has that arm)."""
         return "" if arm in self.arms else f"the robot has no arm {arm!r} (it has {', '.join(self.arms)})"

@@ -427,9 +427,9 @@ def _handle_reachable(planner: SkillPlanner, scene: SceneGraph, node_id: str, ar
 
 
 def _heights_within(planner: SkillPlanner, node_id: str, heights: dict[str, float], arm: str) -> Outcome:
-    low, high = planner.robot.workspace_z_m
     for part, height in heights.items():
-        if not low <= height <= high:
+        if not planner.robot.works_at(height):
+            low, high = planner.robot.workspace_z_m
             hand = f"the {arm} arm" if arm else "the robot"
             return Outcome(False, FailureCode.OUT_OF_WORKSPACE, f"{node_id}{part} is {height:.2f} m above the floor; "
                                                                 f"{hand} works between {low:.2f} and {high:.2f} m")

@@ -115,14 +115,12 @@ def generate_world(rooms: int, objects: int, robot: RobotProfile, seed: int = 0,
 
 
 def _top_reached(item: dict, robot: RobotProfile) -> bool:
-    low, high = robot.workspace_z_m
-    return low <= item["size"][2] <= high
+    return robot.works_at(item["size"][2])
 
 
 def _inside_reached(item: dict, robot: RobotProfile) -> bool:
     """Its door or drawer opens and its lowest shelf is reached (it stands on the floor)."""
-    low, high = robot.workspace_z_m
-    return "openable" in item and all(low <= z <= high for z in opening_heights(0.0, item["size"][2]).values())
+    return "openable" in item and all(map(robot.works_at, opening_heights(0.0, item["size"][2]).values()))
 
 
 def _next_id(label: str, counts: dict[str, int]) -> str:

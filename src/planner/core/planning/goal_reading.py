@@ -258,6 +258,7 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
     furniture = scene.furniture()
     named_furniture = sorted({f.label for f in furniture if f" {_phrase(f.label)} " in words})
     destinations_named = destination_labels(request, scene)
+    destinations_said = furniture_destinations(request, scene.rooms())
     known = ({o.label for o in scene.objects()}, {f.label for f in furniture}, set(scene.rooms()))
     problems, doubts = [], []
     for goal in goals:
@@ -271,8 +272,7 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
                                                              if goal.room and rooms_with else ""))
         if goal.kind in PLACING_KINDS and destinations_named and goal.target not in destinations_named:
             problems.append(f"the request names no {goal.target}; it names {', '.join(destinations_named)}")
-        if goal.kind in PLACING_KINDS and not named_furniture and not goal_met(goal, scene) \
-                and not furniture_destinations(request, scene.rooms()):
+        if goal.kind in PLACING_KINDS and not named_furniture and not destinations_said and not goal_met(goal, scene):
             doubts.append(f"the request names no furniture for the {goal.object} to go to; {_take_instead(goal)}")
         if goal.kind in FURNITURE_KINDS and goal.target not in named_furniture:
             # "I'm freezing" read as an open fridge: a need is met by a thing brought, not by furniture.
@@ -292,7 +292,6 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
                       f"{_phrase(named_objects[0])} must be {who}, the goal is "
                       f'{{"kind": "{kind}", "object": "{named_objects[0]}"}}')
     said = set(words.split())
-
     # "The fruit on the kitchen table" names what is kept on the furniture it names.
     named_ids = {f.id for f in furniture if f.label in named_furniture}
     kept_there = {o.label for o in scene.objects() if (scene.furniture_support(o.id) or ("", ""))[1] in named_ids}
