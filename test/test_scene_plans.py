@@ -58,14 +58,19 @@ def test_three_agents_each_see_their_own_part_and_the_planner_sees_no_table():
     assert plan.agents["objects"] == ["mug", "counter", "shelf"]
 
 
-def test_a_miner_naming_what_the_scene_lacks_is_told_so_and_asked_again():
-    unknown = {"objects": ["mug", "cupboard"], "relations": []}
-    dangling = {"objects": ["mug"], "relations": [{"subject": "mug", "relation": "on", "object": "counter"}]}
-    policy = ScriptedPolicy([unknown, dangling, GRAPH, DESCRIPTIONS, PLAN])
+def test_what_the_scene_lacks_is_dropped_from_the_miners_graph_and_a_graph_of_nothing_else_asked_again():
+    nothing = {"objects": ["cupboard"], "relations": []}
+    lacking = {"objects": ["mug", "cupboard", "shelf"], "relations": [
+        {"subject": "mug", "relation": "on", "object": "counter_1"}, {"subject": "mug", "relation": "in", "object": "cupboard"},
+        {"subject": "shelf", "relation": "in", "object": "room"}]}
+    policy = ScriptedPolicy([nothing, lacking, DESCRIPTIONS, PLAN])
     plan = ScenePlanner(policy, retries=2).plan(TASK, "multi", "table")
-    assert plan.steps == PLAN["steps"] and plan.usage.calls == 5
+    assert plan.steps == PLAN["steps"] and plan.usage.calls == 4
     assert "cupboard not in the scene" in text_of(policy.prompts[1][-1])
-    assert "'counter' is not in objects" in text_of(policy.prompts[2][-1])
+    # The counter a relation names by its id is listed, so the describer is asked where it is too.
+    assert plan.agents["objects"] == ["mug", "shelf", "counter_1"]
+    assert plan.agents["relations"] == [{"subject": "mug", "relation": "on", "object": "counter_1"}]
+    assert "mug, shelf, counter_1" in text_of(policy.prompts[2][0])
 
 
 def test_a_miner_may_name_the_rooms_and_places_the_table_gives():
@@ -84,9 +89,11 @@ def test_a_plan_that_stays_invalid_is_no_plan_with_the_reason():
 def test_an_image_goes_to_the_miners_inline_and_not_to_the_planner(tmp_path):
     (tmp_path / "kitchen.png").write_bytes(PIXEL)
     task = SceneTask(id="t2", task="Put the mug on the shelf", image="kitchen.png")
-    policy = ScriptedPolicy([{"objects": ["mug", "cupboard"], "relations": []}, DESCRIPTIONS, PLAN])  # a recorded vision reply
+    seen = {"objects": ["mug"], "relations": [{"subject": "mug", "relation": "on", "object": "cupboard"}]}
+    policy = ScriptedPolicy([seen, DESCRIPTIONS, PLAN])  # a recorded vision reply
     plan = ScenePlanner(policy).plan(task, "multi", "image", tmp_path)
     assert plan.steps == PLAN["steps"]  # nothing to check the miner's names against in a picture
+    assert plan.agents["objects"] == ["mug", "cupboard"]
     for prompt in policy.prompts[:2]:
         parts = prompt[0]["content"]
         assert parts[1] == {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(PIXEL).decode()}}

@@ -68,15 +68,25 @@ class SceneMinerReply(StrictModel):
     objects: list[str] = Field(min_length=1)
     relations: list[Relation] = Field(default_factory=list)
 
-    @model_validator(mode="after")
-    def _relations_between_listed_objects(self) -> SceneMinerReply:
-        listed = {o.lower() for o in self.objects}
-        for relation in self.relations:
-            for end in (relation.subject, relation.object):
-                if end.lower() not in listed:
-                    raise ValueError(f"relation {relation.subject} {relation.relation} {relation.object}: "
-                                     f"{end!r} is not in objects; list it or drop the relation")
-        return self
+    def checked(self, names: set[str]) -> SceneMinerReply:
+        """The graph with only what the scene has, by the names it gives (a picture gives none to
+        check): a thing the scene lacks (the request's word for it, often) is dropped with its
+        relations, as no step can use it, and the graph is refused when nothing is left. A
+        relation's end the list left out is listed (the model often relates a thing to its place by
+        the place's id without listing the place)."""
+        def in_scene(name: str) -> bool:
+            return not names or readable_step(name).lower() in names
+
+        objects = [o for o in self.objects if in_scene(o)]
+        if not objects:
+            raise ValueError(f"{', '.join(self.objects)} not in the scene; use the names the scene gives")
+        listed = {o.lower() for o in objects}
+        relations = [r for r in self.relations if in_scene(r.subject) and in_scene(r.object)]
+        for end in (end for relation in relations for end in (relation.subject, relation.object)):
+            if end.lower() not in listed:
+                listed.add(end.lower())
+                objects.append(end)
+        return self.model_copy(update={"objects": objects, "relations": relations})
 
 
 class Description(StrictModel):
@@ -256,11 +266,7 @@ class ScenePlanner:
                  if isinstance(value, str) and key not in NOT_NAMES} if image is None else set()
 
         def mined(text: str) -> SceneMinerReply:
-            reply = SceneMinerReply.model_validate_json(text)
-            unknown = [o for o in reply.objects if names and readable_step(o).lower() not in names]
-            if unknown:
-                raise ValueError(f"{', '.join(unknown)} not in the scene; use the names the scene gives")
-            return reply
+            return SceneMinerReply.model_validate_json(text).checked(names)
 
         graph = self._ask(policy, SCENE_MINER_PROMPT.format(task=task.task, scene=scene), image, SCENE_MINER_SCHEMA, mined)
         if graph is None:
