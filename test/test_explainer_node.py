@@ -111,6 +111,8 @@ def test_a_plan_that_worked_on_one_robot_is_what_another_robots_plan_is_checked_
         assert alike.score == pytest.approx(1, abs=1e-3) and not alike.low and alike.like == REQUEST
         unlike = RosTools(robot2, "t3", REQUEST).check_plan(REQUEST, ["Go to the sofa.", "Pick up the remote."])
         assert unlike.low and unlike.score < 0.5
+        begun = RosTools(robot2, "t5", REQUEST).check_plan(REQUEST, plan[:2], first_steps=True)  # ReAct's first steps
+        assert begun.score == pytest.approx(1, abs=1e-3) and not begun.low
         too_long = RosTools(robot2, "t4", REQUEST).check_plan(REQUEST, ["Go."] * 500)
         assert too_long.score is None  # refused, not scored: nobody can keep the explainer busy for minutes
     finally:

@@ -90,3 +90,38 @@ def test_the_check_is_off_by_default_and_then_costs_nothing():
     result = TaskPlanner(ScriptedPolicy([MUG_TO_TABLE]), robot, SKILLS,
                          PlannerSettings(mode="llm_p", confirm_timeout_s=0)).run(PAST_REQUEST)
     assert result.success and result.plan_check is None
+
+
+def run_react(check, replies, request, answers=()):
+    robot = SimulatedRobot(APARTMENT.with_robot_at("counter_1", ROBOT.standoff_m), [], SKILLS, request=request,
+                           answers=list(answers), plan_checker=check)
+    trace = []
+    settings = PlannerSettings(mode="react", confirm_timeout_s=0, need_check_threshold=0, name_check_threshold=0,
+                               plan_check=check.settings)
+    result = TaskPlanner(ScriptedPolicy(replies), robot, SKILLS, settings,
+                         on_step=lambda step: trace.append((step.kind, step.text))).run(request)
+    return result, trace, robot
+
+
+def test_react_is_checked_on_its_first_steps_against_the_first_steps_of_past_plans(scorer):
+    check = checker(scorer, mode="confirm")
+    check.record(PAST_REQUEST, PAST_PLAN[1:])
+    step = [{"thought": "do it", "action": action} for action in
+            ("PICK(mug_1, left)", "GOTO(coffee_table_1)", "PLACE(mug_1, coffee_table_1, left)")]
+    alike, trace, robot = run_react(check, [MUG_TO_TABLE, *step], "Please bring the mug from the counter to the "
+                                                                  "coffee table")
+    assert alike.success and robot.log.questions == []
+    checks = [text for kind, text in trace if kind in ("check", "warning")]
+    assert len(checks) == 1 and checks[0].startswith("the first 2 steps: the plan is like the one that worked")
+    assert alike.plan_check is not None and not alike.plan_check.low
+
+    # A similar request that worked from a cabinet: starting otherwise is unlike it.
+    from_cabinet = checker(scorer, mode="confirm")
+    from_cabinet.record("Put the mug from the cabinet on the coffee table",
+                        ["Go to the cabinet.", "Open the cabinet.", "Pick up the mug.", "Go to the coffee table.",
+                         "Put the mug on the coffee table."])
+    declined, trace, robot = run_react(from_cabinet, [MUG_TO_TABLE, *step], PAST_REQUEST, answers=["no"])
+    assert declined.outcome == EpisodeOutcome.CANCELED and declined.plan_check.low
+    assert any(kind == "warning" and text.startswith("the first 2 steps: this plan is unlike") for kind, text in trace)
+    assert robot.log.questions[0].endswith("Shall I carry on?")
+    assert robot.log.skills == ["PICK(mug_1, left)"]  # stopped before the second step

@@ -2,8 +2,8 @@
 
 The plans of requests that succeeded are kept with the explainer's experience (its case
 database). A new multi-step plan is written out as steps and scored with PG2S against the plans
-of the most similar past requests; when it is unlike all of them, the trace says so and, by
-config, the user is asked before the robot moves. With no similar past request there is no
+of the most similar past requests (a ReAct task's first steps against their first steps); when it
+is unlike all of them, the trace says so and, by config, the user is asked before the robot moves. With no similar past request there is no
 verdict: a plan is not suspect for being new."""
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ class PlanCheckSettings(StrictModel):
     similar_requests: int = Field(default=3, ge=1, description="past requests whose plans a new plan is scored against")
     request_similarity: float = Field(default=0.6, gt=0, le=1, description="how alike a past request must be to count")
     low_score: float = Field(default=0.5, gt=0, le=1, description="a best PG2S below this is a warning")
-    min_steps: int = Field(default=2, ge=1, description="shorter plans are not checked")
+    min_steps: int = Field(default=2, ge=1, description="shorter plans are not checked; in ReAct, the check comes "
+                           "before the skill that makes this many")
     confirm_timeout_s: float = Field(default=60, gt=0, description="confirm: how long the user has to answer")
 
 
@@ -64,11 +65,14 @@ class PlanChecker:
                 found.append((past, steps, similarity))
         return found
 
-    def check(self, request: str, steps: list[str]) -> PlanVerdict:
+    def check(self, request: str, steps: list[str], first_steps: bool = False) -> PlanVerdict:
+        """`first_steps`: the steps begin a plan still being chosen (ReAct picks one step at a
+        time), so they are scored against as many first steps of the past plans."""
         with self._lock:  # spaCy and the embedder are shared between callers
             past = self.similar(request)
             if not past:
                 return PlanVerdict(None)
-            scores = [(self.scorer.score(reference, steps).pg2s, like) for like, reference, _ in past]
+            scores = [(self.scorer.score(reference[:len(steps)] if first_steps else reference, steps).pg2s, like)
+                      for like, reference, _ in past]
         best, like = max(scores, key=lambda pair: pair[0])
         return PlanVerdict(best, like, best < self.settings.low_score)

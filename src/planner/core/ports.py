@@ -34,9 +34,9 @@ class Tools(Protocol):
     def learn(self, request: str, recoveries: list[Recovery]) -> None:
         """Tell the explainer how the replans after failures went."""
 
-    def check_plan(self, request: str, steps: list[str]) -> PlanVerdict | None:
-        """How alike the plan is to the plans that worked for similar requests; None when no
-        plan check is running."""
+    def check_plan(self, request: str, steps: list[str], first_steps: bool = False) -> PlanVerdict | None:
+        """How alike the plan (`first_steps`: its first steps so far) is to the plans that worked
+        for similar requests; None when no plan check is running."""
 
     def record_plan(self, request: str, steps: list[str]) -> None:
         """Keep a plan that worked, for later checks."""

@@ -175,8 +175,8 @@ class SimulatedRobot:
         if self.learner is not None:
             self.log.learned += [self.learner.learn(request, recovery)[1] for recovery in recoveries]
 
-    def check_plan(self, request: str, steps: list[str]) -> PlanVerdict | None:
-        return self.plan_checker.check(request, steps) if self.plan_checker is not None else None
+    def check_plan(self, request: str, steps: list[str], first_steps: bool = False) -> PlanVerdict | None:
+        return self.plan_checker.check(request, steps, first_steps) if self.plan_checker is not None else None
 
     def record_plan(self, request: str, steps: list[str]) -> None:
         if self.plan_checker is not None:

@@ -95,8 +95,9 @@ class PlannerSettings(StrictModel):
                                         "reading below this probability of yes; 0: no check")
     grounding_part_threshold: float = Field(default=0.6, ge=0, le=1, description="... or this similar when the "
                                             "phrase is part of the label's name (milk: milk_carton)")
-    plan_check: PlanCheckSettings = Field(default_factory=PlanCheckSettings, description="llm_p: a plan is scored "
-                                          "against the plans that worked for similar requests before it runs")
+    plan_check: PlanCheckSettings = Field(default_factory=PlanCheckSettings, description="a plan (in "
+                                          "ReAct, its first steps) is scored against the plans that worked for "
+                                          "similar requests before it runs")
 
 
 _IDS = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)*_\d+\b")
@@ -167,6 +168,7 @@ class LoopState:
     grounding: Grounding | None = None   # the request's phrases in the map's words
     reread: bool = False                 # LLM+P read the goals again once, after finding no plan
     verdict: PlanVerdict | None = None   # the plan check of the first plan checked
+    first_steps_checked: bool = False    # ReAct's first steps were put to the plan check
     # A skill that led from a situation back to one the robot was in before goes round in a
     # circle: it is not offered in that situation again. The move that closes the circle is
     # withdrawn, not the first one, which often was right ("go to the table" before "go back"
@@ -347,34 +349,52 @@ class TaskPlanner:
         return self._without_plan(state, f"the goals are still not met after {self.settings.replan_limit} replans",
                                   "replans")
 
-    def _check_plan(self, state: LoopState, calls: list[str], scene: SceneGraph) -> Ending | None:
-        """The plan scored against those that worked for similar requests: said in the trace and,
-        when it is unlike them and the config says so, put to the user. An Ending when they decline."""
+    def _check_plan(self, state: LoopState, calls: list[str], scene: SceneGraph, first_steps: bool = False
+                    ) -> Ending | None:
+        """The plan (`first_steps`: the first steps ReAct has chosen) scored against those that
+        worked for similar requests: said in the trace and, when it is unlike them and the config
+        says so, put to the user. An Ending when they decline."""
         check = self.settings.plan_check
         if check.mode == "off" or len(calls) < check.min_steps:
             return None
-        verdict = self.tools.check_plan(state.request, [call_sentence(call, scene) for call in calls])
+        verdict = self.tools.check_plan(state.request, [call_sentence(call, scene) for call in calls], first_steps)
         if verdict is None:
             return None
         state.verdict = state.verdict or verdict
-        self._emit("warning" if verdict.low else "check", verdict.describe())
+        said = f"the first {len(calls)} steps: {verdict.describe()}" if first_steps else verdict.describe()
+        self._emit("warning" if verdict.low else "check", said)
         if not verdict.low or check.mode != "confirm":
             return None
-        answer = self.tools.ask(f"{verdict.describe()[0].upper()}{verdict.describe()[1:]}. Shall I carry it out?",
+        answer = self.tools.ask(f"{said[0].upper()}{said[1:]}. Shall I carry {'on' if first_steps else 'it out'}?",
                                 check.confirm_timeout_s)
         if answer is not None and confirmed(answer):
             return None
         return Ending(EpisodeOutcome.CANCELED, "the plan was unlike those that worked before and the user did not "
                                                "confirm it", len(state.acted))
 
+    def _check_first_steps(self, state: LoopState, action: str) -> Ending | None:
+        """ReAct chooses a step at a time, so there is no plan to check before the robot moves: the
+        skills that worked so far and the one chosen now are checked once, when they are as many
+        as the check's shortest plan."""
+        if state.first_steps_checked or parse_call(action)[0] not in self.skills.library.skills:
+            return None
+        steps = [*self._skills_done(state.acted), action]
+        if len(steps) < self.settings.plan_check.min_steps:
+            return None
+        state.first_steps_checked = True
+        return self._check_plan(state, steps, self.tools.scene(), first_steps=True)
+
+    def _skills_done(self, acted: list[ActionRecord]) -> list[str]:
+        """The skills that worked, in order: the task's plan as carried out."""
+        return [record.action for record in acted
+                if record.failure is None and parse_call(record.action)[0] in self.skills.library.skills]
+
     def _record_plan(self, request: str, acted: list[ActionRecord]) -> None:
         """The skills that worked, in order, kept for checking later plans."""
         if self.settings.plan_check.mode == "off":
             return
         scene = self.tools.scene()
-        skills = [record.action for record in acted
-                  if record.failure is None and parse_call(record.action)[0] in self.skills.library.skills]
-        if skills:
+        if skills := self._skills_done(acted):
             self.tools.record_plan(request, [call_sentence(call, scene) for call in skills])
 
     def _carry_out(self, state: LoopState, calls: list[str], usage: LLMUsage) -> Ending | None:
@@ -470,6 +490,9 @@ class TaskPlanner:
         # The query travels in the call, so the trace and the history show what was searched for.
         action = format_call("search_map", [reply.query.strip() or state.request]) if reply.action == SEARCH_MAP \
             else reply.action
+        declined = self._check_first_steps(state, action)
+        if declined is not None:
+            return declined
         observation, failed = self._act(action, state.focus, state.request, usage, state.acted)
         final = _final(state.acted[-1].failure, step)
         if final is not None:

@@ -88,7 +88,7 @@ class ExplainerNode(PlannerNode):
         if problem := self._plan_problem(request):
             self.report("warn", f"plan check for {request.robot or 'the root namespace'} refused: {problem}")
             return response
-        verdict = self.plan_checker.check(request.request, list(request.steps))
+        verdict = self.plan_checker.check(request.request, list(request.steps), request.first_steps)
         response.judged = verdict.score is not None
         response.score, response.like, response.low = verdict.score or 0.0, verdict.like, verdict.low
         self.get_logger().info(f"plan check for {request.robot or 'the root namespace'}: {verdict.describe()}")

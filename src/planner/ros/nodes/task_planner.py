@@ -152,8 +152,9 @@ class RosTools:
                 return
             self.node.get_logger().info(f"explainer: {answer.message}")
 
-    def check_plan(self, request: str, steps: list[str]) -> PlanVerdict | None:
-        message = CheckPlan.Request(robot=self.node.get_namespace().strip("/"), request=request, steps=steps)
+    def check_plan(self, request: str, steps: list[str], first_steps: bool = False) -> PlanVerdict | None:
+        message = CheckPlan.Request(robot=self.node.get_namespace().strip("/"), request=request, steps=steps,
+                                    first_steps=first_steps)
         try:
             answer = call_service(self.node.clients_["check_plan"], message, timeout_s=30.0)
         except CallFailed as error:
