@@ -87,6 +87,13 @@ def test_the_room_named_with_the_furniture_picks_the_object_on_it():
     assert pin_named_objects(request, goals, scene)[0].object_id == "bottle_2"
 
 
+def test_the_place_the_request_names_wins_over_the_one_the_model_chose():
+    scene = robot_at("counter_1").scene()
+    chose = [Goal(kind="holding", object="glass", object_id="glass_2")]  # on the dining table
+    assert pin_named_objects("Pick up the glass from the cabinet", chose, scene)[0].object_id == "glass_3"
+    assert pin_named_objects("Pick up the glass", chose, scene)[0].object_id == "glass_2"  # no place: its choice stands
+
+
 @pytest.mark.parametrize("answer, chosen", [
     ("the second one", 1), ("3", 2), ("glass_1", "glass_1"), ("the one in the kitchen", "glass_1"),
     ("the one on the table in the dining room", "glass_2"), ("the last", 2), ("from the cabinet", "glass_3"),

@@ -90,12 +90,13 @@ def named_candidates(request: str, goal: Goal, scene: SceneGraph) -> list[str]:
 
 def pin_named_objects(request: str, goals: list[Goal], scene: SceneGraph) -> list[Goal]:
     """Goals whose request singles out one of several objects ("the mug from the desk") keep that
-    one: another mug already on the counter must not count as done."""
+    one: another mug already on the counter must not count as done. The place the request names
+    wins over an id the model chose ("the plate in the fridge" read as the plate on the counter)."""
     pinned = []
     for goal in goals:
-        if goal.object and not goal.object_id:
+        if goal.object and sum(o.label == goal.object for o in scene.objects()) > 1:
             named = named_candidates(request, goal, scene)
-            if len(named) == 1 and sum(o.label == goal.object for o in scene.objects()) > 1:
+            if len(named) == 1:
                 goal = goal.model_copy(update={"object_id": named[0]})
         pinned.append(goal)
     return pinned
