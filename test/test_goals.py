@@ -511,3 +511,46 @@ def test_a_need_read_as_furniture_to_open_is_doubted_with_what_a_need_asks_for()
     # A request that names the furniture is read as said.
     _, trace, policy = run(robot_at("fridge_1"), "Open the fridge", [OPEN_FRIDGE, GIVE_UP])
     assert ("goal", "the fridge is open") in trace and "names no" not in policy.prompts[1][-1]["content"]
+
+
+def test_before_a_thing_is_given_up_as_missing_words_less_alike_to_a_label_are_put_to_the_name_check():
+    """"The computer" is not close enough to "laptop" to be grounded outright; when the model holds
+    that the home has none, or its reading is doubted twice, the laptop is put to the name check,
+    and a yes reads the request again in the map's words. A thing the home really lacks stays
+    impossible after the check says no."""
+    from planner.adapters.embeddings import SentenceEmbedder
+    from planner.core.planning.grounding import Grounder
+
+    def run_grounded(request: str, replies: list):
+        trace = []
+        robot = robot_at("table_2")
+        policy = ScriptedPolicy(replies)
+        result = TaskPlanner(policy, robot, robot.skills, PlannerSettings(confirm_timeout_s=0),
+                             on_step=lambda step: trace.append((step.kind, step.text)),
+                             grounder=Grounder(SentenceEmbedder())).run(request)
+        return result, trace, policy
+
+    no_computer = {"goals": [], "impossible": "there is no computer in this home"}
+    result, trace, policy = run_grounded("Could you fetch the computer?", [
+        no_computer, no_computer, {"fits": True, "p": 0.8}, {"goals": [{"kind": "holding", "object": "laptop"}]},
+        GIVE_UP])
+    assert policy.prompts[2][0]["content"].startswith('Is "computer" another name for a laptop?')
+    assert ("perception", "the request in the map's words: computer = laptop") in trace
+    assert policy.prompts[3][-1]["content"].endswith("(In the map's labels: computer = laptop)")
+    assert ("goal", "the robot holds a laptop") in trace and result.outcome != "impossible"
+
+    # A wrong thing doubted twice is no reason to ask the user before the other names are checked.
+    notebook = {"goals": [{"kind": "holding", "object": "notebook"}]}
+    result, trace, policy = run_grounded("Could you fetch the computer?", [
+        notebook, {"fits": False, "p": 0.2}, notebook, {"fits": False, "p": 0.2}, {"fits": True, "p": 0.8},
+        {"goals": [{"kind": "holding", "object": "laptop"}]}, GIVE_UP])
+    assert ("check", 'a notebook: 0.20 likely called "computer"') in trace
+    assert ("check", 'a laptop: 0.80 likely called "computer"') in trace
+    assert ("goal", "the robot holds a laptop") in trace and not any(kind == "question" for kind, _ in trace)
+
+    no_pineapple = {"goals": [], "impossible": "there is no pineapple in this home"}
+    result, trace, policy = run_grounded("Could you fetch the pineapple?", [
+        no_pineapple, no_pineapple, *[{"fits": False, "p": 0.1}] * 3])
+    asked = [p[0]["content"] for p in policy.prompts[2:]]
+    assert asked and all(a.startswith('Is "pineapple" another name for') for a in asked)
+    assert result.outcome == "impossible" and "no pineapple" in result.summary

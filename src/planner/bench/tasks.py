@@ -54,7 +54,7 @@ class BenchSetup:
     record_replies: bool = False     # keep each episode's raw replies (for a replayable suite)
     grounder: Grounder | None = None  # the request in the map's words (None: as said)
     goal_policy: Policy | None = None  # a model of its own for the goal step (None: `policy`)
-    plan_checker: PlanChecker | None = None  # scores LLM+P plans against those that worked (None: no check)
+    plan_checker: PlanChecker | None = None  # scores plans (ReAct: first steps) against those that worked (None: no check)
 
 
 class RecordingPolicy:

@@ -589,8 +589,9 @@ def add_commands(sub) -> None:
     bench_tasks_parser.add_argument("--learn", action="store_true", help="record learned cases into --cases; this "
                                                                         "run still retrieves only what it had")
     bench_tasks_parser.add_argument("--plan-check", choices=["off", "warn"], default="off",
-                                    help="warn: score each LLM+P plan against the plans that worked for similar earlier "
-                                         "requests (kept in --cases) and report how well a low score foretells failure")
+                                    help="warn: score each plan (ReAct: its first steps) against the plans that worked for "
+                                         "similar earlier requests (kept in --cases) and report how well a low score "
+                                         "foretells failure")
     bench_tasks_parser.add_argument("--config", help="stack config for LLM, planner, skills and explainer settings")
     bench_tasks_parser.add_argument("--out", default="bench/results")
     bench_tasks_parser.add_argument("--name", help="results file name (default: tasks-SUITE-LLM[-MODEL][-FAULTS-faults])")

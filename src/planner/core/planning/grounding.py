@@ -16,7 +16,7 @@ it part of another compound (a bedside table is no coffee_table).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,9 +73,12 @@ class Grounder:
         beside = [i for i in (start - 1, end) if 0 <= i < len(words)]
         return any(words[i] not in FUNCTION_WORDS and i not in in_rooms and words[i] not in name.split() for i in beside)
 
-    def ground(self, request: str, labels: list[str], rooms: Sequence[str] = ()) -> Grounding:
+    def ground(self, request: str, labels: list[str], rooms: Sequence[str] = (), loose: float | None = None,
+               accept: Callable[[Match], bool] | None = None) -> Grounding:
         """`labels`: what phrases may be grounded to; `rooms`: names left alone wherever they are
-        said ("the bedroom" is no bed)."""
+        said ("the bedroom" is no bed). With `loose`, a phrase from that similarity up to the usual
+        thresholds is grounded only when `accept` says so (a check by other means); the best
+        candidates are asked first, and a phrase refused leaves its words to the others."""
         words = re.findall(r"[a-z0-9']+", request.lower())
         names = {label: label.replace("_", " ") for label in dict.fromkeys(labels)}
         said = " " + " ".join(words) + " "
@@ -95,7 +98,6 @@ class Grounder:
             return Grounding(request, request, ())
         phrases = [" ".join(words[start:end]) for start, end in spans]
         similarity = self._encode(phrases) @ self._encode([names[label] for label in labels]).T
-        label_index = {label: i for i, label in enumerate(labels)}
         candidates = []
         for row, span in enumerate(spans):
             order = np.argsort(-similarity[row])
@@ -106,16 +108,17 @@ class Grounder:
             if part_of_name and self._other_compound(words, span, names[best], in_rooms):
                 continue
             needed = self.part_threshold if part_of_name else self.threshold
-            if best in unnamed and similarity[row][order[0]] >= needed and \
-                    similarity[row][order[0]] - second >= self.margin:
-                candidates.append((float(similarity[row][label_index[best]]), span, best))
+            score = float(similarity[row][order[0]])
+            if best in unnamed and score >= min(needed, loose or needed) and score - second >= self.margin:
+                candidates.append((score, span, best, score >= needed))
         taken: set[int] = set()
         matches: list[tuple[tuple[int, int], Match]] = []
-        for score, (start, end), label in sorted(candidates, key=lambda c: (-c[0], c[1])):
-            if taken & set(range(start, end)):
+        for score, (start, end), label, sure in sorted(candidates, key=lambda c: (-c[0], c[1])):
+            match = Match(" ".join(words[start:end]), label, round(score, 2))
+            if taken & set(range(start, end)) or not (sure or (accept is not None and accept(match))):
                 continue
             taken |= set(range(start, end))
-            matches.append(((start, end), Match(" ".join(words[start:end]), label, round(score, 2))))
+            matches.append(((start, end), match))
         out, position = [], 0
         for (start, end), match in sorted(matches, key=lambda m: m[0]):
             out += [*words[position:start], names[match.label]]

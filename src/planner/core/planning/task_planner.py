@@ -95,6 +95,11 @@ class PlannerSettings(StrictModel):
                                         "reading below this probability of yes; 0: no check")
     grounding_part_threshold: float = Field(default=0.6, ge=0, le=1, description="... or this similar when the "
                                             "phrase is part of the label's name (milk: milk_carton)")
+    other_name_similarity: float = Field(default=0.4, ge=0, le=1, description="before a request is given up as "
+                                         "asking for what the home lacks, each phrase at least this similar to a map "
+                                         "label is put to the model as a yes/no name check; 1: no check")
+    other_name_threshold: float = Field(default=0.6, ge=0, le=1, description="... and names that label from this "
+                                        "probability of yes, and the request is read again in the map's words")
     plan_check: PlanCheckSettings = Field(default_factory=PlanCheckSettings, description="a plan (in "
                                           "ReAct, its first steps) is scored against the plans that worked for "
                                           "similar requests before it runs")
@@ -270,8 +275,7 @@ class TaskPlanner:
             self._emit("error", "the robot state is not known (nothing received on /robot/state)")
             return Ending(EpisodeOutcome.ERROR, "the robot state is unknown", 0)
         try:
-            grounding = self._ground(request)
-            goals = self._extract_goals(request, grounding, usage)
+            goals, grounding = self._extract_goals(request, self._ground(request), usage)
         except RequestImpossible as why:
             return Ending(EpisodeOutcome.IMPOSSIBLE, str(why), 0)
         except PolicyError as error:
@@ -601,30 +605,65 @@ class TaskPlanner:
     def read_goals(self, request: str, usage: LLMUsage | None = None) -> list[Goal]:
         """The goals the request is read into, checked as at the start of a task (the calls counted
         in `usage`); RequestImpossible says why there are none, PolicyError why the model gave none."""
-        return self._extract_goals(request, self._ground(request), usage or LLMUsage())
+        return self._extract_goals(request, self._ground(request), usage or LLMUsage())[0]
 
-    def _ground(self, request: str) -> Grounding | None:
-        """The request's phrases that name map labels in other words; None without a grounder."""
+    def _ground(self, request: str, usage: LLMUsage | None = None) -> Grounding | None:
+        """The request's phrases that name map labels in other words; None without a grounder.
+        With `usage`, also the phrases less alike to a label that the model says name it, each a
+        yes/no name check counted there."""
         if self.grounder is None:
             return None
         scene = self.tools.scene()
         # Things only: room names share "room" and little else ("utility room" came out as the living room).
-        grounding = self.grounder.ground(request, sorted({e.label for e in [*scene.objects(), *scene.furniture()]}),
-                                         scene.rooms())
+        labels = sorted({e.label for e in [*scene.objects(), *scene.furniture()]})
+        if usage is None:
+            grounding = self.grounder.ground(request, labels, scene.rooms())
+        else:
+            threshold = self.settings.other_name_threshold
+            grounding = self.grounder.ground(request, labels, scene.rooms(), self.settings.other_name_similarity,
+                                             lambda match: self._judged_yes(
+                                                 NAME_CHECK_PROMPT.format(word=match.phrase, thing=words(match.label)),
+                                                 f"a {match.label}", f'called "{match.phrase}"', threshold, usage,
+                                                 unjudged=False))  # no answer grounds nothing
         if grounding.matches:
             self._emit("perception", f"the request in the map's words: {grounding.note()}")
         return grounding
 
-    def _extract_goals(self, request: str, grounding: Grounding | None, usage: LLMUsage) -> list[Goal]:
+    def _extract_goals(self, request: str, grounding: Grounding | None, usage: LLMUsage, widen: bool = True
+                       ) -> tuple[list[Goal], Grounding | None]:
+        """The goals checked, and the grounding they were read with: when the model holds that the
+        home lacks what the request asks for, or its reading is doubted twice, phrases that may
+        name map labels in other words are checked first (`widen`), and the request is read again
+        with those found."""
         reader = GoalReader(request, self.tools.scene(), grounding)
-        goals = reader.settle(self._validated(reader.messages(), reader.schema(), usage, reader.parse,
-                                              self.goal_policy))
+        try:
+            goals = reader.settle(self._validated(reader.messages(), reader.schema(), usage, reader.parse,
+                                                  self.goal_policy))
+        except RequestImpossible:
+            if (wider := self._wider(request, grounding, usage, widen)) is None:
+                raise
+            return self._extract_goals(request, wider, usage, widen=False)
         if self._goals_fit(reader, goals, usage):
-            return goals
+            return goals, grounding
         # Doubted: read again with the doubt said; a reading that is still doubted is put to the user.
         again, goals = self._read_again(request, grounding, goals, GOAL_DOUBT.format(reading=reading_of(goals)), usage)
         if self._goals_fit(again, goals, usage):
-            return goals
+            return goals, grounding
+        if (wider := self._wider(request, grounding, usage, widen)) is not None:
+            return self._extract_goals(request, wider, usage, widen=False)
+        return self._asked(goals), grounding
+
+    def _wider(self, request: str, grounding: Grounding | None, usage: LLMUsage, widen: bool) -> Grounding | None:
+        """Before the request is given up or put to the user: the request grounded again with the
+        phrases the model says are other names for map labels ("the paper": the newspaper), when
+        that finds more than the first grounding did."""
+        if not widen or self.settings.other_name_similarity >= 1:
+            return None
+        wider = self._ground(request, usage)
+        return wider if wider is not None and len(wider.matches) > len(grounding.matches if grounding else ()) else None
+
+    def _asked(self, goals: list[Goal]) -> list[Goal]:
+        """A reading doubted twice, put to the user: the goals when they confirm it."""
         # Doubted twice: only the user can say. Without an answer the robot does not act on a reading it
         # doubts (on development homes every reading doubted twice was wrong: a laptop for "something to eat").
         question = f"Do you want this: {reading_of(goals)}?"
@@ -666,16 +705,19 @@ class TaskPlanner:
                                  f'called "{word}"', settings.name_check_threshold, usage) for word in said)
             for label, said in named_otherwise(reader.request, goals, reader.scene).items())
 
-    def _judged_yes(self, prompt: str, what: str, purpose: str, threshold: float, usage: LLMUsage) -> bool:
+    def _judged_yes(self, prompt: str, what: str, purpose: str, threshold: float, usage: LLMUsage,
+                    unjudged: bool = True) -> bool:
         """The model's probability of yes to `prompt`, against `threshold`; the trace says how likely
-        `what` is `purpose`. (Labels come from perception, so no text of theirs is a format string.)"""
+        `what` is `purpose`; `unjudged` when the model gives no answer (a reading of goals stands as
+        it did: no check is no doubt). (Labels come from perception, so no text of theirs is a
+        format string.)"""
         try:
             reply = judged(self.goal_policy, [{"role": "user", "content": prompt}])
             usage.add(reply)
             fits = Judgement.model_validate_json(reply.text).fits
-        except (PolicyError, ValueError) as error:  # no check is no doubt: the reading stands as it did
+        except (PolicyError, ValueError) as error:
             self._emit("error", f"could not check the goals: {error}")
-            return True
+            return unjudged
         p_yes = probability_of_yes(reply, fits)
         self._emit("check", f"{what}: {p_yes:.2f} likely {purpose}")
         return p_yes >= threshold
