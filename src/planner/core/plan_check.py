@@ -3,8 +3,8 @@
 The plans of requests that succeeded are kept with the explainer's experience (its case
 database). A new multi-step plan is written out as steps and scored with PG2S against the plans
 of the most similar past requests (a ReAct task's first steps against their first steps); when it
-is unlike all of them, the trace says so and, by config, the user is asked before the robot moves. With no similar past request there is no
-verdict: a plan is not suspect for being new."""
+is unlike all of them, the trace says so and, by config, the user is asked before the robot moves.
+With no similar past request there is no verdict: a plan is not suspect for being new."""
 
 from __future__ import annotations
 

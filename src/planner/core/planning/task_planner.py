@@ -96,8 +96,9 @@ class PlannerSettings(StrictModel):
     grounding_part_threshold: float = Field(default=0.6, ge=0, le=1, description="... or this similar when the "
                                             "phrase is part of the label's name (milk: milk_carton)")
     other_name_similarity: float = Field(default=0.4, ge=0, le=1, description="before a request is given up as "
-                                         "asking for what the home lacks, each phrase at least this similar to a map "
-                                         "label is put to the model as a yes/no name check; 1: no check")
+                                         "asking for what the home lacks, or a reading doubted twice is put to the "
+                                         "user, each phrase at least this similar to a map label is put to the model "
+                                         "as a yes/no name check; 1: no check")
     other_name_threshold: float = Field(default=0.6, ge=0, le=1, description="... and names that label from this "
                                         "probability of yes, and the request is read again in the map's words")
     plan_check: PlanCheckSettings = Field(default_factory=PlanCheckSettings, description="a plan (in "
