@@ -58,9 +58,12 @@ def test_a_request_sent_in_llm_p_mode_plans_with_fast_downward_and_replans_after
 
 
 def test_bringup_then_send():
+    """Also that the stack stops on SIGINT when started as a script's `cmd &` starts it: with SIGINT
+    ignored, which it inherits."""
     env = own_domain(4)
     stack = subprocess.Popen([PLANNER, "bringup", "--config", str(DATA / "scripted.yaml")], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True, env=env)
+                             stderr=subprocess.PIPE, text=True, env=env,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     try:
         send = subprocess.run([PLANNER, "send", REQUEST, "--wait", "120"], capture_output=True, text=True, timeout=300,
                               env=env)
@@ -68,7 +71,12 @@ def test_bringup_then_send():
         assert "[done]       succeeded" in send.stdout
     finally:
         stack.send_signal(signal.SIGINT)
-        assert stack.wait(timeout=30) == 0
+        try:
+            assert stack.wait(timeout=30) == 0
+        except subprocess.TimeoutExpired:
+            stack.kill()  # its nodes go with it (they die with their parent)
+            stack.wait()
+            pytest.fail("the stack did not stop within 30 s of SIGINT")
 
 
 def test_send_without_a_stack_says_so():

@@ -336,15 +336,16 @@ def bringup(args) -> int:
     except ValueError as error:
         print(f"planner bringup: {error}", file=sys.stderr)
         return 2
-    stack.start()
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # Both set here, not left to Python's default: a process started in the background by a
+    # non-interactive shell (nohup, a CI script's `&`) inherits SIGINT ignored, and would not stop.
+    for stopping in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stopping, lambda *_: stop.set())
+    stack.start()
     try:
         while not stop.is_set():
             stack.supervise()
             stop.wait(0.5)
-    except KeyboardInterrupt:
-        pass
     finally:
         stack.stop()
     return 0
