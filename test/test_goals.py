@@ -539,12 +539,13 @@ def test_before_a_thing_is_given_up_as_missing_words_less_alike_to_a_label_are_p
     assert policy.prompts[3][-1]["content"].endswith("(In the map's labels: computer = laptop)")
     assert ("goal", "the robot holds a laptop") in trace and result.outcome != "impossible"
 
-    # A wrong thing doubted twice is no reason to ask the user before the other names are checked.
+    # A wrong thing doubted twice is no reason to ask the user before the other names are checked;
+    # read again as the same thing, it is not put to the name check again: the answer would not change.
     notebook = {"goals": [{"kind": "holding", "object": "notebook"}]}
     result, trace, policy = run_grounded("Could you fetch the computer?", [
-        notebook, {"fits": False, "p": 0.2}, notebook, {"fits": False, "p": 0.2}, {"fits": True, "p": 0.8},
+        notebook, {"fits": False, "p": 0.2}, notebook, {"fits": True, "p": 0.8},
         {"goals": [{"kind": "holding", "object": "laptop"}]}, GIVE_UP])
-    assert ("check", 'a notebook: 0.20 likely called "computer"') in trace
+    assert trace.count(("check", 'a notebook: 0.20 likely called "computer"')) == 1
     assert ("check", 'a laptop: 0.80 likely called "computer"') in trace
     assert ("goal", "the robot holds a laptop") in trace and not any(kind == "question" for kind, _ in trace)
 

@@ -228,6 +228,9 @@ class TaskPlanner:
         self.on_step = on_step or (lambda step: None)
         self.cancel_event = threading.Event()
         self.cancel_reason = "canceled by the user"
+        # A task's yes/no checks by prompt: a reading read again, or widened, asks some of them again,
+        # and the model's answer to the same words is the same.
+        self._judgements: dict[str, float] = {}
 
     def _emit(self, kind: str, text: str) -> None:
         self.on_step(TraceStep(kind, text))
@@ -240,6 +243,7 @@ class TaskPlanner:
     def run(self, request: str) -> EpisodeResult:
         started = time.monotonic()
         usage = LLMUsage()
+        self._judgements.clear()
         self._emit("request", request)
         acted: list[ActionRecord] = []
         state: LoopState | Ending | None = None  # None: canceled before the goals were read
@@ -606,6 +610,7 @@ class TaskPlanner:
     def read_goals(self, request: str, usage: LLMUsage | None = None) -> list[Goal]:
         """The goals the request is read into, checked as at the start of a task (the calls counted
         in `usage`); RequestImpossible says why there are none, PolicyError why the model gave none."""
+        self._judgements.clear()
         return self._extract_goals(request, self._ground(request), usage or LLMUsage())[0]
 
     def _ground(self, request: str, usage: LLMUsage | None = None) -> Grounding | None:
@@ -712,15 +717,16 @@ class TaskPlanner:
         `what` is `purpose`; `unjudged` when the model gives no answer (a reading of goals stands as
         it did: no check is no doubt). (Labels come from perception, so no text of theirs is a
         format string.)"""
-        try:
-            reply = judged(self.goal_policy, [{"role": "user", "content": prompt}])
-            usage.add(reply)
-            fits = Judgement.model_validate_json(reply.text).fits
-        except (PolicyError, ValueError) as error:
-            self._emit("error", f"could not check the goals: {error}")
-            return unjudged
-        p_yes = probability_of_yes(reply, fits)
-        self._emit("check", f"{what}: {p_yes:.2f} likely {purpose}")
+        if (p_yes := self._judgements.get(prompt)) is None:
+            try:
+                reply = judged(self.goal_policy, [{"role": "user", "content": prompt}])
+                usage.add(reply)
+                fits = Judgement.model_validate_json(reply.text).fits
+            except (PolicyError, ValueError) as error:
+                self._emit("error", f"could not check the goals: {error}")
+                return unjudged
+            p_yes = self._judgements[prompt] = probability_of_yes(reply, fits)
+            self._emit("check", f"{what}: {p_yes:.2f} likely {purpose}")
         return p_yes >= threshold
 
     def _decide(self, prompt: str, actions: list[str], usage: LLMUsage) -> StepReply | None:
