@@ -72,10 +72,10 @@ WORDS_PROMPT = """A person tells a home robot what changed in the home. Say what
 as JSON: "change" is "moved" (a thing was put somewhere), "opened" or "closed" (the door or drawer of a piece
 of furniture); "thing" is what moved, or the furniture opened or closed; "thing_was_on" is where the thing was
 before, if the sentence says; "place" is the furniture the thing is on or in now, and "place_room" its room, if
-said; "inside" is true when the thing is in furniture with a door or drawer.
+said.
 For example, "The kids took the red ball from the windowsill and put it in the toy chest in the playroom" is
 {"change": "moved", "thing": "red ball", "thing_was_on": "windowsill", "place": "toy chest",
-"place_room": "playroom", "inside": true}."""
+"place_room": "playroom"}."""
 
 
 class QueryThing(StrictModel):
@@ -105,7 +105,6 @@ class ToldChange(StrictModel):
     thing_was_on: str = Field(default="", max_length=60)
     place: str = Field(default="", max_length=60)
     place_room: str = Field(default="", max_length=40)
-    inside: bool = False
 
     def query(self) -> QueryGraph:
         """As a query graph: the thing (where it was) and, for a move, the furniture it went to."""
@@ -116,13 +115,14 @@ class ToldChange(StrictModel):
             raise ValueError("a moved thing needs the place it is in or on now")
         return QueryGraph(things=[QueryThing(words=self.thing, was_on=self.thing_was_on),
                                   QueryThing(words=self.place, room=self.place_room)],
-                          relations=[QueryRelation(thing=0, relation="inside" if self.inside else "on", place=1)])
+                          # On or in: the sentence and the furniture decide (grounded_change).
+                          relations=[QueryRelation(thing=0, relation="on", place=1)])
 
 
 WORDS_SCHEMA = {"type": "object", "properties": {
     "change": {"enum": ["moved", "opened", "closed"]}, "thing": {"type": "string"},
-    "thing_was_on": {"type": "string"}, "place": {"type": "string"}, "place_room": {"type": "string"},
-    "inside": {"type": "boolean"}}, "required": ["change", "thing", "place", "inside"]}
+    "thing_was_on": {"type": "string"}, "place": {"type": "string"}, "place_room": {"type": "string"}},
+    "required": ["change", "thing", "place"]}
 QUERY_SCHEMA = {"type": "object", "properties": {
     "things": {"type": "array", "minItems": 1, "maxItems": 6, "items": {
         "type": "object", "properties": {"words": {"type": "string"}, "room": {"type": "string"}},
@@ -278,7 +278,8 @@ def grounded_change(sentence: str, query: QueryGraph, scene: SceneGraph, graph: 
     """The change the query graph states, when each thing it names is found in the map: the only
     one of the label most like its words, or the one of them in a room or on furniture the sentence
     names, or the one `choose` picks among them. A thing put on or in furniture leaves where it was
-    (one place per thing), in furniture with a door or drawer it is inside. None when a thing fits
+    (one place per thing), in furniture with a door or drawer it is inside unless the sentence puts
+    it on. None when a thing fits
     nothing or stays undecided, or the graph states no change."""
     said = named(sentence, scene, embedder)
     # A place's room ("the cupboard in the office"; after the thing moved, the words are its place),
@@ -311,8 +312,9 @@ def grounded_change(sentence: str, query: QueryGraph, scene: SceneGraph, graph: 
             return None
         remove += [t for t in graph if t.subject == thing and t.relation in ("on", "inside")]
         add.append(Triplet(subject=thing, relation="on", object=place))
-        inside = said_inside(sentence, query.things[relation.place].words)
-        if (relation.relation == "inside" if inside is None else inside) and scene.entity(place).state:
+        # Furniture with a door holds what is put to it inside unless "on" is said: the model's word
+        # on it is no better than chance when the sentence has neither ("moved the plate to the cupboard").
+        if said_inside(sentence, query.things[relation.place].words) is not False and scene.entity(place).state:
             add.append(Triplet(subject=thing, relation="inside", object=place))
     for thing_said, node in zip(query.things, ids):
         if thing_said.now and node is not None and scene.entity(node).state:
