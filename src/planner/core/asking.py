@@ -8,8 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
+from planner.core.files import StrictModel
 from planner.core.ports import Policy
 from planner.core.types import PolicyReply
 
@@ -42,6 +43,30 @@ def ask_validated(call: Callable[[list[dict]], _Reply], messages: list[dict], pa
             messages = [*messages, {"role": "assistant", "content": reply.text},
                         {"role": "user", "content": f"That reply is invalid: {problem}. Answer again with valid JSON."}]
     return None
+
+
+# What a person's words mean, asked when the map alone cannot tell: which of several things, which
+# room, which kind of thing. Shared by the memory (told changes) and the goal step (requests).
+CHOOSE_PROMPT = """A person told a home robot: "{sentence}"
+Which of these is "{words}"?
+{options}
+Answer with JSON: "choice", one of the lines above."""
+
+
+class Choice(StrictModel):
+    choice: str = Field(min_length=1)
+
+
+def choose_one(call: Callable[[list[dict], dict], _Reply], sentence: str, words: str, options: dict[str, str],
+               max_repairs: int) -> str | None:
+    """The option (a key of `options`, each shown as its value) the model says `words` means in
+    `sentence`; `call(messages, schema)` asks; None when no valid choice came."""
+    by_line = {shown: option for option, shown in options.items()}
+    schema = {"type": "object", "properties": {"choice": {"enum": list(by_line)}}, "required": ["choice"]}
+    reply = ask_validated(lambda messages: call(messages, schema), [{"role": "user", "content": CHOOSE_PROMPT.format(
+        sentence=sentence, words=words, options="\n".join(f"- {line}" for line in by_line))}],
+        Choice.model_validate_json, max_repairs)
+    return by_line.get(reply.choice) if reply is not None else None
 
 
 @dataclass

@@ -13,7 +13,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
-from planner.core.asking import CountingPolicy, LLMUsage, ask_validated
+from planner.core.asking import CountingPolicy, LLMUsage, ask_validated, choose_one
 from planner.core.files import StrictModel
 from planner.core.knowledge import TELLABLE, Change, Triplet, apply_change, change_errors, knowledge, neighbourhood, triplet_errors
 from planner.core.planning.grounding import FUNCTION_WORDS, MAX_PHRASE_WORDS, Grounder
@@ -57,10 +57,6 @@ class TellSettings(StrictModel):
 
 class LabelChoice(StrictModel):
     labels: list[str] = Field(max_length=8)
-
-
-class Choice(StrictModel):
-    choice: str = Field(min_length=1)
 
 
 QUERY_PROMPT = """A person tells a home robot what changed in the home. Write the things the sentence speaks of
@@ -136,12 +132,6 @@ LABELS_OFFERED = 5     # the labels most like words that fit none well, offered 
 NONE = "none"
 
 
-# What the words mean, asked when the map alone cannot tell: which of several things, which room,
-# which kind of thing.
-CHOOSE_PROMPT = """A person told a home robot: "{sentence}"
-Which of these is "{words}"?
-{options}
-Answer with JSON: "choice", one of the lines above."""
 Choose = Callable[[str, dict[str, str]], "str | None"]  # (the words, {option: as shown}) -> the option meant
 
 
@@ -427,12 +417,8 @@ def read_change(sentence: str, scene: SceneGraph, planner: SkillPlanner, policy:
         else (set(), None)
     if settings.context == "grounded" and query is not None and embedder is not None:
         def choose(words: str, options: dict[str, str]) -> str | None:
-            by_line = {shown: option for option, shown in options.items()}
-            schema = {"type": "object", "properties": {"choice": {"enum": list(by_line)}}, "required": ["choice"]}
-            reply = ask_validated(asking(schema), [{"role": "user", "content": CHOOSE_PROMPT.format(
-                sentence=sentence, words=words, options="\n".join(f"- {line}" for line in by_line))}],
-                Choice.model_validate_json, settings.retries)
-            return by_line.get(reply.choice) if reply is not None else None
+            return choose_one(lambda messages, schema: asking(schema)(messages), sentence, words, options,
+                              settings.retries)
         grounded = grounded_change(sentence, query, scene, graph, embedder, settings.match_threshold, choose)
         if grounded is not None and not (settings.verify and change_errors(grounded, graph, scene)):
             result.change = grounded

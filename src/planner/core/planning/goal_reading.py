@@ -246,6 +246,32 @@ def unknown_things(request: str, scene: SceneGraph) -> list[str]:
             if word not in known and word.rstrip("s") not in known and word not in FUNCTION_WORDS]
 
 
+def joined_objects(request: str, labels: set[str]) -> list[str]:
+    """Object labels the request names side by side with "and" ("the mug and the plate", "the mug
+    from the desk and the plate"): each is a thing the request asks about."""
+    words = words_of(request)
+    by_words = {words_of(label).strip(): label for label in labels}
+    name = "(" + "|".join(map(re.escape, sorted(by_words, key=len, reverse=True))) + ")s?"
+    article = "(?:the|a|an|my|your|our|some) (?:[a-z]+ )?"
+    joined = re.compile(rf" {article}{name}(?: (?:from|on|in|off) the [a-z]+(?: [a-z]+)?)? and {article}{name}(?= )")
+    return list(dict.fromkeys(by_words[phrase] for pair in joined.findall(words) for phrase in pair)) if labels else []
+
+
+# "no throw", "does not have a throw", "there isn't any throw" (words_of writes "isn't" as "isn t").
+SAID_MISSING = re.compile(r"(?: no| not have| n t have|n t have| is not| isn t| aren t)(?: an?| any)? "
+                          r"([a-z]+(?: [a-z]+){0,2}?)(?= (?:in|here|at|on|to|for|that|which|available|anywhere|and|or) "
+                          r"| *$)")
+
+
+def missing_words(request: str, why: str, scene: SceneGraph) -> list[str]:
+    """Words of the request the map may lack: what the reason `why` says the home has not ("there
+    is no throw here"), and things the request asks to move that no label has a word of."""
+    said = words_of(request)
+    reasons = [phrase for phrase in SAID_MISSING.findall(words_of(why)) if f" {phrase} " in said]
+    return [word for word in dict.fromkeys([*reasons, *unknown_things(request, scene)])
+            if word.split()[-1] not in FUNCTION_WORDS]
+
+
 def _take_instead(goal: Goal) -> str:
     return f'if the request is to take the {goal.object}, the goal is {{"kind": "holding", "object": "{goal.object}"}}'
 
@@ -291,6 +317,12 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
                       f"{'it' if len(named_objects) == 1 else 'one of them'} as its object; if the "
                       f"{_phrase(named_objects[0])} must be {who}, the goal is "
                       f'{{"kind": "{kind}", "object": "{named_objects[0]}"}}')
+    joined = joined_objects(request, known[0])
+    if left_out := [label for label in joined if not any(goal.object == label for goal in goals)]:
+        if len(left_out) < len(joined):  # none of them: the doubt above, or the model's reason
+            # "Put the mug and the plate on the shelf" read as the mug alone: half done, reported done.
+            doubts.append(f"the request names the {' and the '.join(map(_phrase, joined))}, and no goal has the "
+                          f"{_phrase(left_out[0])}; each thing the request asks about needs a goal of its own")
     said = set(words.split())
     # "The fruit on the kitchen table" names what is kept on the furniture it names.
     named_ids = {f.id for f in furniture if f.label in named_furniture}

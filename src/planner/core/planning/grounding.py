@@ -48,6 +48,17 @@ class Grounding:
         """What the model is told: "(fridge = refrigerator; couch = sofa)", or nothing."""
         return "; ".join(f"{m.phrase} = {m.label}" for m in self.matches)
 
+    def with_match(self, match: Match) -> Grounding:
+        """This grounding and the phrase of `match` written as its label too (a phrase found by other
+        means than its similarity)."""
+        words = re.findall(r"[a-z0-9']+", self.text.lower())
+        phrase = match.phrase.split()
+        start = next((i for i in range(len(words) - len(phrase) + 1) if words[i:i + len(phrase)] == phrase), None)
+        if start is None:
+            return self
+        text = " ".join([*words[:start], match.label.replace("_", " "), *words[start + len(phrase):]])
+        return Grounding(self.request, text, (*self.matches, match))
+
 
 class Grounder:
     def __init__(self, embedder: Embedder, threshold: float = 0.8, part_threshold: float = 0.6,
@@ -63,6 +74,11 @@ class Grounder:
         if new:
             self._vectors.update(zip(new, self.embedder.encode(new)))
         return np.array([self._vectors[t] for t in texts])
+
+    def nearest(self, phrase: str, labels: list[str], count: int) -> list[Match]:
+        """The `count` labels most like the phrase, the most like first."""
+        similarity = (self._encode([phrase]) @ self._encode([label.replace("_", " ") for label in labels]).T)[0]
+        return [Match(phrase, labels[i], round(float(similarity[i]), 2)) for i in np.argsort(-similarity)[:count]]
 
     @staticmethod
     def _other_compound(words: list[str], span: tuple[int, int], name: str, in_rooms: set[int]) -> bool:

@@ -27,7 +27,7 @@ from typing import Literal, NamedTuple
 from pydantic import Field
 
 from planner.core.ambiguity import Question, ambiguous_goals, chosen_candidate
-from planner.core.asking import LLMUsage, ask_validated
+from planner.core.asking import LLMUsage, ask_validated, choose_one
 from planner.core.calls import format_call, parse_call
 from planner.core.errors import PolicyError, RequestImpossible, TaskCanceled
 from planner.core.failures import FailureCode
@@ -45,10 +45,11 @@ from planner.core.planning.goal_reading import (
     GoalReader,
     chosen_for_need,
     confirmed,
+    missing_words,
     named_otherwise,
     reading_of,
 )
-from planner.core.planning.grounding import Grounder, Grounding
+from planner.core.planning.grounding import Grounder, Grounding, Match
 from planner.core.planning.pddl import Engine, make_domain
 from planner.core.planning.prompts import EXAMPLE_TURNS, SYSTEM_PROMPT, PromptHistory, StepReply, robot_line, spoken_outcome, user_message
 from planner.core.planning.recoveries import ActionRecord, ComposedSuggestion, compose_messages, compose_schema, find_recoveries
@@ -100,7 +101,9 @@ class PlannerSettings(StrictModel):
                                          "user, each phrase at least this similar to a map label is put to the model "
                                          "as a yes/no name check; 1: no check")
     other_name_threshold: float = Field(default=0.6, ge=0, le=1, description="... and names that label from this "
-                                        "probability of yes, and the request is read again in the map's words")
+                                        "probability of yes, and the request is read again in the map's words; a "
+                                        "word the map lacks, less alike to every label, is first a choice of the "
+                                        "model among the labels most like it")
     plan_check: PlanCheckSettings = Field(default_factory=PlanCheckSettings, description="a plan (in "
                                           "ReAct, its first steps) is scored against the plans that worked for "
                                           "similar requests before it runs")
@@ -128,6 +131,8 @@ def foreign_names(text: str, scene: SceneGraph, skills: SkillPlanner) -> list[st
 
 SATISFIED = "the world state satisfies the request"
 CANCEL_POLL_S = 0.05   # how often a wait for the model looks whether the task was canceled
+LABELS_OFFERED = 5     # the map labels most like a word the map lacks, offered to the model to choose from
+NONE_OF_THESE = ""     # the option "none of these" (no label is empty)
 STACK_MISSING = (FailureCode.SKILL_PLANNER_UNAVAILABLE, FailureCode.CONTROLLER_UNAVAILABLE,
                  FailureCode.EXECUTOR_UNAVAILABLE, FailureCode.ROBOT_UNAVAILABLE)
 
@@ -645,8 +650,8 @@ class TaskPlanner:
         try:
             goals = reader.settle(self._validated(reader.messages(), reader.schema(), usage, reader.parse,
                                                   self.goal_policy))
-        except RequestImpossible:
-            if (wider := self._wider(request, grounding, usage, widen)) is None:
+        except RequestImpossible as why:
+            if (wider := self._wider(request, grounding, usage, widen, str(why))) is None:
                 raise
             return self._extract_goals(request, wider, usage, widen=False)
         if self._goals_fit(reader, goals, usage):
@@ -659,14 +664,50 @@ class TaskPlanner:
             return self._extract_goals(request, wider, usage, widen=False)
         return self._asked(goals), grounding
 
-    def _wider(self, request: str, grounding: Grounding | None, usage: LLMUsage, widen: bool) -> Grounding | None:
+    def _wider(self, request: str, grounding: Grounding | None, usage: LLMUsage, widen: bool, why: str = ""
+               ) -> Grounding | None:
         """Before the request is given up or put to the user: the request grounded again with the
         phrases the model says are other names for map labels ("the paper": the newspaper), when
-        that finds more than the first grounding did."""
-        if not widen or self.settings.other_name_similarity >= 1:
+        that finds more than the first grounding did; else with the words the map lacks (those the
+        reason `why` says the home has not, and things to move no label has a word of) each the
+        label the model chooses among those most like it, when the name check agrees ("the throw":
+        the blanket, less alike than any grounding would take)."""
+        if not widen or self.settings.other_name_similarity >= 1 or self.grounder is None:
             return None
         wider = self._ground(request, usage)
-        return wider if wider is not None and len(wider.matches) > len(grounding.matches if grounding else ()) else None
+        before = len(grounding.matches if grounding else ())
+        if wider is not None and len(wider.matches) > before:
+            return wider
+        chosen = wider or grounding or Grounding(request, request, ())
+        scene = self.tools.scene()
+        for word in missing_words(request, why, scene):
+            if any(word in match.phrase.split() for match in chosen.matches):
+                continue
+            if (match := self._chosen_label(request, word, scene, usage)) is not None:
+                chosen = chosen.with_match(match)
+        if len(chosen.matches) > before:
+            self._emit("perception", f"the request in the map's words: {chosen.note()}")
+            return chosen
+        return None
+
+    def _chosen_label(self, request: str, word: str, scene: SceneGraph, usage: LLMUsage) -> Match | None:
+        """The map label the model chooses for `word` among those most like it ("none of these"
+        allowed), when the yes/no name check agrees that it is another name for it."""
+        assert self.grounder is not None
+        labels = sorted({e.label for e in [*scene.objects(), *scene.furniture()]})
+        nearest = {m.label: m for m in self.grounder.nearest(word, labels, LABELS_OFFERED)}
+        try:
+            picked = choose_one(lambda messages, schema: self._call(messages, schema, usage, self.goal_policy),
+                                request, word, {label: words(label) for label in nearest} | {NONE_OF_THESE: "none of these"},
+                                self.settings.max_repairs)
+        except PolicyError as error:  # the request stays as the model read it
+            self._emit("error", f"could not ask which label {word!r} is: {error}")
+            return None
+        if picked not in nearest or not self._judged_yes(
+                NAME_CHECK_PROMPT.format(word=word, thing=words(picked)), f"a {picked}", f'called "{word}"',
+                self.settings.other_name_threshold, usage, unjudged=False):
+            return None
+        return nearest[picked]
 
     def _asked(self, goals: list[Goal]) -> list[Goal]:
         """A reading doubted twice, put to the user: the goals when they confirm it."""
