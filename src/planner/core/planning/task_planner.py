@@ -101,9 +101,9 @@ class PlannerSettings(StrictModel):
                                          "user, each phrase at least this similar to a map label is put to the model "
                                          "as a yes/no name check; 1: no check")
     other_name_threshold: float = Field(default=0.6, ge=0, le=1, description="... and names that label from this "
-                                        "probability of yes, and the request is read again in the map's words; a "
-                                        "word the map lacks, less alike to every label, is first a choice of the "
-                                        "model among the labels most like it")
+                                        "probability of yes, and the request is read again in the map's words (a "
+                                        "word the map lacks, less alike to every label, is a choice of the model "
+                                        "among the labels most like it, checked at name_check_threshold)")
     plan_check: PlanCheckSettings = Field(default_factory=PlanCheckSettings, description="a plan (in "
                                           "ReAct, its first steps) is scored against the plans that worked for "
                                           "similar requests before it runs")
@@ -703,9 +703,12 @@ class TaskPlanner:
         except PolicyError as error:  # the request stays as the model read it
             self._emit("error", f"could not ask which label {word!r} is: {error}")
             return None
+        self._emit("check", f'which of {", ".join(nearest)} is "{word}": '
+                            f'{picked if picked in nearest else "none"}, the model chose')
+        # Chosen by the model, as a thing it reads for a word the map does not use: checked as that is.
         if picked not in nearest or not self._judged_yes(
                 NAME_CHECK_PROMPT.format(word=word, thing=words(picked)), f"a {picked}", f'called "{word}"',
-                self.settings.other_name_threshold, usage, unjudged=False):
+                self.settings.name_check_threshold, usage, unjudged=False):
             return None
         return nearest[picked]
 
