@@ -51,3 +51,5 @@ def test_part_of_a_name_inside_another_compound_is_not_that_label(grounder):
         assert not grounding.matches, grounding
     assert grounder.ground("Put the guitar on the table", labels).note() == "table = coffee_table"
     assert grounder.ground("Put the guitar on the kitchen table", labels, ["kitchen"]).note() == "table = coffee_table"
+    # Part of two labels' names, it is neither: which table is the model's to choose.
+    assert not grounder.ground("Grab the fork on the table", [*labels, "side_table", "fork"]).matches

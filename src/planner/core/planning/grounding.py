@@ -10,7 +10,8 @@ leaves the request as said: with all-MiniLM-L6-v2, other names for the same thin
 (couch: sofa, fridge: refrigerator, tv: television) but a kind of thing scores up to ~0.75 with
 one of its members (fruit: banana 0.73, a drink: water 0.62). A phrase that is part of a label's
 name (milk: milk_carton, phone: cell_phone) names it at a lower similarity, unless the request makes
-it part of another compound (a bedside table is no coffee_table).
+it part of another compound (a bedside table is no coffee_table) or it is part of two labels' names
+(a table, where the map has a side_table and a dining_table).
 """
 
 from __future__ import annotations
@@ -120,8 +121,10 @@ class Grounder:
             best = labels[order[0]]
             second = similarity[row][order[1]] if len(order) > 1 else -1.0
             phrase_words = words[span[0]:span[1]]
-            part_of_name = all(word in names[best].split() for word in phrase_words)
-            if part_of_name and self._other_compound(words, span, names[best], in_rooms):
+            part_of = [label for label in unnamed if all(word in names[label].split() for word in phrase_words)]
+            part_of_name = best in part_of
+            # "The table" where the map has a side table and a dining table is either: the model chooses.
+            if part_of_name and (len(part_of) > 1 or self._other_compound(words, span, names[best], in_rooms)):
                 continue
             needed = self.part_threshold if part_of_name else self.threshold
             score = float(similarity[row][order[0]])
