@@ -72,3 +72,7 @@ def test_when_the_model_writes_only_the_goal_its_errors_are_named_and_mended(tmp
     episode = results["episodes"][0]
     assert code == 0 and episode["outcome"] == "success" and episode["llm_calls"] == 2
     assert results["write"] == "goal"
+    # One ')' too many at the end closes nothing: the goal is read without it, in one call.
+    code, results, _ = run_bench(tmp_path, domain, tasks, ["(and (held banana_1) (at living_room)))"], "--write",
+                                 "goal")
+    assert code == 0 and results["episodes"][0]["outcome"] == "success" and results["episodes"][0]["llm_calls"] == 1

@@ -363,7 +363,7 @@ def test_a_failure_and_its_advice_are_told_to_the_model_when_no_plan_is_left(ski
     ("(held table_1)", "(held table_1): table_1 is a furniture, and held wants an item there"),
     ("(is_open ?f)", "(is_open ?f): unknown variable not bound by forall/exists: ?f"),
     ("(forall (?o - thing) (held ?o))", "unknown type 'thing'"),
-    ("(and (held cup_1)", "the goal is not one balanced (…) formula"),
+    ("(and (held cup_1)", "the goal is not one balanced (…) formula: it has 2 '(' and 1 ')'"),
 ])
 def test_a_goal_written_in_pddl_is_checked_against_the_domain_and_the_map(domain, skills, goal, error):
     from planner.core.planning.pddl import goal_errors

@@ -27,7 +27,7 @@ from pydantic import Field
 from planner.core.errors import InputError, PolicyError
 from planner.core.files import StrictModel
 from planner.core.planning.classical import PddlError, parse_pddl, plan_pddl, validate_plan
-from planner.core.planning.pddl import Domain, goal_errors, make_domain, make_problem
+from planner.core.planning.pddl import Domain, goal_errors, make_domain, make_problem, without_surplus_closing
 from planner.core.ports import Policy
 from planner.core.skills import SkillPlanner
 from planner.core.worldgen import generate_world
@@ -171,6 +171,8 @@ def messages(domain_text: str, domain_name: str, write: Write, example: tuple[st
 def _problem_errors(domain_text: str, truth: str, types: dict[str, str], write: Write, text: str) -> tuple[str, str]:
     """(the problem to plan for, what is wrong with the reply: "" if nothing); `types`: the ground
     truth's objects, which a goal may name."""
+    if write == "goal":
+        text = without_surplus_closing(text)
     problem = text if write == "problem" else _with_goal(truth, text)
     if write == "goal":
         errors = goal_errors(text, types)

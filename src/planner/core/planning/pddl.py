@@ -445,6 +445,16 @@ def is_a(pddl_type: str, wanted: str) -> bool:
     return pddl_type == wanted
 
 
+def without_surplus_closing(text: str) -> str:
+    """A formula without the ')' at its end that close nothing ("(and (on a b)))"): a small model
+    writes one too many and, told so, often writes it again; what it meant is not in doubt."""
+    text = text.strip()
+    surplus = text.count(")") - text.count("(")
+    while surplus > 0 and text.endswith(")"):
+        text, surplus = text[:-1].rstrip(), surplus - 1
+    return text
+
+
 def goal_errors(text: str, objects: dict[str, str]) -> list[str]:
     """What is wrong with a goal formula over the domain's predicates and the map's ids (`objects`:
     PDDL name -> type), each error saying where; [] when it can be planned for. Written for a model
@@ -452,7 +462,10 @@ def goal_errors(text: str, objects: dict[str, str]) -> list[str]:
     try:
         parsed = pp.nested_expr().parse_string(text, parse_all=True).as_list()[0]
     except pp.ParseException as error:
-        return [f"the goal is not one balanced (…) formula: {error.msg} at character {error.loc}"]
+        opened, closed = text.count("("), text.count(")")
+        # A small model mends a count it is told far more often than "expected end of text".
+        what = f"it has {opened} '(' and {closed} ')'" if opened != closed else f"{error.msg} at character {error.loc}"
+        return [f"the goal is not one balanced (…) formula: {what}"]
     errors: list[str] = []
     _check_formula(parsed, objects, {}, errors)
     return errors
