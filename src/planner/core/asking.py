@@ -4,7 +4,7 @@ spends. Shared by the task planner, the object finder, the memory and the scene 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
@@ -51,6 +51,15 @@ CHOOSE_PROMPT = """A person told a home robot: "{sentence}"
 Which of these is "{words}"?
 {options}
 Answer with JSON: "choice", one of the lines above."""
+
+
+LABELS_OFFERED = 5  # the labels most like words that fit none well, offered to the model to choose from
+NONE = "none"       # the option "none of these" among labels
+
+
+def label_options(labels: Iterable[str]) -> dict[str, str]:
+    """Labels to choose among (see choose_one), each as people say it, and "none of these"."""
+    return {label: label.replace("_", " ") for label in labels} | {NONE: "none of these"}
 
 
 class Choice(StrictModel):

@@ -13,7 +13,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
-from planner.core.asking import CountingPolicy, LLMUsage, ask_validated, choose_one
+from planner.core.asking import LABELS_OFFERED, CountingPolicy, LLMUsage, ask_validated, choose_one, label_options
 from planner.core.files import StrictModel
 from planner.core.knowledge import TELLABLE, Change, Triplet, apply_change, change_errors, knowledge, neighbourhood, triplet_errors
 from planner.core.planning.grounding import FUNCTION_WORDS, MAX_PHRASE_WORDS, Grounder
@@ -128,8 +128,6 @@ QUERY_SCHEMA = {"type": "object", "properties": {
                                          "place": {"type": "integer"}}, "required": ["thing", "relation", "place"]}}},
     "required": ["things"]}
 MATCHES_PER_THING = 3  # map labels kept for each thing of the query
-LABELS_OFFERED = 5     # the labels most like words that fit none well, offered to the model
-NONE = "none"
 
 
 Choose = Callable[[str, dict[str, str]], "str | None"]  # (the words, {option: as shown}) -> the option meant
@@ -162,7 +160,7 @@ def matches(query: QueryGraph, scene: SceneGraph, embedder: Embedder, threshold:
         close = [labels[i] for i in order[:MATCHES_PER_THING] if label_similarity[row][i] >= threshold]
         if close or choose is None or not words:  # where a thing was only narrows: no call for it
             return close
-        picked = choose(words, {labels[i]: _readable(labels[i]) for i in order[:LABELS_OFFERED]} | {NONE: "none of these"})
+        picked = choose(words, label_options(labels[i] for i in order[:LABELS_OFFERED]))
         return [picked] if picked in labels else []
 
     def named_room(words: str) -> str:

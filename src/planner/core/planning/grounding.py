@@ -32,6 +32,11 @@ want need like have has do does just now again also over out down back""".split(
 MAX_PHRASE_WORDS = 3
 
 
+def _words(text: str) -> list[str]:
+    """The text's words, lower case, as phrases are matched and written back."""
+    return re.findall(r"[a-z0-9']+", text.lower())
+
+
 @dataclass(frozen=True)
 class Match:
     phrase: str
@@ -52,7 +57,7 @@ class Grounding:
     def with_match(self, match: Match) -> Grounding:
         """This grounding and the phrase of `match` written as its label too (a phrase found by other
         means than its similarity)."""
-        words = re.findall(r"[a-z0-9']+", self.text.lower())
+        words = _words(self.text)
         phrase = match.phrase.split()
         start = next((i for i in range(len(words) - len(phrase) + 1) if words[i:i + len(phrase)] == phrase), None)
         if start is None:
@@ -96,7 +101,7 @@ class Grounder:
         said ("the bedroom" is no bed). With `loose`, a phrase from that similarity up to the usual
         thresholds is grounded only when `accept` says so (a check by other means); the best
         candidates are asked first, and a phrase refused leaves its words to the others."""
-        words = re.findall(r"[a-z0-9']+", request.lower())
+        words = _words(request)
         names = {label: label.replace("_", " ") for label in dict.fromkeys(labels)}
         said = " " + " ".join(words) + " "
         unnamed = [label for label, name in names.items() if f" {name} " not in said]

@@ -27,7 +27,7 @@ from typing import Literal, NamedTuple
 from pydantic import Field
 
 from planner.core.ambiguity import Question, ambiguous_goals, chosen_candidate
-from planner.core.asking import LLMUsage, ask_validated, choose_one
+from planner.core.asking import LABELS_OFFERED, LLMUsage, ask_validated, choose_one, label_options
 from planner.core.calls import format_call, parse_call
 from planner.core.errors import PolicyError, RequestImpossible, TaskCanceled
 from planner.core.failures import FailureCode
@@ -129,10 +129,13 @@ def foreign_names(text: str, scene: SceneGraph, skills: SkillPlanner) -> list[st
     return list(dict.fromkeys(names + [token for token in _IDS.findall(text) if not scene.has(token)]))
 
 
+def thing_labels(scene: SceneGraph) -> list[str]:
+    """The labels of the map's objects and furniture, each once."""
+    return sorted({e.label for e in [*scene.objects(), *scene.furniture()]})
+
+
 SATISFIED = "the world state satisfies the request"
 CANCEL_POLL_S = 0.05   # how often a wait for the model looks whether the task was canceled
-LABELS_OFFERED = 5     # the map labels most like a word the map lacks, offered to the model to choose from
-NONE_OF_THESE = ""     # the option "none of these" (no label is empty)
 STACK_MISSING = (FailureCode.SKILL_PLANNER_UNAVAILABLE, FailureCode.CONTROLLER_UNAVAILABLE,
                  FailureCode.EXECUTOR_UNAVAILABLE, FailureCode.ROBOT_UNAVAILABLE)
 
@@ -626,16 +629,14 @@ class TaskPlanner:
             return None
         scene = self.tools.scene()
         # Things only: room names share "room" and little else ("utility room" came out as the living room).
-        labels = sorted({e.label for e in [*scene.objects(), *scene.furniture()]})
+        labels = thing_labels(scene)
         if usage is None:
             grounding = self.grounder.ground(request, labels, scene.rooms())
         else:
             threshold = self.settings.other_name_threshold
             grounding = self.grounder.ground(request, labels, scene.rooms(), self.settings.other_name_similarity,
-                                             lambda match: self._judged_yes(
-                                                 NAME_CHECK_PROMPT.format(word=match.phrase, thing=words(match.label)),
-                                                 f"a {match.label}", f'called "{match.phrase}"', threshold, usage,
-                                                 unjudged=False))  # no answer grounds nothing
+                                             lambda match: self._named(match.phrase, match.label, threshold, usage,
+                                                                       unjudged=False))  # no answer grounds nothing
         if grounding.matches:
             self._emit("perception", f"the request in the map's words: {grounding.note()}")
         return grounding
@@ -694,21 +695,18 @@ class TaskPlanner:
         """The map label the model chooses for `word` among those most like it ("none of these"
         allowed), when the yes/no name check agrees that it is another name for it."""
         assert self.grounder is not None
-        labels = sorted({e.label for e in [*scene.objects(), *scene.furniture()]})
-        nearest = {m.label: m for m in self.grounder.nearest(word, labels, LABELS_OFFERED)}
+        nearest = {m.label: m for m in self.grounder.nearest(word, thing_labels(scene), LABELS_OFFERED)}
         try:
             picked = choose_one(lambda messages, schema: self._call(messages, schema, usage, self.goal_policy),
-                                request, word, {label: words(label) for label in nearest} | {NONE_OF_THESE: "none of these"},
-                                self.settings.max_repairs)
+                                request, word, label_options(nearest), self.settings.max_repairs)
         except PolicyError as error:  # the request stays as the model read it
             self._emit("error", f"could not ask which label {word!r} is: {error}")
             return None
         self._emit("check", f'which of {", ".join(nearest)} is "{word}": '
                             f'{picked if picked in nearest else "none"}, the model chose')
         # Chosen by the model, as a thing it reads for a word the map does not use: checked as that is.
-        if picked not in nearest or not self._judged_yes(
-                NAME_CHECK_PROMPT.format(word=word, thing=words(picked)), f"a {picked}", f'called "{word}"',
-                self.settings.name_check_threshold, usage, unjudged=False):
+        if picked not in nearest or not self._named(word, picked, self.settings.name_check_threshold, usage,
+                                                    unjudged=False):
             return None
         return nearest[picked]
 
@@ -751,9 +749,13 @@ class TaskPlanner:
             return False
         # A thing taken for one the map calls otherwise must be another name for one word of the request.
         return settings.name_check_threshold <= 0 or all(
-            any(self._judged_yes(NAME_CHECK_PROMPT.format(word=word, thing=label.replace("_", " ")), f"a {label}",
-                                 f'called "{word}"', settings.name_check_threshold, usage) for word in said)
+            any(self._named(word, label, settings.name_check_threshold, usage) for word in said)
             for label, said in named_otherwise(reader.request, goals, reader.scene).items())
+
+    def _named(self, word: str, label: str, threshold: float, usage: LLMUsage, unjudged: bool = True) -> bool:
+        """The yes/no name check: whether the model holds `word` another name for a `label`."""
+        return self._judged_yes(NAME_CHECK_PROMPT.format(word=word, thing=words(label)), f"a {label}",
+                                f'called "{word}"', threshold, usage, unjudged)
 
     def _judged_yes(self, prompt: str, what: str, purpose: str, threshold: float, usage: LLMUsage,
                     unjudged: bool = True) -> bool:
