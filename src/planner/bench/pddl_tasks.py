@@ -171,12 +171,11 @@ def messages(domain_text: str, domain_name: str, write: Write, example: tuple[st
 def _problem_errors(domain_text: str, truth: str, types: dict[str, str], write: Write, text: str) -> tuple[str, str]:
     """(the problem to plan for, what is wrong with the reply: "" if nothing); `types`: the ground
     truth's objects, which a goal may name."""
+    problem = text
     if write == "goal":
-        text = without_surplus_closing(text)
-    problem = text if write == "problem" else _with_goal(truth, text)
-    if write == "goal":
-        errors = goal_errors(text, types)
-        if errors:
+        goal = without_surplus_closing(text)
+        problem = _with_goal(truth, goal)
+        if errors := goal_errors(goal, types):
             return problem, "; ".join(errors)
     try:
         parse_pddl(domain_text, problem)
