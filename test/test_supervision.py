@@ -1,10 +1,35 @@
 """A node that dies while another waits on it: the wait ends promptly, naming what went away, instead of
 running out a long time limit (a dead skill planner wedged the task planner for five minutes)."""
 
+import signal
+import subprocess
+import sys
 import threading
 import time
 
 from conftest import RosClient
+
+# A server in a process of its own, as every node of a stack runs: it takes 4 s over a goal.
+PAUSABLE_SERVER = """
+import time
+import rclpy
+from rclpy.action import ActionServer
+from std_msgs.msg import Empty
+from planner.action import Say
+from planner.ros.qos import ALIVE
+
+def execute(goal_handle):
+    print("running", flush=True)
+    time.sleep(4.0)
+    goal_handle.succeed()
+    return Say.Result(success=True)
+
+rclpy.init()
+node = rclpy.create_node("pausable_server")
+alive = node.create_publisher(Empty, "~/alive", ALIVE)
+server = ActionServer(node, Say, "pausable_skill", execute)
+rclpy.spin(node)
+"""
 
 
 def test_a_call_whose_server_dies_ends_at_once_as_unavailable(ros):
@@ -49,4 +74,44 @@ def test_a_call_whose_server_dies_ends_at_once_as_unavailable(ros):
         assert outcome["at"] - died < 15  # not the 300 s limit
     finally:
         finished.set()  # the server's callback still runs on the test's executor
+        client.close()
+
+
+def test_a_server_starved_of_the_cpu_for_longer_than_its_lease_is_waited_for_not_given_up(ros):
+    """On a loaded machine a node's process can miss its liveliness lease and assert it again: the
+    call on it is still running, and its result must be waited for (a CI run gave up on a live
+    task planner this way)."""
+    from rclpy.action import ActionClient
+
+    from planner.action import Say
+    from planner.ros.futures import ActionCall, Heartbeat
+    from planner.ros.qos import ALIVE_LEASE_S
+
+    server = subprocess.Popen([sys.executable, "-c", PAUSABLE_SERVER], stdout=subprocess.PIPE, text=True)
+    client = RosClient("starved_server_client")
+    heartbeat = Heartbeat(client.node, "/pausable_server")
+    action = ActionCall(ActionClient(client.node, Say, "pausable_skill"), "pausable_skill", heartbeat=heartbeat)
+    outcome = {}
+
+    def call():
+        try:
+            outcome["result"] = action.run(Say.Goal(text="x"), 60.0)
+        except Exception as error:  # noqa: BLE001 - the test reports it
+            outcome["error"] = error
+
+    thread = threading.Thread(target=call, daemon=True)
+    try:
+        time.sleep(3.0)  # the heartbeat subscription matches the server's publisher before the goal
+        thread.start()
+        assert server.stdout.readline().strip() == "running"
+        server.send_signal(signal.SIGSTOP)    # as a process no core runs for a while
+        time.sleep(ALIVE_LEASE_S * 1.7)
+        server.send_signal(signal.SIGCONT)
+        thread.join(timeout=30)
+        assert "error" not in outcome, outcome.get("error")
+        assert outcome["result"].success
+    finally:
+        server.send_signal(signal.SIGCONT)
+        server.kill()
+        server.wait()
         client.close()

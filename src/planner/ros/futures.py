@@ -108,7 +108,8 @@ class Heartbeat:
     """Whether the process of a node (`server_node`, resolved in the watching node's namespace)
     lives on, from the liveliness of its `~/alive` publisher. `losses` counts the processes behind it
     that went away, so a call can tell that the one holding its goal died even when a restarted one
-    has taken its place under the same name."""
+    has taken its place under the same name. A process that comes back to life is no loss: one
+    starved of the CPU for longer than the lease (a loaded machine) misses it and asserts again."""
 
     def __init__(self, node, server_node: str):
         self.losses = 0
@@ -119,6 +120,8 @@ class Heartbeat:
     def _changed(self, info) -> None:
         if info.alive_count_change < 0:
             self.losses -= info.alive_count_change
+        # A restarted process is a new publisher: it adds to the alive count without leaving not-alive.
+        self.losses -= max(min(info.alive_count_change, -info.not_alive_count_change), 0)
 
     def watch(self, client: ActionClient) -> Callable[[], bool]:
         """A check that the server is still the one it is now: false once it has died since."""
