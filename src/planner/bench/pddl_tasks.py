@@ -310,7 +310,7 @@ def plot(results: dict, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(6, 3.2))
     ax.bar(order, [outcomes[k] for k in order], color=["#3a7" if k == "success" else "#c55" for k in order])
     ax.set_ylabel("tasks")
-    ax.set_title(f"PDDL tasks, the model writes the {results['write']}: "
+    ax.set_title(f"PDDL tasks, the model writes the {results['write']}\n"
                  f"{results['summary']['success_rate']:.0%} success ({results['llm']['model']})")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
