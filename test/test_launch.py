@@ -158,7 +158,7 @@ def test_a_namespaced_bringup_keeps_every_name_under_its_namespace(ros):
         expected = {("/" if name in SHARED else "/robot1", name) for name in NODES}
 
         def started():
-            assert not stack.dead(), stack.dead()
+            assert not stack.cannot_start(), stack.cannot_start()
             return expected <= {(ns, name) for name, ns in client.node.get_node_names_and_namespaces()}
         wait_for(started, 180)
         time.sleep(2.0)  # the last node's endpoints
@@ -228,3 +228,37 @@ def not_raising(call) -> bool:
         return True
     except Exception:  # noqa: BLE001 - not up yet
         return False
+
+
+def crashing_command(marker: Path, crashes: int) -> list[str]:
+    """A node's process that segfaults on its first `crashes` starts, then runs."""
+    import sys
+
+    script = (f"import os, pathlib, signal, time\nmarker = pathlib.Path({str(marker)!r})\n"
+              f"starts = len(marker.read_text()) if marker.exists() else 0\nmarker.write_text('x' * (starts + 1))\n"
+              f"if starts < {crashes}:\n    os.kill(os.getpid(), signal.SIGSEGV)\ntime.sleep(60)\n")
+    return [sys.executable, "-c", script]
+
+
+@pytest.mark.parametrize("crashes, starts", [(1, True), (10, False)])
+def test_a_node_that_crashes_while_starting_is_started_again_and_one_that_keeps_crashing_is_named(
+        tmp_path, monkeypatch, crashes, starts):
+    import planner.cli.stack as stack_module
+
+    marker = tmp_path / "starts"
+    monkeypatch.setattr(stack_module, "node_command", lambda node, level: crashing_command(marker, crashes))
+    stack = Stack({"config": str(DATA / "scripted.yaml")}, only=("controller",), quiet=True)
+    stack.start()
+    try:
+        failed: list[str] = []
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not failed:
+            failed = stack.cannot_start()
+            time.sleep(0.1)
+        if starts:
+            assert failed == [] and stack.processes["controller"].poll() is None
+            assert marker.read_text() == "xx"   # crashed once, started again
+        else:
+            assert failed == ["controller (exit -11, 3 times in a row)"]
+    finally:
+        stack.stop()

@@ -37,8 +37,8 @@ def policy(args) -> int:
                         for node in stack.nodes.values()]
         deadline, last, since = time.monotonic() + args.startup_timeout, None, time.monotonic()
         while True:
-            if stack.dead():
-                print(f"the stack failed to start: {', '.join(stack.dead())}", file=sys.stderr)
+            if failed := stack.cannot_start():
+                print(f"the stack failed to start: {', '.join(failed)}", file=sys.stderr)
                 return 1
             if time.monotonic() > deadline:
                 print(f"the nodes did not all start within {args.startup_timeout:.0f} s", file=sys.stderr)

@@ -41,6 +41,7 @@ def node_command(node: NodeLaunch, log_level: str) -> list[str]:
 
 RESTART_BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)   # waits before restarting a node that died, in turn
 STABLE_S = 60.0   # a node that ran this long since its last start is back to the shortest wait
+START_ATTEMPTS = 3   # a node that died this many times in a row, never running stably, cannot start
 
 
 class Stack:
@@ -75,8 +76,14 @@ class Stack:
             if not self.quiet or "ERROR" in line or "Traceback" in line:
                 sys.stderr.write(f"{name:>13} | {line}")
 
-    def dead(self) -> list[str]:
-        return [f"{name} (exit {p.returncode})" for name, p in self.processes.items() if p.poll() is not None]
+    def cannot_start(self) -> list[str]:
+        """Restart the nodes that died (see supervise) and name those that died START_ATTEMPTS times
+        in a row: a node that crashes once while starting (a CI run saw a segfault in the DDS library
+        on a loaded machine) gets another go, one that cannot start is not waited for."""
+        self.supervise()
+        return [f"{name} (exit {process.returncode}, {self.deaths[name]} times in a row)"
+                for name, process in self.processes.items()
+                if process.poll() is not None and self.deaths.get(name, 0) >= START_ATTEMPTS]
 
     def supervise(self) -> None:
         """Restart nodes that died, each after a wait that doubles with every death in a row, so a
@@ -175,8 +182,8 @@ def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack |
     try:
         deadline = time.monotonic() + wait_for_stack_s
         while not (client.wait_for_server(timeout_sec=1.0) and all(c.service_is_ready() for c in readiness)):
-            if stack is not None and stack.dead():
-                print(f"the stack failed to start: {', '.join(stack.dead())}", file=sys.stderr)
+            if stack is not None and (failed := stack.cannot_start()):
+                print(f"the stack failed to start: {', '.join(failed)}", file=sys.stderr)
                 return 1
             if time.monotonic() > deadline:
                 print(f"no planner answers on /planner/execute_task after {wait_for_stack_s:.0f} s "
