@@ -158,7 +158,8 @@ def test_a_namespaced_bringup_keeps_every_name_under_its_namespace(ros):
         expected = {("/" if name in SHARED else "/robot1", name) for name in NODES}
 
         def started():
-            assert not stack.cannot_start(), stack.cannot_start()
+            failed = stack.cannot_start()
+            assert not failed, failed
             return expected <= {(ns, name) for name, ns in client.node.get_node_names_and_namespaces()}
         wait_for(started, 180)
         time.sleep(2.0)  # the last node's endpoints

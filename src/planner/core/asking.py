@@ -57,9 +57,14 @@ LABELS_OFFERED = 5  # the labels most like words that fit none well, offered to 
 NONE = "none"       # the option "none of these" among labels
 
 
+def words(name: str) -> str:
+    """A map name as people say it: `coffee_table` -> coffee table."""
+    return name.replace("_", " ")
+
+
 def label_options(labels: Iterable[str]) -> dict[str, str]:
     """Labels to choose among (see choose_one), each as people say it, and "none of these"."""
-    return {label: label.replace("_", " ") for label in labels} | {NONE: "none of these"}
+    return {label: words(label) for label in labels} | {NONE: "none of these"}
 
 
 class Choice(StrictModel):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.core.asking import CountingPolicy, LLMUsage, ask_validated
+from planner.core.asking import CountingPolicy, LLMUsage, ask_validated, words
 from planner.core.files import StrictModel
 from planner.core.ports import JUDGEMENT_SCHEMA, Judgement, Policy, judged, probability_of_yes
 from planner.core.scene_graph import SceneGraph
@@ -27,11 +27,6 @@ class FleetSettings(StrictModel):
                               "answer /fleet/ask, e.g. [robot1, robot2]; empty: every robot whose scene graph appears")
     confidence: bool = Field(default=True, description="each robot's answer carries the model's probability of yes "
                              "(a tie goes to the surer side); false: ~2.5x faster on the embedded server")
-
-
-def words(name: str) -> str:
-    """A map name as people say it: `coffee_table` -> coffee table."""
-    return name.replace("_", " ")
 
 
 def label_of(thing: str) -> str:

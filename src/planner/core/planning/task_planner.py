@@ -27,12 +27,11 @@ from typing import Literal, NamedTuple
 from pydantic import Field
 
 from planner.core.ambiguity import Question, ambiguous_goals, chosen_candidate
-from planner.core.asking import LABELS_OFFERED, LLMUsage, ask_validated, choose_one, label_options
+from planner.core.asking import LABELS_OFFERED, LLMUsage, ask_validated, choose_one, label_options, words
 from planner.core.calls import format_call, parse_call
 from planner.core.errors import PolicyError, RequestImpossible, TaskCanceled
 from planner.core.failures import FailureCode
 from planner.core.files import StrictModel
-from planner.core.fleet import words
 from planner.core.goals import Goal, GoalReply, goal_lacks, goal_met, goal_objects, goal_status
 from planner.core.plan_check import PlanCheckSettings
 from planner.core.planning.action_space import ASK_USER, GIVE_UP, PERCEPTION_ACTIONS, SEARCH_MAP, action_schema, allowed_actions
