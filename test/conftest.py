@@ -21,6 +21,11 @@ DATA = Path(__file__).resolve().parent / "data"
 PLANNER = shutil.which("planner", path=os.path.dirname(sys.executable)) or "planner"  # the command line installed
 
 
+def pytest_sessionfinish(session, exitstatus):
+    # The state folder holds only what this session's tests wrote.
+    shutil.rmtree(os.environ["PLANNER_STATE"], ignore_errors=True)
+
+
 def _robee():
     from planner.core.robot_profile import load_robot_profile
 

@@ -11,21 +11,20 @@ from conftest import ROBOT
 from planner.adapters.llm import ScriptedPolicy
 from planner.bench.fleet import make_fleet_home, make_questions
 from planner.cli import main
-from planner.core.answer_model import CentralAnswerModel, Example, cross_validate
-from planner.core.errors import InputError
-from planner.core.fleet import (
-    Debate,
-    FleetAnswerer,
-    ModelGuided,
-    NearestUnlooked,
+from planner.core.answer_model import (
+    AnswerModelSettings,
+    CentralAnswerModel,
+    Example,
+    FleetDecision,
     Question,
     RobotAnswer,
-    RobotMemory,
+    cross_validate,
+    example_record,
+    load_examples,
     majority_vote,
-    read_question,
-    sightings,
-    sightings_text,
 )
+from planner.core.errors import InputError
+from planner.core.fleet import Debate, FleetAnswerer, ModelGuided, NearestUnlooked, RobotMemory, read_question, sightings, sightings_text
 from planner.core.worldgen import generate_world
 from planner.sim.exploration import Explorer, Home, Move
 
@@ -223,6 +222,74 @@ def test_a_central_answer_model_refuses_too_little_data_and_says_how_much_it_has
         CentralAnswerModel("svm")
 
 
+def freshest_knows(count=80, robots=3, seed=0, same_fleet=False):
+    """Questions where only the robot that looked into the room last is right (it saw what is
+    there now): the others looked earlier and answer the opposite. Unless `same_fleet`, the
+    robots' names and order vary."""
+    rng = random.Random(seed)
+    examples = []
+    for index in range(count):
+        truth = index % 2 == 0
+        names = [f"robot_{i}" for i in range(1, robots + 1)] if same_fleet else \
+            rng.sample([f"robot_{i}" for i in range(1, 9)], robots)
+        fresh = rng.randrange(robots)
+        answers = tuple(RobotAnswer(name, truth if i == fresh else not truth, 0.5, True,
+                                    30.0 if i == fresh else 600.0 + 60 * i, truth if i == fresh else not truth)
+                        for i, name in enumerate(names))
+        examples.append(Example(Question(f"thing_{index % 5}", f"room_{index % 4}", truth), answers))
+    return examples
+
+
+def test_pooled_features_learn_to_trust_the_last_robot_to_look_in_any_fleet():
+    model = CentralAnswerModel("decision_tree", "pooled").fit(freshest_knows(robots=3))
+    # Another home's questions, asked of four robots with other names: the vote is wrong on every one.
+    other_fleet = freshest_knows(count=20, robots=4, seed=7)
+    assert not any(majority_vote(e.answers) == e.question.truth for e in other_fleet)
+    assert model.predict(other_fleet) == [e.question.truth for e in other_fleet]
+    shuffled = [Example(e.question, tuple(reversed(e.answers))) for e in other_fleet]
+    assert (model.matrix(shuffled) == model.matrix(other_fleet)).all()
+
+
+def test_a_robot_by_robot_model_given_another_fleet_size_says_so_and_the_fleet_votes(tmp_path):
+    examples = freshest_knows(robots=3, same_fleet=True)
+    with pytest.raises(InputError, match="learnt from 3 robots' answers and is given 2"):
+        CentralAnswerModel("decision_tree", "robot_state").fit(examples).predict([Example(
+            examples[0].question, examples[0].answers[:2])])
+    results = tmp_path / "dev.json"
+    results.write_text(json.dumps({"homes": [{"seed": 4, "examples": [example_record(e) for e in examples]}]}))
+    decision = FleetDecision(AnswerModelSettings(examples=[str(results)], learner="decision_tree",
+                                                 features="robot_state"))
+    two = (answer("a", True), answer("b", True))
+    assert decision.decide(Question("mug", "kitchen"), two) == (
+        True, "majority vote (the answer model learnt from 3 robots' answers and is given 2; the pooled features "
+              "take any number)")
+
+
+def test_an_answer_model_learns_from_bench_results_and_a_broken_file_is_named_with_the_question(tmp_path):
+    examples = freshest_knows()
+    good = tmp_path / "dev.json"
+    good.write_text(json.dumps({"homes": [{"seed": 3, "examples": [example_record(e) for e in examples[:40]]},
+                                          {"seed": 5, "examples": [example_record(e) for e in examples[40:]]}]}))
+    training = load_examples([good])
+    assert training.homes == {3, 5} and training.examples == examples
+    decision = FleetDecision(AnswerModelSettings(examples=[good.name], learner="decision_tree"),
+                             lambda path: tmp_path / path)
+    assert not decision.problem and "decision_tree, pooled features, 80 questions from 2 homes" in decision.name
+    broken = json.loads(good.read_text())
+    broken["homes"][1]["examples"][2]["answers"][0]["p_yes"] = 1.5
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(broken))
+    decision = FleetDecision(AnswerModelSettings(examples=[str(bad)]))
+    assert decision.model is None and "bad.json: home 2, question 3: ('answers', 0, 'p_yes')" in decision.problem
+    assert decision.decide(Question("mug", "kitchen"), (answer("a", True), answer("b", False, p=0.2))) == \
+        (True, "majority vote")
+    (tmp_path / "old.json").write_text(json.dumps({"homes": [{"seed": 1}]}))
+    with pytest.raises(InputError, match="old.json: no questions with their answers in it"):
+        load_examples([tmp_path / "old.json"])
+    with pytest.raises(ValueError, match="'svm': there are xgboost"):
+        AnswerModelSettings(examples=["x.json"], learner="svm")
+
+
 # ---- the benchmark ------------------------------------------------------------------------------
 
 def test_the_fleet_bench_runs_with_scripted_answers_and_writes_results(tmp_path):
@@ -240,6 +307,18 @@ def test_the_fleet_bench_runs_with_scripted_answers_and_writes_results(tmp_path)
     assert {"cam_decision_tree", "cam_decision_tree_robot_state"} <= set(honest["aggregators"])
     assert (tmp_path / "fleet.png").exists() and "| 4 | 1 | 50.0 ± 0.0" in (tmp_path / "fleet.md").read_text()
     assert results["complete"] and results["setup"]["questions"] == 12
+    # Its questions train the answer models a second run scores on another home; never on the same one.
+    scripted = ["--sizes", "4", "--questions", "12", "--debate-questions", "0", "--learners", "decision_tree",
+                "--llm", "scripted", "--replies", str(replies), "--out", str(tmp_path), "--train-on",
+                str(tmp_path / "fleet.json")]
+    assert main(["bench", "fleet", "--seeds", "3", *scripted, "--name", "same"]) == 2
+    assert not (tmp_path / "same.json").exists()
+    assert main(["bench", "fleet", "--seeds", "4", *scripted, "--name", "shipped"]) == 0
+    shipped = json.loads((tmp_path / "shipped.json").read_text())
+    assert shipped["setup"]["trained_on"] == [3]
+    assert {"shipped_decision_tree", "shipped_decision_tree_robot_state", "shipped_decision_tree_pooled"} <= \
+        set(shipped["homes"][0]["conditions"]["malicious"]["aggregators"])
+    assert "best CAM, pooled, other homes" in (tmp_path / "shipped.md").read_text()
 
 
 @pytest.mark.embedded

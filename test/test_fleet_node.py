@@ -2,6 +2,7 @@
 namespaces, each robot's answer from its own graph, with evidence; where a thing was seen, from
 the graphs alone, as a robot's task planner asks it; questions it cannot read are refused with why."""
 
+import json
 import time
 
 import pytest
@@ -122,5 +123,42 @@ def test_with_no_robots_configured_the_fleet_finds_them(ros, tmp_path):
         # A robot alone asking the fleet hears nothing it does not know.
         alone = client.call(AskFleet, "/fleet/ask", AskFleet.Request(thing="mug", asking_robot="/robot7"), 30)
         assert not alone.answered and alone.message == "no robot but /robot7 has sent a scene graph"
+    finally:
+        client.close()
+
+
+def test_a_fleet_configured_with_an_answer_model_answers_by_it_and_one_it_cannot_train_votes(ros, tmp_path):
+    from planner.core.answer_model import Example, Question, RobotAnswer, example_record
+    from planner.ros.nodes.fleet import FleetNode
+
+    # Other homes' questions, where the truth is whether some robot saw the thing, whatever they said.
+    examples = [Example(Question("cup", "kitchen", index % 2 == 0),
+                        (RobotAnswer("robot_1", index % 3 == 0, 0.5, True, 60.0, index % 2 == 0),
+                         RobotAnswer("robot_2", index % 5 == 0, 0.5, True, 90.0, False))) for index in range(40)]
+    (tmp_path / "other-homes.json").write_text(json.dumps(
+        {"homes": [{"seed": 7, "examples": [example_record(e) for e in examples]}]}))
+    trained = load_config(write_config(tmp_path, fleet={"robots": ["robot1", "robot2"], "answer_model": {
+        "examples": ["other-homes.json"], "learner": "decision_tree"}}))
+    # Both robots say no, though robot1 saw a mug there.
+    client = RosClient("fleet_model_test")
+    try:
+        fleet = client.add(FleetNode(trained, ScriptedPolicy([{"fits": False, "p": 0.3}, {"fits": False, "p": 0.1}])))
+        now = fleet.get_clock().now().nanoseconds / 1e9
+        for robot, scene in (("robot1", graph(now, ("mug_1", "mug", "kitchen", "seen"))), ("robot2", graph(now))):
+            client.node.create_publisher(SceneGraph, f"/{robot}/scene_graph", LATCHED).publish(scene)
+        wait_for(lambda: len(fleet.graphs) == 2, 20)
+        answer = client.call(AskFleet, "/fleet/ask", AskFleet.Request(question="Is there a mug in the kitchen?"), 30)
+        assert answer.answered and answer.yes
+        assert answer.aggregator == "central answer model (decision_tree, pooled features, 40 questions from 1 home)"
+        assert answer.message == "Yes: 0 of 2 robots say there is a mug in the kitchen."
+    finally:
+        client.close()
+
+    broken = load_config(write_config(tmp_path, fleet={"answer_model": {"examples": ["missing.json"]}}))
+    client = RosClient("fleet_broken_model_test")
+    try:
+        fleet = client.add(FleetNode(broken, ScriptedPolicy([])))
+        assert fleet.decision.model is None and "missing.json: not a readable results file" in fleet.decision.problem
+        assert fleet.decision.name == "majority vote"
     finally:
         client.close()

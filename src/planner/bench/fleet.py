@@ -19,10 +19,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.core.answer_model import FEATURE_SETS, Example, cross_validate
+from planner.core.answer_model import (
+    FEATURE_SETS,
+    LEARNERS,
+    CentralAnswerModel,
+    Example,
+    Question,
+    RobotAnswer,
+    TrainingSet,
+    cross_validate,
+    example_record,
+    majority_vote,
+)
 from planner.core.errors import InputError, PolicyError
 from planner.core.files import write_json_atomic
-from planner.core.fleet import Debate, FleetAnswerer, ModelGuided, NearestUnlooked, Question, RobotAnswer, majority_vote
+from planner.core.fleet import Debate, FleetAnswerer, ModelGuided, NearestUnlooked
 from planner.core.ports import Policy
 from planner.core.robot_profile import RobotProfile
 from planner.core.worldgen import generate_world
@@ -33,6 +44,29 @@ FIELDS_OF_VIEW = (60.0, 90.0, 120.0)   # robot i has the i-th (cycled): they see
 ROOM_S = 3 * LOOK_S + 15.0             # a room's looks and the drive to the next, roughly: sizes the budgets
 MOVES_PER_OBJECT = 0.25                # people move about a quarter of the things while the robots look
 CONDITIONS = ("honest", "malicious")   # malicious: the first robot answers the opposite of what it believes
+# Answer models are named by where they learnt (cross-validated in the home, or trained on other
+# homes' questions beforehand, as a robot ships with one), learner and feature set.
+PER_HOME, OTHER_HOMES = "cam_", "shipped_"
+SUFFIXES = {"answers": "", "robot_state": "_robot_state", "pooled": "_pooled"}
+FEATURE_TITLES = {"answers": "paper features", "robot_state": "+ robot state", "pooled": "pooled"}
+
+
+def aggregator(learner: str, feature_set: str, where: str = PER_HOME) -> str:
+    return f"{where}{learner}{SUFFIXES[feature_set]}"
+
+
+def in_condition(answers: tuple[RobotAnswer, ...], condition: str) -> tuple[RobotAnswer, ...]:
+    """The answers as given in a condition: with a malicious robot, the first one's inverted."""
+    return answers if condition == "honest" else (answers[0].inverted(), *answers[1:])
+
+
+def train_elsewhere(training: TrainingSet, learners: Sequence[str], seed: int = 0) -> dict[str, dict[str, CentralAnswerModel]]:
+    """Per condition, an answer model per learner and feature set trained on other homes' questions
+    (the malicious condition's with their first robot inverted too). Raises InputError when they
+    are too few."""
+    return {condition: {aggregator(learner, feature_set, OTHER_HOMES): CentralAnswerModel(learner, feature_set, seed).fit(
+        [Example(e.question, in_condition(e.answers, condition)) for e in training.examples])
+        for learner in learners for feature_set in FEATURE_SETS} for condition in CONDITIONS}
 
 
 @dataclass
@@ -107,7 +141,8 @@ def _agreement(finals: Sequence[bool], answers: Sequence[Sequence[RobotAnswer]])
 
 
 def run_home(fleet: FleetHome, policy: Policy, explore: str, questions: int, debate_questions: int,
-             learners: Sequence[str], confidence: bool, progress: Callable[[str], None]) -> dict:
+             learners: Sequence[str], confidence: bool, progress: Callable[[str], None],
+             shipped: dict[str, dict[str, CentralAnswerModel]] | None = None) -> dict:
     """Explore, ask, answer, aggregate: one home's row of results."""
     rooms = [room.name for room in fleet.home.world.rooms]
     started = time.monotonic()
@@ -136,16 +171,19 @@ def run_home(fleet: FleetHome, policy: Policy, explore: str, questions: int, deb
                  "explore_s": round(explore_s, 2),
                  "explore_llm_calls": chooser.policy.usage.calls if isinstance(chooser, ModelGuided) else 0,
                  "answer_s_per_question": round(answer_s / max(1, len(asked)), 3),
-                 "answer_llm_calls": answerer.usage.calls, "conditions": {}}
+                 "answer_llm_calls": answerer.usage.calls, "conditions": {},
+                 # What answer models for other homes learn from (`--train-on`).
+                 "examples": [example_record(Example(q, a)) for q, a in zip(asked, honest)]}
     for condition in CONDITIONS:
-        answers = honest if condition == "honest" else [(row_[0].inverted(), *row_[1:]) for row_ in honest]
+        answers = [in_condition(answer, condition) for answer in honest]
         row["conditions"][condition] = _aggregate(fleet, memories, rooms, asked, answers, policy, debate_questions,
-                                                  learners, confidence, progress)
+                                                  learners, confidence, progress, (shipped or {}).get(condition, {}))
     return row
 
 
 def _aggregate(fleet: FleetHome, memories, rooms, asked: list[Question], answers: list[tuple[RobotAnswer, ...]],
-               policy: Policy, debate_questions: int, learners: Sequence[str], confidence: bool, progress) -> dict:
+               policy: Policy, debate_questions: int, learners: Sequence[str], confidence: bool, progress,
+               shipped: dict[str, CentralAnswerModel]) -> dict:
     result: dict = {"robots": {a.robot: _accuracy([row[i].yes for row in answers], asked)
                                for i, a in enumerate(answers[0])}}
     vote = [majority_vote(row) for row in answers]
@@ -156,7 +194,7 @@ def _aggregate(fleet: FleetHome, memories, rooms, asked: list[Question], answers
     examples = [Example(q, row) for q, row in zip(asked, answers)]
     for learner in learners:
         for feature_set in FEATURE_SETS:
-            name = f"cam_{learner}" + ("_robot_state" if feature_set == "robot_state" else "")
+            name = aggregator(learner, feature_set)
             started = time.monotonic()
             try:
                 fitted = cross_validate(examples, learner, feature_set, seed=fleet.seed)
@@ -167,6 +205,10 @@ def _aggregate(fleet: FleetHome, memories, rooms, asked: list[Question], answers
             result["aggregators"][name] = _accuracy(fitted.predictions, asked)
             result["agreement"][name] = _agreement(fitted.predictions, answers)
             result["importance"][name] = fitted.importance
+    for name, model in shipped.items():
+        predicted = model.predict(examples)
+        result["aggregators"][name] = _accuracy(predicted, asked)
+        result["agreement"][name] = _agreement(predicted, answers)
     if debate_questions:
         sample = asked[:debate_questions]
         debate = Debate(policy, rooms, confidence=confidence)
@@ -212,17 +254,28 @@ def summarize(homes: list[dict]) -> dict:
     return summary
 
 
-def best_cam(cell: dict, robot_state: bool) -> tuple[str, dict] | None:
-    """The learner with the best mean accuracy, of one feature set."""
-    cams = [(n, v) for n, v in cell.items() if n.startswith("cam_") and n.endswith("_robot_state") == robot_state]
+def best_cam(cell: dict, feature_set: str, where: str = PER_HOME) -> tuple[str, dict] | None:
+    """The learner with the best mean accuracy, of one feature set, learnt in the home or elsewhere;
+    (learner, its cell)."""
+    cams = [(learner, cell[name]) for learner in LEARNERS if (name := aggregator(learner, feature_set, where)) in cell]
     return max(cams, key=lambda item: item[1]["mean"]) if cams else None
+
+
+def columns(summary: dict) -> list[tuple[str, str, str]]:
+    """The answer models a run has, as (feature set, where learnt, column title)."""
+    names = {n for cells in summary.values() for cell in cells.values() for n in cell}
+    return [(feature_set, where, f"best CAM, {FEATURE_TITLES[feature_set]}" +
+             (", other homes" if where == OTHER_HOMES else ""))
+            for where in (PER_HOME, OTHER_HOMES) for feature_set in FEATURE_SETS
+            if any(aggregator(learner, feature_set, where) in names for learner in LEARNERS)]
 
 
 def run(fleets: Sequence[Callable[[], FleetHome]], policy: Policy, explore: str, questions: int, debate_questions: int,
         learners: Sequence[str], confidence: bool, header: dict, partial: Path, resume: bool,
-        progress: Callable[[str], None]) -> dict:
+        progress: Callable[[str], None], shipped: dict[str, dict[str, CentralAnswerModel]] | None = None) -> dict:
     """Every home in turn; `partial` holds the results so far after each home, and with `resume` an
-    interrupted run with the same set-up and LLM carries on from it."""
+    interrupted run with the same set-up and LLM carries on from it. `shipped`: answer models
+    trained on other homes, per condition (train_elsewhere)."""
     results: dict = {**header, "homes": [], "complete": False}
     if resume and partial.exists():
         previous = json.loads(partial.read_text())
@@ -234,7 +287,7 @@ def run(fleets: Sequence[Callable[[], FleetHome]], policy: Policy, explore: str,
         fleet = make()
         if (fleet.seed, fleet.rooms) in finished:
             continue
-        row = run_home(fleet, policy, explore, questions, debate_questions, learners, confidence, progress)
+        row = run_home(fleet, policy, explore, questions, debate_questions, learners, confidence, progress, shipped)
         results["homes"].append(row)
         write_json_atomic(partial, results, indent=1)
         honest = row["conditions"]["honest"]["aggregators"]
@@ -250,23 +303,25 @@ def report(results: dict) -> str:
     setup = results.get("setup", {})
     lines = [f"# Fleet question answering ({len(results['homes'])} homes)", "",
              f"{llm.get('backend', '')} {llm.get('model', '')}; machine: {results.get('machine', {}).get('cpu', '')}; "
-             f"{setup.get('robots', '')} robots, exploration: {setup.get('explore', '')}", ""]
+             f"{setup.get('robots', '')} robots, exploration: {setup.get('explore', '')}" +
+             (f"; answer models also trained on {len(setup['trained_on'])} other homes' questions"
+              if setup.get("trained_on") else ""), ""]
+    cams = columns(results["summary"])
     for condition in CONDITIONS:
         lines += [f"## {condition.capitalize()} robots" if condition == "honest" else
                   "## One malicious robot (robot_1 answers the opposite of what it believes)", "",
-                  "| rooms | homes | vote | debate (sample; vote on it) | best CAM, paper features | best CAM, + robot state |",
-                  "|---|---|---|---|---|---|"]
+                  "| rooms | homes | vote | debate (sample; vote on it) | " + " | ".join(c[2] for c in cams) + " |",
+                  "|---|---|---|---|" + "---|" * len(cams)]
         for size, cells in results["summary"].items():
             cell = cells[condition]
             vote = cell["vote"]
             debate = cell.get("debate (sample)")
             debate_text = (f"{debate['mean']:.1f} ± {debate['sd']:.1f}; {debate['vote_same_questions']:.1f} "
                            f"(n={debate['questions']})") if debate else "-"
-            cams = [best_cam(cell, robot_state) for robot_state in (False, True)]
-            cam_text = [f"{c[1]['mean']:.1f} ± {c[1]['sd']:.1f} ({c[0].removeprefix('cam_').removesuffix('_robot_state')})"
-                        if c else "-" for c in cams]
+            best = [best_cam(cell, feature_set, where) for feature_set, where, _ in cams]
+            cam_text = [f"{c[1]['mean']:.1f} ± {c[1]['sd']:.1f} ({c[0]})" if c else "-" for c in best]
             lines.append(f"| {size} | {vote['homes']} | {vote['mean']:.1f} ± {vote['sd']:.1f} | {debate_text} | "
-                         f"{cam_text[0]} | {cam_text[1]} |")
+                         + " | ".join(cam_text) + " |")
         lines.append("")
     homes = results["homes"]
     lines += ["## Every learner (mean accuracy over all homes, honest / malicious)", "", "| aggregator | honest | malicious |",
@@ -276,9 +331,9 @@ def report(results: dict) -> str:
         cells = [_mean_over(homes, c, "aggregators", name) for c in CONDITIONS]
         lines.append(f"| {name} | {cells[0]:.1f} | {cells[1]:.1f} |")
     robots = [r["name"] for r in homes[0]["robots"]] if homes else []
-    best = {robot_state: max((n for n in names if n.startswith("cam_") and n.endswith("_robot_state") == robot_state),
+    best = {feature_set: max((n for n in names if n in {aggregator(learner, feature_set) for learner in LEARNERS}),
                              key=lambda n: _mean_over(homes, "honest", "aggregators", n), default=None)
-            for robot_state in (False, True)}
+            for feature_set in FEATURE_SETS}
     lines += ["", "## The robots, and how often the final answer is theirs (mean over homes)", "",
               "| robot | field of view | rooms looked into | things seen | right alone | " +
               " | ".join(f"agrees with {a} ({c})" for c in CONDITIONS for a in ("vote", "best CAM +state")) + " |",
@@ -289,11 +344,11 @@ def report(results: dict) -> str:
         alone = statistics.fmean(h["conditions"]["honest"]["robots"][robot] for h in homes)
         agree = [statistics.fmean(h["conditions"][c]["agreement"][a][robot] for h in homes
                                   if a in h["conditions"][c]["agreement"])
-                 for c in CONDITIONS for a in ("vote", best[True]) if a]
+                 for c in CONDITIONS for a in ("vote", best["robot_state"]) if a]
         lines.append(f"| {robot} | {homes[0]['robots'][index]['fov_deg']:.0f}° | {looked:.1f} | {seen:.1f} | "
                      f"{alone:.1f} | " + " | ".join(f"{v:.1f}" for v in agree) + " |")
     for name in best.values():
-        if name is None:
+        if name is None or not homes[0]["conditions"]["honest"]["importance"].get(name):
             continue
         lines += ["", f"## What {name} relies on (accuracy lost when a feature is shuffled, mean over homes)", "",
                   "| feature | honest | malicious |", "|---|---|---|"]
@@ -305,7 +360,7 @@ def report(results: dict) -> str:
     answer_s = statistics.fmean(h["answer_s_per_question"] for h in homes) if homes else 0.0
     lines += ["", f"Seconds per question: {answer_s:.1f} for the robots' answers ({len(robots)} LLM calls); training "
               "and cross-validating a central answer model adds "
-              f"{max((_mean_over(homes, 'honest', 'seconds_per_question', n) for n in names if n.startswith('cam_')), default=0):.2f} "
+              f"{max((_mean_over(homes, 'honest', 'seconds_per_question', n) for n in names if n.startswith(PER_HOME)), default=0):.2f} "
               "at most; a vote adds nothing."]
     return "\n".join(lines) + "\n"
 
@@ -328,17 +383,16 @@ def plot(results: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     sizes = list(results["summary"])
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4), sharey=True)
     for axis, condition in zip(axes, CONDITIONS):
-        series = [("vote", "majority vote")]
-        for robot_state, label in ((False, "best CAM (paper features)"), (True, "best CAM (+ robot state)")):
-            series.append((robot_state, label))
+        series: list[tuple[tuple[str, str] | None, str]] = [(None, "majority vote")]
+        series += [((feature_set, where), title) for feature_set, where, title in columns(results["summary"])]
         width = 0.8 / (len(series) + 1)
         for offset, (key, label) in enumerate(series):
             means, sds = [], []
             for size in sizes:
                 cell = results["summary"][size][condition]
-                value = cell.get(key) if isinstance(key, str) else (best_cam(cell, key) or (None, None))[1]
+                value = cell["vote"] if key is None else (best_cam(cell, *key) or (None, None))[1]
                 means.append(value["mean"] if value else 0)
                 sds.append(value["sd"] if value else 0)
             axis.bar([i + offset * width for i in range(len(sizes))], means, width, yerr=sds, label=label, capsize=2)

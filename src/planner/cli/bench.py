@@ -290,7 +290,8 @@ def bench_fleet(args) -> int:
     from planner.bench.common import machine_info
     from planner.bench.generate import parse_seeds
     from planner.config import load_config
-    from planner.core.answer_model import make_learner
+    from planner.core.answer_model import load_examples, make_learner
+    from planner.core.errors import InputError
     from planner.wiring import load_robot
 
     config = load_config(args.config)
@@ -298,6 +299,19 @@ def bench_fleet(args) -> int:
         make_learner(learner, 0)    # an unknown learner or a missing xgboost is said before the model loads
     profile = load_robot(config)
     seeds = parse_seeds(args.seeds)
+    shipped, trained_on = None, []
+    if args.train_on:
+        # Before the model loads: files that cannot be learnt from are said at once.
+        try:
+            training = load_examples([Path(p) for p in args.train_on])
+            if overlap := sorted(training.homes & set(seeds)):
+                raise InputError(f"--train-on: homes {', '.join(map(str, overlap))} are both learnt from and scored; "
+                                 "train on other seeds (the development range, below 1000)")
+            shipped = fleet.train_elsewhere(training, args.learners)
+            trained_on = sorted(training.homes)
+        except InputError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
     out = Path(args.out)
     opened = _replies_or_llm(args, config)
     if opened is None:
@@ -309,10 +323,11 @@ def bench_fleet(args) -> int:
     header = {"benchmark": "fleet", "machine": machine_info(), "llm": llm,
               "setup": {"sizes": args.sizes, "seeds": seeds, "robots": args.robots, "explore": args.explore,
                         "questions": args.questions, "debate_questions": args.debate_questions,
-                        "budget_share": args.budget_share, "learners": args.learners, "confidence": args.confidence}}
+                        "budget_share": args.budget_share, "learners": args.learners, "confidence": args.confidence,
+                        "trained_on": trained_on}}
     return _run_then_write(server, lambda: fleet.run(
         fleets, policy, args.explore, args.questions, args.debate_questions, args.learners, args.confidence, header,
-        out / f"{name}.json", args.resume, _progress),
+        out / f"{name}.json", args.resume, _progress, shipped),
         out, name, fleet.plot, fleet.report)
 
 
@@ -719,6 +734,10 @@ def add_commands(sub) -> None:
                                    "answer models); ~2.5x slower on the embedded server")
     fleet_parser.add_argument("--learners", nargs="+", default=list(LEARNERS), choices=LEARNERS,
                               help="central answer models to train on each home")
+    fleet_parser.add_argument("--train-on", nargs="+", metavar="RESULTS",
+                              help="also score answer models trained beforehand on the questions of these runs' homes "
+                                   "(results files of `planner bench fleet` on other seeds), as a robot would ship "
+                                   "with one")
     _llm_arguments(fleet_parser)
     _replies_argument(fleet_parser)
     fleet_parser.add_argument("--config")

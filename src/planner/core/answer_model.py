@@ -1,29 +1,79 @@
-"""A central answer model: a classifier that learns, for one home, which robots' answers to trust
-for which questions, from questions whose answers are known.
+"""How a fleet's yes/no answers become one: the questions and answers themselves, the majority
+vote, and a central answer model, a classifier that learns which robots' answers to trust for which
+questions from questions whose answers are known: in one home, as Patel et al. train theirs, or in
+other homes (the examples `planner bench fleet` keeps), as a robot would ship with it.
 
-Two feature sets. `answers` is the question (its thing and room, as codes) and each robot's yes/no,
+Three feature sets. `answers` is the question (its thing and room, as codes) and each robot's yes/no,
 as in Patel et al.'s CAM. `robot_state` adds what each robot knows about its own answer and a
 vote does not use: its probability of yes, whether it looked into the room at all, how long ago,
-whether it saw the thing there, and whether it saw one in another room. Learners come from scikit-learn and xgboost.
+whether it saw the thing there, and whether it saw one in another room. `pooled` is that knowledge
+taken over the fleet rather than robot by robot (shares of robots, and what the robot that looked
+last says), so one model serves a fleet of any size and any names, in any home.
+Learners come from scikit-learn and xgboost.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+import json
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Protocol
 
 import numpy as np
+from pydantic import Field, ValidationError, field_validator
 
+from planner.core.asking import words
 from planner.core.errors import InputError
-
-if TYPE_CHECKING:   # the command line reads LEARNERS; it need not load the fleet's prompts for that
-    from planner.core.fleet import Question, RobotAnswer
+from planner.core.files import StrictModel
 
 LEARNERS = ("xgboost", "random_forest", "decision_tree", "logistic_regression", "mlp")
-FEATURE_SETS = ("answers", "robot_state")
+FEATURE_SETS = ("answers", "robot_state", "pooled")
+POOLED_FEATURES = ("share saying yes", "mean p(yes)", "share that looked", "share that saw it",
+                   "share that saw one elsewhere", "min since the last look", "last to look saw it",
+                   "last to look says yes")
 MIN_PER_CLASS = 5          # questions answered yes, and no, a model needs to learn anything (and 5 folds need)
 NEVER_LOOKED_MIN = 1e4     # "minutes since it looked" for a room a robot never looked into
+
+
+@dataclass(frozen=True)
+class Question:
+    """Is there a thing of `label` in `room`? (With no room: where has one been seen?) `truth` is
+    the home's answer when it is known (a benchmark); `moved` marks a question whose answer changed
+    after some robot looked."""
+    label: str
+    room: str
+    truth: bool | None = None
+    moved: bool = False
+
+    @property
+    def text(self) -> str:
+        return f"Is there a {words(self.label)} in the {words(self.room)}?"
+
+
+@dataclass(frozen=True)
+class RobotAnswer:
+    """One robot's answer, with what the robot knows about how it came to it."""
+    robot: str
+    yes: bool
+    p_yes: float                 # the model's probability of yes (1 or 0 when the server gives none)
+    looked: bool                 # the robot has looked into the room
+    since_s: float | None        # seconds since it last did
+    saw: bool                    # it saw a thing of that label there
+    saw_elsewhere: bool = False  # it saw one in another room
+
+    def inverted(self) -> RobotAnswer:
+        """The answer a malicious robot gives: the opposite of what it believes."""
+        return replace(self, yes=not self.yes, p_yes=1.0 - self.p_yes)
+
+
+def majority_vote(answers: Sequence[RobotAnswer]) -> bool:
+    """Yes when more robots say yes than no; a tie goes to the robots' mean probability of yes."""
+    yes = sum(a.yes for a in answers)
+    if 2 * yes != len(answers):
+        return 2 * yes > len(answers)
+    return statistics.fmean(a.p_yes for a in answers) >= 0.5
 
 
 class Classifier(Protocol):
@@ -40,7 +90,76 @@ class Example:
     answers: tuple[RobotAnswer, ...]     # one per robot, always in the same robot order
 
 
+class AnswerRecord(StrictModel):
+    robot: str = Field(min_length=1)
+    yes: bool
+    p_yes: float = Field(ge=0, le=1)
+    looked: bool
+    since_s: float | None = Field(default=None, ge=0)
+    saw: bool
+    saw_elsewhere: bool = False
+
+
+class QuestionRecord(StrictModel):
+    label: str = Field(min_length=1)
+    room: str = Field(min_length=1)
+    truth: bool
+    moved: bool = False
+
+
+class ExampleRecord(StrictModel):
+    """A question whose answer is known, with each robot's answer, as `planner bench fleet` keeps
+    them in its results (each home's "examples"): what an answer model learns from."""
+    question: QuestionRecord
+    answers: list[AnswerRecord] = Field(min_length=1)
+
+    def example(self) -> Example:
+        return Example(Question(**self.question.model_dump()),
+                       tuple(RobotAnswer(**a.model_dump()) for a in self.answers))
+
+
+def example_record(example: Example) -> dict:
+    q = example.question
+    return {"question": {"label": q.label, "room": q.room, "truth": q.truth, "moved": q.moved},
+            "answers": [{"robot": a.robot, "yes": a.yes, "p_yes": round(a.p_yes, 4), "looked": a.looked,
+                         "since_s": None if a.since_s is None else round(a.since_s, 1), "saw": a.saw,
+                         "saw_elsewhere": a.saw_elsewhere} for a in example.answers]}
+
+
+@dataclass
+class TrainingSet:
+    examples: list[Example]
+    homes: set[int]                      # seeds of the homes the questions were asked in
+
+
+def load_examples(paths: Sequence[Path]) -> TrainingSet:
+    """The questions with known answers in `planner bench fleet` results files. Raises InputError
+    naming the file, home and question that cannot be read."""
+    examples: list[Example] = []
+    homes: set[int] = set()
+    for path in paths:
+        try:
+            results = json.loads(Path(path).read_text())
+        except (OSError, json.JSONDecodeError) as error:
+            raise InputError(f"{path}: not a readable results file ({error})") from error
+        rows = results.get("homes") if isinstance(results, dict) else None
+        if not isinstance(rows, list) or not any(isinstance(h, dict) and h.get("examples") for h in rows):
+            raise InputError(f"{path}: no questions with their answers in it (a `planner bench fleet` results file "
+                             "keeps them under each home's \"examples\")")
+        for number, home in enumerate(rows, 1):
+            for index, record in enumerate(home.get("examples", []), 1):
+                try:
+                    examples.append(ExampleRecord.model_validate(record).example())
+                except ValidationError as error:
+                    raise InputError(f"{path}: home {number}, question {index}: "
+                                     f"{error.errors()[0]['loc']}: {error.errors()[0]['msg']}") from error
+            homes.add(int(home.get("seed", -1)))
+    return TrainingSet(examples, homes)
+
+
 def feature_names(robots: Sequence[str], feature_set: str) -> list[str]:
+    if feature_set == "pooled":
+        return list(POOLED_FEATURES)
     names = ["thing", "room"] + [f"{robot} says yes" for robot in robots]
     if feature_set == "robot_state":
         for robot in robots:
@@ -77,8 +196,9 @@ def make_learner(name: str, seed: int) -> Classifier:
     raise InputError(f"learner {name!r}: there are {', '.join(LEARNERS)}")
 
 
-def check_training_set(examples: Sequence[Example]) -> None:
-    """Raises InputError when the examples are too few to learn from, saying how many there are."""
+def check_training_set(examples: Sequence[Example], feature_set: str = "answers") -> None:
+    """Raises InputError when the examples are too few to learn from, saying how many there are, or
+    (robot by robot features) come from different robots."""
     known = [e.question.truth for e in examples if e.question.truth is not None]
     yes, no = sum(known), len(known) - sum(known)
     if yes < MIN_PER_CLASS or no < MIN_PER_CLASS:
@@ -86,9 +206,11 @@ def check_training_set(examples: Sequence[Example]) -> None:
                          f"{MIN_PER_CLASS} whose answer is no to learn from; there are {yes} and {no}"
                          + (f" ({len(examples) - len(known)} more without a known answer)" if len(known) < len(examples)
                             else ""))
-    robots = {tuple(a.robot for a in e.answers) for e in examples}
-    if len(robots) > 1:
-        raise InputError(f"every question needs the same robots' answers in the same order; found {sorted(robots)}")
+    robots = sorted({tuple(a.robot for a in e.answers) for e in examples})
+    if feature_set != "pooled" and len(robots) > 1:
+        raise InputError(f"robot by robot features need every question answered by the same robots in the same "
+                         f"order; found {len(robots)} fleets, e.g. {', '.join(map(str, robots[:3]))} (the pooled "
+                         "features take any)")
 
 
 @dataclass
@@ -98,6 +220,7 @@ class CentralAnswerModel:
     seed: int = 0
     _codes: dict[str, dict[str, int]] = field(default_factory=dict, init=False)
     _model: Classifier | None = field(default=None, init=False)
+    _robots: int = field(default=0, init=False)
 
     def __post_init__(self):
         if self.feature_set not in FEATURE_SETS:
@@ -106,24 +229,37 @@ class CentralAnswerModel:
 
     def fit(self, examples: Sequence[Example]) -> CentralAnswerModel:
         """Trains on the examples whose answer is known; InputError when they are too few."""
-        check_training_set(examples)
+        check_training_set(examples, self.feature_set)
         return self._train([e for e in examples if e.question.truth is not None])
 
+    @property
+    def trained(self) -> bool:
+        return self._model is not None
+
     def _train(self, known: Sequence[Example]) -> CentralAnswerModel:
+        self._robots = len(known[0].answers)
         self._codes = {"thing": _codes(e.question.label for e in known), "room": _codes(e.question.room for e in known)}
         self._model = make_learner(self.learner, self.seed)
         self._model.fit(self.matrix(known), np.array([int(bool(e.question.truth)) for e in known]))
         return self
 
     def predict(self, examples: Sequence[Example]) -> list[bool]:
+        """Raises InputError when a question has answers from another number of robots than the
+        model learnt from (only the pooled features take any number)."""
         if self._model is None:
             raise RuntimeError("the central answer model is not trained yet")
+        if self.feature_set != "pooled" and (counts := {len(e.answers) for e in examples} - {self._robots}):
+            raise InputError(f"the answer model learnt from {self._robots} robots' answers and is given "
+                             f"{', '.join(map(str, sorted(counts)))}; the pooled features take any number")
         return [bool(p) for p in self._model.predict(self.matrix(examples))]
 
     def matrix(self, examples: Sequence[Example]) -> np.ndarray:
         """One row of features a question; a thing or room not seen in training codes as -1."""
         rows = []
         for example in examples:
+            if self.feature_set == "pooled":
+                rows.append(pooled(example.answers))
+                continue
             row: list[float] = [self._codes["thing"].get(example.question.label, -1),
                                 self._codes["room"].get(example.question.room, -1)]
             row += [float(a.yes) for a in example.answers]
@@ -133,6 +269,18 @@ class CentralAnswerModel:
                             float(a.saw), float(a.saw_elsewhere)]
             rows.append(row)
         return np.array(rows, dtype=float)
+
+
+def pooled(answers: Sequence[RobotAnswer]) -> list[float]:
+    """The fleet's answers as features that do not depend on how many robots there are or which
+    one is which (POOLED_FEATURES, in order)."""
+    count = len(answers)
+    looked = [a for a in answers if a.looked and a.since_s is not None]
+    last = min(looked, key=lambda a: a.since_s or 0.0) if looked else None
+    return [sum(a.yes for a in answers) / count, sum(a.p_yes for a in answers) / count,
+            len(looked) / count, sum(a.saw for a in answers) / count, sum(a.saw_elsewhere for a in answers) / count,
+            NEVER_LOOKED_MIN if last is None else (last.since_s or 0.0) / 60,
+            -1.0 if last is None else float(last.saw), -1.0 if last is None else float(last.yes)]
 
 
 def _codes(names) -> dict[str, int]:
@@ -152,7 +300,7 @@ def cross_validate(examples: Sequence[Example], learner: str, feature_set: str, 
     from sklearn.inspection import permutation_importance
     from sklearn.model_selection import StratifiedKFold
 
-    check_training_set(examples)
+    check_training_set(examples, feature_set)
     examples = [e for e in examples if e.question.truth is not None]
     truth = np.array([int(bool(e.question.truth)) for e in examples])
     predictions = np.zeros(len(examples), dtype=int)
@@ -170,3 +318,53 @@ def cross_validate(examples: Sequence[Example], learner: str, feature_set: str, 
         lost += shuffled.importances_mean
     count = splitter.get_n_splits()
     return CrossValidated([bool(p) for p in predictions], {n: round(float(v / count), 4) for n, v in zip(names, lost)})
+
+
+class AnswerModelSettings(StrictModel):
+    examples: list[str] = Field(min_length=1, description="results files of `planner bench fleet` whose questions, "
+                                "with the robots' answers and the truth, the model learns from at start-up "
+                                "(relative to this file)")
+    learner: str = Field(default="random_forest", description=f"one of {', '.join(LEARNERS)}")
+    features: str = Field(
+        default="pooled", description="pooled: the fleet's answers taken together, for any number of robots; "
+                                      "answers, robot_state: robot by robot, for a fleet of as many robots as the "
+                                      "examples had")
+
+    @field_validator("learner", "features")
+    @classmethod
+    def _known(cls, value: str, info) -> str:
+        known = LEARNERS if info.field_name == "learner" else FEATURE_SETS
+        if value not in known:
+            raise ValueError(f"{value!r}: there are {', '.join(known)}")
+        return value
+
+
+class FleetDecision:
+    """How a fleet's answers become one: a central answer model trained at start-up on the
+    configured examples, or the majority vote when none is configured, it cannot be trained, or it
+    cannot take a question's answers (robot by robot features, another number of robots)."""
+
+    def __init__(self, settings: AnswerModelSettings | None, resolve: Callable[[str], Path] = Path):
+        self.model: CentralAnswerModel | None = None
+        self.problem = ""        # why the configured model is not used ('' when it is, or none is configured)
+        self.name = "majority vote"
+        if settings is None:
+            return
+        try:
+            training = load_examples([resolve(path) for path in settings.examples])
+            self.model = CentralAnswerModel(settings.learner, settings.features).fit(training.examples)
+        except InputError as error:
+            self.problem = f"answer model not trained, so the fleet votes: {error}"
+            return
+        self.name = (f"central answer model ({settings.learner}, {settings.features} features, "
+                     f"{len(training.examples)} questions from {len(training.homes)} "
+                     f"home{'' if len(training.homes) == 1 else 's'})")
+
+    def decide(self, question: Question, answers: Sequence[RobotAnswer]) -> tuple[bool, str]:
+        """The fleet's answer and what gave it."""
+        if self.model is not None:
+            try:
+                return self.model.predict([Example(question, tuple(answers))])[0], self.name
+            except InputError as error:
+                return majority_vote(answers), f"majority vote ({error})"
+        return majority_vote(answers), "majority vote"

@@ -2,20 +2,20 @@
 
 Each robot keeps what it has seen (room -> things, with when it last looked there) and answers
 from that alone, with the embedded model or any policy; an aggregator turns the robots' answers
-into one: a majority vote, a debate between the robots, or a central answer model trained on the
-home (`planner.core.answer_model`). Exploration choices are made here too: the nearest room not yet
+into one: a debate between the robots here, or a majority vote or central answer model
+(`planner.core.answer_model`). Exploration choices are made here too: the nearest room not yet
 looked into, or the model's choice of where the most unseen things may be.
 """
 
 from __future__ import annotations
 
 import re
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from planner.core.answer_model import AnswerModelSettings, Question, RobotAnswer, majority_vote
 from planner.core.asking import CountingPolicy, LLMUsage, ask_validated, words
 from planner.core.files import StrictModel
 from planner.core.ports import JUDGEMENT_SCHEMA, Judgement, Policy, judged, probability_of_yes
@@ -27,6 +27,8 @@ class FleetSettings(StrictModel):
                               "answer /fleet/ask, e.g. [robot1, robot2]; empty: every robot whose scene graph appears")
     confidence: bool = Field(default=True, description="each robot's answer carries the model's probability of yes "
                              "(a tie goes to the surer side); false: ~2.5x faster on the embedded server")
+    answer_model: AnswerModelSettings | None = Field(default=None, description="a central answer model instead of "
+                                                     "the majority vote; none: the vote")
 
 
 def label_of(thing: str) -> str:
@@ -165,37 +167,6 @@ def _ago(seconds: float) -> str:
     return "just now" if minutes < 1 else f"{minutes} min ago"
 
 
-@dataclass(frozen=True)
-class Question:
-    """Is there a thing of `label` in `room`? (With no room: where has one been seen?) `truth` is
-    the home's answer when it is known (a benchmark); `moved` marks a question whose answer changed
-    after some robot looked."""
-    label: str
-    room: str
-    truth: bool | None = None
-    moved: bool = False
-
-    @property
-    def text(self) -> str:
-        return f"Is there a {words(self.label)} in the {words(self.room)}?"
-
-
-@dataclass(frozen=True)
-class RobotAnswer:
-    """One robot's answer, with what the robot knows about how it came to it."""
-    robot: str
-    yes: bool
-    p_yes: float                 # the model's probability of yes (1 or 0 when the server gives none)
-    looked: bool                 # the robot has looked into the room
-    since_s: float | None        # seconds since it last did
-    saw: bool                    # it saw a thing of that label there
-    saw_elsewhere: bool = False  # it saw one in another room
-
-    def inverted(self) -> RobotAnswer:
-        """The answer a malicious robot gives: the opposite of what it believes."""
-        return replace(self, yes=not self.yes, p_yes=1.0 - self.p_yes)
-
-
 MISSED = ("You may have missed things in a room (your camera sees part of it at a time, not inside closed "
           "cupboards), and people move things after you look.")
 ANSWER_SYSTEM = (
@@ -239,14 +210,6 @@ class FleetAnswerer:
         reply = judged(model, messages) if self.confidence else model.complete(messages, JUDGEMENT_SCHEMA)
         self.usage.add(reply)
         return probability_of_yes(reply, Judgement.model_validate_json(reply.text).fits)
-
-
-def majority_vote(answers: Sequence[RobotAnswer]) -> bool:
-    """Yes when more robots say yes than no; a tie goes to the robots' mean probability of yes."""
-    yes = sum(a.yes for a in answers)
-    if 2 * yes != len(answers):
-        return 2 * yes > len(answers)
-    return statistics.fmean(a.p_yes for a in answers) >= 0.5
 
 
 class DebateTurn(BaseModel):

@@ -2,7 +2,8 @@
 what each robot of the fleet has seen. It follows each robot's /<namespace>/scene_graph (those of
 fleet.robots, or, when that is empty, every scene graph that appears on the network); each robot's
 answer comes from its own graph alone (the model asked as that robot), and the answers become one
-by majority vote, with each robot's answer and evidence in the reply. Where a thing is comes from
+by majority vote, or by a central answer model trained at start-up on fleet.answer_model's examples,
+with each robot's answer and evidence in the reply. Where a thing is comes from
 the graphs alone: each robot's sightings of it, the newest first.
 
 Its names are absolute, as the explainer's: one fleet node serves the robots of every namespace.
@@ -15,19 +16,10 @@ import threading
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.serialization import deserialize_message
 
+from planner.core.answer_model import FleetDecision, Question
+from planner.core.asking import words
 from planner.core.errors import PolicyError
-from planner.core.fleet import (
-    FleetAnswerer,
-    Question,
-    RobotMemory,
-    evidence,
-    majority_vote,
-    memory_from_scene,
-    read_question,
-    sightings,
-    sightings_text,
-    words,
-)
+from planner.core.fleet import FleetAnswerer, RobotMemory, evidence, memory_from_scene, read_question, sightings, sightings_text
 from planner.msg import FleetVote, SceneGraph
 from planner.ros.convert import scene_from_msg
 from planner.ros.node import PlannerNode, main_for
@@ -52,6 +44,9 @@ class FleetNode(PlannerNode):
         # following a fleet's graphs costs next to nothing between questions.
         self.graphs: dict[str, bytes] = {}
         self._lock = threading.Lock()
+        self.decision = FleetDecision(self.config.fleet.answer_model, self.config.path)
+        if self.decision.problem:
+            self.report("error", self.decision.problem)
         for robot in self.config.fleet.robots:
             self._follow(robot.strip("/"))
         if not self.config.fleet.robots:
@@ -59,7 +54,8 @@ class FleetNode(PlannerNode):
         # Questions one at a time: the model serves one robot's answer after another.
         self.create_service(AskFleet, "/fleet/ask", self._ask, callback_group=MutuallyExclusiveCallbackGroup())
         self.get_logger().info("fleet ready for " + (", ".join(self.robots) if self.robots else
-                                                     "every robot whose scene graph appears"))
+                                                     "every robot whose scene graph appears") +
+                               f"; answers combined by {self.decision.name}")
 
     def _follow(self, robot: str) -> None:
         self.robots.append(robot)
@@ -120,7 +116,8 @@ class FleetNode(PlannerNode):
         if not answers:
             response.message = "no robot could answer (see /planner/status)"
             return response
-        response.answered, response.yes = True, majority_vote(answers)
+        response.yes, response.aggregator = self.decision.decide(question, answers)
+        response.answered = True
         agree = sum(a.yes == response.yes for a in answers)
         response.message = (f"{'Yes' if response.yes else 'No'}: {agree} of {len(answers)} robots say there is "
                             f"{'a' if response.yes else 'no'} {words(question.label)} in the {words(question.room)}.")
