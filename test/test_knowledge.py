@@ -288,6 +288,29 @@ def test_words_the_map_does_not_use_are_asked_of_the_model_and_the_preposition_s
     assert policy.prompts[2][0]["content"].startswith("You keep a home robot's memory")
 
 
+def test_words_nearly_as_like_two_labels_are_asked_of_the_model_among_the_things_of_both(skills, scene):
+    """"Purse" is about as like wallet as backpack (the sentence embedder's similarities are 0.61
+    and 0.59): the model picks among the things of both labels, shown where each is; "couch" is so
+    much more like sofa than anything else that nothing is asked."""
+    from planner.adapters.embeddings import SentenceEmbedder
+    from planner.core.telling import describe_candidate
+
+    embedder = SentenceEmbedder()
+    settings = TellSettings(context="grounded")
+    wallet = describe_candidate(scene, "wallet_1")
+    purse = {"change": "moved", "thing": "purse", "place": "bed"}
+    policy = ScriptedPolicy([purse, {"choice": wallet}])
+    result = tell("Mum left her purse on the bed", scene, skills, policy, stamp=1.0, settings=settings,
+                  embedder=embedder)
+    assert result.applied and result.llm_calls == 2 and scene.support("wallet_1") == ("on", "bed_1"), result.errors
+    asked = policy.prompts[1][0]["content"]
+    assert f"- {wallet}" in asked and f"- {describe_candidate(scene, 'backpack_1')}" in asked
+    pillow = {"change": "moved", "thing": "pillow", "thing_was_on": "bed", "place": "couch"}
+    result = tell("The pillow from the bed is on the couch now", scene, skills, ScriptedPolicy([pillow]), stamp=2.0,
+                  settings=settings, embedder=embedder)
+    assert result.applied and result.llm_calls == 1, result.errors
+
+
 def test_a_change_to_what_the_robot_just_saw_is_flagged_and_an_old_sighting_is_not(skills, scene):
     move = {"remove": [t("apple_1", "on", "table_1").model_dump()], "add": [t("apple_1", "on", "counter_1").model_dump()]}
     scene.entity("apple_1").last_seen = 100.0
@@ -302,3 +325,24 @@ def test_a_change_to_what_the_robot_just_saw_is_flagged_and_an_old_sighting_is_n
     back = {"remove": [t("apple_1", "on", "counter_1").model_dump()], "add": [t("apple_1", "on", "table_1").model_dump()]}
     assert tell("The apple is back on the table", scene, skills, ScriptedPolicy([back]), stamp=205.0,
                 settings=settings).applied
+
+
+@pytest.mark.embedded
+@pytest.mark.timeout(600)
+def test_the_embedded_model_picks_the_label_a_word_means_not_one_that_begins_alike():
+    """Held to the options alone, the model began "tangerine" and the grammar finished it as
+    "tablet"; saying what the words mean first, it picks what they mean."""
+    from planner.adapters.llm import LLMSettings, open_policy
+    from planner.core.asking import choose_one, label_options
+
+    policy, server = open_policy(LLMSettings(provider="embedded").resolved())
+    try:
+        def ask(messages, schema):
+            return policy.complete(messages, schema)
+        assert choose_one(ask, "You'll find the tangerine in the cabinet in the office", "tangerine",
+                          label_options(["orange", "blanket", "tablet", "chair", "houseplant"]), 1) == "orange"
+        assert choose_one(ask, "Someone put the clicker on top of the settee", "clicker",
+                          label_options(["remote", "counter", "stool", "cell_phone", "toy"]), 1) == "remote"
+    finally:
+        if server is not None:
+            server.stop()

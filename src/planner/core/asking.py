@@ -50,7 +50,7 @@ def ask_validated(call: Callable[[list[dict]], _Reply], messages: list[dict], pa
 CHOOSE_PROMPT = """A person told a home robot: "{sentence}"
 Which of these is "{words}"?
 {options}
-Answer with JSON: "choice", one of the lines above."""
+Answer with JSON: "meaning", what "{words}" is in a few words, then "choice", one of the lines above."""
 
 
 LABELS_OFFERED = 5  # the labels most like words that fit none well, offered to the model to choose from
@@ -68,6 +68,7 @@ def label_options(labels: Iterable[str]) -> dict[str, str]:
 
 
 class Choice(StrictModel):
+    meaning: str = ""
     choice: str = Field(min_length=1)
 
 
@@ -76,7 +77,11 @@ def choose_one(call: Callable[[list[dict], dict], _Reply], sentence: str, words:
     """The option (a key of `options`, each shown as its value) the model says `words` means in
     `sentence`; `call(messages, schema)` asks; None when no valid choice came."""
     by_line = {shown: option for option, shown in options.items()}
-    schema = {"type": "object", "properties": {"choice": {"enum": list(by_line)}}, "required": ["choice"]}
+    # What the words mean, said first: held to the options alone, a small model starts writing the
+    # word it has in mind and the grammar completes it into an option that begins alike
+    # ("tangerine" -> "tablet").
+    schema = {"type": "object", "properties": {"meaning": {"type": "string", "maxLength": 60},
+                                               "choice": {"enum": list(by_line)}}, "required": ["meaning", "choice"]}
     reply = ask_validated(lambda messages: call(messages, schema), [{"role": "user", "content": CHOOSE_PROMPT.format(
         sentence=sentence, words=words, options="\n".join(f"- {line}" for line in by_line))}],
         Choice.model_validate_json, max_repairs)

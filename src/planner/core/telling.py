@@ -128,6 +128,9 @@ QUERY_SCHEMA = {"type": "object", "properties": {
                                          "place": {"type": "integer"}}, "required": ["thing", "relation", "place"]}}},
     "required": ["things"]}
 MATCHES_PER_THING = 3  # map labels kept for each thing of the query
+# Labels this close in similarity to the best one for a thing's words are as likely meant: its
+# things are put to the model with the best label's ("ipad" is a little nearer apple than tablet).
+LABEL_MARGIN = 0.1
 
 
 Choose = Callable[[str, dict[str, str]], "str | None"]  # (the words, {option: as shown}) -> the option meant
@@ -138,9 +141,10 @@ def _readable(name: str) -> str:
 
 
 def matches(query: QueryGraph, scene: SceneGraph, embedder: Embedder, threshold: float,
-            choose: Choose | None = None) -> list[list[set[str]]]:
+            choose: Choose | None = None) -> list[list[tuple[float, set[str]]]]:
     """Per thing of the query, the map ids it may be, one set per label from the most like its words
-    to the least (at least `threshold` similar, at most MATCHES_PER_THING labels): in its room when one
+    to the least, with the label's similarity (at least `threshold`, at most MATCHES_PER_THING
+    labels; 1 for a label the words name or `choose` picks): in its room when one
     is said, on what it was on when that is said, and furniture when a relation puts something on it.
     A room said by a name the map does not use is found by meaning, or, given `choose`, by the model
     among the map's rooms (sentence embeddings put "home office" nearer a living room than a study);
@@ -155,13 +159,14 @@ def matches(query: QueryGraph, scene: SceneGraph, embedder: Embedder, threshold:
     count = len(query.things)
     places = {r.place for r in query.relations if max(r.thing, r.place) < count}
 
-    def best_labels(row: int, words: str = "") -> list[str]:
+    def best_labels(row: int, words: str = "") -> dict[str, float]:
         order = np.argsort(-label_similarity[row])
-        close = [labels[i] for i in order[:MATCHES_PER_THING] if label_similarity[row][i] >= threshold]
+        close = {labels[i]: float(label_similarity[row][i]) for i in order[:MATCHES_PER_THING]
+                 if label_similarity[row][i] >= threshold}
         if close or choose is None or not words:  # where a thing was only narrows: no call for it
             return close
         picked = choose(words, label_options(labels[i] for i in order[:LABELS_OFFERED]))
-        return [picked] if picked in labels else []
+        return {picked: 1.0} if picked in labels else {}
 
     def named_room(words: str) -> str:
         return next((r for r in rooms if words and (words.lower() in _readable(r) or _readable(r) in words.lower())),
@@ -190,7 +195,7 @@ def matches(query: QueryGraph, scene: SceneGraph, embedder: Embedder, threshold:
         # when no furniture is like the words.
         meant = best_labels(index, thing.words)
         was_in = named_room(thing.was_on)
-        was_on = best_labels(count + index) if thing.was_on and not was_in else []
+        was_on = best_labels(count + index) if thing.was_on and not was_in else {}
         was_in = was_in or (room_of(count + index, thing.was_on) if thing.was_on and not was_on else "")
         # Where it was, by the label most like the words that holds such a thing: "the plate from the
         # cupboard" is the one in a cabinet before the one in a dresser.
@@ -198,13 +203,13 @@ def matches(query: QueryGraph, scene: SceneGraph, embedder: Embedder, threshold:
                     kept_on(index, set(), was_in))
         # The room a person names may be where the thing went rather than where it is.
         kept = [e for e in kept if e.room == room] or kept if room else kept
-        found.append([{e.id for e in kept if e.label == label} for label in meant])
+        found.append([(similarity, {e.id for e in kept if e.label == label}) for label, similarity in meant.items()])
     return found
 
 
 def search(query: QueryGraph, scene: SceneGraph, embedder: Embedder, threshold: float) -> set[str]:
     """The map ids a query graph points at: every id any of its things may be."""
-    return {i for thing in matches(query, scene, embedder, threshold) for ids in thing for i in ids}
+    return {i for thing in matches(query, scene, embedder, threshold) for _, ids in thing for i in ids}
 
 
 def named(sentence: str, scene: SceneGraph, embedder: Embedder) -> set[str]:
@@ -286,7 +291,10 @@ def grounded_change(sentence: str, query: QueryGraph, scene: SceneGraph, graph: 
     for index, (query_thing, found) in enumerate(zip(query.things, matches(query, scene, embedder, threshold, choose))):
         until = sentence.lower().rfind(place_of.get(index) or "\0")
         said_of_it = named(sentence[:until], scene, embedder) if until > 0 else said
-        candidates = sorted(_narrowed(next((s for s in found if s), set()), scene, said_of_it))
+        held = [(similarity, ids) for similarity, ids in found if ids]
+        likely = set().union(*(ids for similarity, ids in held if similarity >= held[0][0] - LABEL_MARGIN)) if held \
+            else set()
+        candidates = sorted(_narrowed(likely, scene, said_of_it))
         ids.append(candidates[0] if len(candidates) == 1 else
                    choose(query_thing.words, {c: describe_candidate(scene, c) for c in candidates})
                    if candidates and choose is not None else None)
