@@ -258,7 +258,7 @@ def test_a_robot_by_robot_model_given_another_fleet_size_says_so_and_the_fleet_v
     results = tmp_path / "dev.json"
     results.write_text(json.dumps({"homes": [{"seed": 4, "examples": [example_record(e) for e in examples]}]}))
     decision = FleetDecision(AnswerModelSettings(examples=[str(results)], learner="decision_tree",
-                                                 features="robot_state"))
+                                                 features="robot_state"), confidence=False)
     two = (answer("a", True), answer("b", True))
     assert decision.decide(Question("mug", "kitchen"), two) == (
         True, "majority vote (the answer model learnt from 3 robots' answers and is given 2; the pooled features "
@@ -272,14 +272,14 @@ def test_an_answer_model_learns_from_bench_results_and_a_broken_file_is_named_wi
                                           {"seed": 5, "examples": [example_record(e) for e in examples[40:]]}]}))
     training = load_examples([good])
     assert training.homes == {3, 5} and training.examples == examples
-    decision = FleetDecision(AnswerModelSettings(examples=[good.name], learner="decision_tree"),
+    decision = FleetDecision(AnswerModelSettings(examples=[good.name], learner="decision_tree"), False,
                              lambda path: tmp_path / path)
     assert not decision.problem and "decision_tree, pooled features, 80 questions from 2 homes" in decision.name
     broken = json.loads(good.read_text())
     broken["homes"][1]["examples"][2]["answers"][0]["p_yes"] = 1.5
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(broken))
-    decision = FleetDecision(AnswerModelSettings(examples=[str(bad)]))
+    decision = FleetDecision(AnswerModelSettings(examples=[str(bad)]), confidence=False)
     assert decision.model is None and "bad.json: home 2, question 3: ('answers', 0, 'p_yes')" in decision.problem
     assert decision.decide(Question("mug", "kitchen"), (answer("a", True), answer("b", False, p=0.2))) == \
         (True, "majority vote")
@@ -288,6 +288,20 @@ def test_an_answer_model_learns_from_bench_results_and_a_broken_file_is_named_wi
         load_examples([tmp_path / "old.json"])
     with pytest.raises(ValueError, match="'svm': there are xgboost"):
         AnswerModelSettings(examples=["x.json"], learner="svm")
+
+
+def test_an_answer_model_that_learnt_yes_or_no_is_not_given_the_models_probabilities(tmp_path):
+    # A bench run without --confidence: each robot's p(yes) is 1 or 0.
+    results = tmp_path / "dev.json"
+    results.write_text(json.dumps({"setup": {"confidence": False},
+                                   "homes": [{"seed": 3, "examples": [example_record(e) for e in freshest_knows(same_fleet=True)]}]}))
+    pooled = FleetDecision(AnswerModelSettings(examples=[str(results)]), confidence=True)
+    assert pooled.model is None and pooled.name == "majority vote"
+    assert ("robots answered yes or no only and this fleet's answer with the model's probability of yes; the pooled "
+            "features use that probability") in pooled.problem
+    # The paper's features use the yes/no alone; and a fleet that answers yes/no takes the pooled model.
+    assert FleetDecision(AnswerModelSettings(examples=[str(results)], features="answers"), confidence=True).model
+    assert FleetDecision(AnswerModelSettings(examples=[str(results)]), confidence=False).model
 
 
 # ---- the benchmark ------------------------------------------------------------------------------
@@ -307,18 +321,38 @@ def test_the_fleet_bench_runs_with_scripted_answers_and_writes_results(tmp_path)
     assert {"cam_decision_tree", "cam_decision_tree_robot_state"} <= set(honest["aggregators"])
     assert (tmp_path / "fleet.png").exists() and "| 4 | 1 | 50.0 ± 0.0" in (tmp_path / "fleet.md").read_text()
     assert results["complete"] and results["setup"]["questions"] == 12
+    # Each question counted once by what the fleet knew of it, so a model's gain can be told apart.
+    by_evidence = honest["by_evidence"]["cam_decision_tree_pooled"]
+    assert list(by_evidence) == ["seen there", "looked, not seen", "nobody looked"]
+    assert sum(asked for _, asked in by_evidence.values()) == 12
+    assert sum(right for right, _ in honest["by_evidence"]["vote"].values()) == 6
+    assert "## By what the fleet knew" in (tmp_path / "fleet.md").read_text()
     # Its questions train the answer models a second run scores on another home; never on the same one.
     scripted = ["--sizes", "4", "--questions", "12", "--debate-questions", "0", "--learners", "decision_tree",
                 "--llm", "scripted", "--replies", str(replies), "--out", str(tmp_path), "--train-on",
                 str(tmp_path / "fleet.json")]
     assert main(["bench", "fleet", "--seeds", "3", *scripted, "--name", "same"]) == 2
     assert not (tmp_path / "same.json").exists()
+    assert main(["bench", "fleet", "--seeds", "4", *scripted, "--confidence", "--name", "sure"]) == 2
     assert main(["bench", "fleet", "--seeds", "4", *scripted, "--name", "shipped"]) == 0
     shipped = json.loads((tmp_path / "shipped.json").read_text())
     assert shipped["setup"]["trained_on"] == [3]
     assert {"shipped_decision_tree", "shipped_decision_tree_robot_state", "shipped_decision_tree_pooled"} <= \
         set(shipped["homes"][0]["conditions"]["malicious"]["aggregators"])
     assert "best CAM, pooled, other homes" in (tmp_path / "shipped.md").read_text()
+    # A finished run scored again from the answers it kept, with models learnt in another home; no model asked.
+    rescore = ["bench", "fleet", "--rescore", str(tmp_path / "fleet.json"), "--learners", "decision_tree",
+               "--out", str(tmp_path)]
+    assert main([*rescore, "--train-on", str(tmp_path / "shipped.json"), "--name", "again"]) == 0
+    again = json.loads((tmp_path / "again.json").read_text())
+    scored = again["homes"][0]["conditions"]["honest"]["aggregators"]
+    assert scored["vote"] == 50.0 and scored["cam_decision_tree"] == honest["aggregators"]["cam_decision_tree"]
+    assert "shipped_decision_tree_pooled" in scored and again["setup"]["trained_on"] == [4]
+    assert "scored again, no model asked" in (tmp_path / "again.md").read_text()
+    assert main([*rescore, "--train-on", str(tmp_path / "fleet.json"), "--name", "self"]) == 2
+    (tmp_path / "old.json").write_text(json.dumps({"homes": [{"seed": 9, "rooms": 4, "conditions": {}}]}))
+    assert main(["bench", "fleet", "--rescore", str(tmp_path / "old.json"), "--out", str(tmp_path)]) == 2
+    assert not (tmp_path / "self.json").exists() and not (tmp_path / "old-rescored.json").exists()
 
 
 @pytest.mark.embedded

@@ -19,11 +19,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from planner.core.answer_model import (
     FEATURE_SETS,
     LEARNERS,
     CentralAnswerModel,
     Example,
+    ExampleRecord,
     Question,
     RobotAnswer,
     TrainingSet,
@@ -133,6 +136,27 @@ def _accuracy(predicted: Sequence[bool], questions: Sequence[Question]) -> float
     return round(100 * statistics.fmean(p == q.truth for p, q in zip(predicted, questions)), 2) if questions else 0.0
 
 
+EVIDENCE = ("seen there", "looked, not seen", "nobody looked")
+
+
+def what_the_fleet_knew(answers: Sequence[RobotAnswer]) -> str:
+    """Whether some robot saw the thing in the room, else whether some robot looked into it."""
+    if any(a.saw for a in answers):
+        return EVIDENCE[0]
+    return EVIDENCE[1] if any(a.looked for a in answers) else EVIDENCE[2]
+
+
+def _by_evidence(predicted: Sequence[bool], questions: Sequence[Question],
+                 answers: Sequence[Sequence[RobotAnswer]]) -> dict[str, list[int]]:
+    """[right, questions] per kind of evidence the fleet had (EVIDENCE)."""
+    counts = {kind: [0, 0] for kind in EVIDENCE}
+    for final, question, row in zip(predicted, questions, answers):
+        cell = counts[what_the_fleet_knew(row)]
+        cell[0] += final == question.truth
+        cell[1] += 1
+    return counts
+
+
 def _agreement(finals: Sequence[bool], answers: Sequence[Sequence[RobotAnswer]]) -> dict[str, float]:
     """Per robot: the share of questions where its answer is the final one."""
     robots = [a.robot for a in answers[0]]
@@ -176,19 +200,24 @@ def run_home(fleet: FleetHome, policy: Policy, explore: str, questions: int, deb
                  "examples": [example_record(Example(q, a)) for q, a in zip(asked, honest)]}
     for condition in CONDITIONS:
         answers = [in_condition(answer, condition) for answer in honest]
-        row["conditions"][condition] = _aggregate(fleet, memories, rooms, asked, answers, policy, debate_questions,
-                                                  learners, confidence, progress, (shipped or {}).get(condition, {}))
+        scored = score(asked, answers, fleet.seed, learners, (shipped or {}).get(condition, {}))
+        if debate_questions:
+            scored["debate"] = _debate(fleet, memories, rooms, asked[:debate_questions], answers, policy, confidence,
+                                       progress)
+        row["conditions"][condition] = scored
     return row
 
 
-def _aggregate(fleet: FleetHome, memories, rooms, asked: list[Question], answers: list[tuple[RobotAnswer, ...]],
-               policy: Policy, debate_questions: int, learners: Sequence[str], confidence: bool, progress,
-               shipped: dict[str, CentralAnswerModel]) -> dict:
+def score(asked: Sequence[Question], answers: Sequence[tuple[RobotAnswer, ...]], seed: int, learners: Sequence[str],
+          shipped: dict[str, CentralAnswerModel]) -> dict:
+    """Each robot, the vote, answer models cross-validated in the home (seeded by it) and those
+    trained elsewhere (`shipped`) on one home's questions in one condition; no model is asked."""
     result: dict = {"robots": {a.robot: _accuracy([row[i].yes for row in answers], asked)
                                for i, a in enumerate(answers[0])}}
     vote = [majority_vote(row) for row in answers]
     result["aggregators"] = {"vote": _accuracy(vote, asked)}
     result["agreement"] = {"vote": _agreement(vote, answers)}
+    result["by_evidence"] = {"vote": _by_evidence(vote, asked, answers)}
     result["seconds_per_question"] = {"vote": 0.0}
     result["importance"] = {}
     examples = [Example(q, row) for q, row in zip(asked, answers)]
@@ -197,35 +226,67 @@ def _aggregate(fleet: FleetHome, memories, rooms, asked: list[Question], answers
             name = aggregator(learner, feature_set)
             started = time.monotonic()
             try:
-                fitted = cross_validate(examples, learner, feature_set, seed=fleet.seed)
+                fitted = cross_validate(examples, learner, feature_set, seed=seed)
             except InputError as error:
                 result.setdefault("skipped", {})[name] = str(error)
                 continue
             result["seconds_per_question"][name] = round((time.monotonic() - started) / len(asked), 4)
             result["aggregators"][name] = _accuracy(fitted.predictions, asked)
             result["agreement"][name] = _agreement(fitted.predictions, answers)
+            result["by_evidence"][name] = _by_evidence(fitted.predictions, asked, answers)
             result["importance"][name] = fitted.importance
     for name, model in shipped.items():
         predicted = model.predict(examples)
         result["aggregators"][name] = _accuracy(predicted, asked)
         result["agreement"][name] = _agreement(predicted, answers)
-    if debate_questions:
-        sample = asked[:debate_questions]
-        debate = Debate(policy, rooms, confidence=confidence)
-        started = time.monotonic()
-        finals = []
-        for number, (question, row) in enumerate(zip(sample, answers), 1):
-            progress(f"  debate {number}/{len(sample)}: {question.text}")
-            try:
-                finals.append(debate.decide(question, memories, row, fleet.question_s).answer)
-            except PolicyError as error:   # the server failed: this question's debate is lost, the run goes on
-                progress(f"  debate on {question.text!r} failed: {error}")
-                finals.append(majority_vote(row))
-        result["debate"] = {"questions": len(sample), "accuracy": _accuracy(finals, sample),
-                            "vote_accuracy_same_questions": _accuracy(vote[:len(sample)], sample),
-                            "llm_calls": debate.usage.calls,
-                            "seconds_per_question": round((time.monotonic() - started) / max(1, len(sample)), 2)}
+        result["by_evidence"][name] = _by_evidence(predicted, asked, answers)
     return result
+
+
+def _debate(fleet: FleetHome, memories, rooms, sample: Sequence[Question], answers: Sequence[tuple[RobotAnswer, ...]],
+            policy: Policy, confidence: bool, progress) -> dict:
+    """The robots debate the first questions; the vote on the same questions beside it."""
+    debate = Debate(policy, rooms, confidence=confidence)
+    started = time.monotonic()
+    finals = []
+    for number, (question, row) in enumerate(zip(sample, answers), 1):
+        progress(f"  debate {number}/{len(sample)}: {question.text}")
+        try:
+            finals.append(debate.decide(question, memories, row, fleet.question_s).answer)
+        except PolicyError as error:   # the server failed: this question's debate is lost, the run goes on
+            progress(f"  debate on {question.text!r} failed: {error}")
+            finals.append(majority_vote(row))
+    return {"questions": len(sample), "accuracy": _accuracy(finals, sample),
+            "vote_accuracy_same_questions": _accuracy([majority_vote(row) for row in answers[:len(sample)]], sample),
+            "llm_calls": debate.usage.calls,
+            "seconds_per_question": round((time.monotonic() - started) / max(1, len(sample)), 2)}
+
+
+def rescore(results: dict, learners: Sequence[str], shipped: dict[str, dict[str, CentralAnswerModel]],
+            progress: Callable[[str], None]) -> dict:
+    """A finished run's homes scored again from the questions and answers it kept, without the
+    model: answer models learnt since, or trained on other homes (`shipped`), compared on the very
+    answers the robots gave. A debate's result is kept as it was. Raises InputError naming the
+    home whose questions cannot be read."""
+    homes = []
+    for number, home in enumerate(results.get("homes", []), 1):
+        try:
+            examples = [ExampleRecord.model_validate(record).example() for record in home["examples"]]
+        except (KeyError, TypeError, ValidationError) as error:
+            raise InputError(f"home {number}: its questions with the robots' answers cannot be read ({error}); "
+                             "only runs that keep them (\"examples\") can be scored again") from error
+        if not examples:
+            raise InputError(f"home {number}: no questions kept")
+        asked = [e.question for e in examples]
+        row = {**home, "conditions": {}}
+        for condition in CONDITIONS:
+            answers = [in_condition(e.answers, condition) for e in examples]
+            row["conditions"][condition] = score(asked, answers, home["seed"], learners, shipped.get(condition, {}))
+            if debate := home["conditions"].get(condition, {}).get("debate"):
+                row["conditions"][condition]["debate"] = debate
+        homes.append(row)
+        progress(f"[{number:>3}/{len(results['homes'])}] seed {home['seed']} {home['rooms']:>2} rooms scored again")
+    return {**results, "homes": homes, "complete": results.get("complete", False), "summary": summarize(homes)}
 
 
 def summarize(homes: list[dict]) -> dict:
@@ -305,7 +366,9 @@ def report(results: dict) -> str:
              f"{llm.get('backend', '')} {llm.get('model', '')}; machine: {results.get('machine', {}).get('cpu', '')}; "
              f"{setup.get('robots', '')} robots, exploration: {setup.get('explore', '')}" +
              (f"; answer models also trained on {len(setup['trained_on'])} other homes' questions"
-              if setup.get("trained_on") else ""), ""]
+              if setup.get("trained_on") else "") +
+             (f"; scored again, no model asked, from the answers in {results['rescored']['from']}"
+              if results.get("rescored") else ""), ""]
     cams = columns(results["summary"])
     for condition in CONDITIONS:
         lines += [f"## {condition.capitalize()} robots" if condition == "honest" else
@@ -330,6 +393,7 @@ def report(results: dict) -> str:
     for name in names:
         cells = [_mean_over(homes, c, "aggregators", name) for c in CONDITIONS]
         lines.append(f"| {name} | {cells[0]:.1f} | {cells[1]:.1f} |")
+    lines += _evidence_table(homes, names)
     robots = [r["name"] for r in homes[0]["robots"]] if homes else []
     best = {feature_set: max((n for n in names if n in {aggregator(learner, feature_set) for learner in LEARNERS}),
                              key=lambda n: _mean_over(homes, "honest", "aggregators", n), default=None)
@@ -363,6 +427,34 @@ def report(results: dict) -> str:
               f"{max((_mean_over(homes, 'honest', 'seconds_per_question', n) for n in names if n.startswith(PER_HOME)), default=0):.2f} "
               "at most; a vote adds nothing."]
     return "\n".join(lines) + "\n"
+
+
+def _evidence_table(homes: list[dict], names: Sequence[str]) -> list[str]:
+    """Accuracy by what the fleet knew of each question (honest robots, summed over homes): where
+    an answer model's gain comes from, the robots' evidence or what it learnt of questions nobody
+    could see."""
+    rows = [h["conditions"]["honest"].get("by_evidence", {}) for h in homes]
+    if not any(rows):       # results of a run before this table
+        return []
+    picks = [("vote", "vote")]
+    for where, title in ((PER_HOME, "best CAM learnt in the home"), (OTHER_HOMES, "best CAM learnt in other homes")):
+        best = max((n for n in names if n.startswith(where)), default=None,
+                   key=lambda n: _mean_over(homes, "honest", "aggregators", n))
+        if best:
+            picks.append((best, f"{title} ({best})"))
+    total = sum(row["vote"][kind][1] for row in rows if row for kind in EVIDENCE)
+    lines = ["", "## By what the fleet knew (honest robots, all homes; accuracy in %)", "",
+             "| the fleet | questions | " + " | ".join(title for _, title in picks) + " |",
+             "|---|---|" + "---|" * len(picks)]
+    for kind in EVIDENCE:
+        count = sum(row["vote"][kind][1] for row in rows if row)
+        cells = []
+        for name, _ in picks:
+            right = sum(row[name][kind][0] for row in rows if name in row)
+            asked = sum(row[name][kind][1] for row in rows if name in row)
+            cells.append(f"{100 * right / asked:.1f}" if asked else "-")
+        lines.append(f"| {kind} | {count} ({100 * count / max(1, total):.0f}%) | " + " | ".join(cells) + " |")
+    return lines
 
 
 def _mean_over(homes: list[dict], condition: str, key: str, name: str) -> float:

@@ -298,7 +298,19 @@ def bench_fleet(args) -> int:
     for learner in args.learners:
         make_learner(learner, 0)    # an unknown learner or a missing xgboost is said before the model loads
     profile = load_robot(config)
-    seeds = parse_seeds(args.seeds)
+    rescoring, confidence = None, args.confidence
+    if args.rescore:
+        try:
+            rescoring = json.loads(Path(args.rescore).read_text())
+            if not isinstance(rescoring, dict) or not isinstance(rescoring.get("homes"), list):
+                raise ValueError("not the results of `planner bench fleet`")
+        except (OSError, ValueError) as error:
+            print(f"error: --rescore {args.rescore}: {error}", file=sys.stderr)
+            return 2
+        seeds = sorted({home.get("seed") for home in rescoring["homes"] if isinstance(home, dict)})
+        confidence = bool(rescoring.get("setup", {}).get("confidence", False))
+    else:
+        seeds = parse_seeds(args.seeds)
     shipped, trained_on = None, []
     if args.train_on:
         # Before the model loads: files that cannot be learnt from are said at once.
@@ -307,11 +319,14 @@ def bench_fleet(args) -> int:
             if overlap := sorted(training.homes & set(seeds)):
                 raise InputError(f"--train-on: homes {', '.join(map(str, overlap))} are both learnt from and scored; "
                                  "train on other seeds (the development range, below 1000)")
+            training.check_confidence(confidence)
             shipped = fleet.train_elsewhere(training, args.learners)
             trained_on = sorted(training.homes)
         except InputError as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
+    if rescoring is not None:
+        return _rescore_fleet(args, rescoring, shipped or {}, trained_on)
     out = Path(args.out)
     opened = _replies_or_llm(args, config)
     if opened is None:
@@ -329,6 +344,27 @@ def bench_fleet(args) -> int:
         fleets, policy, args.explore, args.questions, args.debate_questions, args.learners, args.confidence, header,
         out / f"{name}.json", args.resume, _progress, shipped),
         out, name, fleet.plot, fleet.report)
+
+
+def _rescore_fleet(args, results: dict, shipped: dict, trained_on: list[int]) -> int:
+    """`bench fleet --rescore`: a run's kept answers scored again, no model asked."""
+    from planner.bench import fleet
+    from planner.bench.common import machine_info, write_results
+    from planner.core.errors import InputError
+
+    try:
+        rescored = fleet.rescore(results, args.learners, shipped, _progress)
+    except InputError as error:
+        print(f"error: --rescore {args.rescore}: {error}", file=sys.stderr)
+        return 2
+    rescored["setup"] = {**results.get("setup", {}), "learners": args.learners, "trained_on": trained_on}
+    # The command and time that made the answers stay with them; the results get this command's.
+    rescored["rescored"] = {"from": args.rescore, "answered_by": rescored.pop("command", None),
+                            "answered": rescored.pop("finished", None), "machine": machine_info()}
+    name = args.name or f"{Path(args.rescore).stem}-rescored"
+    written = write_results(rescored, Path(args.out), name, fleet.plot, fleet.report)
+    print(written[-1].read_text())
+    return 0
 
 
 def bench_compare(args) -> int:
@@ -744,6 +780,9 @@ def add_commands(sub) -> None:
     fleet_parser.add_argument("--out", default="bench/results")
     fleet_parser.add_argument("--name", help="results file name (default: fleet-EXPLORE-LLM)")
     fleet_parser.add_argument("--resume", action="store_true", help="keep the homes an interrupted run finished")
+    fleet_parser.add_argument("--rescore", metavar="RESULTS",
+                              help="score a finished run again from the answers it kept, asking no model: answer "
+                                   "models (--learners, --train-on) on the very answers its robots gave")
     fleet_parser.set_defaults(run=bench_fleet)
     generate_parser = bench_sub.add_parser("generate", help="make benchmark homes and queries from seeds (seeds from "
                                            "1000 on are the test range: report them, do not tune on them)")

@@ -130,6 +130,22 @@ def example_record(example: Example) -> dict:
 class TrainingSet:
     examples: list[Example]
     homes: set[int]                      # seeds of the homes the questions were asked in
+    confidence: set[bool] = field(default_factory=set)   # whether the robots' p(yes) was the model's (runs that say)
+
+    def check_confidence(self, confidence: bool, feature_sets: Sequence[str] = FEATURE_SETS) -> None:
+        """Raises InputError when the robots of these examples gave their probability of yes
+        otherwise than a fleet answering with `confidence` would, and a feature set uses it: a
+        model that learnt p(yes) as 0 or 1 would read the model's probabilities as something else."""
+        using = [feature_set for feature_set in feature_sets if feature_set != "answers"]
+        if not using or not self.confidence - {confidence}:
+            return
+
+        def said(on: bool) -> str:
+            return "with the model's probability of yes" if on else "yes or no only"
+        raise InputError(f"the examples' robots answered {said(not confidence)} and this fleet's answer "
+                         f"{said(confidence)}; the {' and '.join(using)} features use that probability: learn from "
+                         f"runs made {'with' if confidence else 'without'} --confidence, or set fleet.confidence "
+                         "to match")
 
 
 def load_examples(paths: Sequence[Path]) -> TrainingSet:
@@ -137,6 +153,7 @@ def load_examples(paths: Sequence[Path]) -> TrainingSet:
     naming the file, home and question that cannot be read."""
     examples: list[Example] = []
     homes: set[int] = set()
+    confidence: set[bool] = set()
     for path in paths:
         try:
             results = json.loads(Path(path).read_text())
@@ -154,7 +171,10 @@ def load_examples(paths: Sequence[Path]) -> TrainingSet:
                     raise InputError(f"{path}: home {number}, question {index}: "
                                      f"{error.errors()[0]['loc']}: {error.errors()[0]['msg']}") from error
             homes.add(int(home.get("seed", -1)))
-    return TrainingSet(examples, homes)
+        setup = results.get("setup")
+        if isinstance(setup, dict) and isinstance(setup.get("confidence"), bool):
+            confidence.add(setup["confidence"])
+    return TrainingSet(examples, homes, confidence)
 
 
 def feature_names(robots: Sequence[str], feature_set: str) -> list[str]:
@@ -341,10 +361,11 @@ class AnswerModelSettings(StrictModel):
 
 class FleetDecision:
     """How a fleet's answers become one: a central answer model trained at start-up on the
-    configured examples, or the majority vote when none is configured, it cannot be trained, or it
-    cannot take a question's answers (robot by robot features, another number of robots)."""
+    configured examples, or the majority vote when none is configured, it cannot be trained (too few
+    examples, or their robots gave p(yes) otherwise than this fleet's do, `confidence`), or it cannot
+    take a question's answers (robot by robot features, another number of robots)."""
 
-    def __init__(self, settings: AnswerModelSettings | None, resolve: Callable[[str], Path] = Path):
+    def __init__(self, settings: AnswerModelSettings | None, confidence: bool, resolve: Callable[[str], Path] = Path):
         self.model: CentralAnswerModel | None = None
         self.problem = ""        # why the configured model is not used ('' when it is, or none is configured)
         self.name = "majority vote"
@@ -352,6 +373,7 @@ class FleetDecision:
             return
         try:
             training = load_examples([resolve(path) for path in settings.examples])
+            training.check_confidence(confidence, [settings.features])
             self.model = CentralAnswerModel(settings.learner, settings.features).fit(training.examples)
         except InputError as error:
             self.problem = f"answer model not trained, so the fleet votes: {error}"

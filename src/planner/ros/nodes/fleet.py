@@ -44,7 +44,7 @@ class FleetNode(PlannerNode):
         # following a fleet's graphs costs next to nothing between questions.
         self.graphs: dict[str, bytes] = {}
         self._lock = threading.Lock()
-        self.decision = FleetDecision(self.config.fleet.answer_model, self.config.path)
+        self.decision = FleetDecision(self.config.fleet.answer_model, self.config.fleet.confidence, self.config.path)
         if self.decision.problem:
             self.report("error", self.decision.problem)
         for robot in self.config.fleet.robots:
