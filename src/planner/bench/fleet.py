@@ -19,19 +19,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from planner.core.answer_model import (
     FEATURE_SETS,
     LEARNERS,
     CentralAnswerModel,
     Example,
-    ExampleRecord,
     Question,
     RobotAnswer,
     TrainingSet,
     cross_validate,
     example_record,
+    home_examples,
     majority_vote,
 )
 from planner.core.errors import InputError, PolicyError
@@ -270,13 +268,10 @@ def rescore(results: dict, learners: Sequence[str], shipped: dict[str, dict[str,
     home whose questions cannot be read."""
     homes = []
     for number, home in enumerate(results.get("homes", []), 1):
-        try:
-            examples = [ExampleRecord.model_validate(record).example() for record in home["examples"]]
-        except (KeyError, TypeError, ValidationError) as error:
-            raise InputError(f"home {number}: its questions with the robots' answers cannot be read ({error}); "
-                             "only runs that keep them (\"examples\") can be scored again") from error
+        examples = home_examples(home, f"home {number}")
         if not examples:
-            raise InputError(f"home {number}: no questions kept")
+            raise InputError(f"home {number}: no questions kept (only runs that keep them, under \"examples\", "
+                             "can be scored again)")
         asked = [e.question for e in examples]
         row = {**home, "conditions": {}}
         for condition in CONDITIONS:

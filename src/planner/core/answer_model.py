@@ -148,6 +148,22 @@ class TrainingSet:
                          "to match")
 
 
+def home_examples(home: dict, where: str) -> list[Example]:
+    """The questions one home of a `planner bench fleet` results file kept ("examples"). Raises
+    InputError naming `where` and the question that cannot be read."""
+    records = home.get("examples", []) if isinstance(home, dict) else None
+    if not isinstance(records, list):
+        raise InputError(f"{where}: its questions are not a list")
+    examples = []
+    for index, record in enumerate(records, 1):
+        try:
+            examples.append(ExampleRecord.model_validate(record).example())
+        except ValidationError as error:
+            raise InputError(f"{where}, question {index}: "
+                             f"{error.errors()[0]['loc']}: {error.errors()[0]['msg']}") from error
+    return examples
+
+
 def load_examples(paths: Sequence[Path]) -> TrainingSet:
     """The questions with known answers in `planner bench fleet` results files. Raises InputError
     naming the file, home and question that cannot be read."""
@@ -164,12 +180,7 @@ def load_examples(paths: Sequence[Path]) -> TrainingSet:
             raise InputError(f"{path}: no questions with their answers in it (a `planner bench fleet` results file "
                              "keeps them under each home's \"examples\")")
         for number, home in enumerate(rows, 1):
-            for index, record in enumerate(home.get("examples", []), 1):
-                try:
-                    examples.append(ExampleRecord.model_validate(record).example())
-                except ValidationError as error:
-                    raise InputError(f"{path}: home {number}, question {index}: "
-                                     f"{error.errors()[0]['loc']}: {error.errors()[0]['msg']}") from error
+            examples += home_examples(home, f"{path}: home {number}")
             homes.add(int(home.get("seed", -1)))
         setup = results.get("setup")
         if isinstance(setup, dict) and isinstance(setup.get("confidence"), bool):
