@@ -143,12 +143,23 @@ class RosClient:
 
         return call_service(self.node.create_client(srv_type, name), request, timeout)
 
-    def action(self, action_type, name, goal, timeout=120.0, feedback=None):
+    def action_client(self, action_type, name, **options):
+        """An action client on a node of its own, spun once it is built: rclpy's ActionClient joins
+        its node's wait set before it creates its lock, and an executor spinning that node in
+        another thread can reach it in between and stop ('ActionClient' has no attribute '_lock',
+        seen in CI)."""
+        import rclpy
         from rclpy.action import ActionClient
 
+        node = rclpy.create_node(f"{self.node.get_name()}_action_{len(self.extra)}")
+        client = ActionClient(node, action_type, name, **options)
+        self.add(node)
+        return client
+
+    def action(self, action_type, name, goal, timeout=120.0, feedback=None):
         from planner.ros.futures import ActionCall
 
-        return ActionCall(ActionClient(self.node, action_type, name), name).run(goal, timeout, feedback)
+        return ActionCall(self.action_client(action_type, name), name).run(goal, timeout, feedback)
 
     def close(self):
         self.executor.shutdown()

@@ -34,15 +34,13 @@ class SlowPolicy:
 @contextmanager
 def planner_thinking_slowly(tmp_path, name: str, **sections):
     """A simulator, perception and a task planner with a slow policy, and an action client to it."""
-    from rclpy.action import ActionClient
-
     config = load_config(write_config(tmp_path, **sections))
     client = RosClient(name)
     try:
         policy = SlowPolicy()
         for node in (SimulatorNode(config), PerceptionNode(config), TaskPlannerNode(config, policy=policy)):
             client.add(node)
-        actions = ActionClient(client.node, ExecuteTask, "/planner/execute_task")
+        actions = client.action_client(ExecuteTask, "/planner/execute_task")
         assert actions.wait_for_server(timeout_sec=10)
         yield policy, actions
     finally:
@@ -145,7 +143,6 @@ def test_twenty_goals_at_once_queue_five_reject_the_rest_and_the_planner_stays_r
     """Queued goals used to hold the node's executor threads (four, as spin_node runs a node): with one
     running and three waiting nothing else was heard — the next goal got no answer, the running task
     froze waiting for replies, and the e-stop was ignored."""
-    from rclpy.action import ActionClient
     from rclpy.executors import MultiThreadedExecutor
     from std_msgs.msg import Bool
 
@@ -162,7 +159,7 @@ def test_twenty_goals_at_once_queue_five_reject_the_rest_and_the_planner_stays_r
     try:
         for node in (SimulatorNode(config), PerceptionNode(config)):
             client.add(node)
-        actions = ActionClient(client.node, ExecuteTask, "/planner/execute_task", goal_service_qos_profile=GOAL_REQUESTS)
+        actions = client.action_client(ExecuteTask, "/planner/execute_task", goal_service_qos_profile=GOAL_REQUESTS)
         assert actions.wait_for_server(timeout_sec=10)
         first = actions.send_goal_async(ExecuteTask.Goal(request="put the bottle on the table in the bedroom"))
         wait_for(first.done)

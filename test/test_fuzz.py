@@ -183,9 +183,7 @@ def test_every_node_answers_after_the_fuzzing(stack):
     assert client.call(CheckPlan, "/explainer/check_plan", CheckPlan.Request(request="tidy up", steps=["Go to the desk."]),
                        timeout=30)
     assert client.call(AskFleet, "/fleet/ask", AskFleet.Request(question="Is there a unicorn in the attic?"), timeout=30)
-    from rclpy.action import ActionClient
-
-    actions = ActionClient(client.node, ExecuteTask, "/planner/execute_task")
+    actions = client.action_client(ExecuteTask, "/planner/execute_task")
     assert actions.wait_for_server(timeout_sec=30)
     answer = actions.send_goal_async(ExecuteTask.Goal(request="go to the kitchen"))
     wait_for(answer.done, 30)

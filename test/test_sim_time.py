@@ -14,14 +14,16 @@ def sim_time_node(ros):
     """A node following /clock, a publisher of /clock, and a Say action server that never ends a goal
     by itself (a skill still running) but stops when canceled."""
     import rclpy
-    from rclpy.action import ActionServer, CancelResponse
+    from rclpy.action import ActionClient, ActionServer, CancelResponse
     from rclpy.parameter import Parameter
     from rosgraph_msgs.msg import Clock
 
     from planner.action import Say
 
     client = RosClient("sim_time_client")
-    node = client.add(rclpy.create_node("sim_time_user", parameter_overrides=[Parameter("use_sim_time", value=True)]))
+    node = rclpy.create_node("sim_time_user", parameter_overrides=[Parameter("use_sim_time", value=True)])
+    skill = ActionClient(node, Say, "endless_skill")  # before its node spins: see RosClient.action_client
+    client.add(node)
     clock_pub = client.node.create_publisher(Clock, "/clock", 10)
     released = threading.Event()
 
@@ -42,16 +44,14 @@ def sim_time_node(ros):
         clock_pub.publish(msg)
 
     try:
-        yield node, publish_clock, released
+        yield node, skill, publish_clock, released
     finally:
         released.set()
         client.close()
 
 
-def run_in_background(node, timeout_s: float):
+def run_in_background(node, skill, timeout_s: float):
     """An ActionCall on `node`'s clock to the endless skill; what it raised or returned."""
-    from rclpy.action import ActionClient
-
     from planner.action import Say
     from planner.ros.futures import ActionCall
 
@@ -59,8 +59,7 @@ def run_in_background(node, timeout_s: float):
 
     def call():
         try:
-            outcome["result"] = ActionCall(ActionClient(node, Say, "endless_skill"), "endless_skill",
-                                           node.get_clock()).run(Say.Goal(text="x"), timeout_s)
+            outcome["result"] = ActionCall(skill, "endless_skill", node.get_clock()).run(Say.Goal(text="x"), timeout_s)
         except Exception as error:  # noqa: BLE001 - the test looks at what it was
             outcome["error"] = error
 
@@ -72,10 +71,10 @@ def run_in_background(node, timeout_s: float):
 def test_a_skill_time_limit_counts_simulated_seconds(sim_time_node):
     from planner.ros.futures import CallKind
 
-    node, publish_clock, _ = sim_time_node
+    node, skill, publish_clock, _ = sim_time_node
     publish_clock(100.0)
     wait_for(lambda: node.get_clock().now().nanoseconds == 100 * 10**9)
-    thread, outcome = run_in_background(node, timeout_s=1.0)
+    thread, outcome = run_in_background(node, skill, timeout_s=1.0)
     # Three wall seconds with the simulation paused: the skill is still running.
     thread.join(timeout=3.0)
     assert thread.is_alive() and not outcome
@@ -94,7 +93,7 @@ def test_before_the_first_clock_message_time_limits_run_on_the_wall_clock(sim_ti
     instead of waiting for ever."""
     from planner.ros.futures import CallKind
 
-    node, _, _ = sim_time_node
-    thread, outcome = run_in_background(node, timeout_s=1.0)
+    node, skill, _, _ = sim_time_node
+    thread, outcome = run_in_background(node, skill, timeout_s=1.0)
     thread.join(timeout=15.0)
     assert not thread.is_alive() and outcome["error"].kind == CallKind.TIMEOUT

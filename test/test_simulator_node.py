@@ -10,12 +10,10 @@ from planner.ros.stack import node_class
 
 
 def test_a_new_navigation_goal_preempts_the_one_under_way(ros, tmp_path):
-    from rclpy.action import ActionClient
-
     config = load_config(write_config(tmp_path, simulator={"time_scale": 1.0}))  # a drive of many seconds
     client = RosClient("preempt_client")
     client.add(node_class("simulator")(config))
-    navigate = ActionClient(client.node, Navigate, "/sim/navigate")
+    navigate = client.action_client(Navigate, "/sim/navigate")
     try:
         assert navigate.wait_for_server(timeout_sec=10)
         feedback = []

@@ -34,7 +34,7 @@ rclpy.spin(node)
 
 def test_a_call_whose_server_dies_ends_at_once_as_unavailable(ros):
     import rclpy
-    from rclpy.action import ActionClient, ActionServer
+    from rclpy.action import ActionServer
 
     from planner.action import Say
     from planner.ros.futures import ActionCall, CallFailed, CallKind
@@ -55,7 +55,7 @@ def test_a_call_whose_server_dies_ends_at_once_as_unavailable(ros):
 
     def call():
         try:
-            ActionCall(ActionClient(client.node, Say, "doomed_skill"), "doomed_skill").run(Say.Goal(text="x"), 300.0)
+            ActionCall(client.action_client(Say, "doomed_skill"), "doomed_skill").run(Say.Goal(text="x"), 300.0)
         except CallFailed as error:
             outcome["error"], outcome["at"] = error, time.monotonic()
 
@@ -81,8 +81,6 @@ def test_a_server_starved_of_the_cpu_for_longer_than_its_lease_is_waited_for_not
     """On a loaded machine a node's process can miss its liveliness lease and assert it again: the
     call on it is still running, and its result must be waited for (a CI run gave up on a live
     task planner this way)."""
-    from rclpy.action import ActionClient
-
     from planner.action import Say
     from planner.ros.futures import ActionCall, Heartbeat
     from planner.ros.qos import ALIVE_LEASE_S
@@ -90,7 +88,7 @@ def test_a_server_starved_of_the_cpu_for_longer_than_its_lease_is_waited_for_not
     server = subprocess.Popen([sys.executable, "-c", PAUSABLE_SERVER], stdout=subprocess.PIPE, text=True)
     client = RosClient("starved_server_client")
     heartbeat = Heartbeat(client.node, "/pausable_server")
-    action = ActionCall(ActionClient(client.node, Say, "pausable_skill"), "pausable_skill", heartbeat=heartbeat)
+    action = ActionCall(client.action_client(Say, "pausable_skill"), "pausable_skill", heartbeat=heartbeat)
     outcome = {}
 
     def call():
