@@ -20,6 +20,7 @@ from planner.core.answer_model import (
     RobotAnswer,
     cross_validate,
     example_record,
+    latest_look,
     load_examples,
     majority_vote,
 )
@@ -112,6 +113,24 @@ def test_majority_vote_and_its_ties():
     assert not majority_vote([answer("a", True, 0.6), answer("b", False, 0.1)])    # mean 0.35
     liar = answer("a", True, 0.8).inverted()
     assert not liar.yes and liar.p_yes == pytest.approx(0.2)
+
+
+def test_the_latest_look_trusts_the_robot_that_looked_last_and_votes_when_none_did():
+    def looked(robot, yes, since_s, p=None):
+        return RobotAnswer(robot, yes, float(yes) if p is None else p, True, since_s, saw=yes)
+
+    # Two robots that never looked into the room say no; the one that did saw a mug there.
+    alone = [looked("a", True, 60.0), answer("b", False, looked=False), answer("c", False, looked=False)]
+    assert latest_look(alone) and not majority_vote(alone)
+    # The newer look wins over the older, whatever the count.
+    assert not latest_look([looked("a", True, 600.0), looked("b", True, 900.0), looked("c", False, 30.0)])
+    # Nobody looked: the vote. Robots that looked at the same moment: their vote, a tie to the surer.
+    assert latest_look([answer("a", True, looked=False), answer("b", True, looked=False), answer("c", False, looked=False)])
+    assert not latest_look([looked("a", True, 60.0, p=0.6), looked("b", False, 60.0, p=0.1), looked("c", True, 90.0)])
+    decision = FleetDecision(None, confidence=False, rule="latest_look")
+    assert decision.decide(Question("mug", "kitchen"), alone) == (True, "latest look")
+    assert FleetDecision(None, confidence=False, rule="vote").decide(Question("mug", "kitchen"), alone) == \
+        (False, "majority vote")
 
 
 def test_a_robot_answers_from_its_own_memory():
@@ -258,7 +277,7 @@ def test_a_robot_by_robot_model_given_another_fleet_size_says_so_and_the_fleet_v
     results = tmp_path / "dev.json"
     results.write_text(json.dumps({"homes": [{"seed": 4, "examples": [example_record(e) for e in examples]}]}))
     decision = FleetDecision(AnswerModelSettings(examples=[str(results)], learner="decision_tree",
-                                                 features="robot_state"), confidence=False)
+                                                 features="robot_state"), confidence=False, rule="vote")
     two = (answer("a", True), answer("b", True))
     assert decision.decide(Question("mug", "kitchen"), two) == (
         True, "majority vote (the answer model learnt from 3 robots' answers and is given 2; the pooled features "
@@ -273,16 +292,16 @@ def test_an_answer_model_learns_from_bench_results_and_a_broken_file_is_named_wi
     training = load_examples([good])
     assert training.homes == {3, 5} and training.examples == examples
     decision = FleetDecision(AnswerModelSettings(examples=[good.name], learner="decision_tree"), False,
-                             lambda path: tmp_path / path)
+                             lambda path: tmp_path / path, rule="vote")
     assert not decision.problem and "decision_tree, pooled features, 80 questions from 2 homes" in decision.name
     broken = json.loads(good.read_text())
     broken["homes"][1]["examples"][2]["answers"][0]["p_yes"] = 1.5
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(broken))
-    decision = FleetDecision(AnswerModelSettings(examples=[str(bad)]), confidence=False)
+    decision = FleetDecision(AnswerModelSettings(examples=[str(bad)]), confidence=False, rule="latest_look")
     assert decision.model is None and "bad.json: home 2, question 3: ('answers', 0, 'p_yes')" in decision.problem
     assert decision.decide(Question("mug", "kitchen"), (answer("a", True), answer("b", False, p=0.2))) == \
-        (True, "majority vote")
+        (True, "latest look")
     (tmp_path / "old.json").write_text(json.dumps({"homes": [{"seed": 1}]}))
     with pytest.raises(InputError, match="old.json: no questions with their answers in it"):
         load_examples([tmp_path / "old.json"])
@@ -295,13 +314,14 @@ def test_an_answer_model_that_learnt_yes_or_no_is_not_given_the_models_probabili
     results = tmp_path / "dev.json"
     results.write_text(json.dumps({"setup": {"confidence": False},
                                    "homes": [{"seed": 3, "examples": [example_record(e) for e in freshest_knows(same_fleet=True)]}]}))
-    pooled = FleetDecision(AnswerModelSettings(examples=[str(results)]), confidence=True)
+    pooled = FleetDecision(AnswerModelSettings(examples=[str(results)]), confidence=True, rule="vote")
     assert pooled.model is None and pooled.name == "majority vote"
     assert ("robots answered yes or no only and this fleet's answer with the model's probability of yes; the pooled "
             "features use that probability") in pooled.problem
     # The paper's features use the yes/no alone; and a fleet that answers yes/no takes the pooled model.
-    assert FleetDecision(AnswerModelSettings(examples=[str(results)], features="answers"), confidence=True).model
-    assert FleetDecision(AnswerModelSettings(examples=[str(results)]), confidence=False).model
+    assert FleetDecision(AnswerModelSettings(examples=[str(results)], features="answers"), confidence=True,
+                         rule="vote").model
+    assert FleetDecision(AnswerModelSettings(examples=[str(results)]), confidence=False, rule="vote").model
 
 
 # ---- the benchmark ------------------------------------------------------------------------------
@@ -317,9 +337,10 @@ def test_the_fleet_bench_runs_with_scripted_answers_and_writes_results(tmp_path)
     home = results["homes"][0]
     assert home["questions"] == 12 and home["answer_llm_calls"] == 36
     honest, malicious = home["conditions"]["honest"], home["conditions"]["malicious"]
-    assert honest["aggregators"]["vote"] == 50.0 and malicious["robots"]["robot_1"] == 50.0
+    assert honest["aggregators"]["vote"] == honest["aggregators"]["latest_look"] == 50.0
+    assert malicious["robots"]["robot_1"] == 50.0
     assert {"cam_decision_tree", "cam_decision_tree_robot_state"} <= set(honest["aggregators"])
-    assert (tmp_path / "fleet.png").exists() and "| 4 | 1 | 50.0 ± 0.0" in (tmp_path / "fleet.md").read_text()
+    assert (tmp_path / "fleet.png").exists() and "| 4 | 1 | 50.0 ± 0.0 | 50.0 ± 0.0 | - |" in (tmp_path / "fleet.md").read_text()
     assert results["complete"] and results["setup"]["questions"] == 12
     # Each question counted once by what the fleet knew of it, so a model's gain can be told apart.
     by_evidence = honest["by_evidence"]["cam_decision_tree_pooled"]

@@ -56,7 +56,8 @@ def test_a_question_is_answered_from_both_robots_scene_graphs_with_evidence(ros,
         assert {s.topic_name for s in fleet.subscriptions} >= {"/robot1/scene_graph", "/robot2/scene_graph"}
 
         answer = client.call(AskFleet, "/fleet/ask", AskFleet.Request(question="Is there a mug in the kitchen?"), 30)
-        assert answer.answered and answer.yes                # a tie, and robot1 is surer: mean p 0.55
+        # Both looked as long ago: the latest look is their vote, a tie, and robot1 is surer (mean p 0.55).
+        assert answer.answered and answer.yes and answer.aggregator == "latest look"
         assert [v.robot for v in answer.votes] == ["robot1", "robot2"]
         first, second = answer.votes
         assert first.yes and first.saw and first.evidence == "saw a mug in the kitchen 2 min ago"
@@ -127,7 +128,7 @@ def test_with_no_robots_configured_the_fleet_finds_them(ros, tmp_path):
         client.close()
 
 
-def test_a_fleet_configured_with_an_answer_model_answers_by_it_and_one_it_cannot_train_votes(ros, tmp_path):
+def test_a_fleet_configured_with_an_answer_model_answers_by_it_and_one_it_cannot_train_falls_back_to_the_rule(ros, tmp_path):
     from planner.core.answer_model import Example, Question, RobotAnswer, example_record
     from planner.ros.nodes.fleet import FleetNode
 
@@ -159,6 +160,6 @@ def test_a_fleet_configured_with_an_answer_model_answers_by_it_and_one_it_cannot
     try:
         fleet = client.add(FleetNode(broken, ScriptedPolicy([])))
         assert fleet.decision.model is None and "missing.json: not a readable results file" in fleet.decision.problem
-        assert fleet.decision.name == "majority vote"
+        assert fleet.decision.name == "latest look"
     finally:
         client.close()

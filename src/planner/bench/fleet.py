@@ -22,6 +22,8 @@ from pathlib import Path
 from planner.core.answer_model import (
     FEATURE_SETS,
     LEARNERS,
+    RULE_TITLES,
+    RULES,
     CentralAnswerModel,
     Example,
     Question,
@@ -208,16 +210,18 @@ def run_home(fleet: FleetHome, policy: Policy, explore: str, questions: int, deb
 
 def score(asked: Sequence[Question], answers: Sequence[tuple[RobotAnswer, ...]], seed: int, learners: Sequence[str],
           shipped: dict[str, CentralAnswerModel]) -> dict:
-    """Each robot, the vote, answer models cross-validated in the home (seeded by it) and those
+    """Each robot, the rules (vote, latest look), answer models cross-validated in the home (seeded by it) and those
     trained elsewhere (`shipped`) on one home's questions in one condition; no model is asked."""
     result: dict = {"robots": {a.robot: _accuracy([row[i].yes for row in answers], asked)
                                for i, a in enumerate(answers[0])}}
-    vote = [majority_vote(row) for row in answers]
-    result["aggregators"] = {"vote": _accuracy(vote, asked)}
-    result["agreement"] = {"vote": _agreement(vote, answers)}
-    result["by_evidence"] = {"vote": _by_evidence(vote, asked, answers)}
-    result["seconds_per_question"] = {"vote": 0.0}
-    result["importance"] = {}
+    for key in ("aggregators", "agreement", "by_evidence", "seconds_per_question", "importance"):
+        result[key] = {}
+    for name, rule in RULES.items():
+        decided = [rule(row) for row in answers]
+        result["aggregators"][name] = _accuracy(decided, asked)
+        result["agreement"][name] = _agreement(decided, answers)
+        result["by_evidence"][name] = _by_evidence(decided, asked, answers)
+        result["seconds_per_question"][name] = 0.0
     examples = [Example(q, row) for q, row in zip(asked, answers)]
     for learner in learners:
         for feature_set in FEATURE_SETS:
@@ -368,17 +372,19 @@ def report(results: dict) -> str:
     for condition in CONDITIONS:
         lines += [f"## {condition.capitalize()} robots" if condition == "honest" else
                   "## One malicious robot (robot_1 answers the opposite of what it believes)", "",
-                  "| rooms | homes | vote | debate (sample; vote on it) | " + " | ".join(c[2] for c in cams) + " |",
-                  "|---|---|---|---|" + "---|" * len(cams)]
+                  "| rooms | homes | vote | latest look | debate (sample; vote on it) | " + " | ".join(c[2] for c in cams) + " |",
+                  "|---|---|---|---|---|" + "---|" * len(cams)]
         for size, cells in results["summary"].items():
             cell = cells[condition]
             vote = cell["vote"]
+            latest = cell.get("latest_look")    # not in runs before the rule: --rescore adds it
+            latest_text = f"{latest['mean']:.1f} ± {latest['sd']:.1f}" if latest else "-"
             debate = cell.get("debate (sample)")
             debate_text = (f"{debate['mean']:.1f} ± {debate['sd']:.1f}; {debate['vote_same_questions']:.1f} "
                            f"(n={debate['questions']})") if debate else "-"
             best = [best_cam(cell, feature_set, where) for feature_set, where, _ in cams]
             cam_text = [f"{c[1]['mean']:.1f} ± {c[1]['sd']:.1f} ({c[0]})" if c else "-" for c in best]
-            lines.append(f"| {size} | {vote['homes']} | {vote['mean']:.1f} ± {vote['sd']:.1f} | {debate_text} | "
+            lines.append(f"| {size} | {vote['homes']} | {vote['mean']:.1f} ± {vote['sd']:.1f} | {latest_text} | {debate_text} | "
                          + " | ".join(cam_text) + " |")
         lines.append("")
     homes = results["homes"]
@@ -431,7 +437,7 @@ def _evidence_table(homes: list[dict], names: Sequence[str]) -> list[str]:
     rows = [h["conditions"]["honest"].get("by_evidence", {}) for h in homes]
     if not any(rows):       # results of a run before this table
         return []
-    picks = [("vote", "vote")]
+    picks = [(name, RULE_TITLES[name]) for name in RULES if name in names]
     for where, title in ((PER_HOME, "best CAM learnt in the home"), (OTHER_HOMES, "best CAM learnt in other homes")):
         best = max((n for n in names if n.startswith(where)), default=None,
                    key=lambda n: _mean_over(homes, "honest", "aggregators", n))
@@ -472,14 +478,14 @@ def plot(results: dict, path: Path) -> None:
     sizes = list(results["summary"])
     fig, axes = plt.subplots(1, 2, figsize=(13, 4), sharey=True)
     for axis, condition in zip(axes, CONDITIONS):
-        series: list[tuple[tuple[str, str] | None, str]] = [(None, "majority vote")]
+        series: list[tuple[tuple[str, str] | str, str]] = [(name, RULE_TITLES[name]) for name in RULES]
         series += [((feature_set, where), title) for feature_set, where, title in columns(results["summary"])]
         width = 0.8 / (len(series) + 1)
         for offset, (key, label) in enumerate(series):
             means, sds = [], []
             for size in sizes:
                 cell = results["summary"][size][condition]
-                value = cell["vote"] if key is None else (best_cam(cell, *key) or (None, None))[1]
+                value = cell.get(key) if isinstance(key, str) else (best_cam(cell, *key) or (None, None))[1]
                 means.append(value["mean"] if value else 0)
                 sds.append(value["sd"] if value else 0)
             axis.bar([i + offset * width for i in range(len(sizes))], means, width, yerr=sds, label=label, capsize=2)

@@ -1,7 +1,8 @@
-"""How a fleet's yes/no answers become one: the questions and answers themselves, the majority
-vote, and a central answer model, a classifier that learns which robots' answers to trust for which
-questions from questions whose answers are known: in one home, as Patel et al. train theirs, or in
-other homes (the examples `planner bench fleet` keeps), as a robot would ship with it.
+"""How a fleet's yes/no answers become one: the questions and answers themselves, two rules (the
+majority vote, and the latest look: the answer of the robot that looked into the room last), and a
+central answer model, a classifier that learns which robots' answers to trust for which questions
+from questions whose answers are known: in one home, as Patel et al. train theirs, or in other
+homes (the examples `planner bench fleet` keeps), as a robot would ship with it.
 
 Three feature sets. `answers` is the question (its thing and room, as codes) and each robot's yes/no,
 as in Patel et al.'s CAM. `robot_state` adds what each robot knows about its own answer and a
@@ -74,6 +75,22 @@ def majority_vote(answers: Sequence[RobotAnswer]) -> bool:
     if 2 * yes != len(answers):
         return 2 * yes > len(answers)
     return statistics.fmean(a.p_yes for a in answers) >= 0.5
+
+
+def latest_look(answers: Sequence[RobotAnswer]) -> bool:
+    """The answer of the robot that looked into the room last: what it saw is the freshest evidence
+    the fleet has, and robots that never looked would outvote it with "no" for want of any. The
+    vote among those that looked last together, or of everyone when none looked."""
+    looked = [a for a in answers if a.looked and a.since_s is not None]
+    if not looked:
+        return majority_vote(answers)
+    latest = min(a.since_s for a in looked if a.since_s is not None)
+    return majority_vote([a for a in looked if a.since_s == latest])
+
+
+# How answers become one without a trained model, by their names in results and config.
+RULES: dict[str, Callable[[Sequence[RobotAnswer]], bool]] = {"vote": majority_vote, "latest_look": latest_look}
+RULE_TITLES = {"vote": "majority vote", "latest_look": "latest look"}
 
 
 class Classifier(Protocol):
@@ -372,14 +389,16 @@ class AnswerModelSettings(StrictModel):
 
 class FleetDecision:
     """How a fleet's answers become one: a central answer model trained at start-up on the
-    configured examples, or the majority vote when none is configured, it cannot be trained (too few
-    examples, or their robots gave p(yes) otherwise than this fleet's do, `confidence`), or it cannot
-    take a question's answers (robot by robot features, another number of robots)."""
+    configured examples, or the `rule` (one of RULES) when none is configured, it cannot be trained
+    (too few examples, or their robots gave p(yes) otherwise than this fleet's do, `confidence`), or
+    it cannot take a question's answers (robot by robot features, another number of robots)."""
 
-    def __init__(self, settings: AnswerModelSettings | None, confidence: bool, resolve: Callable[[str], Path] = Path):
+    def __init__(self, settings: AnswerModelSettings | None, confidence: bool, resolve: Callable[[str], Path] = Path,
+                 *, rule: str):
         self.model: CentralAnswerModel | None = None
         self.problem = ""        # why the configured model is not used ('' when it is, or none is configured)
-        self.name = "majority vote"
+        self.rule, self.rule_name = RULES[rule], RULE_TITLES[rule]
+        self.name = self.rule_name
         if settings is None:
             return
         try:
@@ -387,7 +406,7 @@ class FleetDecision:
             training.check_confidence(confidence, [settings.features])
             self.model = CentralAnswerModel(settings.learner, settings.features).fit(training.examples)
         except InputError as error:
-            self.problem = f"answer model not trained, so the fleet votes: {error}"
+            self.problem = f"answer model not trained, so the fleet answers by the {self.rule_name}: {error}"
             return
         self.name = (f"central answer model ({settings.learner}, {settings.features} features, "
                      f"{len(training.examples)} questions from {len(training.homes)} "
@@ -399,5 +418,5 @@ class FleetDecision:
             try:
                 return self.model.predict([Example(question, tuple(answers))])[0], self.name
             except InputError as error:
-                return majority_vote(answers), f"majority vote ({error})"
-        return majority_vote(answers), "majority vote"
+                return self.rule(answers), f"{self.rule_name} ({error})"
+        return self.rule(answers), self.rule_name

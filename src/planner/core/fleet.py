@@ -2,8 +2,8 @@
 
 Each robot keeps what it has seen (room -> things, with when it last looked there) and answers
 from that alone, with the embedded model or any policy; an aggregator turns the robots' answers
-into one: a debate between the robots here, or a majority vote or central answer model
-(`planner.core.answer_model`). Exploration choices are made here too: the nearest room not yet
+into one: a debate between the robots here, or a rule (the majority vote, the latest look) or a
+central answer model (`planner.core.answer_model`). Exploration choices are made here too: the nearest room not yet
 looked into, or the model's choice of where the most unseen things may be.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,8 +28,11 @@ class FleetSettings(StrictModel):
                               "answer /fleet/ask, e.g. [robot1, robot2]; empty: every robot whose scene graph appears")
     confidence: bool = Field(default=True, description="each robot's answer carries the model's probability of yes "
                              "(a tie goes to the surer side); false: ~2.5x faster on the embedded server")
+    rule: Literal["latest_look", "vote"] = Field(
+        default="latest_look", description="how the robots' answers become one without an answer model: latest_look, "
+        "the answer of the robot that looked into the room last (the vote when none did); vote: the majority")
     answer_model: AnswerModelSettings | None = Field(default=None, description="a central answer model instead of "
-                                                     "the majority vote; none: the vote")
+                                                     "the rule; none: the rule")
 
 
 def label_of(thing: str) -> str:

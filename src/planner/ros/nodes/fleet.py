@@ -2,8 +2,9 @@
 what each robot of the fleet has seen. It follows each robot's /<namespace>/scene_graph (those of
 fleet.robots, or, when that is empty, every scene graph that appears on the network); each robot's
 answer comes from its own graph alone (the model asked as that robot), and the answers become one
-by majority vote, or by a central answer model trained at start-up on fleet.answer_model's examples,
-with each robot's answer and evidence in the reply. Where a thing is comes from
+by fleet.rule (the answer of the robot that looked into the room last, or the majority vote), or by a
+central answer model trained at start-up on fleet.answer_model's examples, with each robot's answer
+and evidence in the reply. Where a thing is comes from
 the graphs alone: each robot's sightings of it, the newest first.
 
 Its names are absolute, as the explainer's: one fleet node serves the robots of every namespace.
@@ -44,7 +45,8 @@ class FleetNode(PlannerNode):
         # following a fleet's graphs costs next to nothing between questions.
         self.graphs: dict[str, bytes] = {}
         self._lock = threading.Lock()
-        self.decision = FleetDecision(self.config.fleet.answer_model, self.config.fleet.confidence, self.config.path)
+        self.decision = FleetDecision(self.config.fleet.answer_model, self.config.fleet.confidence, self.config.path,
+                                      rule=self.config.fleet.rule)
         if self.decision.problem:
             self.report("error", self.decision.problem)
         for robot in self.config.fleet.robots:
@@ -73,7 +75,7 @@ class FleetNode(PlannerNode):
             self.graphs[robot] = data
 
     def _ask(self, request, response):
-        response.aggregator = "majority vote"
+        response.aggregator = self.decision.name
         with self._lock:
             graphs = dict(self.graphs)
         if not graphs:
