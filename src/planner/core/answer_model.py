@@ -81,11 +81,15 @@ def latest_look(answers: Sequence[RobotAnswer]) -> bool:
     """The answer of the robot that looked into the room last: what it saw is the freshest evidence
     the fleet has, and robots that never looked would outvote it with "no" for want of any. The
     vote among those that looked last together, or of everyone when none looked."""
+    return majority_vote(last_to_look(answers) or answers)
+
+
+def last_to_look(answers: Sequence[RobotAnswer]) -> list[RobotAnswer]:
+    """The robots that looked into the room most recently (several when at the same moment); none
+    when no robot looked."""
     looked = [a for a in answers if a.looked and a.since_s is not None]
-    if not looked:
-        return majority_vote(answers)
-    latest = min(a.since_s for a in looked if a.since_s is not None)
-    return majority_vote([a for a in looked if a.since_s == latest])
+    latest = min((a.since_s for a in looked if a.since_s is not None), default=None)
+    return [a for a in looked if a.since_s == latest]
 
 
 # How answers become one without a trained model, by their names in results and config.
@@ -323,10 +327,10 @@ def pooled(answers: Sequence[RobotAnswer]) -> list[float]:
     """The fleet's answers as features that do not depend on how many robots there are or which
     one is which (POOLED_FEATURES, in order)."""
     count = len(answers)
-    looked = [a for a in answers if a.looked and a.since_s is not None]
-    last = min(looked, key=lambda a: a.since_s or 0.0) if looked else None
+    last = next(iter(last_to_look(answers)), None)
     return [sum(a.yes for a in answers) / count, sum(a.p_yes for a in answers) / count,
-            len(looked) / count, sum(a.saw for a in answers) / count, sum(a.saw_elsewhere for a in answers) / count,
+            sum(a.looked and a.since_s is not None for a in answers) / count, sum(a.saw for a in answers) / count,
+            sum(a.saw_elsewhere for a in answers) / count,
             NEVER_LOOKED_MIN if last is None else (last.since_s or 0.0) / 60,
             -1.0 if last is None else float(last.saw), -1.0 if last is None else float(last.yes)]
 
