@@ -287,10 +287,11 @@ def test_a_robot_by_robot_model_given_another_fleet_size_says_so_and_the_fleet_v
 def test_an_answer_model_learns_from_bench_results_and_a_broken_file_is_named_with_the_question(tmp_path):
     examples = freshest_knows()
     good = tmp_path / "dev.json"
-    good.write_text(json.dumps({"homes": [{"seed": 3, "examples": [example_record(e) for e in examples[:40]]},
-                                          {"seed": 5, "examples": [example_record(e) for e in examples[40:]]}]}))
+    # Two homes of one seed, of 4 and 8 rooms.
+    good.write_text(json.dumps({"homes": [{"seed": 3, "rooms": 4, "examples": [example_record(e) for e in examples[:40]]},
+                                          {"seed": 3, "rooms": 8, "examples": [example_record(e) for e in examples[40:]]}]}))
     training = load_examples([good])
-    assert training.homes == {3, 5} and training.examples == examples
+    assert training.seeds == {3} and len(training.homes) == 2 and training.examples == examples
     decision = FleetDecision(AnswerModelSettings(examples=[good.name], learner="decision_tree"), False,
                              lambda path: tmp_path / path, rule="vote")
     assert not decision.problem and "decision_tree, pooled features, 80 questions from 2 homes" in decision.name

@@ -364,7 +364,7 @@ def report(results: dict) -> str:
     lines = [f"# Fleet question answering ({len(results['homes'])} homes)", "",
              f"{llm.get('backend', '')} {llm.get('model', '')}; machine: {results.get('machine', {}).get('cpu', '')}; "
              f"{setup.get('robots', '')} robots, exploration: {setup.get('explore', '')}" +
-             (f"; answer models also trained on {len(setup['trained_on'])} other homes' questions"
+             (f"; answer models also trained on other homes' questions (seeds {', '.join(map(str, setup['trained_on']))})"
               if setup.get("trained_on") else "") +
              (f"; scored again, no model asked, from the answers in {results['rescored']['from']}"
               if results.get("rescored") else ""), ""]

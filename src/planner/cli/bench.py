@@ -316,12 +316,12 @@ def bench_fleet(args) -> int:
         # Before the model loads: files that cannot be learnt from are said at once.
         try:
             training = load_examples([Path(p) for p in args.train_on])
-            if overlap := sorted(training.homes & set(seeds)):
+            if overlap := sorted(training.seeds & set(seeds)):
                 raise InputError(f"--train-on: homes {', '.join(map(str, overlap))} are both learnt from and scored; "
                                  "train on other seeds (the development range, below 1000)")
             training.check_confidence(confidence)
             shipped = fleet.train_elsewhere(training, args.learners)
-            trained_on = sorted(training.homes)
+            trained_on = sorted(training.seeds)
         except InputError as error:
             print(f"error: {error}", file=sys.stderr)
             return 2

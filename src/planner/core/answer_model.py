@@ -150,8 +150,12 @@ def example_record(example: Example) -> dict:
 @dataclass
 class TrainingSet:
     examples: list[Example]
-    homes: set[int]                      # seeds of the homes the questions were asked in
+    homes: set[tuple[int, int]]          # (seed, rooms) of the homes the questions were asked in
     confidence: set[bool] = field(default_factory=set)   # whether the robots' p(yes) was the model's (runs that say)
+
+    @property
+    def seeds(self) -> set[int]:
+        return {seed for seed, _ in self.homes}
 
     def check_confidence(self, confidence: bool, feature_sets: Sequence[str] = FEATURE_SETS) -> None:
         """Raises InputError when the robots of these examples gave their probability of yes
@@ -189,7 +193,7 @@ def load_examples(paths: Sequence[Path]) -> TrainingSet:
     """The questions with known answers in `planner bench fleet` results files. Raises InputError
     naming the file, home and question that cannot be read."""
     examples: list[Example] = []
-    homes: set[int] = set()
+    homes: set[tuple[int, int]] = set()
     confidence: set[bool] = set()
     for path in paths:
         try:
@@ -202,7 +206,7 @@ def load_examples(paths: Sequence[Path]) -> TrainingSet:
                              "keeps them under each home's \"examples\")")
         for number, home in enumerate(rows, 1):
             examples += home_examples(home, f"{path}: home {number}")
-            homes.add(int(home.get("seed", -1)))
+            homes.add((int(home.get("seed", -1)), int(home.get("rooms", -1))))
         setup = results.get("setup")
         if isinstance(setup, dict) and isinstance(setup.get("confidence"), bool):
             confidence.add(setup["confidence"])
