@@ -13,7 +13,9 @@ import pytest
 import yaml
 
 from conftest import CONFIG, PLANNER, RosClient, wait_for, write_config
+from planner.config import ControllerSettings
 from planner.msg import ExecutionEvent
+from planner.ros.nodes.executor import CHECK_MARGIN_S
 from planner.ros.qos import RELIABLE
 from planner.ros.stack import NODES
 from planner.srv import Explain, GetSceneGraph
@@ -41,6 +43,9 @@ NAMED = {"task_planner": "the task planner went away",
 # check the arrival depends on the machine, so the task may end either way.
 EITHER = {"controller"}
 OUTCOME_WITHIN_S = 10.0
+# A check sent to a controller already dead is not answered: it fails at the executor's limit on a
+# check (confirm_timeout_s + CHECK_MARGIN_S), and the outcome follows (13.9 s in one run here).
+CONTROLLER_OUTCOME_WITHIN_S = ControllerSettings().confirm_timeout_s + CHECK_MARGIN_S + OUTCOME_WITHIN_S
 
 
 @pytest.fixture
@@ -127,7 +132,7 @@ def test_a_node_killed_during_a_task_is_named_restarted_and_the_next_request_suc
             assert first.returncode == 0, output
         else:
             assert first.returncode != 0 and NAMED[name] in output, output
-            assert ended_after < OUTCOME_WITHIN_S, output
+            assert ended_after < (CONTROLLER_OUTCOME_WITHIN_S if name == "controller" else OUTCOME_WITHIN_S), output
         wait_for(lambda: (node := node_process(bringup.process, name)) is not None and node.pid != victim.pid, 30)
         second = send("Pick up the bottle")
         output, _ = second.communicate(timeout=240)

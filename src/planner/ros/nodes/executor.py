@@ -134,6 +134,9 @@ class StoppableRobot:
         return Outcome(result.success, "" if result.success else FailureCode.SPEECH_UNAVAILABLE, result.message)
 
 
+CHECK_MARGIN_S = 5.0   # a check may take the controller's wait for perception and this much more
+
+
 class ControllerChecks:
     """The controller node's verdict on each command of one goal. Without a controller the command
     is refused (fail closed), or, with controller.required false, goes unchecked (said once)."""
@@ -144,7 +147,7 @@ class ControllerChecks:
 
     def check(self, phase: CheckPhase, command: Command) -> Outcome:
         node = self.node
-        wait = node.config.controller.confirm_timeout_s + 5.0
+        wait = node.config.controller.confirm_timeout_s + CHECK_MARGIN_S
         request = CheckCommand.Request(phase=phase, execution_id=self.goal.execution_id, skill=self.goal.skill,
                                        command=command_to_msg(command))
         try:
