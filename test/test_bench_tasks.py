@@ -265,6 +265,26 @@ def test_no_generated_task_is_met_before_the_robot_acts():
     assert holds_already(there, plan)
 
 
+def test_a_generated_request_that_cannot_tell_two_things_apart_is_met_by_either():
+    """Two plates on one counter: "fetch the plate on the worktop" means either, so either in the
+    hand meets it, while a thing told apart by its furniture stays the one named."""
+    from planner.bench.generate_tasks import TaskMaker, make_home
+
+    plan = make_home(23, ROBOT)
+    plates = [o for o in plan.world.objects if o.label == "plate"]
+    assert len(plates) == 2 and plates[0].placed_on == plates[1].placed_on
+    maker = TaskMaker(plan, random.Random(0))
+    fetch = next(t for t in maker.simple() if "plate" in t["request"].lower())
+    sim = SimulatedWorld(plan.world, ROBOT)
+    for plate in plates:
+        sim.held["left"] = plate.id
+        assert check(Predicate.model_validate(fetch["success"]), FinalState(sim, ""))[0]
+    pillows = {o.id: o.placed_on for o in plan.world.objects if o.label == "pillow"}
+    assert len(set(pillows.values())) == 2  # one on the bed, one on the nightstand: told apart
+    fetch = next(t for t in maker.simple() if "pillow" in t["request"].lower() or "cushion" in t["request"].lower())
+    assert set(fetch["success"]) == {"holding"}
+
+
 def test_saying_done_when_the_request_was_not_met_is_counted_on_its_own():
     from planner.bench.tasks import summarize
 

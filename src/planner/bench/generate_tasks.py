@@ -113,6 +113,17 @@ class TaskMaker:
         """An object as a predicate names it: its label when it is the only one, else its id."""
         return obj.label if self.labels.count(obj.label) == 1 else obj.id
 
+    def _either(self, obj, predicate, room: str = "") -> dict:
+        """`predicate` of the object a request names, met by any thing its words cannot tell from it:
+        "the plate on the worktop" where two plates stand on the counter means either (in `room`, when
+        the request names the room)."""
+        support = self.furniture[obj.placed_on].label
+        alike = [o for o in self.world.objects if o.label == obj.label and self.furniture[o.placed_on].label == support
+                 and (not room or self.room_of[o.placed_on] == room)]
+        if len(alike) < 2:
+            return predicate(self._ref(obj))
+        return {"any_of": [predicate(o.id) for o in alike]}
+
     def _said(self, obj, moving: bool = False) -> str:
         """An object as a person names it: by its furniture when there are more than one ("the
         cup on the desk", or "the cup from the desk" in a request that moves it elsewhere)."""
@@ -127,7 +138,7 @@ class TaskMaker:
         for obj in [o for o in self.world.objects if not o.inside]:
             request = f"{rng.choice(PICK_VERBS)} the {self._said(obj)}"
             tasks.append({"request": _polite(rng, request), "robot_at": obj.placed_on,
-                          "success": {"holding": self._ref(obj)}})
+                          "success": self._either(obj, lambda ref: {"holding": ref})})
         for room in self.plan.rooms:
             verb = rng.choice(("Go to the", "Head to the", "Go into the", "Make your way to the"))
             tasks.append({"request": _polite(rng, f"{verb} {_room_name(rng, self.plan, room)}"), "success": {"robot_in": room}})
@@ -150,18 +161,20 @@ class TaskMaker:
                 template = rng.choice(("Take the {o} and put it on {w}", "Move the {o} to {w}",
                                        "Bring the {o} over to {w}", "Go get the {o}, then leave it on {w}"))
                 tasks.append({"request": _polite(rng, template.format(o=self._said(obj, moving=True), w=where)),
-                              "success": {"object_on": {"object": self._ref(obj), "target": target.label, "room": room}}})
+                              "success": self._either(obj, lambda ref, target=target, room=room: {
+                                  "object_on": {"object": ref, "target": target.label, "room": room}})})
             openable = [f for f in self.world.furniture if f.openable and f.id != obj.placed_on]
             if openable and not obj.inside:
                 box = rng.choice(openable)
                 tasks.append({"request": _polite(rng, f"put the {self._said(obj, moving=True)} in the "
                                                       f"{_name(rng, box.label)}"),
-                              "success": {"object_on": {"object": self._ref(obj), "target": box.id, "inside": True}}})
+                              "success": self._either(obj, lambda ref, box=box: {"object_on": {
+                                  "object": ref, "target": box.id, "inside": True}})})
         for obj in self.world.objects:
             room = self.room_of[obj.placed_on]
             tasks.append({"request": _polite(rng, f"go to the {_room_name(rng, self.plan, room)} and "
                                                   f"{rng.choice(PICK_VERBS)} the {self._said(obj)}"),
-                          "success": {"holding": self._ref(obj)}})
+                          "success": self._either(obj, lambda ref: {"holding": ref}, room)})
         absent = self._absent_objects()
         if absent and surfaces:
             target = rng.choice(surfaces)
@@ -193,8 +206,8 @@ class TaskMaker:
                 target = rng.choice(targets)
                 tasks.append({"request": _polite(rng, f"put the {self._said(first, True)} and the "
                                                       f"{self._said(second, True)} on the {_name(rng, target.label)}"),
-                              "success": {"all_of": [{"object_on": {"object": self._ref(o), "target": target.id}}
-                                                     for o in (first, second)]}})
+                              "success": {"all_of": [self._either(o, lambda ref, target=target: {
+                                  "object_on": {"object": ref, "target": target.id}}) for o in (first, second)]}})
         for item in surfaces:
             on_it = [o for o in objects if o.placed_on == item.id and not o.inside]
             if 1 <= len(on_it) <= 2:
@@ -215,8 +228,9 @@ class TaskMaker:
                 request = rng.choice(("I'm in the {r}, bring me the {o}", "Could you bring the {o} to me? I'm in the {r}"))
                 tasks.append({"request": request.format(r=_room_name(rng, self.plan, here), o=self._said(obj)),
                               "robot_at": at,
-                              "success": {"any_of": [{"all_of": [{"holding": obj.id}, {"robot_in": here}]},
-                                                     {"object_on": {"object": obj.id, "room": here}}]}})
+                              "success": self._either(obj, lambda ref, here=here: {"any_of": [
+                                  {"all_of": [{"holding": ref}, {"robot_in": here}]},
+                                  {"object_on": {"object": ref, "room": here}}]})})
         return tasks
 
     def _absent_objects(self) -> list[str]:
