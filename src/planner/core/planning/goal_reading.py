@@ -246,6 +246,11 @@ def unknown_things(request: str, scene: SceneGraph) -> list[str]:
             if word not in known and word.rstrip("s") not in known and word not in FUNCTION_WORDS]
 
 
+# Two things one verb moves: "put the dish from the counter and the pencil on the sofa".
+JOINED_THINGS = re.compile(r" (?:put|place|set|leave|move|store|carry|bring|take|get|fetch|grab)(?: me)? the ([a-z]+(?: [a-z]+)?)"
+                           r"(?: (?:from|on|in|off) the [a-z]+(?: [a-z]+)?)? and the ([a-z]+) ")
+
+
 def joined_objects(request: str, labels: set[str]) -> list[str]:
     """Object labels the request names side by side with "and" ("the mug and the plate", "the mug
     from the desk and the plate"): each is a thing the request asks about."""
@@ -272,8 +277,31 @@ def missing_words(request: str, why: str, scene: SceneGraph) -> list[str]:
             if word.split()[-1] not in FUNCTION_WORDS]
 
 
-def _take_instead(goal: Goal) -> str:
-    return f'if the request is to take the {goal.object}, the goal is {{"kind": "holding", "object": "{goal.object}"}}'
+# Verbs that send a thing somewhere: "put the vase from the cabinet in the dresser" (not "fetch the
+# plate on the counter" nor "bring the vase on the bench to me", where "on the" says where it is now).
+PUTTING = re.compile(r" (?:put|place|set|leave|move|store|carry|drop|stick) ")
+
+
+def _instead(goal: Goal, request: str, scene: SceneGraph) -> str:
+    """What to read for a placing goal the request cannot mean (the thing is there already, or the
+    request names no furniture for it): the place the request sends it to when it says one other
+    than where the thing is; else the thing brought to the user when the request is theirs, else held."""
+    supports = {f.id: f.label for f in scene.furniture()}
+    here = {_phrase(supports.get((scene.furniture_support(o.id) or ("", ""))[1], "")) for o in scene.objects()
+            if goal.object in (o.label, o.id)}
+    words = words_of(request)
+    places = [place for place in furniture_destinations(request, scene.rooms()) if place not in here]
+    if PUTTING.search(words) and places:
+        return (f'the request sends the {_phrase(goal.object)} to "the {places[-1]}", not where it is now: the goal '
+                f"has the furniture the request calls the {places[-1]} as its target")
+    return f'if the request is to {"bring" if mentions_user(request) else "take"} the {goal.object}, the goal is ' \
+           + _wanted(goal.object, request)
+
+
+def _wanted(label: str, request: str) -> str:
+    """The goal of a thing the request wants, written out: brought to the user who speaks of
+    themselves, else held (small models take up a goal written out far more often than one described)."""
+    return f'{{"kind": "{"bring_to_user" if mentions_user(request) else "holding"}", "object": "{label}"}}'
 
 
 def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[list[str], list[str]]:
@@ -299,7 +327,8 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
         if goal.kind in PLACING_KINDS and destinations_named and goal.target not in destinations_named:
             problems.append(f"the request names no {goal.target}; it names {', '.join(destinations_named)}")
         if goal.kind in PLACING_KINDS and not named_furniture and not destinations_said and not goal_met(goal, scene):
-            doubts.append(f"the request names no furniture for the {goal.object} to go to; {_take_instead(goal)}")
+            doubts.append(f"the request names no furniture for the {goal.object} to go to; "
+                          f"{_instead(goal, request, scene)}")
         if goal.kind in FURNITURE_KINDS and goal.target not in named_furniture:
             # "I'm freezing" read as an open fridge: a need is met by a thing brought, not by furniture.
             doubts.append(f"the request names no {_phrase(goal.target)}" + (
@@ -311,18 +340,20 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
     named_objects = named_object_labels(request, known[0])
     if goals and named_objects and not any(goal.object in named_objects for goal in goals):
         # "I can't find my keys" read as an open fridge: the thing the user talks about is lost.
-        # Small models take up a goal written out for them far more often than a description of one.
-        kind, who = ("bring_to_user", "brought to the user") if mentions_user(request) else ("holding", "taken")
+        who = "brought to the user" if mentions_user(request) else "taken"
         doubts.append(f"the request is about the {', '.join(map(_phrase, named_objects))}, and no goal has "
                       f"{'it' if len(named_objects) == 1 else 'one of them'} as its object; if the "
-                      f"{_phrase(named_objects[0])} must be {who}, the goal is "
-                      f'{{"kind": "{kind}", "object": "{named_objects[0]}"}}')
+                      f"{_phrase(named_objects[0])} must be {who}, the goal is {_wanted(named_objects[0], request)}")
     joined = joined_objects(request, known[0])
     if left_out := [label for label in joined if not any(goal.object == label for goal in goals)]:
         if len(left_out) < len(joined):  # none of them: the doubt above, or the model's reason
             # "Put the mug and the plate on the shelf" read as the mug alone: half done, reported done.
             doubts.append(f"the request names the {' and the '.join(map(_phrase, joined))}, and no goal has the "
                           f"{_phrase(left_out[0])}; each thing the request asks about needs a goal of its own")
+    elif (pair := JOINED_THINGS.search(words)) and len({goal.object for goal in goals if goal.object}) == 1:
+        # The same, with a thing called by a word no label has ("the dish from the counter and the pencil").
+        doubts.append(f"the request asks for two things, the {pair[1]} and the {pair[2]}, and the goals have one; "
+                      "each thing the request asks about needs a goal of its own")
     said = set(words.split())
     # "The fruit on the kitchen table" names what is kept on the furniture it names.
     named_ids = {f.id for f in furniture if f.label in named_furniture}
@@ -338,7 +369,7 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
     # Being back in this room at the end is a fair goal beside others, though true now.
     true_now = [goal for goal in goals if goal_met(goal, scene) and not (goal.kind == "robot_in_room" and len(goals) > 1)]
     doubts += [f"'{goal}' is true already" + (f", so {goal.target} is not where the request wants the {goal.object}; "
-                                              f"{_take_instead(goal)}" if goal.kind in PLACING_KINDS else "")
+                                              f"{_instead(goal, request, scene)}" if goal.kind in PLACING_KINDS else "")
                for goal in true_now]
     if true_now:
         doubts.append("goals give the state the request asks for")
@@ -408,10 +439,15 @@ class GoalReader:
 
     def _said_missing(self, why: str) -> list[str]:
         """What a reason says the home has not and the map has: "there is no fridge" in a home with a
-        fridge is no reason ("no table in the bathroom" may be: the room is named)."""
+        fridge is no reason, nor "no loaf" where the request's loaf is the map's bread ("no table in
+        the bathroom" may be: the room is named)."""
         reason = words_of(why)
-        return [label for label in [*self.object_labels, *self.furniture_labels, *self.rooms]
-                if f" no {_phrase(label)} " in reason and not rooms_named_for(label, reason, self.rooms)]
+        # "There is no loaf" where the loaf was grounded as the bread says the same of the bread.
+        other_names = {match.phrase: match.label for match in (self.grounding.matches if self.grounding else ())}
+        return list(dict.fromkeys(
+            [label for label in [*self.object_labels, *self.furniture_labels, *self.rooms]
+             if f" no {_phrase(label)} " in reason and not rooms_named_for(label, reason, self.rooms)]
+            + [label for phrase, label in other_names.items() if f" no {phrase} " in reason]))
 
     def settle(self, goals: list[Goal] | None) -> list[Goal]:
         """The goals of a valid reply; when none came, what the model insisted on: doubted goals
