@@ -202,13 +202,21 @@ def test_the_furnitures_room_is_the_one_the_request_names_for_it():
                for kind, text in trace)
 
 
-def test_a_request_to_take_something_read_as_putting_it_somewhere_is_sent_back():
+def test_a_request_to_take_something_read_as_putting_it_somewhere_is_taken():
+    """The words decide: a request with no putting verb that names no furniture for the towel, or
+    names the thing and where it is now, asks for it taken (or brought to the user who asks)."""
     _, trace, policy = run(robot_at("table_2"), "Take the towel", [
+        {"goals": [{"kind": "object_on", "object": "towel", "target": "table", "room": "bathroom"}]}, GIVE_UP])
+    assert ("goal", "the robot holds a towel") in trace
+    _, trace, policy = run(robot_at("table_2"), "Could you bring the hat on the bench to me?", [
+        {"goals": [{"kind": "object_on", "object": "hat", "target": "bench", "room": ""}]}, GIVE_UP])
+    assert ("goal", "the robot brings a hat to the user in the dining_room") in trace
+    # A request that puts the thing somewhere is the model's to read again, told why.
+    _, trace, policy = run(robot_at("table_2"), "Put the towel away", [
         {"goals": [{"kind": "object_on", "object": "towel", "target": "table", "room": "bathroom"}]},
-        {"goals": [{"kind": "holding", "object": "towel"}]}, GIVE_UP])
+        {"goals": [{"kind": "object_on", "object": "towel", "target": "shelf", "room": "bathroom"}]}, GIVE_UP])
     assert ("the request names no furniture for the towel to go to; if the request is to take the towel, the goal is "
             '{"kind": "holding", "object": "towel"}') in policy.prompts[1][-1]["content"]
-    assert ("goal", "the robot holds a towel") in trace
 
 
 def test_goals_that_leave_out_the_object_the_user_talks_about_are_sent_back():

@@ -282,6 +282,29 @@ def missing_words(request: str, why: str, scene: SceneGraph) -> list[str]:
 PUTTING = re.compile(r" (?:put|place|set|leave|move|store|carry|drop|stick) ")
 
 
+def taken_not_placed(request: str, goals: list[Goal], scene: SceneGraph) -> list[Goal]:
+    """"Grab the newspaper" read as the newspaper on the bed, "fetch the plate on the counter" as the
+    plate on the counter: a placing goal in a request that puts nothing anywhere (no putting verb)
+    is the thing taken, brought to a user who speaks of themselves, when the request names no
+    furniture for it to go to, or names the thing and its goal holds already. Small models keep such
+    a goal however often they are told, so the words decide."""
+    words = words_of(request)
+    if PUTTING.search(words):
+        return goals
+    said = set(words.split())
+    nowhere = not any(f" {_phrase(f.label)} " in words for f in scene.furniture()) \
+        and not furniture_destinations(request, scene.rooms())
+    to_user = mentions_user(request)
+    kept: list[Goal] = []
+    for goal in goals:
+        if goal.kind in PLACING_KINDS and (nowhere or (_named(goal.object, said) and goal_met(goal, scene))):
+            goal = Goal(kind="bring_to_user", object=goal.object, room=scene.known_robot.room) if to_user \
+                else Goal(kind="holding", object=goal.object)
+        if goal not in kept:
+            kept.append(goal)
+    return kept
+
+
 def _instead(goal: Goal, request: str, scene: SceneGraph) -> str:
     """What to read for a placing goal the request cannot mean (the thing is there already, or the
     request names no furniture for it): the place the request sends it to when it says one other
@@ -415,7 +438,7 @@ class GoalReader:
             self._check_impossible(reply.impossible)
         goals = final_goals([g.model_copy(update={"room": self.user_room}) if g.kind == "bring_to_user" else g
                              for g in reply.goals])
-        for repair in (rooms_from_request, inside_from_request, pin_named_objects):
+        for repair in (taken_not_placed, rooms_from_request, inside_from_request, pin_named_objects):
             goals = repair(self.request, goals, self.scene)
         problems, doubts = goal_problems(self.request, goals, self.scene)
         self.doubted = goals if doubts and not problems else []

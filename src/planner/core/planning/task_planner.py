@@ -776,9 +776,9 @@ class TaskPlanner:
     def _best_named(self, word: str, labels: list[str], usage: LLMUsage, also: str = "") -> Match | None:
         """The label among the `labels` most like `word` (and `also`) that `word` names best: the
         model's probability that it is another name for it plus the embeddings' similarity, when the
-        former passes the name check's threshold. On nine other names we worded, each against two or
-        three near labels, the sum put the right label first for 8, the model's yes alone for 7 and
-        the embeddings alone for 5 ("cushion" is nearer a sofa than a pillow to them)."""
+        former passes the name check's threshold. On nine other names (five from development homes),
+        each against two or three near labels, the sum put the right label first for 8, the model's
+        yes alone for 7 and the embeddings alone for 5 ("cushion" is nearer a sofa than a pillow)."""
         assert self.grounder is not None
         nearest = self.grounder.nearest(word, labels, LABELS_OFFERED)
         if also and all(match.label != also for match in nearest):
