@@ -108,17 +108,26 @@ def chosen_for_need(request: str, goals: list[Goal]) -> list[str]:
 # Words that say where something goes, and words that end the phrase naming the place.
 TOWARDS = frozenset({"to", "onto", "on", "into", "in", "inside"})
 DETERMINERS = frozenset({"the", "my", "your", "our", "a", "an"})
+# Verbs that send a thing somewhere: "put the vase from the cabinet in the dresser" (not "fetch the
+# plate on the counter" nor "bring the vase on the bench to me", where "on the" says where it is now),
+# and verbs that take one.
+PUTTING = re.compile(r" (?:put|place|set|leave|move|store|carry|drop|stick) ")
+TAKING = re.compile(r" (?:take|bring|get|fetch|grab|pick|hand|give) ")
+SENDING = frozenset({"to", "onto", "into"})
+ROBOT_GOES = frozenset({"go", "head", "walk", "come", "way", "get", "run"})  # "make your way to the ..."
 PLACE_ENDS = frozenset({"in", "on", "onto", "into", "inside", "to", "from", "at", "by", "near", "and", "then",
                         "please", "for", "with"})
 
 
-def destinations(request: str) -> list[str]:
+def destinations(request: str, towards: frozenset[str] = TOWARDS) -> list[str]:
     """The places a request sends something to, as said: "over to the chest of drawers in the
-    kids' room" gives "chest of drawers" and "kids room"."""
+    kids' room" gives "chest of drawers" and "kids room"; with `towards` only the places after
+    those words, and not where the robot goes ("go to the lounge")."""
     words = words_of(request).split()
     found = []
     for index, word in enumerate(words[:-2]):
-        if word in TOWARDS and words[index + 1] in DETERMINERS:
+        if word in towards and words[index + 1] in DETERMINERS \
+                and (towards == TOWARDS or index == 0 or words[index - 1] not in ROBOT_GOES):
             phrase = []
             for following in words[index + 2:index + 6]:
                 if following in PLACE_ENDS:
@@ -129,9 +138,19 @@ def destinations(request: str) -> list[str]:
     return found
 
 
-def furniture_destinations(request: str, rooms: list[str]) -> list[str]:
+def furniture_destinations(request: str, rooms: list[str], towards: frozenset[str] = TOWARDS) -> list[str]:
     """The places a request sends something to that are no room ("the kids room", "the garage")."""
-    return [p for p in destinations(request) if p.split()[-1] != "room" and p.replace(" ", "_") not in rooms]
+    return [p for p in destinations(request, towards) if p.split()[-1] != "room" and p.replace(" ", "_") not in rooms]
+
+
+def sends_somewhere(request: str, rooms: list[str]) -> list[str] | None:
+    """Where a request puts a thing: the furniture it names after a putting verb ("put the vase from
+    the cabinet in the dresser") or after "to", "onto" or "into" ("bring it to the kitchen counter");
+    None when it puts nothing anywhere ("fetch the plate on the counter", "bring the vase on the
+    bench to me", where "on the" says where the thing is now)."""
+    if PUTTING.search(words_of(request)):
+        return furniture_destinations(request, rooms)
+    return furniture_destinations(request, rooms, SENDING) or None
 
 
 def destination_labels(request: str, scene: SceneGraph) -> list[str]:
@@ -277,27 +296,23 @@ def missing_words(request: str, why: str, scene: SceneGraph) -> list[str]:
             if word.split()[-1] not in FUNCTION_WORDS]
 
 
-# Verbs that send a thing somewhere: "put the vase from the cabinet in the dresser" (not "fetch the
-# plate on the counter" nor "bring the vase on the bench to me", where "on the" says where it is now).
-PUTTING = re.compile(r" (?:put|place|set|leave|move|store|carry|drop|stick) ")
-
-
 def taken_not_placed(request: str, goals: list[Goal], scene: SceneGraph) -> list[Goal]:
     """"Grab the newspaper" read as the newspaper on the bed, "fetch the plate on the counter" as the
-    plate on the counter: a placing goal in a request that puts nothing anywhere (no putting verb)
+    plate on the counter: a placing goal in a request that puts nothing anywhere (`sends_somewhere`)
     is the thing taken, brought to a user who speaks of themselves, when the request names no
-    furniture for it to go to, or names the thing and its goal holds already. Small models keep such
-    a goal however often they are told, so the words decide."""
-    words = words_of(request)
-    if PUTTING.search(words):
+    furniture for it to go to, or asks to take the thing it names and the goal holds already ("make
+    sure the orange is on the table" asks for nothing taken). Small models keep such a goal however
+    often they are told, so the words decide."""
+    if sends_somewhere(request, scene.rooms()) is not None:
         return goals
-    said = set(words.split())
+    words = words_of(request)
+    said, taking = set(words.split()), bool(TAKING.search(words))
     nowhere = not any(f" {_phrase(f.label)} " in words for f in scene.furniture()) \
         and not furniture_destinations(request, scene.rooms())
     to_user = mentions_user(request)
     kept: list[Goal] = []
     for goal in goals:
-        if goal.kind in PLACING_KINDS and (nowhere or (_named(goal.object, said) and goal_met(goal, scene))):
+        if goal.kind in PLACING_KINDS and (nowhere or (taking and _named(goal.object, said) and goal_met(goal, scene))):
             goal = Goal(kind="bring_to_user", object=goal.object, room=scene.known_robot.room) if to_user \
                 else Goal(kind="holding", object=goal.object)
         if goal not in kept:
@@ -312,9 +327,8 @@ def _instead(goal: Goal, request: str, scene: SceneGraph) -> str:
     supports = {f.id: f.label for f in scene.furniture()}
     here = {_phrase(supports.get((scene.furniture_support(o.id) or ("", ""))[1], "")) for o in scene.objects()
             if goal.object in (o.label, o.id)}
-    words = words_of(request)
-    places = [place for place in furniture_destinations(request, scene.rooms()) if place not in here]
-    if PUTTING.search(words) and places:
+    places = [place for place in sends_somewhere(request, scene.rooms()) or [] if place not in here]
+    if places:
         return (f'the request sends the {_phrase(goal.object)} to "the {places[-1]}", not where it is now: the goal '
                 f"has the furniture the request calls the {places[-1]} as its target")
     return f'if the request is to {"bring" if mentions_user(request) else "take"} the {goal.object}, the goal is ' \
