@@ -119,15 +119,16 @@ PLACE_ENDS = frozenset({"in", "on", "onto", "into", "inside", "to", "from", "at"
                         "please", "for", "with"})
 
 
-def destinations(request: str, towards: frozenset[str] = TOWARDS) -> list[str]:
+def destinations(request: str, sent: bool = False) -> list[str]:
     """The places a request sends something to, as said: "over to the chest of drawers in the
-    kids' room" gives "chest of drawers" and "kids room"; with `towards` only the places after
-    those words, and not where the robot goes ("go to the lounge")."""
+    kids' room" gives "chest of drawers" and "kids room"; `sent`: only those after "to", "onto" or
+    "into", and not where the robot goes ("go to the lounge")."""
     words = words_of(request).split()
+    towards = SENDING if sent else TOWARDS
     found = []
     for index, word in enumerate(words[:-2]):
         if word in towards and words[index + 1] in DETERMINERS \
-                and (towards == TOWARDS or index == 0 or words[index - 1] not in ROBOT_GOES):
+                and not (sent and index > 0 and words[index - 1] in ROBOT_GOES):
             phrase = []
             for following in words[index + 2:index + 6]:
                 if following in PLACE_ENDS:
@@ -138,9 +139,9 @@ def destinations(request: str, towards: frozenset[str] = TOWARDS) -> list[str]:
     return found
 
 
-def furniture_destinations(request: str, rooms: list[str], towards: frozenset[str] = TOWARDS) -> list[str]:
+def furniture_destinations(request: str, rooms: list[str], sent: bool = False) -> list[str]:
     """The places a request sends something to that are no room ("the kids room", "the garage")."""
-    return [p for p in destinations(request, towards) if p.split()[-1] != "room" and p.replace(" ", "_") not in rooms]
+    return [p for p in destinations(request, sent) if p.split()[-1] != "room" and p.replace(" ", "_") not in rooms]
 
 
 def sends_somewhere(request: str, rooms: list[str]) -> list[str] | None:
@@ -150,7 +151,7 @@ def sends_somewhere(request: str, rooms: list[str]) -> list[str] | None:
     bench to me", where "on the" says where the thing is now)."""
     if PUTTING.search(words_of(request)):
         return furniture_destinations(request, rooms)
-    return furniture_destinations(request, rooms, SENDING) or None
+    return furniture_destinations(request, rooms, sent=True) or None
 
 
 def destination_labels(request: str, scene: SceneGraph) -> list[str]:

@@ -238,7 +238,6 @@ class TaskPlanner:
         # A task's yes/no checks by prompt: a reading read again, or widened, asks some of them again,
         # and the model's answer to the same words is the same.
         self._judgements: dict[str, float] = {}
-        self._renamed: list[Match] = []  # better labels for words the last reading took otherwise
 
     def _emit(self, kind: str, text: str) -> None:
         self.on_step(TraceStep(kind, text))
@@ -655,19 +654,20 @@ class TaskPlanner:
             if (wider := self._wider(request, grounding, usage, widen, str(why))) is None:
                 raise
             return self._extract_goals(request, wider, usage, widen=False)
-        if self._goals_fit(reader, goals, usage):
+        fits, renamed = self._goals_fit(reader, goals, usage)
+        if fits:
             return goals, grounding
-        if widen and self._renamed:
+        if widen and renamed:
             # A thing taken for a word the map does not use, where another label fits the word better
             # ("the paper" read as the book, beside a newspaper): read again with the better one.
             wider = grounding or Grounding(request, request, ())
-            for match in self._renamed:
+            for match in renamed:
                 wider = wider.with_match(match)
             self._emit("perception", f"the request in the map's words: {wider.note()}")
             return self._extract_goals(request, wider, usage, widen=False)
         # Doubted: read again with the doubt said; a reading that is still doubted is put to the user.
         again, goals = self._read_again(request, grounding, goals, GOAL_DOUBT.format(reading=reading_of(goals)), usage)
-        if self._goals_fit(again, goals, usage):
+        if self._goals_fit(again, goals, usage)[0]:
             return goals, grounding
         if (wider := self._wider(request, grounding, usage, widen)) is not None:
             return self._extract_goals(request, wider, usage, widen=False)
@@ -742,13 +742,13 @@ class TaskPlanner:
                     {"role": "user", "content": why}]
         return reader, reader.settle(self._validated(messages, reader.schema(), usage, reader.parse, self.goal_policy))
 
-    def _goals_fit(self, reader: GoalReader, goals: list[Goal], usage: LLMUsage) -> bool:
+    def _goals_fit(self, reader: GoalReader, goals: list[Goal], usage: LLMUsage) -> tuple[bool, list[Match]]:
         """Whether the goals read pass the checks configured: the reading as a whole, each thing
         chosen to meet a need, and each thing taken for one the request calls by another name, each a
         narrow yes/no to the model against its threshold. A thing the request names by another word
-        must also be the object or room that word names best (`_renamed` then holds the better ones)."""
+        must also be the object or room that word names best; when it is not, the better ones come
+        beside the verdict."""
         settings, reading = self.settings, reading_of(goals)
-        self._renamed = []
         checks = [(GOAL_CHECK_PROMPT.format(request=reader.said, reading=reading), reading, "what was asked",
                    settings.goal_check_threshold)] if settings.goal_check_threshold > 0 else []
         if settings.need_check_threshold > 0:
@@ -756,22 +756,21 @@ class TaskPlanner:
                         "to meet the request", settings.need_check_threshold)
                        for label in chosen_for_need(reader.request, goals)]
         if not all(self._judged_yes(prompt, what, purpose, threshold, usage) for prompt, what, purpose, threshold in checks):
-            return False
+            return False, []
         if settings.name_check_threshold <= 0:
-            return True
+            return True, []
         for label, said in named_otherwise(reader.request, goals, reader.scene).items():
             # Furniture keeps an absolute check: "the worktop" names the counter, yet the model and the
             # embeddings both rank a desk above it.
             alike = next((labels for labels in (reader.object_labels, reader.rooms) if label in labels), None)
             if alike is None or self.grounder is None:
                 if not any(self._named(word, label, settings.name_check_threshold, usage) for word in said):
-                    return False
+                    return False, []
                 continue
             best = [match for word in said if (match := self._best_named(word, alike, usage, label)) is not None]
             if not any(match.label == label for match in best):
-                self._renamed = [match for match in best if match.label != label]
-                return False
-        return True
+                return False, [match for match in best if match.label != label]
+        return True, []
 
     def _best_named(self, word: str, labels: list[str], usage: LLMUsage, also: str = "") -> Match | None:
         """The label among the `labels` most like `word` (and `also`) that `word` names best: the
