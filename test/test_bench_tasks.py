@@ -4,6 +4,7 @@ smoke suite through the command line, and determinism of faults and outcomes."""
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -284,6 +285,31 @@ def test_a_generated_request_that_cannot_tell_two_things_apart_is_met_by_either(
     fetch = next(t for t in maker.simple() if "pillow" in t["request"].lower() or "cushion" in t["request"].lower())
     assert set(fetch["success"]) == {"holding"}
 
+
+
+def test_a_generated_request_naming_furniture_several_share_is_met_at_any_of_them():
+    """Four cabinets and no room said: "put the apple in the cabinet" is met in any cabinet and "open
+    the cupboard" by any opened; "the dining table in the dining room" still only by the one there."""
+    from planner.bench.generate_tasks import TaskMaker, make_home
+
+    plan = make_home(26, ROBOT)
+    cabinets = [f.id for f in plan.world.furniture if f.label == "cabinet"]
+    assert len(cabinets) == 4
+    moderate = TaskMaker(plan, random.Random(0)).moderate()
+    put_in = next(t for t in moderate if re.fullmatch(r"put the (\w+) in the (cabinet|cupboard)", t["request"].lower()))
+    thing = next(o.id for o in plan.world.objects if o.label in put_in["request"].lower())
+    for cabinet in cabinets:
+        sim = SimulatedWorld(plan.world, ROBOT)
+        sim.support[thing], sim.inside = cabinet, sim.inside | {thing}
+        assert check(Predicate.model_validate(put_in["success"]), FinalState(sim, ""))[0], cabinet
+    opening = next(t for t in TaskMaker(plan, random.Random(0)).simple()
+                   if re.search(r"open (up )?the (cabinet|cupboard)", t["request"].lower()))
+    for cabinet in cabinets:
+        sim = SimulatedWorld(plan.world, ROBOT)
+        sim.open_state[cabinet] = True
+        assert check(Predicate.model_validate(opening["success"]), FinalState(sim, ""))[0], cabinet
+    to_room = next(t for t in moderate if "dining table in the dining room" in t["request"].lower())
+    assert "any_of" not in str(to_room["success"])
 
 def test_saying_done_when_the_request_was_not_met_is_counted_on_its_own():
     from planner.bench.tasks import summarize

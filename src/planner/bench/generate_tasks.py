@@ -100,6 +100,11 @@ def _polite(rng: random.Random, request: str) -> str:
     return text[0].upper() + text[1:]
 
 
+def _any(ids: list[str], predicate) -> dict:
+    """`predicate` of one of the `ids`."""
+    return predicate(ids[0]) if len(ids) == 1 else {"any_of": [predicate(i) for i in ids]}
+
+
 class TaskMaker:
     """The requests one home allows, by tier, each with its success predicate."""
 
@@ -124,6 +129,13 @@ class TaskMaker:
             return predicate(self._ref(obj))
         return {"any_of": [predicate(o.id) for o in alike]}
 
+    def _furniture_called(self, item, name: str, room: str = "", fits=lambda f: True) -> list[str]:
+        """Ids of the furniture (that `fits`) a person's `name` for `item` cannot tell from it: "the
+        cabinet" where four cabinets stand means any of them, "the table in the dining room" any table
+        there (`room`, when the request names it)."""
+        return [f.id for f in self.world.furniture if fits(f) and (not room or self.room_of[f.id] == room)
+                and (f.label == item.label or name in KIND_BY_LABEL[f.label].names)]
+
     def _said(self, obj, moving: bool = False) -> str:
         """An object as a person names it: by its furniture when there are more than one ("the
         cup on the desk", or "the cup from the desk" in a request that moves it elsewhere)."""
@@ -144,9 +156,10 @@ class TaskMaker:
             tasks.append({"request": _polite(rng, f"{verb} {_room_name(rng, self.plan, room)}"), "success": {"robot_in": room}})
         for item in self.world.furniture:
             if item.openable:
-                verb = rng.choice(("open", "open up", "pull open"))
-                tasks.append({"request": _polite(rng, f"{verb} the {_name(rng, item.label)}"), "robot_at": item.id,
-                              "success": {"is_open": item.id}})
+                verb, name = rng.choice(("open", "open up", "pull open")), _name(rng, item.label)
+                tasks.append({"request": _polite(rng, f"{verb} the {name}"), "robot_at": item.id,
+                              "success": _any(self._furniture_called(item, name, fits=lambda f: bool(f.openable)),
+                                              lambda ref: {"is_open": ref})})
         return tasks
 
     def moderate(self) -> list[dict]:
@@ -156,20 +169,23 @@ class TaskMaker:
             targets = [f for f in surfaces if f.id != obj.placed_on and f.label != self.furniture[obj.placed_on].label]
             if targets:
                 target = rng.choice(targets)
-                room = self.room_of[target.id]
-                where = f"the {_name(rng, target.label)} in the {_room_name(rng, self.plan, room)}"
+                room, name = self.room_of[target.id], _name(rng, target.label)
+                where = f"the {name} in the {_room_name(rng, self.plan, room)}"
                 template = rng.choice(("Take the {o} and put it on {w}", "Move the {o} to {w}",
                                        "Bring the {o} over to {w}", "Go get the {o}, then leave it on {w}"))
+                places = self._furniture_called(target, name, room, lambda f: KIND_BY_LABEL[f.label].surface)
                 tasks.append({"request": _polite(rng, template.format(o=self._said(obj, moving=True), w=where)),
-                              "success": self._either(obj, lambda ref, target=target, room=room: {
-                                  "object_on": {"object": ref, "target": target.label, "room": room}})})
+                              "success": self._either(obj, lambda ref, places=places: _any(places, lambda place: {
+                                  "object_on": {"object": ref, "target": place}}))})
             openable = [f for f in self.world.furniture if f.openable and f.id != obj.placed_on]
             if openable and not obj.inside:
                 box = rng.choice(openable)
-                tasks.append({"request": _polite(rng, f"put the {self._said(obj, moving=True)} in the "
-                                                      f"{_name(rng, box.label)}"),
-                              "success": self._either(obj, lambda ref, box=box: {"object_on": {
-                                  "object": ref, "target": box.id, "inside": True}})})
+                said = self._said(obj, moving=True)
+                name = _name(rng, box.label)
+                boxes = self._furniture_called(box, name, fits=lambda f: bool(f.openable))
+                tasks.append({"request": _polite(rng, f"put the {said} in the {name}"),
+                              "success": self._either(obj, lambda ref, boxes=boxes: _any(boxes, lambda place: {
+                                  "object_on": {"object": ref, "target": place, "inside": True}}))})
         for obj in self.world.objects:
             room = self.room_of[obj.placed_on]
             tasks.append({"request": _polite(rng, f"go to the {_room_name(rng, self.plan, room)} and "
@@ -204,10 +220,12 @@ class TaskMaker:
             targets = [f for f in surfaces if f.id not in (first.placed_on, second.placed_on)]
             if targets and first.label != second.label:
                 target = rng.choice(targets)
-                tasks.append({"request": _polite(rng, f"put the {self._said(first, True)} and the "
-                                                      f"{self._said(second, True)} on the {_name(rng, target.label)}"),
-                              "success": {"all_of": [self._either(o, lambda ref, target=target: {
-                                  "object_on": {"object": ref, "target": target.id}}) for o in (first, second)]}})
+                said = [self._said(first, True), self._said(second, True)]
+                name = _name(rng, target.label)
+                places = self._furniture_called(target, name, fits=lambda f: KIND_BY_LABEL[f.label].surface)
+                tasks.append({"request": _polite(rng, f"put the {said[0]} and the {said[1]} on the {name}"),
+                              "success": {"all_of": [self._either(o, lambda ref, places=places: _any(places, lambda place: {
+                                  "object_on": {"object": ref, "target": place}})) for o in (first, second)]}})
         for item in surfaces:
             on_it = [o for o in objects if o.placed_on == item.id and not o.inside]
             if 1 <= len(on_it) <= 2:
