@@ -475,6 +475,30 @@ def test_two_things_asked_for_and_one_left_out_of_the_goals_is_doubted_and_read_
     assert any(kind == "goal" and "pillow" in text and "book" in text for kind, text in trace), trace
 
 
+
+def test_two_things_the_model_keeps_reading_as_one_are_read_one_at_a_time():
+    """The model keeps one of "the pillow and the book" through every repair: the request is read as
+    "put the pillow on the counter" and "put the book on the counter", and the robot does both."""
+    from planner.core.planning.goal_reading import joined_halves
+
+    assert joined_halves("Would you put the mug from the desk and the plate on the shelf?") == (
+        "Would you put the mug from the desk on the shelf?", "Would you put the plate on the shelf?")
+    assert joined_halves("Put the pillow on the desk and bring me the book") is None
+    pillow = {"goals": [{"kind": "object_on", "object": "pillow", "target": "counter"}]}
+    book = {"goals": [{"kind": "object_on", "object": "book", "target": "counter"}]}
+    result, trace, policy = run(robot_at("sofa_1"), "Put the pillow and the book on the counter, please",
+                                [pillow, pillow, pillow, pillow, book, GIVE_UP])
+    assert "Put the pillow on the counter, please" in str(policy.prompts[3])
+    assert "Put the book on the counter, please" in str(policy.prompts[4])
+    goals = next(text for kind, text in trace if kind == "goal")
+    assert "on a counter" in goals and "pillow" in goals and "book" in goals
+
+    # A half that asks for what the home lacks makes the whole request impossible.
+    no_drum = {"goals": [], "impossible": "there is no drum in this home"}
+    result, trace, policy = run(robot_at("sofa_1"), "Put the pillow and the drum on the counter",
+                                [pillow, pillow, pillow, pillow, no_drum, no_drum])
+    assert result.outcome == "impossible" and "drum" in result.summary
+
 def test_goals_beside_an_impossible_the_map_contradicts_stand():
     from planner.core.planning.goal_reading import GoalReader
 

@@ -282,6 +282,24 @@ def joined_objects(request: str, labels: set[str]) -> list[str]:
     return list(dict.fromkeys(by_words[phrase] for pair in joined.findall(words) for phrase in pair)) if labels else []
 
 
+# "Put the reading lamp and the bowl on the bedside table": the verb, two things, and where both go.
+JOINED_REQUEST = re.compile(
+    r"\b(?P<verb>(?:put|place|set|leave|move|store|carry|bring|take|get|fetch|grab)(?: me)?) "
+    r"(?P<first>the [a-z]+(?: [a-z]+)?(?: (?:from|on|in|off) the [a-z]+(?: [a-z]+)?)?) and "
+    r"(?P<second>the [a-z]+(?: [a-z]+)?)(?P<rest>(?: (?:on|in|onto|into|to|over|off|from|back)\b[^.?!,]*)?)"
+    r"(?=[.?!,]| please\b|$)", re.IGNORECASE)
+
+
+def joined_halves(request: str) -> tuple[str, str] | None:
+    """A request for two things joined by "and", as two requests for one thing each ("put the mug
+    from the desk and the plate on the shelf": "put the mug from the desk on the shelf", "put the
+    plate on the shelf"); None when it asks for no two things so."""
+    if (match := JOINED_REQUEST.search(request)) is None:
+        return None
+    before, after = request[:match.start()], request[match.end():]
+    return tuple(f"{before}{match['verb']} {match[thing]}{match['rest']}{after}"  # type: ignore[return-value]
+                 for thing in ("first", "second"))
+
 # "no throw", "does not have a throw", "there isn't any throw" (words_of writes "isn't" as "isn t").
 SAID_MISSING = re.compile(r"(?: no| not have| n t have|n t have| is not| isn t| aren t)(?: an?| any)? "
                           r"([a-z]+(?: [a-z]+){0,2}?)(?= (?:in|here|at|on|to|for|that|which|available|anywhere|and|or) "

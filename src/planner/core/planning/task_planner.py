@@ -44,6 +44,8 @@ from planner.core.planning.goal_reading import (
     GoalReader,
     chosen_for_need,
     confirmed,
+    final_goals,
+    joined_halves,
     missing_words,
     named_otherwise,
     reading_of,
@@ -647,13 +649,18 @@ class TaskPlanner:
         name map labels in other words are checked first (`widen`), and the request is read again
         with those found."""
         reader = GoalReader(request, self.tools.scene(), grounding)
+        halves = joined_halves(request)
         try:
             goals = reader.settle(self._validated(reader.messages(), reader.schema(), usage, reader.parse,
                                                   self.goal_policy))
         except RequestImpossible as why:
+            if halves is not None:
+                return self._read_halves(halves, grounding, usage)
             if (wider := self._wider(request, grounding, usage, widen, str(why))) is None:
                 raise
             return self._extract_goals(request, wider, usage, widen=False)
+        if halves is not None and len({goal.object for goal in goals if goal.object}) < 2:
+            return self._read_halves(halves, grounding, usage)
         fits, renamed = self._goals_fit(reader, goals, usage)
         if fits:
             return goals, grounding
@@ -672,6 +679,18 @@ class TaskPlanner:
         if (wider := self._wider(request, grounding, usage, widen)) is not None:
             return self._extract_goals(request, wider, usage, widen=False)
         return self._asked(goals), grounding
+
+    def _read_halves(self, halves: tuple[str, str], grounding: Grounding | None, usage: LLMUsage
+                     ) -> tuple[list[Goal], Grounding | None]:
+        """A request for two things read as two requests for one thing each, when read whole it gave
+        goals for one thing or none: the 1.5B kept one of "the notebook and the novel" through every
+        repair, and the robot said Done. with the novel where it was; asked for one thing at a time it
+        reads each."""
+        self._emit("check", f'the request asks for two things: read as "{halves[0]}" and "{halves[1]}"')
+        goals: list[Goal] = []
+        for half in halves:
+            goals += [goal for goal in self._extract_goals(half, self._ground(half), usage)[0] if goal not in goals]
+        return final_goals(goals), grounding
 
     def _wider(self, request: str, grounding: Grounding | None, usage: LLMUsage, widen: bool, why: str = ""
                ) -> Grounding | None:
