@@ -682,3 +682,19 @@ def test_no_thing_is_missing_that_the_request_names_by_a_word_grounded_in_the_ma
         Goal(kind="object_on", object="bread", target="table")]
     with pytest.raises(ValueError, match="the map has a bread"):
         reader.parse(json.dumps({"goals": [], "impossible": "there is no loaf in the map"}))
+
+
+def test_typos_in_a_typed_request_are_mended_before_it_is_read():
+    """"The cuonter" is read as the counter; words the word list lacks ("hoodie", "countertop") and
+    the map's own labels stay as typed."""
+    from planner.core.planning.spelling import Speller
+
+    speller = Speller()
+    assert speller.mended("Plaese put the csuhion on the countertop", ["sofa"]) == (
+        "Please put the cushion on the countertop", {"plaese": "please", "csuhion": "cushion"})
+    assert speller.mended("Bring me my hoodie", []) == ("Bring me my hoodie", {})
+    assert speller.mended("Open the cabinett", ["cabinett"]) == ("Open the cabinett", {})
+    book_on_counter = {"goals": [{"kind": "object_on", "object": "book", "target": "counter"}]}
+    result, trace, policy = run(robot_at("sofa_1"), "Put the book on the cuonter", [book_on_counter, GIVE_UP])
+    assert ("perception", 'typed words read as "counter" ("cuonter")') in trace
+    assert "Put the book on the counter" in str(policy.prompts[0]) and "cuonter" not in str(policy.prompts[0])

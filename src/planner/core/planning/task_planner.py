@@ -55,6 +55,7 @@ from planner.core.planning.pddl import Engine, make_domain
 from planner.core.planning.prompts import EXAMPLE_TURNS, SYSTEM_PROMPT, PromptHistory, StepReply, robot_line, spoken_outcome, user_message
 from planner.core.planning.recoveries import ActionRecord, ComposedSuggestion, compose_messages, compose_schema, find_recoveries
 from planner.core.planning.scene_plans import call_sentence
+from planner.core.planning.spelling import Speller
 from planner.core.ports import Judgement, Policy, Tools, judged, probability_of_yes
 from planner.core.scene_graph import SceneGraph
 from planner.core.skills import SkillPlanner
@@ -80,6 +81,8 @@ class PlannerSettings(StrictModel):
     repeat_failure_limit: int = Field(default=2, ge=1, description="an action failing this often in a row is withdrawn")
     question_timeout_s: float = Field(default=30.0, ge=0, description="wait for the user to say which object they "
                                                                        "mean; then the nearest is taken")
+    mend_typos: bool = Field(default=True, description="a typed word no word list nor map label has, one typo "
+                             "from a common word with its first letter, is read as that word ('cpuboard': cupboard)")
     grounding_threshold: float = Field(default=0.8, ge=0, le=1, description="a phrase of the request names a map "
                                        "label of another wording (fridge: refrigerator) when the sentence embeddings "
                                        "are at least this similar; 1 turns grounding off")
@@ -227,6 +230,7 @@ class TaskPlanner:
         self.policy = policy
         self.goal_policy = goal_policy or policy  # reading the request may be given to a larger model
         self.grounder = grounder
+        self.speller = Speller()
         self.tools = tools
         self.skills = skills
         self.system_prompt = SYSTEM_PROMPT.format(skills="\n".join(
@@ -288,6 +292,7 @@ class TaskPlanner:
                                      self.cancel_event):
             self._emit("error", "the robot state is not known (nothing received on /robot/state)")
             return Ending(EpisodeOutcome.ERROR, "the robot state is unknown", 0)
+        request = self._mended(request)
         try:
             goals, grounding = self._extract_goals(request, self._ground(request), usage)
         except RequestImpossible as why:
@@ -620,6 +625,7 @@ class TaskPlanner:
         """The goals the request is read into, checked as at the start of a task (the calls counted
         in `usage`); RequestImpossible says why there are none, PolicyError why the model gave none."""
         self._judgements.clear()
+        request = self._mended(request)
         return self._extract_goals(request, self._ground(request), usage or LLMUsage())[0]
 
     def _ground(self, request: str, usage: LLMUsage | None = None) -> Grounding | None:
@@ -641,6 +647,17 @@ class TaskPlanner:
         if grounding.matches:
             self._emit("perception", f"the request in the map's words: {grounding.note()}")
         return grounding
+
+    def _mended(self, request: str) -> str:
+        """The request with its typos mended, when that is configured."""
+        if not self.settings.mend_typos:
+            return request
+        scene = self.tools.scene()
+        mended, fixes = self.speller.mended(request, [*thing_labels(scene), *scene.rooms()])
+        if fixes:
+            self._emit("perception", "typed words read as " + ", ".join(f'"{meant}" ("{typed}")'
+                                                                     for typed, meant in fixes.items()))
+        return mended
 
     def _extract_goals(self, request: str, grounding: Grounding | None, usage: LLMUsage, widen: bool = True
                        ) -> tuple[list[Goal], Grounding | None]:
