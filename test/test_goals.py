@@ -248,6 +248,18 @@ def test_putting_something_into_furniture_that_opens_is_an_object_in_goal_met_on
     assert not goal_met(on_top, scene) and goal_met(Goal(kind="object_in", object="apple", target="fridge"), scene)
 
 
+def test_putting_something_in_furniture_the_request_calls_otherwise_is_putting_it_inside():
+    """"Put the apple in the icebox" read as the apple on the fridge: the request sends it in."""
+    from planner.core.planning.goal_reading import inside_from_request
+
+    scene = robot_at("table_1").scene()
+    on_fridge = [Goal(kind="object_on", object="apple", target="fridge")]
+    assert inside_from_request("Please put the apple in the icebox", on_fridge, scene)[0].kind == "object_in"
+    assert inside_from_request("Please put the apple on the icebox", on_fridge, scene)[0].kind == "object_on"
+    # The fridge named where the apple comes from: "in the icebox" is not said of the fridge.
+    assert inside_from_request("Put the apple from the fridge in the icebox", on_fridge, scene)[0].kind == "object_on"
+
+
 def test_a_hand_stays_free_while_the_fridge_the_fruit_goes_into_is_closed():
     """Both hands full at the closed fridge, nothing could open it: the second fruit waits."""
     robot = robot_at("table_1")

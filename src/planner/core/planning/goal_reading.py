@@ -238,14 +238,22 @@ def rooms_from_request(request: str, goals: list[Goal], scene: SceneGraph) -> li
 
 def inside_from_request(request: str, goals: list[Goal], scene: SceneGraph) -> list[Goal]:
     """"Put the jar in the pantry" read as the jar on the pantry: an object the request puts in,
-    into or inside furniture that opens goes inside it. Small models repeat the kind they chose
-    however often they are told, so the words decide."""
+    into or inside furniture that opens goes inside it, also where the request calls that furniture
+    otherwise ("put the mug in the cupboard" read as the mug on a cabinet). Small models repeat the
+    kind they chose however often they are told, so the words decide."""
     words = words_of(request)
+    said = set(words.split())
     openable = {f.label for f in scene.furniture() if f.state}
+    # The first furniture the request sends a thing to, when it sends it in: the target in other words.
+    places = furniture_destinations(request, scene.rooms())
+    sent_in = bool(places) and re.search(rf" (?:in|into|inside) (?:the |a |an )?{re.escape(places[0])} ", words) is not None
+
+    def goes_in(goal: Goal) -> bool:
+        return bool(re.search(rf" (?:in|into|inside) (?:the |a |an )?{_phrase(goal.target)} ", words)) \
+            or (sent_in and not _named(goal.target, said))
+
     return [goal.model_copy(update={"kind": "object_in"})
-            if goal.kind == "object_on" and goal.target in openable
-            and re.search(rf" (?:in|into|inside) (?:the |a |an )?{_phrase(goal.target)} ", words) else goal
-            for goal in goals]
+            if goal.kind == "object_on" and goal.target in openable and goes_in(goal) else goal for goal in goals]
 
 
 # Goals about a piece of furniture itself, which a request names when it wants them.
