@@ -710,3 +710,32 @@ def test_typos_in_a_typed_request_are_mended_before_it_is_read():
     result, trace, policy = run(robot_at("sofa_1"), "Put the book on the cuonter", [book_on_counter, GIVE_UP])
     assert ("perception", 'typed words read as "counter" ("cuonter")') in trace
     assert "Put the book on the counter" in str(policy.prompts[0]) and "cuonter" not in str(policy.prompts[0])
+
+
+def test_furniture_taken_for_a_word_the_labels_of_other_furniture_have_is_read_as_the_one_it_names_best():
+    """"The table" read as a chair where the tables are dining tables and a coffee table, which the
+    name check doubts: the furniture whose name has the word is put to the check, and the request is
+    read again with the one it names best."""
+    from planner.adapters.embeddings import SentenceEmbedder
+    from planner.core.planning.grounding import Grounder
+
+    world = APARTMENT.model_copy(update={"furniture": [
+        f.model_copy(update={"label": "dining_table"}) if f.label == "table" else f for f in APARTMENT.furniture]})
+    robot = SimulatedRobot(world.with_robot_at("sofa_1", ROBOT.standoff_m), [],
+                           load_skill_planner(load_config(CONFIG / "planner.yaml")))
+    on_chair = {"goals": [{"kind": "object_on", "object": "book", "target": "chair"}]}
+    # Each as likely a table by the model's yes: the one most like "table" is read.
+    best = max(("dining_table", "coffee_table", "side_table"), key=lambda label: float(
+        Grounder(SentenceEmbedder()).nearest("table", [label], 1)[0].similarity))
+    on_table = {"goals": [{"kind": "object_on", "object": "book", "target": best}]}
+    trace, policy = [], ScriptedPolicy([on_chair, {"fits": False, "p": 0.2}, *[{"fits": True, "p": 0.5}] * 3,
+                                        on_table, GIVE_UP])
+    TaskPlanner(policy, robot, robot.skills, PlannerSettings(confirm_timeout_s=0),
+                on_step=lambda step: trace.append((step.kind, step.text)),
+                grounder=Grounder(SentenceEmbedder())).run("Please put the book on the table")
+    asked = [prompt[0]["content"].split("?")[0] for prompt in policy.prompts[1:5]]
+    assert asked[0] == 'Is "table" another name for a chair'
+    assert sorted(asked[1:]) == sorted(f'Is "table" another name for a {name}'
+                                       for name in ("dining table", "coffee table", "side table")), asked
+    assert ("perception", f"the request in the map's words: table = {best}") in trace, trace
+    assert any(kind == "goal" and best in text for kind, text in trace), trace

@@ -801,7 +801,11 @@ class TaskPlanner:
             alike = next((labels for labels in (reader.object_labels, reader.rooms) if label in labels), None)
             if alike is None or self.grounder is None:
                 if not any(self._named(word, label, settings.name_check_threshold, usage) for word in said):
-                    return False, []
+                    # "The table" read as a chair where a dining table and a coffee table stand: the
+                    # furniture whose name has the word is what it names, the one it names best.
+                    return False, [match for word in said if (match := self._best_named(
+                        word, [f for f in reader.furniture_labels if f" {word} " in f" {words(f)} "], usage)) is not None
+                        and match.label != label]
                 continue
             best = [match for word in said if (match := self._best_named(word, alike, usage, label)) is not None]
             if not any(match.label == label for match in best):
@@ -814,7 +818,8 @@ class TaskPlanner:
         former passes the name check's threshold. On nine other names (five from development homes),
         each against two or three near labels, the sum put the right label first for 8, the model's
         yes alone for 7 and the embeddings alone for 5 ("cushion" is nearer a sofa than a pillow)."""
-        assert self.grounder is not None
+        if self.grounder is None or not labels:
+            return None
         nearest = self.grounder.nearest(word, labels, LABELS_OFFERED)
         if also and all(match.label != also for match in nearest):
             nearest += self.grounder.nearest(word, [also], 1)
