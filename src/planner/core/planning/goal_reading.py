@@ -263,15 +263,20 @@ FURNITURE_KINDS = ("is_open", "is_closed", "clear")
 # nor "I spilled the coffee", where the thing named is not the one wanted).
 MOVED_THING = re.compile(r" (?:put|take|bring|get|fetch|grab|pick up|move|place|hand|carry)(?: me| us)? "
                          r"(?:the|my|your|our) ([a-z]+)(?= )")
+# The same with the word after, which may finish the thing's name ("the reading lamp").
+MOVED_PHRASE = re.compile(MOVED_THING.pattern.replace("(?= )", "(?: ([a-z]+))?(?= )"))
 
 
 def unknown_things(request: str, scene: SceneGraph) -> list[str]:
     """Things the request asks to move as particular ones with a word that no label or room of the
-    map contains: what the user means may not be here."""
+    map contains, with the word after it when that finishes the name ("reading lamp", which no label
+    has, though "lamp" is a table_lamp's): what the user means may not be here."""
     known = {word for name in [*(o.label for o in scene.objects()), *(f.label for f in scene.furniture()),
                                *scene.rooms()] for word in words_of(name).split()}
-    return [word for word in dict.fromkeys(MOVED_THING.findall(words_of(request)))
-            if word not in known and word.rstrip("s") not in known and word not in FUNCTION_WORDS]
+    return list(dict.fromkeys(
+        f"{word} {after}" if after and after not in FUNCTION_WORDS and after not in PLACE_ENDS else word
+        for word, after in MOVED_PHRASE.findall(words_of(request))
+        if word not in known and word.rstrip("s") not in known and word not in FUNCTION_WORDS))
 
 
 # Two things one verb moves: "put the dish from the counter and the pencil on the sofa".
