@@ -246,11 +246,14 @@ def inside_from_request(request: str, goals: list[Goal], scene: SceneGraph) -> l
     openable = {f.label for f in scene.furniture() if f.state}
     # The first furniture the request sends a thing to, when it sends it in: the target in other words.
     places = furniture_destinations(request, scene.rooms())
-    sent_in = bool(places) and re.search(rf" (?:in|into|inside) (?:the |a |an )?{re.escape(places[0])} ", words) is not None
+
+    def put_in(phrase: str) -> bool:
+        return re.search(rf" (?:in|into|inside) (?:the |a |an )?{re.escape(phrase)} ", words) is not None
+
+    sent_in = bool(places) and put_in(places[0])
 
     def goes_in(goal: Goal) -> bool:
-        return bool(re.search(rf" (?:in|into|inside) (?:the |a |an )?{_phrase(goal.target)} ", words)) \
-            or (sent_in and not _named(goal.target, said))
+        return put_in(_phrase(goal.target)) or (sent_in and not _named(goal.target, said))
 
     return [goal.model_copy(update={"kind": "object_in"})
             if goal.kind == "object_on" and goal.target in openable and goes_in(goal) else goal for goal in goals]
@@ -279,8 +282,10 @@ def unknown_things(request: str, scene: SceneGraph) -> list[str]:
         if word not in known and word.rstrip("s") not in known and word not in FUNCTION_WORDS))
 
 
+# Verbs that move two things at once ("put the dish ... and the pencil ...").
+JOINING_VERBS = "put|place|set|leave|move|store|carry|bring|take|get|fetch|grab"
 # Two things one verb moves: "put the dish from the counter and the pencil on the sofa".
-JOINED_THINGS = re.compile(r" (?:put|place|set|leave|move|store|carry|bring|take|get|fetch|grab)(?: me)? the ([a-z]+(?: [a-z]+)?)"
+JOINED_THINGS = re.compile(rf" (?:{JOINING_VERBS})(?: me)? the ([a-z]+(?: [a-z]+)?)"
                            r"(?: (?:from|on|in|off) the [a-z]+(?: [a-z]+)?)? and the ([a-z]+) ")
 
 
@@ -297,7 +302,7 @@ def joined_objects(request: str, labels: set[str]) -> list[str]:
 
 # "Put the reading lamp and the bowl on the bedside table": the verb, two things, and where both go.
 JOINED_REQUEST = re.compile(
-    r"\b(?P<verb>(?:put|place|set|leave|move|store|carry|bring|take|get|fetch|grab)(?: me)?) "
+    rf"\b(?P<verb>(?:{JOINING_VERBS})(?: me)?) "
     r"(?P<first>the [a-z]+(?: [a-z]+)?(?: (?:from|on|in|off) the [a-z]+(?: [a-z]+)?)?) and "
     r"(?P<second>the [a-z]+(?: [a-z]+)?)(?P<rest>(?: (?:on|in|onto|into|to|over|off|from|back)\b[^.?!,]*)?)"
     r"(?=[.?!,]| please\b|$)", re.IGNORECASE)
