@@ -68,9 +68,10 @@ class PlannerSettings(StrictModel):
     mode: PlanningMode = Field(default="react", description="react: the LLM chooses every "
                                                    "step; llm_p: it reads the goals and a classical planner plans; "
                                                    "auto: llm_p, and ReAct when no plan is found")
-    plan_engine: Engine = Field(default="optimal", description="optimal: the fewest skills; satisficing: the "
-                                "first plan found (for maps too large to plan optimally in time)")
-    plan_timeout_s: float = Field(default=10.0, gt=0, description="time the classical planner may search")
+    plan_engine: Engine = Field(default="optimal", description="optimal: the fewest skills, or the first plan "
+                                "found when the fewest take longer than plan_timeout_s; satisficing: the first plan "
+                                "found")
+    plan_timeout_s: float = Field(default=10.0, gt=0, description="time each classical search may take")
     replan_limit: int = Field(default=3, ge=0, description="plans made again after a failure before llm_p gives up "
                               "(auto: hands over to ReAct)")
     step_budget: int = Field(default=30, ge=1)
@@ -362,6 +363,8 @@ class TaskPlanner:
                 return self._without_plan(state, outcome.reason, outcome.status)
             whole = " over the whole map" if outcome.full_state else ""
             whole += f", avoiding {', '.join(avoid)}" if avoid else ""
+            whole += f" (the shortest plan took over {self.settings.plan_timeout_s:g} s to prove: the first found)" \
+                if outcome.shortest_timed_out else ""
             self._emit("plan", f"{'replanned' if attempt else 'planned'}{whole} in {outcome.seconds:.2f} s "
                                f"({outcome.engine}): {'; '.join(outcome.calls) or 'nothing to do'}")
             ending = self._check_plan(state, outcome.calls, scene) or self._carry_out(state, outcome.calls, usage)
