@@ -273,13 +273,22 @@ MOVED_PHRASE = re.compile(MOVED_THING.pattern.replace("(?= )", "(?: ([a-z]+))?(?
 def unknown_things(request: str, scene: SceneGraph) -> list[str]:
     """Things the request asks to move as particular ones with a word that no label or room of the
     map contains, with the word after it when that finishes the name ("reading lamp", which no label
-    has, though "lamp" is a table_lamp's): what the user means may not be here."""
-    known = {word for name in [*(o.label for o in scene.objects()), *(f.label for f in scene.furniture()),
-                               *scene.rooms()] for word in words_of(name).split()}
+    has, though "lamp" is a table_lamp's), or a place's word before one no label has ("the kitchen
+    roll", which is no kitchen): what the user means may not be here."""
+    thing_words = {word for o in scene.objects() for word in words_of(o.label).split()}
+    place_words = {word for name in [*(f.label for f in scene.furniture()), *scene.rooms()]
+                   for word in words_of(name).split()}
+
+    def known(word: str) -> bool:
+        return bool({word, word.rstrip("s")} & (thing_words | place_words)) or word in FUNCTION_WORDS
+
+    def name_goes_on(after: str) -> bool:
+        return bool(after) and after not in FUNCTION_WORDS and after not in PLACE_ENDS
+
     return list(dict.fromkeys(
-        f"{word} {after}" if after and after not in FUNCTION_WORDS and after not in PLACE_ENDS else word
+        f"{word} {after}" if name_goes_on(after) else word
         for word, after in MOVED_PHRASE.findall(words_of(request))
-        if word not in known and word.rstrip("s") not in known and word not in FUNCTION_WORDS))
+        if not known(word) or (word in place_words - thing_words and name_goes_on(after) and not known(after))))
 
 
 # Verbs that move two things at once ("put the dish ... and the pencil ...").
