@@ -189,6 +189,21 @@ def named_otherwise(request: str, goals: list[Goal], scene: SceneGraph) -> dict[
     return checks
 
 
+def names_only_its_modifier(phrase: str, label: str) -> bool:
+    """Whether a `label` is what a compound `phrase` names only by a word that qualifies its head:
+    "the bedside table" is a table by a bed, not the bed (the 1.5B gave the bed 0.69 as another
+    name for it), "the dining chair" no dining table; the head of "the chest of drawers" is the chest."""
+    said = phrase.split()
+    if "of" in said[1:]:
+        at = said.index("of")
+        head, qualifiers = said[at - 1], said[:at - 1] + said[at + 1:]
+    else:
+        head, qualifiers = said[-1], said[:-1]
+    label_words = words_of(label).split()
+    return head not in label_words and any(qualifier.startswith(word) for qualifier in qualifiers
+                                           for word in label_words if len(word) > 2)
+
+
 def final_goals(goals: list[Goal]) -> list[Goal]:
     """Drop goals that only describe a step on the way and contradict the final state: holding an
     object (or bringing it to the user) that must end on furniture, holding one that must end with

@@ -48,6 +48,7 @@ from planner.core.planning.goal_reading import (
     joined_halves,
     missing_words,
     named_otherwise,
+    names_only_its_modifier,
     reading_of,
 )
 from planner.core.planning.grounding import Grounder, Grounding, Match
@@ -108,7 +109,8 @@ class PlannerSettings(StrictModel):
     other_name_threshold: float = Field(default=0.6, ge=0, le=1, description="... and names that label from this "
                                         "probability of yes, and the request is read again in the map's words (a "
                                         "word the map lacks, less alike to every label, is a choice of the model "
-                                        "among the labels most like it, checked at name_check_threshold)")
+                                        "among the labels most like it, checked the same; so is a label a word "
+                                        "names better than the one the model read, by the name check)")
     plan_check: PlanCheckSettings = Field(default_factory=PlanCheckSettings, description="a plan (in "
                                           "ReAct, its first steps) is scored against the plans that worked for "
                                           "similar requests before it runs")
@@ -751,8 +753,9 @@ class TaskPlanner:
             return None
         self._emit("check", f'which of {", ".join(nearest)} is "{word}": '
                             f'{picked if picked in nearest else "none"}, the model chose')
-        # Chosen by the model, as a thing it reads for a word the map does not use: checked as that is.
-        if picked not in nearest or not self._named(word, picked, self.settings.name_check_threshold, usage,
+        # The request is read in the map's words from here on: as sure as grounding ("the throw" was
+        # taken for a sink at 0.47 in a home whose blanket the model gave 0.24).
+        if picked not in nearest or not self._named(word, picked, self.settings.other_name_threshold, usage,
                                                     unjudged=False):
             return None
         return nearest[picked]
@@ -803,24 +806,36 @@ class TaskPlanner:
             # embeddings both rank a desk above it.
             alike = next((labels for labels in (reader.object_labels, reader.rooms) if label in labels), None)
             if alike is None or self.grounder is None:
-                if not any(self._named(word, label, settings.name_check_threshold, usage) for word in said):
+                if not any(not names_only_its_modifier(word, label)
+                           and self._named(word, label, settings.name_check_threshold, usage) for word in said):
                     # "The table" read as a chair where a dining table and a coffee table stand: the
-                    # furniture whose name has the word is what it names, the one it names best.
-                    return False, [match for word in said if (match := self._best_named(
-                        word, [f for f in reader.furniture_labels if f" {word} " in f" {words(f)} "], usage)) is not None
-                        and match.label != label]
+                    # furniture whose name has the word is what it names, the one it names best;
+                    # when none has, the one it names best of all ("the bedside table": a nightstand).
+                    return False, self._renames(label, [self._best_named(word, [
+                        f for f in reader.furniture_labels if f" {word} " in f" {words(f)} "] or [
+                        f for f in reader.furniture_labels if f != label], usage) for word in said])
                 continue
-            best = [match for word in said if (match := self._best_named(word, alike, usage, label)) is not None]
-            if not any(match.label == label for match in best):
-                return False, [match for match in best if match.label != label]
+            best = [self._best_named(word, alike, usage, label) for word in said]
+            if not any(named is not None and named[0].label == label for named in best):
+                return False, self._renames(label, best)
         return True, []
 
-    def _best_named(self, word: str, labels: list[str], usage: LLMUsage, also: str = "") -> Match | None:
-        """The label among the `labels` most like `word` (and `also`) that `word` names best: the
-        model's probability that it is another name for it plus the embeddings' similarity, when the
-        former passes the name check's threshold. On nine other names (five from development homes),
-        each against two or three near labels, the sum put the right label first for 8, the model's
-        yes alone for 7 and the embeddings alone for 5 ("cushion" is nearer a sofa than a pillow)."""
+    def _renames(self, label: str, best: list[tuple[Match, float] | None]) -> list[Match]:
+        """The labels other than `label` that words name best, as sure as grounding must be to read
+        the request in the map's words: at the name check's threshold a word no label fits is as
+        likely taken for the nearest one ("the apple" for a juice carton, 0.49, in a home without
+        apples) as for what it names."""
+        return [match for named in best if named is not None and (match := named[0]).label != label
+                and named[1] >= self.settings.other_name_threshold]
+
+    def _best_named(self, word: str, labels: list[str], usage: LLMUsage, also: str = ""
+                    ) -> tuple[Match, float] | None:
+        """The label among the `labels` most like `word` (and `also`) that `word` names best, and the
+        model's probability that it is another name for it: that probability plus the embeddings'
+        similarity ranks them, and it must pass the name check's threshold. On nine other names (five
+        from development homes), each against two or three near labels, the sum put the right label
+        first for 8, the model's yes alone for 7 and the embeddings alone for 5 ("cushion" is nearer
+        a sofa than a pillow)."""
         if self.grounder is None or not labels:
             return None
         nearest = self.grounder.nearest(word, labels, LABELS_OFFERED)
@@ -832,7 +847,7 @@ class TaskPlanner:
         if not scored:
             return None
         _, p_yes, best = max(scored, key=lambda score: score[0])
-        return best if p_yes >= self.settings.name_check_threshold else None
+        return (best, p_yes) if p_yes >= self.settings.name_check_threshold else None
 
     def _named(self, word: str, label: str, threshold: float, usage: LLMUsage, unjudged: bool = True) -> bool:
         """The yes/no name check: whether the model holds `word` another name for a `label`."""
