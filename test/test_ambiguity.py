@@ -94,6 +94,18 @@ def test_the_place_the_request_names_wins_over_the_one_the_model_chose():
     assert pin_named_objects("Pick up the glass", chose, scene)[0].object_id == "glass_2"  # no place: its choice stands
 
 
+def test_a_place_that_leaves_several_of_a_thing_not_called_by_its_label_keeps_the_nearest_of_those():
+    """"A glass in the dining room" (one on the table, one in the cabinet) or "the tumbler from the
+    dining room" read as a glass: either of the two will do, not the one in the kitchen, though the
+    robot stands nearer to it; "the glass in the dining room" is asked about instead."""
+    scene = robot_at("counter_1").scene()
+    for request in ("Pick up a glass in the dining room", "Fetch the tumbler from the dining room"):
+        pinned = pin_named_objects(request, holding("glass"), scene)[0].object_id
+        assert pinned in ("glass_2", "glass_3") and pinned == scene.nearest_to_robot(["glass_2", "glass_3"])[0]
+    assert not pin_named_objects("Pick up the glass in the dining room", holding("glass"), scene)[0].object_id
+    assert not pin_named_objects("Pick up a glass", holding("glass"), scene)[0].object_id
+
+
 @pytest.mark.parametrize("answer, chosen", [
     ("the second one", 1), ("3", 2), ("glass_1", "glass_1"), ("the one in the kitchen", "glass_1"),
     ("the one on the table in the dining room", "glass_2"), ("the last", 2), ("from the cabinet", "glass_3"),

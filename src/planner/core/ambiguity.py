@@ -91,24 +91,31 @@ def named_candidates(request: str, goal: Goal, scene: SceneGraph) -> list[str]:
 def pin_named_objects(request: str, goals: list[Goal], scene: SceneGraph) -> list[Goal]:
     """Goals whose request singles out one of several objects ("the mug from the desk") keep that
     one: another mug already on the counter must not count as done. The place the request names
-    wins over an id the model chose ("the plate in the fridge" read as the plate on the counter)."""
+    wins over an id the model chose ("the plate in the fridge" read as the plate on the counter).
+    Where the place leaves several and the request does not call the thing "the <label>", for
+    which the user is asked which one, any of those will do, and the nearest is kept ("a glass in
+    the dining room"; "the novel from the desk", read as a book, with books on two desks)."""
     pinned = []
     for goal in goals:
-        if goal.object and sum(o.label == goal.object for o in scene.objects()) > 1:
+        of_label = sum(o.label == goal.object for o in scene.objects()) if goal.object else 0
+        if of_label > 1:
             named = named_candidates(request, goal, scene)
-            if len(named) == 1:
+            if len(named) == 1 or (len(named) < of_label and goal.object_id not in named
+                                   and not called_definitely(request, goal.object)):
                 goal = goal.model_copy(update={"object_id": named[0]})
         pinned.append(goal)
     return pinned
 
 
+def called_definitely(request: str, label: str) -> bool:
+    """Whether the request calls a thing "the <label>" (or "the red <label>"): one particular one."""
+    return re.search(rf" the (?:[a-z]+ )?{re.escape(words_of(label).strip())}s? ", words_of(request)) is not None
+
+
 def ambiguous_goals(request: str, goals: list[Goal], scene: SceneGraph) -> list[Question]:
-    words = words_of(request)
     questions = []
     for index, goal in enumerate(goals):
-        if not goal.object or goal.object_id:
-            continue
-        if not re.search(rf" the (?:[a-z]+ )?{re.escape(words_of(goal.object).strip())}s? ", words):
+        if not goal.object or goal.object_id or not called_definitely(request, goal.object):
             continue
         candidates = named_candidates(request, goal, scene)
         if len(candidates) > 1:
