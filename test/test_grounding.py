@@ -53,3 +53,12 @@ def test_part_of_a_name_inside_another_compound_is_not_that_label(grounder):
     assert grounder.ground("Put the guitar on the kitchen table", labels, ["kitchen"]).note() == "table = coffee_table"
     # Part of two labels' names, it is neither: which table is the model's to choose.
     assert not grounder.ground("Grab the fork on the table", [*labels, "side_table", "fork"]).matches
+
+
+def test_a_room_the_request_calls_with_room_after_its_name_and_words_across_and_are_no_phrase(grounder):
+    """"The laundry room" is the room the map calls laundry, and no thing's name spans "and": neither
+    "room" nor "room and grab" is put to the model as another name for a bed."""
+    asked = []
+    grounder.ground("Go to the laundry room and grab the blanket", ["bed", "paper_towels", "laptop"],
+                    ["laundry", "kitchen"], loose=0.4, accept=lambda match: asked.append(match.phrase) and False)
+    assert asked == ["blanket"], asked

@@ -30,6 +30,7 @@ then it its me my mine you your i i'm im we us our please could would can will y
 pick up give hand move place leave set is are be been there here some any all both one other next near
 want need like have has do does just now again also over out down back""".split())
 MAX_PHRASE_WORDS = 3
+JOINING_WORDS = frozenset({"and", "or", "then"})  # no thing's name spans them ("the room and grab")
 
 
 def _words(text: str) -> list[str]:
@@ -110,11 +111,13 @@ class Grounder:
             room_words = room.replace("_", " ").split()
             for start in range(len(words) - len(room_words) + 1):
                 if words[start:start + len(room_words)] == room_words:
-                    in_rooms |= set(range(start, start + len(room_words)))
+                    # "The laundry room" is the room the map calls laundry.
+                    end = start + len(room_words) + (words[start + len(room_words):][:1] == ["room"])
+                    in_rooms |= set(range(start, end))
         spans = [(start, end) for start in range(len(words)) for end in range(start + 1, min(start + MAX_PHRASE_WORDS,
                                                                                              len(words)) + 1)
                  if words[start] not in FUNCTION_WORDS and words[end - 1] not in FUNCTION_WORDS
-                 and not in_rooms & set(range(start, end))]
+                 and not in_rooms & set(range(start, end)) and not JOINING_WORDS & set(words[start:end])]
         spans = [s for s in spans if " ".join(words[s[0]:s[1]]) not in names.values()]
         if not spans or not unnamed:
             return Grounding(request, request, ())
