@@ -427,6 +427,12 @@ def test_a_thing_taken_for_one_the_map_calls_otherwise_is_checked_as_another_nam
         "laptop": ["kitchen roll"]}
     for request in ("Grab the kitchen towel", "Bring me the bedroom lamp please", "Take the sofa to the hallway"):
         assert unknown_things(request, scene) == [], request
+    # Furniture to open, close or clear that the request calls otherwise is checked too.
+    for request, goal, said in (("Could you open up the chest of drawers?", "is_open", "chest of drawers"),
+                                ("Shut the cupboard in the kitchen", "is_closed", "cupboard"),
+                                ("Tidy everything off the worktop", "clear", "worktop")):
+        assert named_otherwise(request, [Goal(kind=goal, target="cabinet")], scene) == {"cabinet": [said]}, request
+    assert named_otherwise("Open the cabinet", [Goal(kind="is_open", target="cabinet")], scene) == {}
     for request in ("I spilled the coffee, can you help?", "Bring me something for the headache",
                     "Put the book on the bed", "Take the books to the bedroom", "Bring me the pen from the desk"):
         assert unknown_things(request, scene) == [], request

@@ -114,6 +114,7 @@ DETERMINERS = frozenset({"the", "my", "your", "our", "a", "an"})
 PUTTING = re.compile(r" (?:put|place|set|leave|move|store|carry|drop|stick) ")
 TAKING = re.compile(r" (?:take|bring|get|fetch|grab|pick|hand|give) ")
 SENDING = frozenset({"to", "onto", "into"})
+HANDLING = frozenset({"open", "close", "shut", "clear", "empty", "off"})  # what furniture goals do to it
 ROBOT_GOES = frozenset({"go", "head", "walk", "come", "way", "get", "run"})  # "make your way to the ..."
 PLACE_ENDS = frozenset({"in", "on", "onto", "into", "inside", "to", "from", "at", "by", "near", "and", "then",
                         "please", "for", "with"})
@@ -125,18 +126,28 @@ def destinations(request: str, sent: bool = False) -> list[str]:
     "into", and not where the robot goes ("go to the lounge")."""
     words = words_of(request).split()
     towards = SENDING if sent else TOWARDS
-    found = []
-    for index, word in enumerate(words[:-2]):
-        if word in towards and words[index + 1] in DETERMINERS \
-                and not (sent and index > 0 and words[index - 1] in ROBOT_GOES):
-            phrase = []
-            for following in words[index + 2:index + 6]:
-                if following in PLACE_ENDS:
-                    break
-                phrase.append(following)
-            if phrase:
-                found.append(" ".join(phrase))
-    return found
+    return [phrase for index, word in enumerate(words[:-2])
+            if word in towards and words[index + 1] in DETERMINERS
+            and not (sent and index > 0 and words[index - 1] in ROBOT_GOES) and (phrase := _place_from(words, index + 2))]
+
+
+def _place_from(words: list[str], start: int) -> str:
+    """The name of a place said from `start` on, up to four words ("chest of drawers")."""
+    phrase = []
+    for following in words[start:start + 4]:
+        if following in PLACE_ENDS:
+            break
+        phrase.append(following)
+    return " ".join(phrase)
+
+
+def handled_furniture(request: str) -> list[str]:
+    """The furniture a request opens, closes or clears, as said: "open up the chest of drawers",
+    "tidy everything off the desk"."""
+    words = words_of(request).split()
+    return [phrase for index, word in enumerate(words[:-2]) if word in HANDLING
+            and (start := index + 1 + (words[index + 1] == "up")) < len(words) and words[start] in DETERMINERS
+            and (phrase := _place_from(words, start + 1))]
 
 
 def furniture_destinations(request: str, rooms: list[str], sent: bool = False) -> list[str]:
@@ -172,7 +183,8 @@ def named_otherwise(request: str, goals: list[Goal], scene: SceneGraph) -> dict[
     room -> the words it may be): an object the request does not name when it asks to move a thing
     by a word no label of the map contains; the furniture a thing goes to when the request names no
     furniture but says where it goes ("the worktop" for the counter); the room to go to when the
-    request does not name it ("the lounge" for the living room)."""
+    request does not name it ("the lounge" for the living room); the furniture to open, close or
+    clear that the request calls otherwise ("the cupboard" for the cabinet)."""
     said = set(words_of(request).split())
     places = destinations(request)
     furniture_places = furniture_destinations(request, scene.rooms())
@@ -186,6 +198,8 @@ def named_otherwise(request: str, goals: list[Goal], scene: SceneGraph) -> dict[
             checks[goal.target] = furniture_places[:1]
         if goal.kind == "robot_in_room" and places and not _room_named(goal.room, said):
             checks[goal.room] = places[:1]
+        if goal.kind in FURNITURE_KINDS and not _named(goal.target, said) and (handled := handled_furniture(request)):
+            checks[goal.target] = handled[:1]
     return checks
 
 
