@@ -189,6 +189,7 @@ def named_otherwise(request: str, goals: list[Goal], scene: SceneGraph) -> dict[
     places = destinations(request)
     furniture_places = furniture_destinations(request, scene.rooms())
     targets_named = destination_labels(request, scene)
+    handled = handled_furniture(request)
     absent = unknown_things(request, scene)
     checks: dict[str, list[str]] = {}
     for goal in goals:
@@ -198,7 +199,7 @@ def named_otherwise(request: str, goals: list[Goal], scene: SceneGraph) -> dict[
             checks[goal.target] = furniture_places[:1]
         if goal.kind == "robot_in_room" and places and not _room_named(goal.room, said):
             checks[goal.room] = places[:1]
-        if goal.kind in FURNITURE_KINDS and not _named(goal.target, said) and (handled := handled_furniture(request)):
+        if goal.kind in FURNITURE_KINDS and handled and not _named(goal.target, said):
             checks[goal.target] = handled[:1]
     return checks
 
