@@ -594,8 +594,8 @@ def test_a_need_read_as_furniture_to_open_is_doubted_with_what_a_need_asks_for()
     assert ("goal", "the fridge is open") in trace and "names no" not in policy.prompts[1][-1]["content"]
 
 
-def run_grounded(request: str, replies: list):
-    """A run with the real sentence embeddings grounding the request and ranking other names."""
+def run_grounded(request: str, replies: list, lexicon=None):
+    """A run with the real sentence embeddings (and `lexicon`) grounding the request and ranking other names."""
     from planner.adapters.embeddings import SentenceEmbedder
     from planner.core.planning.grounding import Grounder
 
@@ -604,8 +604,26 @@ def run_grounded(request: str, replies: list):
     policy = ScriptedPolicy(replies)
     result = TaskPlanner(policy, robot, robot.skills, PlannerSettings(confirm_timeout_s=0),
                          on_step=lambda step: trace.append((step.kind, step.text)),
-                         grounder=Grounder(SentenceEmbedder())).run(request)
+                         grounder=Grounder(SentenceEmbedder(), lexicon=lexicon)).run(request)
     return result, trace, policy
+
+
+def test_names_wordnet_knows_are_read_in_the_map_s_words_before_the_model_reads_the_request():
+    """"The chest of drawers" and "the sitting room" name the dresser and the living room: the model
+    reads the request in those words and nothing is put to a name check."""
+    from planner.adapters.lexicon import WordNetLexicon
+
+    result, trace, policy = run_grounded("Please put the hat in the chest of drawers", [
+        {"goals": [{"kind": "object_in", "object": "hat", "target": "dresser"}]}, GIVE_UP], WordNetLexicon())
+    assert ("perception", "the request in the map's words: chest of drawers = dresser") in trace
+    assert policy.prompts[0][-1]["content"].endswith("(In the map's labels: chest of drawers = dresser)")
+    assert ("goal", "a hat inside a dresser") in trace
+    assert policy.prompts[1][-1]["content"].startswith("Request:")  # the first step: no name check before it
+    _, trace, policy = run_grounded("Head over to the sitting room", [
+        {"goals": [{"kind": "robot_in_room", "room": "living_room"}]}, GIVE_UP], WordNetLexicon())
+    assert ("perception", "the request in the map's words: sitting room = living_room") in trace
+    assert ("goal", "the robot is in the living_room") in trace
+    assert policy.prompts[1][-1]["content"].startswith("Request:")
 
 
 def test_before_a_thing_is_given_up_as_missing_words_less_alike_to_a_label_are_put_to_the_name_check():

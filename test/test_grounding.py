@@ -4,6 +4,7 @@ are written as its labels; unrelated words and things the map lacks are left alo
 import pytest
 
 from planner.adapters.embeddings import SentenceEmbedder
+from planner.adapters.lexicon import WordNetLexicon
 from planner.core.planning.grounding import Grounder
 
 LABELS = ["refrigerator", "dining_table", "sofa", "milk_carton", "cell_phone", "tv_monitor", "cup", "mug", "apple"]
@@ -62,3 +63,37 @@ def test_a_room_the_request_calls_with_room_after_its_name_and_words_across_and_
     grounder.ground("Go to the laundry room and grab the blanket", ["bed", "paper_towels", "laptop"],
                     ["laundry", "kitchen"], loose=0.4, accept=lambda match: asked.append(match.phrase) and False)
     assert asked == ["blanket"], asked
+
+
+@pytest.fixture(scope="module")
+def grounder_with_lexicon(grounder):
+    return Grounder(grounder.embedder, lexicon=WordNetLexicon())
+
+
+def test_names_a_lexicon_knows_are_written_as_the_label_or_room_they_name(grounder, grounder_with_lexicon):
+    """Other names the sentence model does not know well enough are known to WordNet, rooms' among
+    them; the same word read as a verb is left alone ("to drink": no beverage)."""
+    labels, rooms = ["dresser", "eyeglasses", "lamp", "shirt"], ["living_room", "kitchen"]
+    request = "Put my specs on the chest of drawers in the sitting room"
+    assert grounder.ground(request, labels, rooms).note() != "specs = eyeglasses; chest of drawers = dresser; " \
+                                                             "sitting room = living_room"
+    grounding = grounder_with_lexicon.ground(request, labels, rooms)
+    assert grounding.note() == "specs = eyeglasses; chest of drawers = dresser; sitting room = living_room"
+    assert grounding.text == "put my eyeglasses on the dresser in the living room"
+    assert grounder_with_lexicon.ground("Could you bring me a drink", ["beverage", "cup"]).note() == "drink = beverage"
+    assert not grounder_with_lexicon.ground("I would like to drink from the cup", ["beverage", "cup"]).matches
+    # Where the embeddings hold the phrase close to another label, they overrule: WordNet's cupboard
+    # is a closet, but beside a cabinet it is that.
+    grounding = grounder_with_lexicon.ground("Put the cup in the cupboard", ["closet", "cabinet", "cup"])
+    assert all(match.label != "closet" for match in grounding.matches), grounding
+
+
+def test_a_word_a_lexicon_gives_to_two_labels_or_that_is_part_of_a_name_in_the_map_is_not_grounded_by_it(
+        grounder_with_lexicon):
+    """WordNet calls a toilet a pot as well as a flowerpot: beside either, "the pot" is not the toilet."""
+    for labels in (["toilet", "cooking_pot"], ["toilet", "flowerpot"]):
+        grounding = grounder_with_lexicon.ground("Leave the spoon by the pot", labels)
+        assert all(match.label != "toilet" for match in grounding.matches), grounding
+    # Nor is a word that is part of a longer name the request says ("the pot plant").
+    grounding = grounder_with_lexicon.ground("Put the pot plant on the desk", ["toilet", "houseplant", "desk"])
+    assert all(match.label != "toilet" for match in grounding.matches), grounding

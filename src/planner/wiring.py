@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from planner.adapters.embeddings import SentenceEmbedder
+from planner.adapters.lexicon import WordNetLexicon
 from planner.adapters.llm import EmbeddedServer, open_policy, part_policy
 from planner.config import StackConfig
 from planner.core.case_store import CaseStore
@@ -71,8 +72,10 @@ def make_plan_checker(memory: CaseMemory, settings: PlanCheckSettings) -> PlanCh
 def make_grounder(config: StackConfig, embedder=None) -> Grounder | None:
     """The request grounder the planner settings ask for (None when grounding is off)."""
     settings = config.planner
-    return Grounder(embedder or SentenceEmbedder(), settings.grounding_threshold,
-                    settings.grounding_part_threshold) if settings.grounding_threshold < 1 else None
+    if settings.grounding_threshold >= 1:
+        return None
+    return Grounder(embedder or SentenceEmbedder(), settings.grounding_threshold, settings.grounding_part_threshold,
+                    lexicon=WordNetLexicon() if settings.lexicon == "wordnet" else None)
 
 
 def open_llm(config: StackConfig) -> tuple[Policy, EmbeddedServer | None]:

@@ -82,6 +82,15 @@ class Embedder(Protocol):
         """Unit-length row vectors, one per text."""
 
 
+class Lexicon(Protocol):
+    """What words a dictionary of senses holds to be names of one thing."""
+    name: str
+
+    def senses(self, phrase: str, first: int | None = None) -> frozenset[str]:
+        """The senses the phrase is usually meant in as a noun (a plural read as its singular), or the
+        `first` of them, the most used first; empty when unknown or when no sense is usual."""
+
+
 def judged(policy: Policy, messages: list[dict]) -> PolicyReply:
     """A yes/no reply from any policy: with the probability of yes where the policy can judge."""
     return policy.judge(messages) if isinstance(policy, Judge) else policy.complete(messages, JUDGEMENT_SCHEMA)

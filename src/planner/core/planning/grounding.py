@@ -12,6 +12,10 @@ one of its members (fruit: banana 0.73, a drink: water 0.62). A phrase that is p
 name (milk: milk_carton, phone: cell_phone) names it at a lower similarity, unless the request makes
 it part of another compound (a bedside table is no coffee_table) or it is part of two labels' names
 (a table, where the map has a side_table and a dining_table).
+
+Where sentence embeddings know little, a lexicon does: a phrase that a dictionary of senses
+(WordNet) holds to be a name of exactly one label or room of the map ("chest of drawers":
+dresser, "sitting room": living room) names it whatever its similarity.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.core.ports import Embedder
+from planner.core.ports import Embedder, Lexicon
 
 # Words that never begin or end a name: a phrase "the fridge" is grounded as "fridge".
 FUNCTION_WORDS = frozenset("""a an the this that these those to of in into on onto from off at by for with and or
@@ -31,6 +35,14 @@ pick up give hand move place leave set is are be been there here some any all bo
 want need like have has do does just now again also over out down back""".split())
 MAX_PHRASE_WORDS = 3
 JOINING_WORDS = frozenset({"and", "or", "then"})  # no thing's name spans them ("the room and grab")
+# A word after which the next is a verb, and words a verb takes before its object: "drop" in "drop the
+# keys" is no cough drop, whatever senses a lexicon gives the word.
+BEFORE_VERBS = frozenset("i i'm im you we they he she to please let's lets".split())
+OBJECT_OPENERS = frozenset("the a an my your our his her their this that these those some any it them me him us".split())
+LABEL_SENSES = 3  # a label is read in its first senses only: WordNet orders them most used first
+# The embeddings overrule the lexicon where they hold the phrase this close to another label, and closer
+# by the margin than to the lexicon's: near grounding's own threshold.
+LEXICON_OVERRULED, LEXICON_OVERRULED_MARGIN = 0.7, 0.1
 
 
 def _words(text: str) -> list[str]:
@@ -69,8 +81,9 @@ class Grounding:
 
 class Grounder:
     def __init__(self, embedder: Embedder, threshold: float = 0.8, part_threshold: float = 0.6,
-                 margin: float = 0.05):
+                 margin: float = 0.05, lexicon: Lexicon | None = None):
         self.embedder = embedder
+        self.lexicon = lexicon
         self.threshold = threshold
         self.part_threshold = min(part_threshold, threshold)
         self.margin = margin
@@ -104,8 +117,10 @@ class Grounder:
         candidates are asked first, and a phrase refused leaves its words to the others."""
         words = _words(request)
         names = {label: label.replace("_", " ") for label in dict.fromkeys(labels)}
+        room_names = {room: room.replace("_", " ") for room in rooms}
         said = " " + " ".join(words) + " "
         unnamed = [label for label, name in names.items() if f" {name} " not in said]
+        unsaid_rooms = [room for room, name in room_names.items() if f" {name} " not in said]
         in_rooms: set[int] = set()
         for room in rooms:
             room_words = room.replace("_", " ").split()
@@ -119,12 +134,16 @@ class Grounder:
                  if words[start] not in FUNCTION_WORDS and words[end - 1] not in FUNCTION_WORDS
                  and not in_rooms & set(range(start, end)) and not JOINING_WORDS & set(words[start:end])]
         spans = [s for s in spans if " ".join(words[s[0]:s[1]]) not in names.values()]
-        if not spans or not unnamed:
+        if not spans or not (unnamed or self.lexicon is not None and unsaid_rooms):
             return Grounding(request, request, ())
-        phrases = [" ".join(words[start:end]) for start, end in spans]
-        similarity = self._encode(phrases) @ self._encode([names[label] for label in labels]).T
-        candidates = []
-        for row, span in enumerate(spans):
+        similarity = np.zeros((len(spans), 0))
+        if unnamed:
+            phrases = [" ".join(words[start:end]) for start, end in spans]
+            similarity = self._encode(phrases) @ self._encode([names[label] for label in labels]).T
+        candidates = [(1.0, spans[row], label, True) for row, label in self._same_named(
+            words, spans, {**names, **room_names}, [*unnamed, *unsaid_rooms], in_rooms)
+            if label not in names or not self._elsewhere(similarity[row], labels, label)]
+        for row, span in enumerate(spans if unnamed else ()):
             order = np.argsort(-similarity[row])
             best = labels[order[0]]
             second = similarity[row][order[1]] if len(order) > 1 else -1.0
@@ -138,9 +157,51 @@ class Grounder:
             score = float(similarity[row][order[0]])
             if best in unnamed and score >= min(needed, loose or needed) and score - second >= self.margin:
                 candidates.append((score, span, best, score >= needed))
+        return self._written(request, words, candidates, {**names, **room_names}, accept)
+
+    def _same_named(self, words: list[str], spans: list[tuple[int, int]], names: dict[str, str], targets: list[str],
+                    in_rooms: set[int]) -> list[tuple[int, str]]:
+        """The spans (by their index) that the lexicon holds a name of exactly one of the `targets` in
+        one of its first senses (a label means what it usually does: a "counter" is no sideboard), when
+        read as a whole noun phrase (after a function or room word, before a function word or the end)
+        and no part of any name of the map (a "pot" where a cooking pot stands is that, not the toilet
+        WordNet also calls a pot)."""
+        if self.lexicon is None or not targets:
+            return []
+        target_senses = {target: self.lexicon.senses(target, LABEL_SENSES) for target in targets}
+        found = []
+        for row, (start, end) in enumerate(spans):
+            phrase_words = words[start:end]
+            before, after = words[start - 1] if start else "", words[end] if end < len(words) else ""
+            if (not before or before in BEFORE_VERBS or after in OBJECT_OPENERS  # a verb, not a noun
+                    # part of a longer name: "the pot plant", "the home office", "the chest of drawers"'s "chest"
+                    or before not in FUNCTION_WORDS and start - 1 not in in_rooms or after == "of"
+                    or after and after not in FUNCTION_WORDS
+                    or any(all(word in name.split() for word in phrase_words) for name in names.values())):
+                continue
+            senses = self.lexicon.senses(" ".join(phrase_words))
+            same = [target for target, target_sense in target_senses.items() if senses & target_sense]
+            if len(same) == 1:
+                found.append((row, same[0]))
+        return found
+
+    @staticmethod
+    def _elsewhere(similarity: np.ndarray, labels: list[str], label: str) -> bool:
+        """Whether the embeddings hold the phrase close to another label and clearly closer than to
+        `label`: "cupboard" is a closet to WordNet and a cabinet to the embeddings (0.74), and in a
+        kitchen it is the cabinet."""
+        own = max(float(similarity[i]) for i, name in enumerate(labels) if name == label)
+        other = max((float(similarity[i]) for i, name in enumerate(labels) if name != label), default=-1.0)
+        return other >= LEXICON_OVERRULED and other - own >= LEXICON_OVERRULED_MARGIN
+
+    @staticmethod
+    def _written(request: str, words: list[str], candidates: list[tuple[float, tuple[int, int], str, bool]],
+                 names: dict[str, str], accept: Callable[[Match], bool] | None) -> Grounding:
+        """The request with the best candidates written as their labels, a longer phrase before the
+        words in it; a candidate that is not `sure` only when `accept` says so."""
         taken: set[int] = set()
         matches: list[tuple[tuple[int, int], Match]] = []
-        for score, (start, end), label, sure in sorted(candidates, key=lambda c: (-c[0], c[1])):
+        for score, (start, end), label, sure in sorted(candidates, key=lambda c: (-c[0], c[1][0] - c[1][1], c[1])):
             match = Match(" ".join(words[start:end]), label, round(score, 2))
             if taken & set(range(start, end)) or not (sure or (accept is not None and accept(match))):
                 continue

@@ -102,6 +102,10 @@ class PlannerSettings(StrictModel):
                                         "reading below this probability of yes; 0: no check")
     grounding_part_threshold: float = Field(default=0.6, ge=0, le=1, description="... or this similar when the "
                                             "phrase is part of the label's name (milk: milk_carton)")
+    lexicon: Literal["wordnet", "none"] = Field(default="wordnet", description="... and, whatever its similarity, "
+                                                "when WordNet holds it a name of exactly one label or room of the map "
+                                                "and it is no part of a name the map has ('chest of drawers': dresser, "
+                                                "'sitting room': living_room)")
     other_name_similarity: float = Field(default=0.4, ge=0, le=1, description="before a request is given up as "
                                          "asking for what the home lacks, or a reading doubted twice is put to the "
                                          "user, each phrase at least this similar to a map label is put to the model "
