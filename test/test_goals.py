@@ -214,6 +214,14 @@ def test_a_request_to_take_something_read_as_putting_it_somewhere_is_taken():
     _, trace, policy = run(robot_at("table_2"), "Could you bring the hat on the bench to me?", [
         {"goals": [{"kind": "object_on", "object": "hat", "target": "bench", "room": ""}]}, GIVE_UP])
     assert ("goal", "the robot brings a hat to the user in the dining_room") in trace
+    # A thing brought to the user goes to them, wherever the model put it, and to the room they say
+    # they are in; that room's name ends at the comma, it is no "bedroom bring me the".
+    request = "I'm in the bedroom, bring me the hat on the bench"
+    _, trace, policy = run(robot_at("table_2"), request, [
+        {"goals": [{"kind": "object_on", "object": "hat", "target": "desk", "room": ""}]}, GIVE_UP])
+    assert ("goal", "the robot brings a hat to the user in the bedroom") in trace
+    assert "The user is in the bedroom." in policy.prompts[0][0]["content"]
+    assert destinations(request) == ["bedroom", "bench"]
     # A request that puts the thing somewhere is the model's to read again, told why.
     _, trace, policy = run(robot_at("table_2"), "Put the towel away", [
         {"goals": [{"kind": "object_on", "object": "towel", "target": "table", "room": "bathroom"}]},

@@ -116,6 +116,7 @@ TAKING = re.compile(r" (?:take|bring|get|fetch|grab|pick|hand|give) ")
 SENDING = frozenset({"to", "onto", "into"})
 HANDLING = frozenset({"open", "close", "shut", "clear", "empty", "off"})  # what furniture goals do to it
 ROBOT_GOES = frozenset({"go", "head", "walk", "come", "way", "get", "run"})  # "make your way to the ..."
+RECIPIENTS = frozenset({"me", "us"})  # "bring me", "get it for us": the user is where a thing taken goes
 PLACE_ENDS = frozenset({"in", "on", "onto", "into", "inside", "to", "from", "at", "by", "near", "and", "then",
                         "please", "for", "with"})
 
@@ -124,11 +125,27 @@ def destinations(request: str, sent: bool = False) -> list[str]:
     """The places a request sends something to, as said: "over to the chest of drawers in the
     kids' room" gives "chest of drawers" and "kids room"; `sent`: only those after "to", "onto" or
     "into", and not where the robot goes ("go to the lounge")."""
-    words = words_of(request).split()
     towards = SENDING if sent else TOWARDS
-    return [phrase for index, word in enumerate(words[:-2])
+    return [phrase for words in clauses(request) for index, word in enumerate(words[:-2])
             if word in towards and words[index + 1] in DETERMINERS
             and not (sent and index > 0 and words[index - 1] in ROBOT_GOES) and (phrase := _place_from(words, index + 2))]
+
+
+def user_room(request: str, scene: SceneGraph) -> str:
+    """The room the user says they are in ("I'm in the kids' room, bring me ..."), else the robot's:
+    a user asks the robot where it stands."""
+    for words in clauses(request):
+        text = " ".join(words)
+        for room in scene.rooms():
+            if re.search(rf"\b(?:i m|im|i am|we re|we are) (?:in|at) the {re.escape(_phrase(room))}\b", text):
+                return room
+    return scene.known_robot.room
+
+
+def clauses(request: str) -> list[list[str]]:
+    """The request's words clause by clause: a place's name ends where its clause does ("I'm in the
+    kitchen, bring me the candle" names the kitchen, not a "kitchen bring me the")."""
+    return [words for clause in re.split(r"[,.;:!?]", request) if (words := words_of(clause).split())]
 
 
 def _place_from(words: list[str], start: int) -> str:
@@ -144,8 +161,7 @@ def _place_from(words: list[str], start: int) -> str:
 def handled_furniture(request: str) -> list[str]:
     """The furniture a request opens, closes or clears, as said: "open up the chest of drawers",
     "tidy everything off the desk"."""
-    words = words_of(request).split()
-    return [phrase for index, word in enumerate(words[:-2]) if word in HANDLING
+    return [phrase for words in clauses(request) for index, word in enumerate(words[:-2]) if word in HANDLING
             and (start := index + 1 + (words[index + 1] == "up")) < len(words) and words[start] in DETERMINERS
             and (phrase := _place_from(words, start + 1))]
 
@@ -376,9 +392,10 @@ def taken_not_placed(request: str, goals: list[Goal], scene: SceneGraph) -> list
     """"Grab the newspaper" read as the newspaper on the bed, "fetch the plate on the counter" as the
     plate on the counter: a placing goal in a request that puts nothing anywhere (`sends_somewhere`)
     is the thing taken, brought to a user who speaks of themselves, when the request names no
-    furniture for it to go to, or asks to take the thing it names and the goal holds already ("make
-    sure the orange is on the table" asks for nothing taken). Small models keep such a goal however
-    often they are told, so the words decide."""
+    furniture for it to go to, asks for it brought to the user ("I'm in the kitchen, bring me the
+    candle on the table": the candle on a desk), or asks to take the thing it names and the goal holds
+    already ("make sure the orange is on the table" asks for nothing taken). Small models keep such a
+    goal however often they are told, so the words decide."""
     if sends_somewhere(request, scene.rooms()) is not None:
         return goals
     words = words_of(request)
@@ -386,10 +403,13 @@ def taken_not_placed(request: str, goals: list[Goal], scene: SceneGraph) -> list
     nowhere = not any(f" {_phrase(f.label)} " in words for f in scene.furniture()) \
         and not furniture_destinations(request, scene.rooms())
     to_user = mentions_user(request)
+    # "I'm in the kitchen, bring me the candle on the table": "me" is where it goes, "on the table" where it is.
+    brought = taking and bool(RECIPIENTS & said)
     kept: list[Goal] = []
     for goal in goals:
-        if goal.kind in PLACING_KINDS and (nowhere or (taking and _named(goal.object, said) and goal_met(goal, scene))):
-            goal = Goal(kind="bring_to_user", object=goal.object, room=scene.known_robot.room) if to_user \
+        if goal.kind in PLACING_KINDS and (nowhere or brought or (taking and _named(goal.object, said)
+                                                                 and goal_met(goal, scene))):
+            goal = Goal(kind="bring_to_user", object=goal.object, room=user_room(request, scene)) if to_user \
                 else Goal(kind="holding", object=goal.object)
         if goal not in kept:
             kept.append(goal)
@@ -500,7 +520,7 @@ class GoalReader:
         # The checks read the request in the map's words: "put it in the fridge" names the refrigerator.
         self.request = grounding.text if grounding is not None else request
         self.scene = scene
-        self.user_room = scene.known_robot.room  # the user asks the robot where it stands
+        self.user_room = user_room(self.request, scene)
         self.object_labels = sorted({o.label for o in scene.objects()})
         self.furniture_labels = sorted({f.label for f in scene.furniture()})
         self.openable_labels = sorted({f.label for f in scene.furniture() if f.state})
