@@ -825,3 +825,13 @@ def test_furniture_a_compound_names_by_the_word_before_its_head_is_not_what_it_n
     assert any(kind == "goal" and text.endswith("on a nightstand") for kind, text in trace), trace
     assert names_only_its_modifier("dining chair", "dining_table") and not names_only_its_modifier(
         "chest of drawers", "chest") and not names_only_its_modifier("coffee table", "coffee_table")
+
+
+def test_a_place_things_are_taken_from_that_names_no_furniture_is_the_furniture_most_like_it():
+    """"The lamp from the bedside table" where lamps stand on the nightstand and on a side table is
+    the nightstand's: the place picks the thing, and no one is asked which."""
+    _, trace, policy = run_grounded("Take the lamp from the bedside table", [
+        {"goals": [{"kind": "holding", "object": "lamp"}]}, GIVE_UP])
+    assert ("perception", "the request in the map's words: bedside table = nightstand") in trace
+    assert ("goal", "the robot holds lamp_2") in trace  # on nightstand_1
+    assert not any(kind == "question" for kind, _ in trace)

@@ -118,7 +118,7 @@ HANDLING = frozenset({"open", "close", "shut", "clear", "empty", "off"})  # what
 ROBOT_GOES = frozenset({"go", "head", "walk", "come", "way", "get", "run"})  # "make your way to the ..."
 RECIPIENTS = frozenset({"me", "us"})  # "bring me", "get it for us": the user is where a thing taken goes
 PLACE_ENDS = frozenset({"in", "on", "onto", "into", "inside", "to", "from", "at", "by", "near", "and", "then",
-                        "please", "for", "with"})
+                        "please", "for", "with", "over"})
 
 
 def destinations(request: str, sent: bool = False) -> list[str]:
@@ -129,6 +129,13 @@ def destinations(request: str, sent: bool = False) -> list[str]:
     return [phrase for words in clauses(request) for index, word in enumerate(words[:-2])
             if word in towards and words[index + 1] in DETERMINERS
             and not (sent and index > 0 and words[index - 1] in ROBOT_GOES) and (phrase := _place_from(words, index + 2))]
+
+
+def source_places(request: str) -> list[str]:
+    """The places a request takes things from, as said: "the book from the bedside table" gives
+    "bedside table"."""
+    return [phrase for words in clauses(request) for index, word in enumerate(words[:-2])
+            if word == "from" and words[index + 1] in DETERMINERS and (phrase := _place_from(words, index + 2))]
 
 
 def user_room(request: str, scene: SceneGraph) -> str:

@@ -50,6 +50,7 @@ from planner.core.planning.goal_reading import (
     named_otherwise,
     names_only_its_modifier,
     reading_of,
+    source_places,
 )
 from planner.core.planning.grounding import Grounder, Grounding, Match
 from planner.core.planning.pddl import Engine, make_domain
@@ -102,6 +103,10 @@ class PlannerSettings(StrictModel):
                                         "reading below this probability of yes; 0: no check")
     grounding_part_threshold: float = Field(default=0.6, ge=0, le=1, description="... or this similar when the "
                                             "phrase is part of the label's name (milk: milk_carton)")
+    source_place_similarity: float = Field(default=0.6, ge=0, le=1, description="a place things are taken from "
+                                           "that names no furniture ('the book from the bedside table') is the "
+                                           "furniture it is this similar to and clearly most like (nightstand 0.68), "
+                                           "to pick which thing is meant; 1: never")
     lexicon: Literal["wordnet", "none"] = Field(default="wordnet", description="... and, whatever its similarity, "
                                                 "when WordNet holds it a name of exactly one label or room of the map "
                                                 "and it is no part of a name the map has ('chest of drawers': dresser, "
@@ -653,8 +658,29 @@ class TaskPlanner:
             grounding = self.grounder.ground(request, labels, scene.rooms(), self.settings.other_name_similarity,
                                              lambda match: self._named(match.phrase, match.label, threshold, usage,
                                                                        unjudged=False))  # no answer grounds nothing
+        grounding = self._sources_grounded(grounding, scene)
         if grounding.matches:
             self._emit("perception", f"the request in the map's words: {grounding.note()}")
+        return grounding
+
+    def _sources_grounded(self, grounding: Grounding, scene: SceneGraph) -> Grounding:
+        """`grounding` and each place things are taken from that names no furniture of the map, read
+        as the furniture it is most like when that is close (`source_place_similarity`) and clearly
+        closest: a wrong one only picks which of several things is taken, where otherwise the nearest
+        is ("the book from the bedside table": the one on the nightstand, 0.68)."""
+        assert self.grounder is not None
+        furniture = sorted({f.label for f in scene.furniture()})
+        for place in source_places(grounding.text):
+            # "The kitchen table" names a table; "the bedside table" does not.
+            room_words = {word for room in scene.rooms() for word in words(room).split()}
+            if len(furniture) < 2 or any(place == words(label) or place.endswith(f" {words(label)}")
+                                         and set(place[:-len(words(label))].split()) <= room_words
+                                         for label in [*furniture, *scene.rooms()]):
+                continue
+            best, second = self.grounder.nearest(place, furniture, 2)
+            if (best.similarity >= self.settings.source_place_similarity
+                    and best.similarity - second.similarity >= self.grounder.margin):
+                grounding = grounding.with_match(best)
         return grounding
 
     def _mended(self, request: str) -> str:
