@@ -125,17 +125,21 @@ def destinations(request: str, sent: bool = False) -> list[str]:
     """The places a request sends something to, as said: "over to the chest of drawers in the
     kids' room" gives "chest of drawers" and "kids room"; `sent`: only those after "to", "onto" or
     "into", and not where the robot goes ("go to the lounge")."""
-    towards = SENDING if sent else TOWARDS
-    return [phrase for words in clauses(request) for index, word in enumerate(words[:-2])
-            if word in towards and words[index + 1] in DETERMINERS
-            and not (sent and index > 0 and words[index - 1] in ROBOT_GOES) and (phrase := _place_from(words, index + 2))]
+    return _places_after(request, SENDING if sent else TOWARDS, ROBOT_GOES if sent else frozenset())
 
 
 def source_places(request: str) -> list[str]:
     """The places a request takes things from, as said: "the book from the bedside table" gives
     "bedside table"."""
+    return _places_after(request, frozenset({"from"}))
+
+
+def _places_after(request: str, markers: frozenset[str], not_after: frozenset[str] = frozenset()) -> list[str]:
+    """The places named after a marker word and a determiner ("to the ..."), clause by clause; not
+    where the marker follows a word of `not_after`."""
     return [phrase for words in clauses(request) for index, word in enumerate(words[:-2])
-            if word == "from" and words[index + 1] in DETERMINERS and (phrase := _place_from(words, index + 2))]
+            if word in markers and words[index + 1] in DETERMINERS
+            and not (index > 0 and words[index - 1] in not_after) and (phrase := _place_from(words, index + 2))]
 
 
 def user_room(request: str, scene: SceneGraph) -> str:
@@ -412,11 +416,12 @@ def taken_not_placed(request: str, goals: list[Goal], scene: SceneGraph) -> list
     to_user = mentions_user(request)
     # "I'm in the kitchen, bring me the candle on the table": "me" is where it goes, "on the table" where it is.
     brought = taking and bool(RECIPIENTS & said)
+    where_user = user_room(request, scene)
     kept: list[Goal] = []
     for goal in goals:
         if goal.kind in PLACING_KINDS and (nowhere or brought or (taking and _named(goal.object, said)
                                                                  and goal_met(goal, scene))):
-            goal = Goal(kind="bring_to_user", object=goal.object, room=user_room(request, scene)) if to_user \
+            goal = Goal(kind="bring_to_user", object=goal.object, room=where_user) if to_user \
                 else Goal(kind="holding", object=goal.object)
         if goal not in kept:
             kept.append(goal)

@@ -118,6 +118,7 @@ class Grounder:
         words = _words(request)
         names = {label: label.replace("_", " ") for label in dict.fromkeys(labels)}
         room_names = {room: room.replace("_", " ") for room in rooms}
+        all_names = {**names, **room_names}
         said = " " + " ".join(words) + " "
         unnamed = [label for label, name in names.items() if f" {name} " not in said]
         unsaid_rooms = [room for room, name in room_names.items() if f" {name} " not in said]
@@ -141,7 +142,7 @@ class Grounder:
             phrases = [" ".join(words[start:end]) for start, end in spans]
             similarity = self._encode(phrases) @ self._encode([names[label] for label in labels]).T
         candidates = [(1.0, spans[row], label, True) for row, label in self._same_named(
-            words, spans, {**names, **room_names}, [*unnamed, *unsaid_rooms], in_rooms)
+            words, spans, all_names, [*unnamed, *unsaid_rooms], in_rooms)
             if label not in names or not self._elsewhere(similarity[row], labels, label)]
         for row, span in enumerate(spans if unnamed else ()):
             order = np.argsort(-similarity[row])
@@ -157,7 +158,7 @@ class Grounder:
             score = float(similarity[row][order[0]])
             if best in unnamed and score >= min(needed, loose or needed) and score - second >= self.margin:
                 candidates.append((score, span, best, score >= needed))
-        return self._written(request, words, candidates, {**names, **room_names}, accept)
+        return self._written(request, words, candidates, all_names, accept)
 
     def _same_named(self, words: list[str], spans: list[tuple[int, int]], names: dict[str, str], targets: list[str],
                     in_rooms: set[int]) -> list[tuple[int, str]]:

@@ -670,12 +670,13 @@ class TaskPlanner:
         is ("the book from the bedside table": the one on the nightstand, 0.68)."""
         assert self.grounder is not None
         furniture = sorted({f.label for f in scene.furniture()})
+        if len(furniture) < 2:
+            return grounding
+        room_words = {word for room in scene.rooms() for word in words(room).split()}
         for place in source_places(grounding.text):
             # "The kitchen table" names a table; "the bedside table" does not.
-            room_words = {word for room in scene.rooms() for word in words(room).split()}
-            if len(furniture) < 2 or any(place == words(label) or place.endswith(f" {words(label)}")
-                                         and set(place[:-len(words(label))].split()) <= room_words
-                                         for label in [*furniture, *scene.rooms()]):
+            if any(place == words(label) or place.endswith(f" {words(label)}")
+                   and set(place[:-len(words(label))].split()) <= room_words for label in [*furniture, *scene.rooms()]):
                 continue
             best, second = self.grounder.nearest(place, furniture, 2)
             if (best.similarity >= self.settings.source_place_similarity
