@@ -602,13 +602,14 @@ def test_a_need_read_as_furniture_to_open_is_doubted_with_what_a_need_asks_for()
     assert ("goal", "the fridge is open") in trace and "names no" not in policy.prompts[1][-1]["content"]
 
 
-def run_grounded(request: str, replies: list, lexicon=None):
+def run_grounded(request: str, replies: list, lexicon=None, world=APARTMENT):
     """A run with the real sentence embeddings (and `lexicon`) grounding the request and ranking other names."""
     from planner.adapters.embeddings import SentenceEmbedder
     from planner.core.planning.grounding import Grounder
 
     trace = []
-    robot = robot_at("table_2")
+    robot = SimulatedRobot(world.with_robot_at("table_2", ROBOT.standoff_m), [],
+                           load_skill_planner(load_config(CONFIG / "planner.yaml")))
     policy = ScriptedPolicy(replies)
     result = TaskPlanner(policy, robot, robot.skills, PlannerSettings(confirm_timeout_s=0),
                          on_step=lambda step: trace.append((step.kind, step.text)),
@@ -835,3 +836,13 @@ def test_a_place_things_are_taken_from_that_names_no_furniture_is_the_furniture_
     assert ("perception", "the request in the map's words: bedside table = nightstand") in trace
     assert ("goal", "the robot holds lamp_2") in trace  # on nightstand_1
     assert not any(kind == "question" for kind, _ in trace)
+
+
+def test_a_place_things_are_taken_from_named_by_a_word_of_several_labels_is_each_of_them(tmp_path):
+    """"The lamp from the table" in a home of a dining table and a side table (no plain table) is
+    not pinned to the side table, the table nearest in meaning: the request may mean any table."""
+    dining = tmp_path / "dining.yaml"
+    dining.write_text((CONFIG / "worlds" / "apartment.yaml").read_text().replace("label: table,", "label: dining_table,"))
+    _, trace, _ = run_grounded("Take the lamp from the table", [
+        {"goals": [{"kind": "holding", "object": "lamp"}]}, GIVE_UP], world=load_world(dining))
+    assert not any(kind == "perception" and "table = " in text for kind, text in trace), trace

@@ -674,9 +674,11 @@ class TaskPlanner:
             return grounding
         room_words = {word for room in scene.rooms() for word in words(room).split()}
         for place in source_places(grounding.text):
-            # "The kitchen table" names a table; "the bedside table" does not.
+            # "The kitchen table" names a table, and "the table" each table there is (the side table is
+            # only the nearest in meaning); "the bedside table" names none.
             if any(place == words(label) or place.endswith(f" {words(label)}")
-                   and set(place[:-len(words(label))].split()) <= room_words for label in [*furniture, *scene.rooms()]):
+                   and set(place[:-len(words(label))].split()) <= room_words or words(label).endswith(f" {place}")
+                   for label in [*furniture, *scene.rooms()]):
                 continue
             best, second = self.grounder.nearest(place, furniture, 2)
             if (best.similarity >= self.settings.source_place_similarity
