@@ -173,12 +173,25 @@ def test_goals_that_are_already_true_are_sent_back_until_every_repair_is_spent()
     assert "'an orange on a table' is true already, so table is not where the request wants the orange; the " \
            'request sends the orange to "the kitchen counter"' in policy.prompts[1][-1]["content"]
     assert ("goal", "an orange on a counter in the kitchen") in trace
-    # A model that insists to the last repair is believed: the request may really need nothing. The
-    # robot says what it understood, not "Done.", for it may have misread ("throw the orange").
-    result, trace, _ = run(robot_at("table_2"), "Make sure the orange is on the table", [already] * 3)
+    # A model that insists to the last repair, and again when told its reading is doubted, may be right
+    # (the request really needs nothing) or have misread it ("throw the orange"): the user is asked, and
+    # without a yes the robot does nothing and says what it read, not "Done.".
+    def insisted(answers):
+        robot = SimulatedRobot(APARTMENT.with_robot_at("table_2", ROBOT.standoff_m), [],
+                               load_skill_planner(load_config(CONFIG / "planner.yaml")), answers=answers)
+        trace = []
+        result = TaskPlanner(ScriptedPolicy([already] * 6), robot, robot.skills, PlannerSettings(confirm_timeout_s=0),
+                             on_step=lambda step: trace.append((step.kind, step.text))).run(
+            "Make sure the orange is on the table")
+        assert robot.log.questions == ["Do you want this: an orange on a table?"]
+        return result, trace
+    result, trace = insisted(["yes"])
     assert result.success and result.steps == 0
     assert result.summary == "as I read the request, an orange on a table is so already"
     assert ("say", "Nothing to do: as I read the request, an orange on a table is so already.") in trace
+    result, trace = insisted([])
+    assert result.outcome == "impossible" and "I am not sure what you want" in result.summary
+    assert "an orange on a table" in result.summary
 
 
 def test_the_furnitures_room_is_the_one_the_request_names_for_it():
