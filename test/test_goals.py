@@ -25,6 +25,8 @@ from planner.sim.in_process import SimulatedRobot
 from planner.wiring import load_skill_planner
 
 APARTMENT = load_world(CONFIG / "worlds" / "apartment.yaml")
+DINING_TABLES = APARTMENT.model_copy(update={"furniture": [  # no furniture called just "table"
+    f.model_copy(update={"label": "dining_table"}) if f.label == "table" else f for f in APARTMENT.furniture]})
 GIVE_UP = {"thought": "stop here", "action": "GIVE_UP()"}
 
 
@@ -784,29 +786,25 @@ def test_typos_in_a_typed_request_are_mended_before_it_is_read():
 
 
 def test_furniture_taken_for_a_word_the_labels_of_other_furniture_have_is_read_as_the_one_it_names_best():
-    """"The table" read as a chair where the tables are dining tables and a coffee table, which the
-    name check doubts: the furniture whose name has the word is put to the check, and the request is
-    read again with the one it names best."""
+    """"The table" read as a chair where the tables are dining tables and a coffee table: the chair
+    is not put to the name check (the 1.5B held a desk 0.62 likely a "table"), the furniture whose
+    name has the word is, and the request is read again with the one it names best."""
     from planner.adapters.embeddings import SentenceEmbedder
     from planner.core.planning.grounding import Grounder
 
-    world = APARTMENT.model_copy(update={"furniture": [
-        f.model_copy(update={"label": "dining_table"}) if f.label == "table" else f for f in APARTMENT.furniture]})
-    robot = SimulatedRobot(world.with_robot_at("sofa_1", ROBOT.standoff_m), [],
+    robot = SimulatedRobot(DINING_TABLES.with_robot_at("sofa_1", ROBOT.standoff_m), [],
                            load_skill_planner(load_config(CONFIG / "planner.yaml")))
     on_chair = {"goals": [{"kind": "object_on", "object": "book", "target": "chair"}]}
     # Each as likely a table by the model's yes: the one most like "table" is read.
     best = max(("dining_table", "coffee_table", "side_table"), key=lambda label: float(
         Grounder(SentenceEmbedder()).nearest("table", [label], 1)[0].similarity))
     on_table = {"goals": [{"kind": "object_on", "object": "book", "target": best}]}
-    trace, policy = [], ScriptedPolicy([on_chair, {"fits": False, "p": 0.2}, *[{"fits": True, "p": 0.7}] * 3,
-                                        on_table, GIVE_UP])
+    trace, policy = [], ScriptedPolicy([on_chair, *[{"fits": True, "p": 0.7}] * 3, on_table, GIVE_UP])
     TaskPlanner(policy, robot, robot.skills, PlannerSettings(confirm_timeout_s=0),
                 on_step=lambda step: trace.append((step.kind, step.text)),
                 grounder=Grounder(SentenceEmbedder())).run("Please put the book on the table")
-    asked = [prompt[0]["content"].split("?")[0] for prompt in policy.prompts[1:5]]
-    assert asked[0] == 'Is "table" another name for a chair'
-    assert sorted(asked[1:]) == sorted(f'Is "table" another name for a {name}'
+    asked = [prompt[0]["content"].split("?")[0] for prompt in policy.prompts[1:4]]
+    assert sorted(asked) == sorted(f'Is "table" another name for a {name}'
                                        for name in ("dining table", "coffee table", "side table")), asked
     assert ("perception", f"the request in the map's words: table = {best}") in trace, trace
     assert any(kind == "goal" and best in text for kind, text in trace), trace
@@ -819,9 +817,7 @@ def test_furniture_a_compound_names_by_the_word_before_its_head_is_not_what_it_n
     from planner.adapters.embeddings import SentenceEmbedder
     from planner.core.planning.grounding import Grounder
 
-    world = APARTMENT.model_copy(update={"furniture": [  # no furniture called just "table"
-        f.model_copy(update={"label": "dining_table"}) if f.label == "table" else f for f in APARTMENT.furniture]})
-    robot = SimulatedRobot(world.with_robot_at("sofa_1", ROBOT.standoff_m), [],
+    robot = SimulatedRobot(DINING_TABLES.with_robot_at("sofa_1", ROBOT.standoff_m), [],
                            load_skill_planner(load_config(CONFIG / "planner.yaml")))
     others = sorted({f.label for f in robot.scene().furniture()} - {"bed"})
     nearest = [match.label for match in Grounder(SentenceEmbedder()).nearest("bedside table", others, 5)]
@@ -851,11 +847,9 @@ def test_a_place_things_are_taken_from_that_names_no_furniture_is_the_furniture_
     assert not any(kind == "question" for kind, _ in trace)
 
 
-def test_a_place_things_are_taken_from_named_by_a_word_of_several_labels_is_each_of_them(tmp_path):
+def test_a_place_things_are_taken_from_named_by_a_word_of_several_labels_is_each_of_them():
     """"The lamp from the table" in a home of a dining table and a side table (no plain table) is
     not pinned to the side table, the table nearest in meaning: the request may mean any table."""
-    dining = tmp_path / "dining.yaml"
-    dining.write_text((CONFIG / "worlds" / "apartment.yaml").read_text().replace("label: table,", "label: dining_table,"))
     _, trace, _ = run_grounded("Take the lamp from the table", [
-        {"goals": [{"kind": "holding", "object": "lamp"}]}, GIVE_UP], world=load_world(dining))
+        {"goals": [{"kind": "holding", "object": "lamp"}]}, GIVE_UP], world=DINING_TABLES)
     assert not any(kind == "perception" and "table = " in text for kind, text in trace), trace
