@@ -101,6 +101,14 @@ class PlannerSettings(StrictModel):
                                         "request names by a word the map does not use ('the jumper': the sweater) "
                                         "is checked by a yes/no question to the model, and handled as a doubted "
                                         "reading below this probability of yes; 0: no check")
+    name_check_margin: float = Field(default=0.1, ge=0, le=1, description="... and, for a thing, this much more "
+                                     "likely than any other of the things most like the word (on development homes "
+                                     "a thing the home lacks got at most 0.07 over the next, its other names 0.14 "
+                                     "and more) ...")
+    name_check_backing: float = Field(default=0.6, ge=0, le=1, description="... unless the sentence embeddings hold "
+                                      "the word at least this similar to it ('computer': a laptop 0.71, where the "
+                                      "1.5B held a notebook likelier; what the home lacked was at most 0.49 similar "
+                                      "to the thing taken for it)")
     grounding_part_threshold: float = Field(default=0.6, ge=0, le=1, description="... or this similar when the "
                                             "phrase is part of the label's name (milk: milk_carton)")
     source_place_similarity: float = Field(default=0.6, ge=0, le=1, description="a place things are taken from "
@@ -854,7 +862,11 @@ class TaskPlanner:
                     return False, self._renames(label, [self._best_named(word, having[word] or [
                         f for f in reader.furniture_labels if f != label], usage) for word in said])
                 continue
-            best = [self._best_named(word, alike, usage, label) for word in said]
+            # Things are told apart from the model's yes to most things for a word no label fits ("the
+            # apple" in a home without one: a juice carton 0.48, a basket 0.41), rooms are not (0.73 the
+            # living room for "the lounge", 0.65 the dining room).
+            margin = settings.name_check_margin if alike is reader.object_labels else 0.0
+            best = [self._best_named(word, alike, usage, label, margin) for word in said]
             if not any(named is not None and named[0].label == label for named in best):
                 return False, self._renames(label, best)
         return True, []
@@ -867,14 +879,14 @@ class TaskPlanner:
         return [match for named in best if named is not None and (match := named[0]).label != label
                 and named[1] >= self.settings.other_name_threshold]
 
-    def _best_named(self, word: str, labels: list[str], usage: LLMUsage, also: str = ""
+    def _best_named(self, word: str, labels: list[str], usage: LLMUsage, also: str = "", margin: float = 0.0
                     ) -> tuple[Match, float] | None:
         """The label among the `labels` most like `word` (and `also`) that `word` names best, and the
         model's probability that it is another name for it: that probability plus the embeddings'
-        similarity ranks them, and it must pass the name check's threshold. On nine other names (five
-        from development homes), each against two or three near labels, the sum put the right label
-        first for 8, the model's yes alone for 7 and the embeddings alone for 5 ("cushion" is nearer
-        a sofa than a pillow)."""
+        similarity ranks them, and it must pass the name check's threshold and be `margin` above the
+        probability of any other label asked, unless the embeddings back it. On nine other names (five from development homes), each
+        against two or three near labels, the sum put the right label first for 8, the model's yes
+        alone for 7 and the embeddings alone for 5 ("cushion" is nearer a sofa than a pillow)."""
         if self.grounder is None or not labels:
             return None
         nearest = self.grounder.nearest(word, labels, LABELS_OFFERED)
@@ -886,7 +898,11 @@ class TaskPlanner:
         if not scored:
             return None
         _, p_yes, best = max(scored, key=lambda score: score[0])
-        return (best, p_yes) if p_yes >= self.settings.name_check_threshold else None
+        runner_up = max((p for _, p, match in scored if match is not best), default=0.0)
+        # The yes must single the thing out, or the embeddings must: the model says yes 0.4 or so to
+        # most things for a word no label fits.
+        stands_out = p_yes - runner_up >= margin or best.similarity >= self.settings.name_check_backing
+        return (best, p_yes) if p_yes >= self.settings.name_check_threshold and stands_out else None
 
     def _named(self, word: str, label: str, threshold: float, usage: LLMUsage, unjudged: bool = True) -> bool:
         """The yes/no name check: whether the model holds `word` another name for a `label`."""
