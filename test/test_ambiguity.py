@@ -87,6 +87,17 @@ def test_the_room_named_with_the_furniture_picks_the_object_on_it():
     assert pin_named_objects(request, goals, scene)[0].object_id == "bottle_2"
 
 
+def test_furniture_called_by_the_last_word_of_its_name_picks_the_object_on_it():
+    """"The cup from the table" where one cup is on the coffee table and one on the counter: the
+    one on the coffee table, with no question (a development home fetched the water bottle in the
+    cabinet for "the water from the table", and said Done.)."""
+    scene = robot_at("counter_1").scene()
+    goals = [Goal(kind="object_on", object="cup", target="sink")]
+    request = "Take the cup from the table to the sink"
+    assert not ambiguous_goals(request, goals, scene)
+    assert pin_named_objects(request, goals, scene)[0].object_id == "cup_2"
+
+
 def test_the_place_the_request_names_wins_over_the_one_the_model_chose():
     scene = robot_at("counter_1").scene()
     chose = [Goal(kind="holding", object="glass", object_id="glass_2")]  # on the dining table

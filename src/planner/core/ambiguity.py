@@ -51,8 +51,10 @@ def _place(scene: SceneGraph, object_id: str) -> tuple[str, list[str]]:
     if support:
         label = scene.entity(support[1]).label
         furniture = label.replace("_", " ")
+        # "The water from the table" is the one on the dining table, not the one in the cabinet.
+        head = [furniture.split()[-1]] if " " in furniture else []
         return (f"{support[0]} the {furniture} in the {room}",
-                [furniture, room, support[1], room_furniture_name(entity.room, label)])
+                [furniture, *head, room, support[1], room_furniture_name(entity.room, label)])
     return f"in the {room}", [room]
 
 

@@ -116,16 +116,16 @@ TAKING = re.compile(r" (?:take|bring|get|fetch|grab|pick|hand|give) ")
 SENDING = frozenset({"to", "onto", "into"})
 HANDLING = frozenset({"open", "close", "shut", "clear", "empty", "off"})  # what furniture goals do to it
 ROBOT_GOES = frozenset({"go", "head", "walk", "come", "way", "get", "run"})  # "make your way to the ..."
+THING_GOES = frozenset({"should", "must", "to", "can", "will", "could", "would", "it", "they", "them"})  # "it should go to"
 RECIPIENTS = frozenset({"me", "us"})  # "bring me", "get it for us": the user is where a thing taken goes
 PLACE_ENDS = frozenset({"in", "on", "onto", "into", "inside", "to", "from", "at", "by", "near", "and", "then",
                         "please", "for", "with", "over"})
 
 
-def destinations(request: str, sent: bool = False) -> list[str]:
-    """The places a request sends something to, as said: "over to the chest of drawers in the
-    kids' room" gives "chest of drawers" and "kids room"; `sent`: only those after "to", "onto" or
-    "into", and not where the robot goes ("go to the lounge")."""
-    return _places_after(request, SENDING if sent else TOWARDS, ROBOT_GOES if sent else frozenset())
+def destinations(request: str) -> list[str]:
+    """The places a request sends something or the robot to, as said: "over to the chest of drawers
+    in the kids' room" gives "chest of drawers" and "kids room"."""
+    return _places_after(request, TOWARDS)
 
 
 def source_places(request: str) -> list[str]:
@@ -134,12 +134,22 @@ def source_places(request: str) -> list[str]:
     return _places_after(request, frozenset({"from"}))
 
 
-def _places_after(request: str, markers: frozenset[str], not_after: frozenset[str] = frozenset()) -> list[str]:
-    """The places named after a marker word and a determiner ("to the ..."), clause by clause; not
-    where the marker follows a word of `not_after`."""
+def _places_after(request: str, markers: frozenset[str], robot_too: bool = True) -> list[str]:
+    """The places named after a marker word and a determiner ("to the ..."), clause by clause;
+    without `robot_too`, not where the robot is told to go ("go to the office and get the plant")."""
     return [phrase for words in clauses(request) for index, word in enumerate(words[:-2])
             if word in markers and words[index + 1] in DETERMINERS
-            and not (index > 0 and words[index - 1] in not_after) and (phrase := _place_from(words, index + 2))]
+            and (robot_too or not _robot_sent(words, index)) and (phrase := _place_from(words, index + 2))]
+
+
+def _robot_sent(words: list[str], index: int) -> bool:
+    """Whether the word at `index` sends the robot: "to" after a verb of going said to the robot
+    ("go to", "would you go to", "make your way to"), not to a thing ("it should go to the shelf")."""
+    if words[index] not in SENDING or index == 0 or words[index - 1] not in ROBOT_GOES:
+        return False
+    return index == 1 or words[index - 2] not in THING_GOES
+
+
 
 
 def user_room(request: str, scene: SceneGraph) -> str:
@@ -178,8 +188,11 @@ def handled_furniture(request: str) -> list[str]:
 
 
 def furniture_destinations(request: str, rooms: list[str], sent: bool = False) -> list[str]:
-    """The places a request sends something to that are no room ("the kids room", "the garage")."""
-    return [p for p in destinations(request, sent) if p.split()[-1] != "room" and p.replace(" ", "_") not in rooms]
+    """The places a request sends something to that are no room ("the kids room", "the garage"),
+    nor where the robot goes ("go to the office and get the plant" puts no plant on a desk);
+    `sent`: only those after "to", "onto" or "into"."""
+    return [p for p in _places_after(request, SENDING if sent else TOWARDS, robot_too=False)
+            if p.split()[-1] != "room" and p.replace(" ", "_") not in rooms]
 
 
 def sends_somewhere(request: str, rooms: list[str]) -> list[str] | None:
