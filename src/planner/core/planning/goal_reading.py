@@ -150,8 +150,6 @@ def _robot_sent(words: list[str], index: int) -> bool:
     return index == 1 or words[index - 2] not in THING_GOES
 
 
-
-
 def user_room(request: str, scene: SceneGraph) -> str:
     """The room the user says they are in ("I'm in the kids' room, bring me ..."), else the robot's:
     a user asks the robot where it stands."""

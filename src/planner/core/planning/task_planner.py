@@ -828,9 +828,9 @@ class TaskPlanner:
     def _goals_fit(self, reader: GoalReader, goals: list[Goal], usage: LLMUsage) -> tuple[bool, list[Match]]:
         """Whether the goals read ask for a change and pass the checks configured: the reading as a
         whole, each thing chosen to meet a need, and each thing taken for one the request calls by
-        another name, each a narrow yes/no to the model against its threshold. A thing the request names by another word
-        must also be the object or room that word names best; when it is not, the better ones come
-        beside the verdict."""
+        another name, each a narrow yes/no to the model against its threshold. A thing the request
+        names by another word must also be the object or room that word names best; when it is not,
+        the better ones come beside the verdict."""
         settings, reading = self.settings, reading_of(goals)
         if all(goal_met(goal, reader.scene) for goal in goals):
             # Only goals the model kept to through every repair can hold already (they are sent back):
@@ -884,9 +884,10 @@ class TaskPlanner:
         """The label among the `labels` most like `word` (and `also`) that `word` names best, and the
         model's probability that it is another name for it: that probability plus the embeddings'
         similarity ranks them, and it must pass the name check's threshold and be `margin` above the
-        probability of any other label asked, unless the embeddings back it. On nine other names (five from development homes), each
-        against two or three near labels, the sum put the right label first for 8, the model's yes
-        alone for 7 and the embeddings alone for 5 ("cushion" is nearer a sofa than a pillow)."""
+        probability of any other label asked, unless the embeddings back it. On nine other names
+        (five from development homes), each against two or three near labels, the sum put the right
+        label first for 8, the model's yes alone for 7 and the embeddings alone for 5 ("cushion" is
+        nearer a sofa than a pillow)."""
         if self.grounder is None or not labels:
             return None
         nearest = self.grounder.nearest(word, labels, LABELS_OFFERED)
