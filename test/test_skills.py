@@ -86,6 +86,43 @@ def test_goto_preconditions(skill_planner, scene):
     assert check(skill_planner, at(scene, 3.55, 1.5), "GOTO(table_1)").code == "ALREADY_THERE"
 
 
+LONG_TABLE_HOME = """
+name: long_table
+rooms:
+  - {name: dining_room, polygon: [[0, 0], [6, 0], [6, 5], [0, 5]]}
+furniture:
+  - {id: dining_table_1, label: dining_table, center: [3.0, 0.6, 0.375], size: [2.2, 0.9, 0.75]}
+  - {id: wardrobe_1, label: wardrobe, center: [5.6, 3.0, 1.0], size: [0.6, 1.6, 2.0], openable: door}
+objects:
+  - {id: vase_1, label: vase, placed_on: dining_table_1, offset: [-0.95, 0.25], size: [0.1, 0.1, 0.3], mass_kg: 0.5}
+  - {id: pillow_1, label: pillow, placed_on: wardrobe_1, offset: [0.0, -0.65], size: [0.3, 0.3, 0.1], mass_kg: 0.3}
+robot:
+  pose: [5.5, 0.4, 0.0]
+"""
+
+
+def test_the_robot_stops_where_its_arms_reach_what_is_on_the_furniture(skill_planner, tmp_path):
+    """A vase at the end of a long table, a pillow at the far end of a wardrobe the robot stands
+    beside: the base stops on the side facing the room's middle (a wardrobe opens there), in
+    front of the thing, not at the middle of the side or on the side nearest the robot (from there
+    both were 1.2 m away on generated homes, out of a 1 m reach)."""
+    from planner.core.scene_graph import RobotSnapshot, SceneGraph
+    from planner.core.world import load_world
+
+    (tmp_path / "home.yaml").write_text(LONG_TABLE_HOME)
+    scene = SceneGraph.from_world(load_world(tmp_path / "home.yaml"))
+    scene.set_robot(RobotSnapshot(Pose2D(5.5, 0.4, 0.0), "dining_room", ["left", "right"], {"left": "", "right": ""}))
+    at(scene, 5.5, 0.4)  # beside the table's end, below the wardrobe
+    table = skill_planner.navigation_goal("dining_table_1", scene, scene.robot.pose)
+    assert table.y == pytest.approx(0.6 + 0.45 + ROBOT.standoff_m) and table.x == pytest.approx(3.0 - 0.95)
+    assert check(skill_planner, at(scene, table.x, table.y, table.yaw), "PICK(vase_1, right)").ok
+    at(scene, 5.5, 0.4)
+    wardrobe = skill_planner.navigation_goal("wardrobe_1", scene, scene.robot.pose)
+    assert wardrobe.x == pytest.approx(5.6 - 0.3 - ROBOT.standoff_m) and wardrobe.y == pytest.approx(3.0 - 0.65)
+    assert check(skill_planner, at(scene, wardrobe.x, wardrobe.y, wardrobe.yaw),
+                 "PICK(pillow_1, right)").code != "OUT_OF_REACH"
+
+
 def names(commands):
     return [c.name for c in commands]
 
@@ -94,8 +131,9 @@ def test_decomposition_into_commands(skill_planner, scene):
     at(scene, -3.0, 3.0)
     goto = skill_planner.decompose(skill_planner.parse("GOTO(table_1)", scene), scene)
     assert names(goto) == ["navigate"]
-    # The approach pose faces table_1 from the side the robot comes from, at the standoff.
-    assert goto[0].base_pose.x == pytest.approx(4.5 - 0.6 - 0.35) and goto[0].base_pose.y == pytest.approx(1.5)
+    # The approach pose faces table_1 from the side towards the room's middle, at the standoff, in
+    # front of the bottle on it.
+    assert goto[0].base_pose.x == pytest.approx(4.5 - 0.6 - 0.35) and goto[0].base_pose.y == pytest.approx(1.6)
     assert goto[0].base_pose.yaw == pytest.approx(0.0)
     pick = skill_planner.decompose(skill_planner.parse("PICK(bottle_1, right)", scene), scene)
     assert [(c.name, c.arm, c.object_id or c.target_id) for c in pick] == [

@@ -25,23 +25,26 @@ def normalize_angle(angle: float) -> float:
 
 
 def approach_pose(center: tuple[float, float, float], size: tuple[float, float, float],
-                  from_x: float, from_y: float, standoff: float) -> Pose2D:
+                  from_x: float, from_y: float, standoff: float,
+                  facing: tuple[float, float] | None = None) -> Pose2D:
     """A base pose in front of the box side that faces (from_x, from_y), looking at the box.
 
     The robot stops `standoff` metres from that side, so the box is within arm reach and the
-    base does not collide with it.
+    base does not collide with it: at the middle of the side, or along it in front of `facing`
+    (a point on or in the box: what the arms must reach on a long table).
     """
     cx, cy = center[0], center[1]
     half_x, half_y = size[0] / 2, size[1] / 2
     dx, dy = from_x - cx, from_y - cy
+    along_x, along_y = facing if facing is not None else (cx, cy)
     # Pick the side whose outward normal points most towards the robot, scaled by the box aspect.
     if abs(dx) * half_y >= abs(dy) * half_x:
         side = math.copysign(1.0, dx or 1.0)
-        x, y = cx + side * (half_x + standoff), cy
-    else:
-        side = math.copysign(1.0, dy or 1.0)
-        x, y = cx, cy + side * (half_y + standoff)
-    return Pose2D(x, y, math.atan2(cy - y, cx - x))
+        x, y = cx + side * (half_x + standoff), min(max(along_y, cy - half_y), cy + half_y)
+        return Pose2D(x, y, math.atan2(0.0, -side))
+    side = math.copysign(1.0, dy or 1.0)
+    x, y = min(max(along_x, cx - half_x), cx + half_x), cy + side * (half_y + standoff)
+    return Pose2D(x, y, math.atan2(-side, 0.0))
 
 
 def horizontal_distance(a: tuple[float, ...], b: tuple[float, ...]) -> float:

@@ -21,7 +21,7 @@ from planner.core.calls import SkillSyntaxError, format_call, parse_call
 from planner.core.errors import PlannerError
 from planner.core.failures import FailureCode
 from planner.core.files import StrictModel, load_model
-from planner.core.geometry import Pose2D, approach_pose, free_point_in_room, horizontal_distance
+from planner.core.geometry import Pose2D, approach_pose, footprint_contains, free_point_in_room, horizontal_distance
 from planner.core.htn import (
     Compound,
     Condition,
@@ -354,13 +354,22 @@ class SkillPlanner:
                                       self.robot.standoff_m) if target.polygon else None
             x, y = free or target.center[:2]
             return Pose2D(x, y, start.yaw)
-        # From another room the robot comes in through a door: face the side towards the room's
-        # middle (furniture stands against walls), not the side towards where it is now.
+        # Furniture stands against walls: its open side, and a cupboard's door, face the room's
+        # middle, whichever side the robot is on now (from the bed, a wardrobe's narrow side left
+        # a pillow inside 1.2 m away) -- unless it stands in the middle, as a dining table may.
         seen_from = start
-        if target.room and scene.has(target.room) and scene.robot and scene.robot.room != target.room:
+        if target.room and scene.has(target.room):
             middle = scene.entity(target.room).center
-            seen_from = Pose2D(middle[0], middle[1], 0.0)
-        return approach_pose(target.center, target.size, seen_from.x, seen_from.y, self.robot.standoff_m)
+            if not footprint_contains(target.center, target.size, middle[0], middle[1], self.robot.standoff_m):
+                seen_from = Pose2D(middle[0], middle[1], 0.0)
+        # In front of the things on or in it, not the middle of a long side.
+        things = [o.center[:2] for o in scene.objects() if (scene.furniture_support(o.id) or ("", ""))[1] == target_id]
+        facing = (sum(x for x, _ in things) / len(things), sum(y for _, y in things) / len(things)) if things else None
+        pose = approach_pose(target.center, target.size, seen_from.x, seen_from.y, self.robot.standoff_m, facing)
+        if facing is not None and any(footprint_contains(f.center, f.size, pose.x, pose.y)
+                                      for f in scene.furniture() if f.id != target_id):
+            return approach_pose(target.center, target.size, seen_from.x, seen_from.y, self.robot.standoff_m)
+        return pose
 
 
 # ---- preconditions ---------------------------------------------------------------------------
