@@ -356,12 +356,11 @@ class SkillPlanner:
             return Pose2D(x, y, start.yaw)
         # Furniture stands against walls: its open side, and a cupboard's door, face the room's
         # middle, whichever side the robot is on now (from the bed, a wardrobe's narrow side left
-        # a pillow inside 1.2 m away) -- unless it stands in the middle, as a dining table may.
+        # a pillow inside 1.2 m away).
         seen_from = start
         if target.room and scene.has(target.room):
             middle = scene.entity(target.room).center
-            if not footprint_contains(target.center, target.size, middle[0], middle[1], self.robot.standoff_m):
-                seen_from = Pose2D(middle[0], middle[1], 0.0)
+            seen_from = Pose2D(middle[0], middle[1], 0.0)
         # In front of the things on or in it, not the middle of a long side.
         things = [o.center[:2] for o in scene.objects() if (scene.furniture_support(o.id) or ("", ""))[1] == target_id]
         facing = (sum(x for x, _ in things) / len(things), sum(y for _, y in things) / len(things)) if things else None
