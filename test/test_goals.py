@@ -31,8 +31,9 @@ DINING_TABLES = APARTMENT.model_copy(update={"furniture": [  # no furniture call
 GIVE_UP = {"thought": "stop here", "action": "GIVE_UP()"}
 
 
-def robot_at(place: str) -> SimulatedRobot:
-    return SimulatedRobot(APARTMENT.with_robot_at(place, ROBOT.standoff_m), [], load_skill_planner(load_config(CONFIG / "planner.yaml")))
+def robot_at(place: str, world=APARTMENT, answers=()) -> SimulatedRobot:
+    return SimulatedRobot(world.with_robot_at(place, ROBOT.standoff_m), [],
+                          load_skill_planner(load_config(CONFIG / "planner.yaml")), answers=list(answers))
 
 
 def run(robot: SimulatedRobot, request: str, replies: list):
@@ -101,8 +102,7 @@ def test_the_goal_step_may_have_a_model_of_its_own_and_the_steps_keep_the_main_o
 
 
 def checked_run(request: str, replies: list, answers=()):
-    robot = SimulatedRobot(APARTMENT.with_robot_at("fridge_1", ROBOT.standoff_m), [],
-                           load_skill_planner(load_config(CONFIG / "planner.yaml")), answers=list(answers))
+    robot = robot_at("fridge_1", answers=answers)
     trace = []
     policy = ScriptedPolicy(replies)
     planner = TaskPlanner(policy, robot, robot.skills, PlannerSettings(confirm_timeout_s=0, goal_check_threshold=0.5),
@@ -180,8 +180,7 @@ def test_goals_that_are_already_true_are_sent_back_until_every_repair_is_spent()
     # (the request really needs nothing) or have misread it ("throw the orange"): the user is asked, and
     # without a yes the robot does nothing and says what it read, not "Done.".
     def insisted(answers):
-        robot = SimulatedRobot(APARTMENT.with_robot_at("table_2", ROBOT.standoff_m), [],
-                               load_skill_planner(load_config(CONFIG / "planner.yaml")), answers=answers)
+        robot = robot_at("table_2", answers=answers)
         trace = []
         result = TaskPlanner(ScriptedPolicy([already] * 6), robot, robot.skills, PlannerSettings(confirm_timeout_s=0),
                              on_step=lambda step: trace.append((step.kind, step.text))).run(
@@ -632,8 +631,7 @@ def run_grounded(request: str, replies: list, lexicon=None, world=APARTMENT):
     from planner.core.planning.grounding import Grounder
 
     trace = []
-    robot = SimulatedRobot(world.with_robot_at("table_2", ROBOT.standoff_m), [],
-                           load_skill_planner(load_config(CONFIG / "planner.yaml")))
+    robot = robot_at("table_2", world)
     policy = ScriptedPolicy(replies)
     result = TaskPlanner(policy, robot, robot.skills, PlannerSettings(confirm_timeout_s=0),
                          on_step=lambda step: trace.append((step.kind, step.text)),
@@ -811,8 +809,7 @@ def test_furniture_taken_for_a_word_the_labels_of_other_furniture_have_is_read_a
     from planner.adapters.embeddings import SentenceEmbedder
     from planner.core.planning.grounding import Grounder
 
-    robot = SimulatedRobot(DINING_TABLES.with_robot_at("sofa_1", ROBOT.standoff_m), [],
-                           load_skill_planner(load_config(CONFIG / "planner.yaml")))
+    robot = robot_at("sofa_1", DINING_TABLES)
     on_chair = {"goals": [{"kind": "object_on", "object": "book", "target": "chair"}]}
     # Each as likely a table by the model's yes: the one most like "table" is read.
     best = max(("dining_table", "coffee_table", "side_table"), key=lambda label: float(
@@ -836,8 +833,7 @@ def test_furniture_a_compound_names_by_the_word_before_its_head_is_not_what_it_n
     from planner.adapters.embeddings import SentenceEmbedder
     from planner.core.planning.grounding import Grounder
 
-    robot = SimulatedRobot(DINING_TABLES.with_robot_at("sofa_1", ROBOT.standoff_m), [],
-                           load_skill_planner(load_config(CONFIG / "planner.yaml")))
+    robot = robot_at("sofa_1", DINING_TABLES)
     others = sorted({f.label for f in robot.scene().furniture()} - {"bed"})
     nearest = [match.label for match in Grounder(SentenceEmbedder()).nearest("bedside table", others, 5)]
     assert "nightstand" in nearest
