@@ -93,6 +93,15 @@ def _named(label: str, said: set[str]) -> bool:
     return any(word in said or f"{word}s" in said for word in _phrase(label).split() if word not in FUNCTION_WORDS)
 
 
+def thing_words(request: str) -> set[str]:
+    """The request's words outside the places it names: "the tangerine on the end table" names no
+    table_lamp (the 1.5B took one for the tangerine, and the word "table" hid it from the checks)."""
+    text = words_of(request)
+    for place in _places_after(request, TOWARDS | FROM):
+        text = re.sub(rf" (?:{'|'.join(DETERMINERS)}) {re.escape(place)}(?= )", " ", text)
+    return set(text.split())
+
+
 def chosen_for_need(request: str, goals: list[Goal]) -> list[str]:
     """Labels of the things to bring or take that a request asking for no particular thing ("I'm
     cold", "bring me something to eat") does not name: the model chose them to meet a need, which
@@ -100,13 +109,14 @@ def chosen_for_need(request: str, goals: list[Goal]) -> list[str]:
     words = words_of(request)
     if MOVED_THING.search(words):
         return []
-    said = set(words.split())
+    said = thing_words(request)
     return list(dict.fromkeys(goal.object for goal in goals
                               if goal.kind in ("holding", "bring_to_user") and not _named(goal.object, said)))
 
 
 # Words that say where something goes, and words that end the phrase naming the place.
 TOWARDS = frozenset({"to", "onto", "on", "into", "in", "inside"})
+FROM = frozenset({"from", "off"})
 DETERMINERS = frozenset({"the", "my", "your", "our", "a", "an"})
 # Verbs that send a thing somewhere: "put the vase from the cabinet in the dresser" (not "fetch the
 # plate on the counter" nor "bring the vase on the bench to me", where "on the" says where it is now),
@@ -117,7 +127,6 @@ SENDING = frozenset({"to", "onto", "into"})
 HANDLING = frozenset({"open", "close", "shut", "clear", "empty", "off"})  # what furniture goals do to it
 ROBOT_GOES = frozenset({"go", "head", "walk", "come", "way", "get", "run"})  # "make your way to the ..."
 THING_GOES = frozenset({"should", "must", "to", "can", "will", "could", "would", "it", "they", "them"})  # "it should go to"
-RECIPIENTS = frozenset({"me", "us"})  # "bring me", "get it for us": the user is where a thing taken goes
 PLACE_ENDS = frozenset({"in", "on", "onto", "into", "inside", "to", "from", "at", "by", "near", "and", "then",
                         "please", "for", "with", "over"})
 
@@ -131,7 +140,7 @@ def destinations(request: str) -> list[str]:
 def source_places(request: str) -> list[str]:
     """The places a request takes things from, as said: "the book from the bedside table" gives
     "bedside table"."""
-    return _places_after(request, frozenset({"from"}))
+    return _places_after(request, FROM)
 
 
 def _places_after(request: str, markers: frozenset[str], robot_too: bool = True) -> list[str]:
@@ -223,7 +232,7 @@ def named_otherwise(request: str, goals: list[Goal], scene: SceneGraph) -> dict[
     furniture but says where it goes ("the worktop" for the counter); the room to go to when the
     request does not name it ("the lounge" for the living room); the furniture to open, close or
     clear that the request calls otherwise ("the cupboard" for the cabinet)."""
-    said = set(words_of(request).split())
+    said, things_said = set(words_of(request).split()), thing_words(request)
     places = destinations(request)
     furniture_places = furniture_destinations(request, scene.rooms())
     targets_named = destination_labels(request, scene)
@@ -231,7 +240,7 @@ def named_otherwise(request: str, goals: list[Goal], scene: SceneGraph) -> dict[
     absent = unknown_things(request, scene)
     checks: dict[str, list[str]] = {}
     for goal in goals:
-        if absent and goal.object and not _named(goal.object, said):
+        if absent and goal.object and not _named(goal.object, things_said):
             checks[goal.object] = absent
         if goal.kind in PLACING_KINDS and furniture_places and not targets_named and not _named(goal.target, said):
             checks[goal.target] = furniture_places[:1]
@@ -353,9 +362,13 @@ def unknown_things(request: str, scene: SceneGraph) -> list[str]:
     def name_goes_on(after: str) -> bool:
         return bool(after) and after not in FUNCTION_WORDS and after not in PLACE_ENDS
 
+    text = words_of(request)
+    moved = MOVED_PHRASE.findall(text)
+    if pair := JOINED_THINGS.search(text):  # "put the toothbrush and the pullover on the bed"
+        moved.append((pair[2], text[pair.end():].split(" ", 1)[0]))
     return list(dict.fromkeys(
         f"{word} {after}" if name_goes_on(after) else word
-        for word, after in MOVED_PHRASE.findall(words_of(request))
+        for word, after in moved
         if not known(word) or (word in place_words - thing_words and name_goes_on(after) and not known(after))))
 
 
@@ -411,27 +424,24 @@ def missing_words(request: str, why: str, scene: SceneGraph) -> list[str]:
 
 
 def taken_not_placed(request: str, goals: list[Goal], scene: SceneGraph) -> list[Goal]:
-    """"Grab the newspaper" read as the newspaper on the bed, "fetch the plate on the counter" as the
-    plate on the counter: a placing goal in a request that puts nothing anywhere (`sends_somewhere`)
-    is the thing taken, brought to a user who speaks of themselves, when the request names no
-    furniture for it to go to, asks for it brought to the user ("I'm in the kitchen, bring me the
-    candle on the table": the candle on a desk), or asks to take the thing it names and the goal holds
-    already ("make sure the orange is on the table" asks for nothing taken). Small models keep such a
-    goal however often they are told, so the words decide."""
+    """"Grab the newspaper" read as the newspaper on the bed, "take the bowl on the end table" as the
+    bowl on a desk: a placing goal in a request that puts nothing anywhere (`sends_somewhere`) is the
+    thing taken, brought to a user who speaks of themselves, when the request names no furniture for
+    it to go to or asks for something taken ("I'm in the kitchen, bring me the candle on the table":
+    the candle on a desk); with no verb of putting, sending or taking, "on the table" is where the
+    thing should be ("make sure the orange is on the table"). Small models keep such a goal however
+    often they are told, so the words decide."""
     if sends_somewhere(request, scene.rooms()) is not None:
         return goals
     words = words_of(request)
-    said, taking = set(words.split()), bool(TAKING.search(words))
-    nowhere = not any(f" {_phrase(f.label)} " in words for f in scene.furniture()) \
-        and not furniture_destinations(request, scene.rooms())
+    # Taken, not put: "on the end table" after a verb of taking says where the thing is now.
+    taken = bool(TAKING.search(words)) or (not any(f" {_phrase(f.label)} " in words for f in scene.furniture())
+                                           and not furniture_destinations(request, scene.rooms()))
     to_user = mentions_user(request)
-    # "I'm in the kitchen, bring me the candle on the table": "me" is where it goes, "on the table" where it is.
-    brought = taking and bool(RECIPIENTS & said)
     where_user = user_room(request, scene)
     kept: list[Goal] = []
     for goal in goals:
-        if goal.kind in PLACING_KINDS and (nowhere or brought or (taking and _named(goal.object, said)
-                                                                 and goal_met(goal, scene))):
+        if goal.kind in PLACING_KINDS and taken:
             goal = Goal(kind="bring_to_user", object=goal.object, room=where_user) if to_user \
                 else Goal(kind="holding", object=goal.object)
         if goal not in kept:
@@ -510,11 +520,10 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
         # The same, with a thing called by a word no label has ("the dish from the counter and the pencil").
         doubts.append(f"the request asks for two things, the {pair[1]} and the {pair[2]}, and the goals have one; "
                       "each thing the request asks about needs a goal of its own")
-    said = set(words.split())
     # "The fruit on the kitchen table" names what is kept on the furniture it names.
     named_ids = {f.id for f in furniture if f.label in named_furniture}
     kept_there = {o.label for o in scene.objects() if (scene.furniture_support(o.id) or ("", ""))[1] in named_ids}
-    unnamed = [goal.object for goal in goals if goal.object and not _named(goal.object, said)
+    unnamed = [goal.object for goal in goals if goal.object and not _named(goal.object, thing_words(request))
                and goal.object not in kept_there]
     if unnamed and named_furniture and not named_objects and not mentions_user(request) \
             and not unknown_things(request, scene):
