@@ -82,6 +82,13 @@ def test_names_a_lexicon_knows_are_written_as_the_label_or_room_they_name(ground
     assert grounding.text == "put my eyeglasses on the dresser in the living room"
     assert grounder_with_lexicon.ground("Could you bring me a drink", ["beverage", "cup"]).note() == "drink = beverage"
     assert not grounder_with_lexicon.ground("I would like to drink from the cup", ["beverage", "cup"]).matches
+    # A kind of one label names it ("the pullover": the sweater), the label it is a kind of first of
+    # all (a recliner is an armchair before it is a chair); a label is no kind of what the request says
+    # ("a fruit" is no particular orange).
+    grounding = grounder_with_lexicon.ground("Put the pullover and the biro on the bed", ["sweater", "pen", "bed"])
+    assert grounding.note() == "pullover = sweater; biro = pen"
+    assert grounder_with_lexicon.ground("Fetch the recliner", ["armchair", "chair"]).note() == "recliner = armchair"
+    assert not grounder_with_lexicon.ground("Bring me a fruit", ["orange", "bed"]).matches
     # Where the embeddings hold the phrase close to another label, they overrule: WordNet's cupboard
     # is a closet, but beside a cabinet it is that.
     grounding = grounder_with_lexicon.ground("Put the cup in the cupboard", ["closet", "cabinet", "cup"])

@@ -24,6 +24,14 @@ def test_other_names_of_one_thing_share_a_sense_and_unrelated_things_do_not(lexi
         assert not names_one_thing(lexicon, phrase, label), (phrase, label)
 
 
+def test_a_kind_of_thing_knows_what_it_is_a_kind_of_and_not_the_other_way(lexicon):
+    for phrase, label in (("pullover", "sweater"), ("biro", "pen"), ("paperback", "book"), ("recliner", "armchair")):
+        assert lexicon.kinds(phrase) & lexicon.senses(label), (phrase, label)
+    for phrase, label in (("fruit", "orange"), ("sweater", "pullover"), ("pen", "pencil"), ("jumper", "sweater")):
+        assert not lexicon.kinds(phrase) & lexicon.senses(label), (phrase, label)
+    assert lexicon.kinds("zorbleflux") == frozenset()
+
+
 def test_a_plural_is_read_as_its_singular_and_an_unknown_word_or_one_with_no_usual_sense_has_none(lexicon):
     """"Lounge" is a sofa and a waiting room to WordNet, neither seen in its sense-tagged texts, and a
     living room to many people: it has no usual sense to go by."""

@@ -90,6 +90,9 @@ class Lexicon(Protocol):
         """The senses the phrase is usually meant in as a noun (a plural read as its singular), or the
         `first` of them, the most used first; empty when unknown or when no sense is usual."""
 
+    def kinds(self, phrase: str) -> frozenset[str]:
+        """The senses of which the phrase's usual senses are a kind (a pullover: a sweater's)."""
+
 
 def judged(policy: Policy, messages: list[dict]) -> PolicyReply:
     """A yes/no reply from any policy: with the probability of yes where the policy can judge."""

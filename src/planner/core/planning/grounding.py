@@ -15,7 +15,8 @@ it part of another compound (a bedside table is no coffee_table) or it is part o
 
 Where sentence embeddings know little, a lexicon does: a phrase that a dictionary of senses
 (WordNet) holds to be a name of exactly one label or room of the map ("chest of drawers":
-dresser, "sitting room": living room) names it whatever its similarity.
+dresser, "sitting room": living room), or else a kind of exactly one ("pullover": sweater, "biro":
+pen; never the other way, "fruit" is no orange), names it whatever its similarity.
 """
 
 from __future__ import annotations
@@ -163,7 +164,8 @@ class Grounder:
     def _same_named(self, words: list[str], spans: list[tuple[int, int]], names: dict[str, str], targets: list[str],
                     in_rooms: set[int]) -> list[tuple[int, str]]:
         """The spans (by their index) that the lexicon holds a name of exactly one of the `targets` in
-        one of its first senses (a label means what it usually does: a "counter" is no sideboard), when
+        one of its first senses (a label means what it usually does: a "counter" is no sideboard), or
+        else a kind of exactly one, when
         read as a whole noun phrase (after a function or room word, before a function word or the end)
         and no part of any name of the map (a "pot" where a cooking pot stands is that, not the toilet
         WordNet also calls a pot)."""
@@ -180,8 +182,12 @@ class Grounder:
                     or after and after not in FUNCTION_WORDS
                     or any(all(word in name.split() for word in phrase_words) for name in names.values())):
                 continue
-            senses = self.lexicon.senses(" ".join(phrase_words))
+            phrase = " ".join(phrase_words)
+            senses = self.lexicon.senses(phrase)
             same = [target for target, target_sense in target_senses.items() if senses & target_sense]
+            if not same:  # "the pullover" where the map has a sweater, "the biro" a pen: a kind of the label
+                kinds = self.lexicon.kinds(phrase)
+                same = [target for target, target_sense in target_senses.items() if kinds & target_sense]
             if len(same) == 1:
                 found.append((row, same[0]))
         return found
