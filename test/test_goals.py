@@ -684,6 +684,14 @@ def test_before_a_thing_is_given_up_as_missing_words_less_alike_to_a_label_are_p
     assert policy.prompts[3][-1]["content"].endswith("(In the map's labels: computer = laptop)")
     assert ("goal", "the robot holds a laptop") in trace and result.outcome != "impossible"
 
+    # Where the user says they are is a room, whatever the map calls it: "the workroom" is put to no
+    # name check as the desk it is most like (0.6).
+    result, trace, policy = run_grounded("Could you fetch the computer? I'm in the workroom", [
+        no_computer, no_computer, {"fits": True, "p": 0.8}, {"goals": [{"kind": "holding", "object": "laptop"}]},
+        GIVE_UP])
+    assert not any(str(prompt[0]["content"]).startswith('Is "workroom"') for prompt in policy.prompts)
+    assert ("perception", "the request in the map's words: computer = laptop") in trace
+
     # A wrong thing taken for a word the map does not use is put to the name check beside the labels
     # most like the word; the one the word names best (its yes plus its similarity) is read instead.
     notebook = {"goals": [{"kind": "holding", "object": "notebook"}]}

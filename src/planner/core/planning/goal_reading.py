@@ -170,6 +170,14 @@ def user_room(request: str, scene: SceneGraph) -> str:
     return scene.known_robot.room
 
 
+def where_user_is(request: str) -> list[str]:
+    """The places the user says they are in, as said ("I'm in the office, bring me ..." gives
+    "office"): rooms, whatever the map calls them; one is at furniture, not in it."""
+    return [place for words in clauses(request)
+            for found in re.finditer(r"\b(?:i m|im|i am|we re|we are) in the (.+)", " ".join(words))
+            if (place := _place_from(found[1].split(), 0))]
+
+
 def clauses(request: str) -> list[list[str]]:
     """The request's words clause by clause: a place's name ends where its clause does ("I'm in the
     kitchen, bring me the candle" names the kitchen, not a "kitchen bring me the")."""

@@ -51,6 +51,7 @@ from planner.core.planning.goal_reading import (
     names_only_its_modifier,
     reading_of,
     source_places,
+    where_user_is,
 )
 from planner.core.planning.grounding import Grounder, Grounding, Match
 from planner.core.planning.pddl import Engine, make_domain
@@ -663,9 +664,12 @@ class TaskPlanner:
             grounding = self.grounder.ground(request, labels, scene.rooms())
         else:
             threshold = self.settings.other_name_threshold
+            # Where the user says they are is a room ("I'm in the office": no desk, 0.65 to the 1.5B).
+            user_places = [f" {place} " for place in where_user_is(request)]
             grounding = self.grounder.ground(request, labels, scene.rooms(), self.settings.other_name_similarity,
-                                             lambda match: self._named(match.phrase, match.label, threshold, usage,
-                                                                       unjudged=False))  # no answer grounds nothing
+                                             lambda match: not any(f" {match.phrase} " in place for place in user_places)
+                                             and self._named(match.phrase, match.label, threshold, usage,
+                                                             unjudged=False))  # no answer grounds nothing
         grounding = self._sources_grounded(grounding, scene)
         if grounding.matches:
             self._emit("perception", f"the request in the map's words: {grounding.note()}")
