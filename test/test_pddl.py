@@ -266,6 +266,20 @@ def test_llm_p_plans_around_a_call_that_keeps_failing(skills):
     assert any(kind == "plan" and "avoiding PICK(apple_1, left)" in text for kind, text in trace)
 
 
+def test_llm_p_plans_around_a_thing_higher_than_the_arms_work_at_once_with_every_arm(skills):
+    """A vase higher than the arms work (1.35 m, on a 1.2 m shelf the arms reach up to 1.3 m): the
+    pick fails before the arm moves, and no arm nor second try does better, so the next plan leaves
+    it out; none is left, and the request is declined after one try."""
+    short = profile_with(skills, workspace_z_m=(0.05, 1.3))
+    robot = robot_in(APARTMENT, short, at="table_1")
+    goal = {"goals": [{"kind": "holding", "object": "vase"}]}
+    planner, trace, _ = planner_in(robot, short, [goal, goal], mode="llm_p")
+    result = planner.run("Fetch the vase")
+    assert result.outcome == "impossible", trace
+    assert [s for s in robot.log.skills if s.startswith("PICK")] == ["PICK(vase_1, left)"]
+    assert result.summary.startswith("vase_1 is 1.35 m above the floor; the left arm works between 0.05 and 1.30 m")
+
+
 def test_a_thing_named_by_its_kind_is_fetched_from_the_nearest_place(skills, domain):
     """Two mugs, each two steps away (drive there, pick it up): equally short plans to the planner,
     so the one chosen is the one the robot drives least to reach."""

@@ -365,8 +365,10 @@ class TaskPlanner:
                 # (moved while the robot was away) is looked for in the room first.
                 self._act_observed(state, format_call("get_objects_in_room", [scene.known_robot.room]), usage)
                 scene = self.tools.scene()
-            # A call that failed as often as ReAct tolerates (a gripper that keeps slipping) is planned around.
-            avoid = tuple(a for a, n in state.failures.items() if n >= self.settings.repeat_failure_limit)
+            # A call that failed as often as ReAct tolerates (a gripper that keeps slipping) is planned around,
+            # and one for a thing higher or lower than the arms work at once, with every arm.
+            avoid = tuple(dict.fromkeys([*(a for a, n in state.failures.items() if n >= self.settings.repeat_failure_limit),
+                                         *self._beyond_the_arms(state)]))
             outcome = plan_goals(self.domain, self.skills, scene, state.goals, self.settings.plan_engine,
                                  self.settings.plan_timeout_s, avoid)
             self._emit("problem", outcome.problem)
@@ -380,7 +382,10 @@ class TaskPlanner:
                         return Ending(EpisodeOutcome.IMPOSSIBLE, str(why), len(state.acted))
                     except PolicyError as error:
                         self._emit("error", f"could not read the request again: {error}")
-                return self._without_plan(state, outcome.reason, outcome.status)
+                # What was planned around says why better than no plan does ("vase_1 is 1.35 m above the floor").
+                failed = [r.failure.reason for r in state.acted if r.failure is not None and r.action in avoid]
+                reason = f"{failed[-1]}, and no other way reaches the goal" if failed else outcome.reason
+                return self._without_plan(state, reason, outcome.status)
             whole = " over the whole map" if outcome.full_state else ""
             whole += f", avoiding {', '.join(avoid)}" if avoid else ""
             whole += f" (the shortest plan took over {self.settings.plan_timeout_s:g} s to prove: the first found)" \
@@ -394,6 +399,19 @@ class TaskPlanner:
                 return self._done(state)
         return self._without_plan(state, f"the goals are still not met after {self.settings.replan_limit} replans",
                                   "replans")
+
+    def _beyond_the_arms(self, state: LoopState) -> list[str]:
+        """The calls that failed for a height the arms do not work at, with each arm: no arm and no
+        second try changes where a thing stands (a plan the domain thought possible, since it knows
+        the height of the top a thing is on, not of the thing: before, four tries and out of replans)."""
+        arms = self.skills.robot.arm_names
+        calls: list[str] = []
+        for record in state.acted:
+            if record.failure is not None and record.failure.code == FailureCode.OUT_OF_WORKSPACE:
+                name, args = parse_call(record.action)
+                calls += [format_call(name, [*args[:-1], arm]) for arm in arms] if args and args[-1] in arms \
+                    else [record.action]
+        return calls
 
     def _check_plan(self, state: LoopState, calls: list[str], scene: SceneGraph, first_steps: bool = False
                     ) -> Ending | None:
