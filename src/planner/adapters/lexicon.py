@@ -55,18 +55,19 @@ class WordNetLexicon:
         self._kind_of: dict[str, tuple[str, ...]] | None = None  # a sense -> the senses it is a kind of
         self._lock = threading.Lock()
 
+    def _records(self, name: str):
+        """The fields of each line of a database file, the licence at its top left out."""
+        with open(self._directory / name, encoding="utf-8") as lines:
+            yield from (line.split() for line in lines if not line.startswith(" "))
+
     def _load(self) -> dict[str, tuple[str, ...]]:
         with self._lock:
             if self._index is None:
                 index: dict[str, tuple[str, ...]] = {}
-                with open(self._directory / "index.noun", encoding="utf-8") as lines:
-                    for line in lines:
-                        if line.startswith(" "):  # the licence, at the top
-                            continue
-                        # lemma pos synset_cnt p_cnt [ptr_symbol]*p_cnt sense_cnt tagsense_cnt offset*synset_cnt
-                        fields = line.split()
-                        pointers = int(fields[3])
-                        index[fields[0]] = usual(fields[6 + pointers:], int(fields[5 + pointers]))
+                # lemma pos synset_cnt p_cnt [ptr_symbol]*p_cnt sense_cnt tagsense_cnt offset*synset_cnt
+                for fields in self._records("index.noun"):
+                    pointers = int(fields[3])
+                    index[fields[0]] = usual(fields[6 + pointers:], int(fields[5 + pointers]))
                 with open(self._directory / "noun.exc", encoding="utf-8") as lines:
                     self._irregular = dict(line.split()[:2] for line in lines if len(line.split()) >= 2)
                 self._index = index
@@ -77,15 +78,11 @@ class WordNetLexicon:
         with self._lock:
             if self._kind_of is None:
                 kind_of: dict[str, tuple[str, ...]] = {}
-                with open(self._directory / "data.noun", encoding="utf-8") as lines:
-                    for line in lines:
-                        if line.startswith(" "):
-                            continue
-                        # offset lex_filenum ss_type w_cnt (word lex_id)*w_cnt p_cnt (symbol offset pos st)*p_cnt ...
-                        fields = line.split()
-                        at = 4 + 2 * int(fields[3], 16)
-                        pointers = [fields[at + 1 + 4 * i: at + 3 + 4 * i] for i in range(int(fields[at]))]
-                        kind_of[fields[0]] = tuple(offset for symbol, offset in pointers if symbol in ("@", "@i"))
+                # offset lex_filenum ss_type w_cnt (word lex_id)*w_cnt p_cnt (symbol offset pos st)*p_cnt ...
+                for fields in self._records("data.noun"):
+                    at = 4 + 2 * int(fields[3], 16)
+                    pointers = [fields[at + 1 + 4 * i: at + 3 + 4 * i] for i in range(int(fields[at]))]
+                    kind_of[fields[0]] = tuple(offset for symbol, offset in pointers if symbol in ("@", "@i"))
                 self._kind_of = kind_of
             return self._kind_of
 
