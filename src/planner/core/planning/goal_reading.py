@@ -360,12 +360,12 @@ def unknown_things(request: str, scene: SceneGraph) -> list[str]:
     map contains, with the word after it when that finishes the name ("reading lamp", which no label
     has, though "lamp" is a table_lamp's), or a place's word before one no label has ("the kitchen
     roll", which is no kitchen): what the user means may not be here."""
-    thing_words = {word for o in scene.objects() for word in words_of(o.label).split()}
+    label_words = {word for o in scene.objects() for word in words_of(o.label).split()}
     place_words = {word for name in [*(f.label for f in scene.furniture()), *scene.rooms()]
                    for word in words_of(name).split()}
 
     def known(word: str) -> bool:
-        return bool({word, word.rstrip("s")} & (thing_words | place_words)) or word in FUNCTION_WORDS
+        return bool({word, word.rstrip("s")} & (label_words | place_words)) or word in FUNCTION_WORDS
 
     def name_goes_on(after: str) -> bool:
         return bool(after) and after not in FUNCTION_WORDS and after not in PLACE_ENDS
@@ -377,7 +377,7 @@ def unknown_things(request: str, scene: SceneGraph) -> list[str]:
     return list(dict.fromkeys(
         f"{word} {after}" if name_goes_on(after) else word
         for word, after in moved
-        if not known(word) or (word in place_words - thing_words and name_goes_on(after) and not known(after))))
+        if not known(word) or (word in place_words - label_words and name_goes_on(after) and not known(after))))
 
 
 # Verbs that move two things at once ("put the dish ... and the pencil ...").
