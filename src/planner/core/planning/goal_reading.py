@@ -159,13 +159,16 @@ def _robot_sent(words: list[str], index: int) -> bool:
     return index == 1 or words[index - 2] not in THING_GOES
 
 
+USER_IS = r"\b(?:i m|im|i am|we re|we are)"  # "I'm in the kitchen" as words_of writes it
+
+
 def user_room(request: str, scene: SceneGraph) -> str:
     """The room the user says they are in ("I'm in the kids' room, bring me ..."), else the robot's:
     a user asks the robot where it stands."""
     for words in clauses(request):
         text = " ".join(words)
         for room in scene.rooms():
-            if re.search(rf"\b(?:i m|im|i am|we re|we are) (?:in|at) the {re.escape(_phrase(room))}\b", text):
+            if re.search(rf"{USER_IS} (?:in|at) the {re.escape(_phrase(room))}\b", text):
                 return room
     return scene.known_robot.room
 
@@ -174,7 +177,7 @@ def where_user_is(request: str) -> list[str]:
     """The places the user says they are in, as said ("I'm in the office, bring me ..." gives
     "office"): rooms, whatever the map calls them; one is at furniture, not in it."""
     return [place for words in clauses(request)
-            for found in re.finditer(r"\b(?:i m|im|i am|we re|we are) in the (.+)", " ".join(words))
+            for found in re.finditer(rf"{USER_IS} in the (.+)", " ".join(words))
             if (place := _place_from(found[1].split(), 0))]
 
 
@@ -531,7 +534,8 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
     # "The fruit on the kitchen table" names what is kept on the furniture it names.
     named_ids = {f.id for f in furniture if f.label in named_furniture}
     kept_there = {o.label for o in scene.objects() if (scene.furniture_support(o.id) or ("", ""))[1] in named_ids}
-    unnamed = [goal.object for goal in goals if goal.object and not _named(goal.object, thing_words(request))
+    things_said = thing_words(request)
+    unnamed = [goal.object for goal in goals if goal.object and not _named(goal.object, things_said)
                and goal.object not in kept_there]
     if unnamed and named_furniture and not named_objects and not mentions_user(request) \
             and not unknown_things(request, scene):
