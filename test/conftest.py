@@ -189,16 +189,21 @@ def wait_for(predicate, timeout=10.0):
 
 def chat_server(reply):
     """A local OpenAI-compatible endpoint, started: every POST's JSON body goes to `reply`, whose dict
-    is sent back as the response. Stop it with .shutdown()."""
+    is sent back as the response, or whose list is sent as a stream of server-sent events, one
+    chunk each. Stop it with .shutdown()."""
     import json
     import threading
     from http.server import BaseHTTPRequestHandler, HTTPServer
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):
-            data = json.dumps(reply(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))).encode()
+            answer = reply(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            if isinstance(answer, list):
+                data = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in answer).encode() + b"data: [DONE]\n\n"
+            else:
+                data = json.dumps(answer).encode()
             self.send_response(200)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", "text/event-stream" if isinstance(answer, list) else "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)

@@ -20,22 +20,22 @@ SCHEMA = {"type": "object", "properties": {"action": {"enum": ["GOTO(kitchen)"]}
 def server():
     requests = []
 
-    def reply(body: dict) -> dict:
+    def reply(body: dict) -> dict | list[dict]:
         requests.append(body)
         message = {"role": "assistant", "content": '{"action": "GOTO(kitchen)"}'}
         if "tools" in body:
             message = {"role": "assistant", "content": None, "tool_calls": [{
                 "id": "1", "type": "function", "function": {"name": "reply", "arguments": '{"action": "GOTO(kitchen)"}'}}]}
-        choice = {"index": 0, "message": message, "finish_reason": "stop"}
-        if body.get("logprobs"):  # a judgement: "true" written, though the model leaned to "false"
-            choice["message"] = {"role": "assistant", "content": '{"fits": true}'}
-            choice["logprobs"] = {"content": [
-                {"token": token, "logprob": -0.1, "bytes": None, "top_logprobs": [
-                    {"token": alternative, "logprob": logprob, "bytes": None} for alternative, logprob in top]}
+        if body.get("stream"):  # a judgement: "true" written, though the model leaned to "false"
+            return [{"id": "x", "object": "chat.completion.chunk", "created": 0, "model": body["model"], "choices": [{
+                "index": 0, "delta": {"role": "assistant", "content": token}, "finish_reason": None,
+                "logprobs": {"content": [{"token": token, "logprob": -0.1, "bytes": None, "top_logprobs": [
+                    {"token": alternative, "logprob": logprob, "bytes": None} for alternative, logprob in top]}]}}]}
                 for token, top in [('{"', [('{"', -0.1)]), ("fits", [("fits", -0.01)]), ('":', [('":', -0.1)]),
                                    (" true", [(" false", math.log(0.6)), (" true", math.log(0.3)),
-                                              ("true", math.log(0.1))]), ("}", [("}", -0.01)])]]}
-        return {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"], "choices": [choice],
+                                              ("true", math.log(0.1))]), ("}", [("}", -0.01)])]]
+        return {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"], "choices": [
+                    {"index": 0, "message": message, "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}}
 
     httpd = chat_server(reply)
@@ -67,7 +67,8 @@ def test_a_judgement_reads_how_sure_the_model_was_from_its_token_probabilities(s
     assert json.loads(reply.text) == {"fits": True}
     assert reply.yes_probability == pytest.approx(0.4)  # true 0.3 + 0.1 against false 0.6
     sent = requests[-1]
-    assert sent["logprobs"] is True and sent["top_logprobs"] == 5
+    assert sent["logprobs"] is True and sent["top_logprobs"] == 5 and sent["stream"] is True
+    assert reply.completion_tokens == 5  # no usage in the stream: the tokens written are counted
     assert "tools" not in sent and "fits" in json.dumps(sent["response_format"])  # tool calls carry no probabilities
     assert policy.complete([{"role": "user", "content": "go"}], SCHEMA).yes_probability is None
     assert "logprobs" not in requests[-1]

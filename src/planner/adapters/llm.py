@@ -154,44 +154,64 @@ class OpenAICompatiblePolicy:
                 "tool_choice": {"type": "function", "function": {"name": "reply"}}}
 
     def complete(self, messages: list[dict], schema: dict) -> PolicyReply:
-        return self._reply(messages, schema, {})
-
-    def judge(self, messages: list[dict]) -> PolicyReply:
-        """A yes/no reply with the model's probability of yes, read from the alternatives of the
-        token where it wrote true or false. Servers give the model's own probabilities there,
-        before the schema's grammar masks them, so the figure says how sure the model was."""
-        # Tool calls carry no token probabilities; the schema goes in the response format.
-        mode = "json_schema" if self.structured_output == "tool_call" else self.structured_output
-        return self._reply(messages, JUDGEMENT_SCHEMA, {"logprobs": True, "top_logprobs": 5}, mode)
-
-    def _reply(self, messages: list[dict], schema: dict, extra: dict, mode: StructuredOutput | None = None
-               ) -> PolicyReply:
         started = time.monotonic()
-        mode = mode or self.structured_output
         try:
             response = self.client.chat.completions.create(
                 model=self.model, messages=messages, temperature=self.temperature,
-                max_tokens=self.max_tokens, **self._format_arguments(schema, mode), **extra)
+                max_tokens=self.max_tokens, **self._format_arguments(schema, self.structured_output))
         except openai.APIError as error:
-            raise PolicyError(f"LLM server {self.base_url} failed: {error.__class__.__name__}: {error}") from None
+            raise self._failed(error) from None
         if not response.choices:
             raise PolicyError(f"LLM server {self.base_url} returned no choices")
-        choice = response.choices[0]
-        message = choice.message
-        if mode == "tool_call" and message.tool_calls:
+        message = response.choices[0].message
+        if self.structured_output == "tool_call" and message.tool_calls:
             text = message.tool_calls[0].function.arguments
         else:
             text = message.content or ""
         usage = response.usage
         return PolicyReply(text=text.strip(), prompt_tokens=usage.prompt_tokens if usage else 0,
                            completion_tokens=usage.completion_tokens if usage else 0,
+                           seconds=time.monotonic() - started, source=self.label)
+
+    def judge(self, messages: list[dict]) -> PolicyReply:
+        """A yes/no reply with the model's probability of yes, read from the alternatives of the
+        token where it wrote true or false. Servers give the model's own probabilities there,
+        before the schema's grammar masks them, so the figure says how sure the model was.
+        The reply is streamed: llama.cpp's Python server works out the probabilities of a reply
+        sent whole over every token of the context, but of a streamed one only over the tokens
+        written (measured after a 1,500-token map: 6.5 s a judgement whole, 1.3 s streamed)."""
+        # Tool calls carry no token probabilities; the schema goes in the response format.
+        mode = "json_schema" if self.structured_output == "tool_call" else self.structured_output
+        started = time.monotonic()
+        text: list[str] = []
+        tokens: list = []
+        usage = None
+        try:
+            for chunk in self.client.chat.completions.create(
+                    model=self.model, messages=messages, temperature=self.temperature, max_tokens=self.max_tokens,
+                    logprobs=True, top_logprobs=5, stream=True, stream_options={"include_usage": True},
+                    **self._format_arguments(JUDGEMENT_SCHEMA, mode)):
+                usage = chunk.usage or usage
+                for choice in chunk.choices[:1]:
+                    text.append((choice.delta.content if choice.delta else None) or "")
+                    tokens += (choice.logprobs.content if choice.logprobs else None) or []
+        except openai.APIError as error:
+            raise self._failed(error) from None
+        if not text:
+            raise PolicyError(f"LLM server {self.base_url} returned no choices")
+        # A server that gives no usage when streaming (llama.cpp's Python one) leaves the prompt uncounted.
+        return PolicyReply(text="".join(text).strip(), prompt_tokens=usage.prompt_tokens if usage else 0,
+                           completion_tokens=usage.completion_tokens if usage else len(tokens),
                            seconds=time.monotonic() - started, source=self.label,
-                           yes_probability=_yes_probability(choice.logprobs) if extra else None)
+                           yes_probability=_yes_probability(tokens))
+
+    def _failed(self, error: openai.APIError) -> PolicyError:
+        return PolicyError(f"LLM server {self.base_url} failed: {error.__class__.__name__}: {error}")
 
 
-def _yes_probability(logprobs) -> float | None:
+def _yes_probability(tokens) -> float | None:
     """P(true) / (P(true) + P(false)) at the first token that is true or false."""
-    for token in (logprobs.content or []) if logprobs else []:
+    for token in tokens:
         if token.token.strip().lower() not in ("true", "false"):
             continue
         weight = {"true": 0.0, "false": 0.0}
