@@ -50,10 +50,12 @@ DEFAULT_FURNITURE_LABELS = frozenset({
     "dishwasher", "oven", "microwave", "drawer", "coffee_table", "armchair", "stool",
 })
 # Things with an inside: an object within their box is "in" them rather than "under" them. So is
-# anything with a door or a drawer (an open/closed state), whatever its label.
+# anything with a door or a drawer (an open/closed state), whatever its label. A semantic map gives
+# no states, so the names ScanNet-labelled maps use count too (a fork in a "refrigerator").
 CONTAINER_LABELS = frozenset({
     "fridge", "cabinet", "drawer", "nightstand", "shelf", "bookshelf", "wardrobe", "dresser", "dishwasher",
     "oven", "microwave", "sink", "box", "bowl", "basket", "bin", "bag", "pot",
+    "refrigerator", "kitchen_cabinet", "cupboard", "closet", "trash_can", "washing_machine",
 })
 SUPPORT_ORDER = ("in", "on", "under", "near")
 PERSON_LABELS = frozenset({"person"})   # detections of people become person nodes, not objects
@@ -217,7 +219,7 @@ def _box_overlap_ratio(inner: Entity | Detection, outer: Entity | Detection) -> 
     return volume
 
 
-def _footprint_gap(a: Entity, b: Entity) -> float:
+def footprint_gap(a: Entity, b: Entity) -> float:
     dx = max(abs(a.center[0] - b.center[0]) - (a.size[0] + b.size[0]) / 2, 0.0)
     dy = max(abs(a.center[1] - b.center[1]) - (a.size[1] + b.size[1]) / 2, 0.0)
     return math.hypot(dx, dy)
@@ -414,7 +416,7 @@ class SceneGraph:
                 if best is None or candidate < best:
                     best = candidate
             elif other.kind == "furniture" and other.room == entity.room:
-                if (gap := _footprint_gap(entity, other)) <= NEAR_DISTANCE_M:
+                if (gap := footprint_gap(entity, other)) <= NEAR_DISTANCE_M:
                     near.append((gap, other_id))
         if best is not None:
             self.graph.add_edge(entity.id, best[2], relation=SUPPORT_ORDER[best[0]])
