@@ -98,7 +98,7 @@ def _bench_setup(args):
     if policy is not None:
         goal_policy, server = _part_llm(config, "goal_step", policy, server, llm)
         finder_policy, server = _part_llm(config, "object_finder", policy, server, llm)
-        finder = ObjectFinder(finder_policy, config.object_finder, embedder)
+        finder = ObjectFinder(finder_policy, config.object_finder, embedder, make_grounder(config, embedder))
     setup = tasks.BenchSetup(suite, skills, _bench_settings(config, getattr(args, "mode", None)), policy, None, args.faults, args.seed,
                              finder=finder, grounder=make_grounder(config, embedder),
                              goal_policy=goal_policy if goal_policy is not policy else None)
@@ -485,6 +485,7 @@ def bench_objects(args) -> int:
     from planner.bench.common import machine_info
     from planner.config import load_config
     from planner.core.object_finder import WORKFLOWS, ObjectFinder
+    from planner.wiring import make_grounder
 
     workflows = list(WORKFLOWS) if args.workflow == ["all"] else args.workflow
     if unknown := [w for w in workflows if w not in WORKFLOWS]:
@@ -504,7 +505,8 @@ def bench_objects(args) -> int:
                     "settings": config.object_finder.model_dump(),
                     "maps": {m.name: len(m.scene.furniture()) + len(m.scene.objects()) for m in maps}})
     policy, server = _part_llm(config, "object_finder", policy, server, llm)
-    finder = ObjectFinder(policy, config.object_finder, SentenceEmbedder())
+    embedder = SentenceEmbedder()
+    finder = ObjectFinder(policy, config.object_finder, embedder, make_grounder(config, embedder))
     return _run_then_write(server, lambda: objects.run(finder, workflows, maps, results, previous, _progress),
                            out, name, objects.plot, objects.report)
 

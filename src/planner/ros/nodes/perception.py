@@ -45,7 +45,7 @@ from planner.ros.qos import LATCHED, RELIABLE
 from planner.ros.tf_frames import TfLookup, tf_available
 from planner.sim.simulated_world import load_scenario
 from planner.srv import FindObjects, GetObject, GetObjectsInRoom, GetRobotState, GetRooms, GetSceneGraph, Tell
-from planner.wiring import load_robot, load_skill_planner
+from planner.wiring import load_robot, load_skill_planner, make_grounder
 
 TICK_S = 0.1
 PENDING_FRAMES_MAX = 20
@@ -363,7 +363,7 @@ class PerceptionNode(PlannerNode):
         """The objects a request in plain words needs, chosen by the object finder over the map."""
         if self.finder is None:
             self.finder = ObjectFinder(self.part_llm("object_finder", self._main_llm()), self.config.object_finder,
-                                       self._embedder())
+                                       self._embedder(), make_grounder(self.config, self._embedder()))
         try:
             with self.lock:
                 prepared = self.finder.prepare(self.scene, request.query,

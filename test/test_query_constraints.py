@@ -1,0 +1,104 @@
+"""The rooms, holders, neighbours and excluded kinds a query names, checked against the map rather
+than asked of the model: what the finder answers when the model's choice breaks one of them."""
+
+import pytest
+
+from planner.adapters.embeddings import SentenceEmbedder
+from planner.adapters.lexicon import WordNetLexicon
+from planner.adapters.llm import ScriptedPolicy
+from planner.core.object_finder import FinderSettings, ObjectFinder
+from planner.core.planning.grounding import Grounder
+from planner.core.query_constraints import read_query
+from planner.core.scene_graph import SceneGraph
+from planner.core.voxeland import parse_voxeland
+
+ROOMS = {"kitchen": [(0, 0), (5, 0), (5, 4), (0, 4)], "office": [(5, 0), (10, 0), (10, 4), (5, 4)]}
+
+
+def _instance(center, size, results):
+    return {"bbox": {"center": center, "size": size}, "n_observations": 10, "results": results}
+
+
+@pytest.fixture(scope="module")
+def home():
+    return SceneGraph.from_voxeland(parse_voxeland({"instances": {
+        "chair1": _instance([1.0, 1.0, 0.45], [0.45, 0.45, 0.9], {"chair": 80.0, "stool": 20.0}),
+        "stool1": _instance([3.0, 3.0, 0.35], [0.4, 0.4, 0.7], {"stool": 70.0, "chair": 30.0}),
+        "sofa1": _instance([1.0, 3.0, 0.4], [2.0, 0.9, 0.8], {"sofa": 90.0, "bed": 10.0}),
+        "chair2": _instance([6.0, 1.0, 0.45], [0.45, 0.45, 0.9], {"chair": 75.0, "stool": 25.0}),
+        "desk1": _instance([6.8, 1.0, 0.37], [1.2, 0.7, 0.74], {"desk": 85.0, "table": 15.0}),
+        "fridge1": _instance([4.5, 0.5, 0.9], [0.7, 0.7, 1.8], {"refrigerator": 90.0, "cabinet": 10.0}),
+        "milk1": _instance([4.5, 0.5, 0.6], [0.1, 0.1, 0.25], {"milk_carton": 90.0}),
+        "cup1": _instance([6.9, 1.0, 0.79], [0.08, 0.08, 0.1], {"cup": 60.0, "mug": 40.0}),
+        "cup2": _instance([2.0, 1.0, 0.05], [0.08, 0.08, 0.1], {"cup": 70.0, "mug": 30.0}),
+    }}), ROOMS)
+
+
+def finder(replies, grounder=None, **settings):
+    policy = ScriptedPolicy(replies)
+    return ObjectFinder(policy, FinderSettings(**{"check_answers": 0, **settings}), grounder=grounder), policy
+
+
+def answer(ids):
+    return {"query": "x", "ids": ids}
+
+
+def test_a_thing_in_another_room_than_the_one_named_gives_way_to_one_of_its_kind_in_that_room(home):
+    find, _ = finder([answer(["chair1"])])
+    found = find.find(home, "Can you point me to the chair in the office?")
+    assert found.relevant_objects == ["chair2"] and found.unchecked == ["chair1"]
+    assert found.calls == 1 and found.rounds[-1]["reply"]["ruled_out"] == ["chair1 is in the kitchen, not the office"]
+
+
+def test_next_to_is_measured_between_footprints_and_nothing_fits_when_no_such_neighbour_is_there(home):
+    find, _ = finder([answer(["chair1"]), answer(["sofa1"])])
+    assert find.find(home, "a chair next to the desk").relevant_objects == ["chair2"]
+    found = find.find(home, "a sofa next to the desk, please")
+    assert found.relevant_objects == [] and not found.query_achievable
+    assert "no desk stands within 0.5 m of sofa1" in found.explanation
+
+
+def test_an_excluded_kind_is_dropped_by_the_items_most_likely_label_and_the_check_judges_the_rest(home):
+    find, policy = finder([answer(["stool1", "chair1"]), {"fits": True}], check_answers=1)
+    found = find.find(home, "Something to sit on that is not a stool, please")
+    assert found.relevant_objects == ["chair1"]
+    # The model's yes/no is asked what kind of thing is meant, without the negation it reads badly.
+    assert policy.prompts[-1][1]["content"].startswith("Query: Something to sit on, please\nItem: chair1:")
+
+
+def test_two_excluded_kinds_exclude_only_when_both_name_labels_of_the_map(home):
+    find, _ = finder([answer(["chair1", "stool1", "sofa1"]), answer(["sofa1", "chair1"])])
+    assert find.find(home, "any seat, but no chair or stool").relevant_objects == ["sofa1"]
+    assert find.find(home, "any seat, but no chair or piano").relevant_objects == ["sofa1", "chair1"]
+
+
+def test_what_a_thing_stands_on_or_in_is_read_from_the_map_and_a_refrigerator_holds_things(home):
+    assert ("in", "fridge1") in home.relation_edges("milk1")  # no door state in a semantic map: the label says
+    find, _ = finder([answer(["cup2"]), answer(["milk_carton_1"]), answer(["cup1"])])
+    assert find.find(home, "the cup on the desk").relevant_objects == ["cup1"]
+    assert find.find(home, "the milk in the refrigerator").relevant_objects == ["milk1"]
+    assert find.find(home, "a cup in the refrigerator").relevant_objects == []  # it holds only milk
+    assert read_query("the milk in the refrigerator", home, lambda phrase, labels: {phrase} & set(labels)
+                      ).constraints[0].targets == {"refrigerator"}
+
+
+def test_a_phrase_that_grounds_in_nothing_of_the_map_constrains_nothing(home):
+    find, _ = finder([answer(["chair1"])])
+    found = find.find(home, "a chair next to the piano in the garden")
+    assert found.relevant_objects == ["chair1"]
+    assert all(round_["role"] != "constraints" for round_ in found.rounds)
+
+
+def test_other_names_are_grounded_by_meaning_and_the_rest_of_the_query_is_what_the_check_reads(home):
+    grounder = Grounder(SentenceEmbedder(), lexicon=WordNetLexicon())
+    find, _ = finder([answer(["chair1"]), answer(["chair2"])], grounder=grounder)
+    assert find.find(home, "the chair close to the couch").relevant_objects == []  # chair1 is 0.53 m from it
+    assert find.find(home, "a chair beside the writing desk").relevant_objects == ["chair2"]
+    reading = read_query("I'm looking for a place to sit that isn't a couch", home, find._labels_named)
+    assert [(c.kind, c.phrase, set(c.targets)) for c in reading.constraints] == [("not", "couch", {"sofa"})]
+    assert reading.wanted == "I'm looking for a place to sit"
+
+
+def test_constraints_can_be_left_to_the_model(home):
+    find, _ = finder([answer(["chair1"])], constraints=False)
+    assert find.find(home, "the chair in the office").relevant_objects == ["chair1"]
