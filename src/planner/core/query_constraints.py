@@ -107,6 +107,8 @@ def read_query(query: str, scene: SceneGraph, labels_named: Callable[[str, list[
     constraints: list[Constraint] = []
     for kind, pattern in _PATTERNS.items():
         for match in pattern.finditer(text):
+            if kind != "not" and re.search(r"\b(?:not|n't|except|but)\s*$", text[:match.start()]):
+                continue  # "a chair that is not in the kitchen" asks for one anywhere else: left to the model
             phrases = [p.strip() for p in match.groups() if p and p.strip()]
             room = _room_named(phrases[0], rooms) if kind == "on_or_in" else None
             if room is not None:
