@@ -27,15 +27,19 @@ NEXT_TO_M = 0.5  # footprints at most this far apart stand next to each other
 
 ConstraintKind = Literal["room", "on_or_in", "next_to", "not"]
 _ARTICLE = r"(?:(?:the|a|an|any|my|some)\s+)?"
+_PLACE_ARTICLE = r"(?:the|a|an|my|your|our|his|her|their)\s+"  # a place is said with one: "sit on that" names none
 _PHRASE = r"([a-z][a-z' -]*?)"
-_END = r"(?=\s*(?:[,.?!;]|$|\b(?:please|that|which|with|in|on|and|or|but)\b))"
+_ENDS = r"\s*(?:[.?!;]|$|\b(?:please|that|which|with|in|on|and|but)\b)"
 _PATTERNS: dict[ConstraintKind, re.Pattern] = {
+    # One kind or a list: "not a stool", "but no bench or stool", "not a chair, a couch or a stool".
     "not": re.compile(r"\b(?:that is not|that isn't|which is not|not|except(?: for)?|but no|other than|apart from|"
-                      rf"excluding|rather than)\s+{_ARTICLE}{_PHRASE}(?:\s+or\s+{_ARTICLE}{_PHRASE})?{_END}"),
-    "next_to": re.compile(rf"\b(?:next to|beside|alongside|close to)\s+{_ARTICLE}{_PHRASE}{_END}"),
+                      rf"excluding|rather than)\s+([a-z][a-z' ,-]*?)(?={_ENDS})"),
+    "next_to": re.compile(rf"\b(?:next to|beside|alongside|close to)\s+{_ARTICLE}{_PHRASE}(?=[,]|{_ENDS})"),
     # A room ("in the kitchen") or what holds the thing ("in the fridge", "on the shelf").
-    "on_or_in": re.compile(rf"\b(?:on|in|inside|on top of)\s+{_ARTICLE}{_PHRASE}{_END}"),
+    "on_or_in": re.compile(rf"\b(?:on|in|inside|on top of)\s+{_PLACE_ARTICLE}{_PHRASE}(?=[,]|{_ENDS})"),
 }
+_LISTED = re.compile(r"\s*(?:,|\bor\b|\bnor\b)\s*")
+_LEADING_ARTICLE = re.compile(r"^(?:the|a|an|any|my|some)\s+")
 
 
 @dataclass(frozen=True)
@@ -105,18 +109,23 @@ def read_query(query: str, scene: SceneGraph, labels_named: Callable[[str, list[
     # Every label the map gives: a neighbour that is nothing's most likely label is next to nothing.
     labels = sorted({label for e in _items(scene) for label in e.labels if label != STRUCTURE_LABEL})
     constraints: list[Constraint] = []
-    for kind, pattern in _PATTERNS.items():
+    for said_kind, pattern in _PATTERNS.items():
         for match in pattern.finditer(text):
+            kind = said_kind
             if kind != "not" and re.search(r"\b(?:not|n't|except|but)\s*$", text[:match.start()]):
                 continue  # "a chair that is not in the kitchen" asks for one anywhere else: left to the model
-            phrases = [p.strip() for p in match.groups() if p and p.strip()]
+            phrases = [_LEADING_ARTICLE.sub("", part.strip()) for part in _LISTED.split(match.group(1))]
+            phrases = [phrase for phrase in phrases if phrase]
+            if not phrases:
+                continue
             room = _room_named(phrases[0], rooms) if kind == "on_or_in" else None
             if room is not None:
                 kind, targets = "room", frozenset({room})
             else:
                 named = [labels_named(phrase, labels) for phrase in phrases]
-                # "but no X or Y" constrains only when both are grounded: half a negation is no reading of it.
+                # "but no X or Y" constrains only when each is grounded: half a negation is no reading of it.
                 targets = frozenset().union(*named) if all(named) else frozenset()
             if targets:
-                constraints.append(Constraint(kind, " or ".join(phrases), targets, match.span()))
+                end = match.start(1) + len(match.group(1).rstrip(" ,"))  # a list's last comma stays in the query
+                constraints.append(Constraint(kind, " or ".join(phrases), targets, (match.start(), end)))
     return QueryReading(query, tuple(constraints))
