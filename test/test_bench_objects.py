@@ -1,7 +1,10 @@
 """planner bench objects: metric definitions, bad input, and a scripted run through the CLI."""
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -116,11 +119,15 @@ def test_a_scripted_run_scores_every_query_and_writes_results_report_and_plot(be
 def test_generated_homes_are_reproducible_and_their_queries_and_truth_load_per_map(tmp_path, capsys):
     from planner.bench.generate import TEST_SEEDS_FROM
 
-    assert main(["bench", "generate", "objects", "--seeds", "7-8", "--out", str(tmp_path / "a")]) == 0
-    assert main(["bench", "generate", "objects", "--seeds", "7,8", "--out", str(tmp_path / "b")]) == 0
-    for relative in ("maps/home-7.json", "queries/home-8.yaml", "truth/home-8.yaml"):
+    # Each run in its own process with its own order of sets (string hashes differ between processes).
+    for folder, seeds, hash_seed in (("a", "7-8", "1"), ("b", "7,8", "2")):
+        subprocess.run([sys.executable, "-c", "import sys; from planner.cli import main; sys.exit(main(sys.argv[1:]))",
+                        "bench", "generate", "objects", "--seeds", seeds, "--out", str(tmp_path / folder)],
+                       env={**os.environ, "PYTHONHASHSEED": hash_seed}, check=True)
+    for relative in ("maps/home-7.json", "queries/home-7.yaml", "queries/home-8.yaml", "truth/home-8.yaml"):
         assert (tmp_path / "a" / relative).read_text() == (tmp_path / "b" / relative).read_text()
     assert (tmp_path / "a" / "maps" / "home-7.json").read_text() != (tmp_path / "a" / "maps" / "home-8.json").read_text()
+    assert main(["bench", "generate", "objects", "--seeds", "8", "--out", str(tmp_path / "e")]) == 0
     assert "home-8 (development)" in capsys.readouterr().err
     maps = load_bench(tmp_path / "a" / "maps", tmp_path / "a" / "queries", tmp_path / "a" / "truth", pytest.fail)
     assert [m.name for m in maps] == ["home-7", "home-8"]

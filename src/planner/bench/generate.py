@@ -246,7 +246,7 @@ def _descriptive(home: Home, rng: random.Random) -> list[Candidate]:
     furniture_kinds = [k.label for k in KINDS if k.furniture]
     for thing in [t for t in home.things if t.kind.furniture]:
         others = {o.kind.label for o in home.things if o.kind.furniture and o is not thing}
-        for other_label in others | {rng.choice(furniture_kinds)}:
+        for other_label in sorted(others | {rng.choice(furniture_kinds)}):  # a set's order changes between runs
             answer = [t for t in home.of_kind(thing.kind.label)
                       if any(t.gap(o) <= NEAR_M for o in home.of_kind(other_label) if o is not t)]
             out.append(Candidate("descriptive", f"{_article(_name(rng, thing.kind))} next to the "
@@ -274,7 +274,7 @@ def _negation(home: Home, rng: random.Random) -> list[Candidate]:
     out = []
     for use, (phrases, _) in USES.items():
         kinds = sorted({k.label for k in KINDS if use in k.uses})
-        for label in {t.kind.label for t in home.using(use)} | {rng.choice(kinds)}:
+        for label in sorted({t.kind.label for t in home.using(use)} | {rng.choice(kinds)}):
             answer = [t for t in home.using(use) if t.kind.label != label]
             out.append(Candidate("negation", f"{rng.choice(phrases)} that is not "
                                              f"{_article(_name(rng, KIND_BY_LABEL[label]))}", _ids(answer)))
