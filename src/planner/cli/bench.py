@@ -94,13 +94,14 @@ def _bench_setup(args):
     policy, server, llm = opened
     model = "" if llm["backend"] == "scripted" else "-" + llm["model"].replace("/", "_")
     embedder = SentenceEmbedder()
+    grounder = make_grounder(config, embedder)  # one grounder, one cache of phrase vectors, one WordNet read
     goal_policy = finder = None
     if policy is not None:
         goal_policy, server = _part_llm(config, "goal_step", policy, server, llm)
         finder_policy, server = _part_llm(config, "object_finder", policy, server, llm)
-        finder = ObjectFinder(finder_policy, config.object_finder, embedder, make_grounder(config, embedder))
+        finder = ObjectFinder(finder_policy, config.object_finder, embedder, grounder)
     setup = tasks.BenchSetup(suite, skills, _bench_settings(config, getattr(args, "mode", None)), policy, None, args.faults, args.seed,
-                             finder=finder, grounder=make_grounder(config, embedder),
+                             finder=finder, grounder=grounder,
                              goal_policy=goal_policy if goal_policy is not policy else None)
     return config, setup, server, llm, f"{suite.suite.name}-{llm['backend']}{model}"
 

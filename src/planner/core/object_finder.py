@@ -350,10 +350,10 @@ class ObjectFinder:
         names = prompt_names(scene, ids)
         lines = {i: describe_item(scene, scene.entity(i), show_room, names) for i in ids}
         evidence = {i: describe_item(scene, scene.entity(i), show_room, names, geometry=False) for i in ids}
-        reading = read_query(query.strip(), scene, self._labels_named) if self.settings.constraints else None
-        ruled_out = {i: reason for i in ids if reading and (reason := reading.ruled_out(scene, scene.entity(i)))}
-        return Prepared(query.strip(), workflow, ids, names, lines, evidence, len(items), show_room,
-                        reading or QueryReading(query.strip(), ()), ruled_out,
+        query = query.strip()
+        reading = read_query(query, scene, self._labels_named) if self.settings.constraints else QueryReading(query, ())
+        ruled_out = {i: reason for i in ids if (reason := reading.ruled_out(scene, scene.entity(i)))}
+        return Prepared(query, workflow, ids, names, lines, evidence, len(items), show_room, reading, ruled_out,
                         {i: top_label(scene.entity(i)) for i in ids})
 
     def run(self, prepared: Prepared) -> FoundObjects:
