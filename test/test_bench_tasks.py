@@ -221,12 +221,25 @@ def test_episodes_do_not_depend_on_the_hash_seed(tmp_path):
 def test_a_recorded_judgement_replays_with_its_probability_of_yes():
     from planner.adapters.llm import ScriptedPolicy
     from planner.bench.tasks import RecordingPolicy
-    from planner.core.ports import judged
+    from planner.core.ports import YES_NO_SCHEMA, fits_of, judged
+    from planner.core.types import PolicyReply
 
     recording = RecordingPolicy(ScriptedPolicy([{"fits": True, "p": 0.35}]))
     assert judged(recording, [{"role": "user", "content": "fits?"}]).yes_probability == 0.35
     replay = judged(ScriptedPolicy(recording.replies), [{"role": "user", "content": "fits?"}])
     assert (replay.text, replay.yes_probability) == ('{"fits": true, "p": 0.35}', 0.35)
+
+    class BareJudge:  # a server's bare yes/no, as the object finder's check asks for it
+        def complete(self, messages, schema):
+            raise AssertionError("a judgement is asked for")
+
+        def judge(self, messages, schema):
+            return PolicyReply("false", yes_probability=0.2)
+
+    recording = RecordingPolicy(BareJudge())
+    judged(recording, [{"role": "user", "content": "fits?"}], YES_NO_SCHEMA)
+    replay = judged(ScriptedPolicy(recording.replies), [{"role": "user", "content": "fits?"}], YES_NO_SCHEMA)
+    assert (fits_of(replay.text), replay.yes_probability) == (False, 0.2)
 
 
 def test_generated_homes_and_tasks_load_as_a_suite_in_three_tiers_with_refusals(tmp_path, capsys):

@@ -12,6 +12,7 @@ from conftest import chat_server
 from planner.adapters import model_store
 from planner.adapters.llm import FallbackPolicy, LLMSettings, OpenAICompatiblePolicy, open_policy
 from planner.core.errors import PolicyError
+from planner.core.ports import JUDGEMENT_SCHEMA, YES_NO_SCHEMA, fits_of
 
 SCHEMA = {"type": "object", "properties": {"action": {"enum": ["GOTO(kitchen)"]}}, "required": ["action"]}
 
@@ -72,6 +73,21 @@ def test_a_judgement_reads_how_sure_the_model_was_from_its_token_probabilities(s
     assert "tools" not in sent and "fits" in json.dumps(sent["response_format"])  # tool calls carry no probabilities
     assert policy.complete([{"role": "user", "content": "go"}], SCHEMA).yes_probability is None
     assert "logprobs" not in requests[-1]
+
+
+@pytest.mark.parametrize("mode", ["json_object_schema", "json_schema", "tool_call"])
+def test_a_bare_yes_or_no_is_asked_where_the_server_takes_one_and_read_in_either_form(server, mode):
+    url, requests = server
+    policy = OpenAICompatiblePolicy(url, "key", "some-model", mode, timeout_s=5, max_retries=0, temperature=0.0, max_tokens=64)
+    reply = policy.judge([{"role": "user", "content": "does it fit? Answer true or false."}], YES_NO_SCHEMA)
+    sent_schema = requests[-1]["response_format"].get("schema") or requests[-1]["response_format"]["json_schema"]["schema"]
+    # llama.cpp's form takes a bare boolean (one token to write); OpenAI's takes only an object at the root.
+    assert sent_schema == (YES_NO_SCHEMA if mode == "json_object_schema" else JUDGEMENT_SCHEMA)
+    assert fits_of(reply.text) is True and reply.yes_probability == pytest.approx(0.4)
+    assert (fits_of("false"), fits_of('{"fits": false}')) == (False, False)
+    for wrong in ('"yes"', '{"fit": true}', "maybe"):
+        with pytest.raises(ValueError):
+            fits_of(wrong)
 
 
 def test_an_unreachable_server_raises_a_clear_error():

@@ -85,8 +85,10 @@ def test_each_answer_is_checked_on_its_own_and_nothing_fits_when_no_checked_item
                            {"fits": True, "p": 0.7}], check_answers=2, check_threshold=0.6)
     found = find.find(scene, "a seat that is not a couch")
     checks = [prompt[1]["content"] for prompt in policy.prompts[1:]]
-    assert checks[0].startswith("Query: a seat that is not a couch\nItem: sofa1: sofa 0.90, bed 0.10")
-    assert "Item: chair1: chair 0.55, stool 0.45" in checks[1]
+    assert checks[0].startswith("Query: a seat that is not a couch\n")
+    assert "\nItem: sofa1: sofa 0.90, bed 0.10" in checks[0] and "\nItem: chair1: chair 0.55, stool 0.45" in checks[1]
+    # Only the item differs, at the end: the server keeps the rest from the check before.
+    assert checks[0].split("\nItem: ")[0] == checks[1].split("\nItem: ")[0]
     assert policy.prompts[1][0] == policy.prompts[0][0]  # the map prompt again: the server has it cached
     # The sofa is dropped; the unchecked table stays behind the chair that fits.
     assert found.relevant_objects == ["chair1", "table1"] and found.calls == 3
@@ -94,7 +96,7 @@ def test_each_answer_is_checked_on_its_own_and_nothing_fits_when_no_checked_item
     assert [r["reply"]["p_yes"] for r in found.rounds[1:]] == [0.4, 0.7]  # a yes below the threshold is a no
     assert found.unchecked == ["sofa1", "chair1", "table1"]
 
-    find, _ = finder([answer(["sofa1", "table1", "cup1"]), {"fits": False}, {"fits": False}], check_answers=2)
+    find, _ = finder([answer(["sofa1", "table1", "cup1"]), "false", {"fits": False}], check_answers=2)  # either form
     found = find.find(scene, "a piano")
     assert found.relevant_objects == [] and not found.query_achievable  # the unchecked cup goes too
     assert found.explanation == "none of the 4 items shown meets the query"

@@ -27,7 +27,7 @@ from planner.adapters.model_store import DEFAULT_MODEL, MODELS
 from planner.adapters.processes import DIE_WITH_PARENT
 from planner.core.errors import PolicyError
 from planner.core.files import StrictModel, load_yaml
-from planner.core.ports import JUDGEMENT_SCHEMA, Policy, judged
+from planner.core.ports import JUDGEMENT_SCHEMA, Policy, fits_of, judged
 from planner.core.types import PolicyReply
 
 log = logging.getLogger(__name__)
@@ -122,11 +122,12 @@ class ScriptedPolicy:
                 raise PolicyError("the scripted policy has no replies left")
             return PolicyReply(self._replies.pop(0))
 
-    def judge(self, messages: list[dict]) -> PolicyReply:
-        """The next reply; {"fits": ..., "p": 0.7} scripts the probability of yes too."""
-        reply = self.complete(messages, JUDGEMENT_SCHEMA)
+    def judge(self, messages: list[dict], schema: dict = JUDGEMENT_SCHEMA) -> PolicyReply:
+        """The next reply, in either form; {"fits": ..., "p": 0.7} scripts the probability of yes too."""
+        reply = self.complete(messages, schema)
         data = json.loads(reply.text)
-        return PolicyReply(reply.text, yes_probability=data.get("p", float(bool(data.get("fits")))))
+        p = data.get("p") if isinstance(data, dict) else None
+        return PolicyReply(reply.text, yes_probability=float(fits_of(reply.text)) if p is None else p)
 
 
 
@@ -173,7 +174,7 @@ class OpenAICompatiblePolicy:
                            completion_tokens=usage.completion_tokens if usage else 0,
                            seconds=time.monotonic() - started, source=self.label)
 
-    def judge(self, messages: list[dict]) -> PolicyReply:
+    def judge(self, messages: list[dict], schema: dict = JUDGEMENT_SCHEMA) -> PolicyReply:
         """A yes/no reply with the model's probability of yes, read from the alternatives of the
         token where it wrote true or false. Servers give the model's own probabilities there,
         before the schema's grammar masks them, so the figure says how sure the model was.
@@ -182,6 +183,8 @@ class OpenAICompatiblePolicy:
         written (measured after a 1,500-token map: 6.5 s a judgement whole, 1.3 s streamed)."""
         # Tool calls carry no token probabilities; the schema goes in the response format.
         mode = "json_schema" if self.structured_output == "tool_call" else self.structured_output
+        if mode == "json_schema" and schema.get("type") != "object":
+            schema = JUDGEMENT_SCHEMA  # OpenAI's structured outputs take only an object at the root
         started = time.monotonic()
         text: list[str] = []
         tokens: list = []
@@ -190,7 +193,7 @@ class OpenAICompatiblePolicy:
             for chunk in self.client.chat.completions.create(
                     model=self.model, messages=messages, temperature=self.temperature, max_tokens=self.max_tokens,
                     logprobs=True, top_logprobs=5, stream=True, stream_options={"include_usage": True},
-                    **self._format_arguments(JUDGEMENT_SCHEMA, mode)):
+                    **self._format_arguments(schema, mode)):
                 usage = chunk.usage or usage
                 for choice in chunk.choices[:1]:
                     text.append((choice.delta.content if choice.delta else None) or "")
@@ -238,8 +241,8 @@ class FallbackPolicy:
     def complete(self, messages: list[dict], schema: dict) -> PolicyReply:
         return self._first_answer(lambda policy: policy.complete(messages, schema))
 
-    def judge(self, messages: list[dict]) -> PolicyReply:
-        return self._first_answer(lambda policy: judged(policy, messages))
+    def judge(self, messages: list[dict], schema: dict = JUDGEMENT_SCHEMA) -> PolicyReply:
+        return self._first_answer(lambda policy: judged(policy, messages, schema))
 
     def _first_answer(self, ask: Callable[[Policy], PolicyReply]) -> PolicyReply:
         now = self.clock()
@@ -270,8 +273,8 @@ class RevivingPolicy:
     def complete(self, messages: list[dict], schema: dict) -> PolicyReply:
         return self._revived(lambda: self.policy.complete(messages, schema))
 
-    def judge(self, messages: list[dict]) -> PolicyReply:
-        return self._revived(lambda: self.policy.judge(messages))
+    def judge(self, messages: list[dict], schema: dict = JUDGEMENT_SCHEMA) -> PolicyReply:
+        return self._revived(lambda: self.policy.judge(messages, schema))
 
     def _revived(self, ask: Callable[[], PolicyReply]) -> PolicyReply:
         try:

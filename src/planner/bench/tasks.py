@@ -9,6 +9,7 @@ an interrupted run keeps what it measured and `--resume` carries on.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -30,7 +31,7 @@ from planner.core.object_finder import ObjectFinder
 from planner.core.plan_check import PlanChecker
 from planner.core.planning.grounding import Grounder
 from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
-from planner.core.ports import Policy, judged
+from planner.core.ports import JUDGEMENT_SCHEMA, Policy, fits_of, judged
 from planner.core.skills import SkillPlanner
 from planner.core.types import PolicyReply, TraceStep
 from planner.sim.faults import GarbledPolicy, fault_events, random_faults
@@ -69,12 +70,14 @@ class RecordingPolicy:
         self.replies.append(reply.text)
         return reply
 
-    def judge(self, messages: list[dict]) -> PolicyReply:
+    def judge(self, messages: list[dict], schema: dict = JUDGEMENT_SCHEMA) -> PolicyReply:
         """Kept with the probability of yes, which a replay needs as much as the text."""
-        reply = judged(self.policy, messages)
-        recorded = json.loads(reply.text) if reply.yes_probability is not None else None
-        self.replies.append(json.dumps({**recorded, "p": reply.yes_probability}) if isinstance(recorded, dict)
-                            else reply.text)
+        reply = judged(self.policy, messages, schema)
+        recorded = reply.text
+        if reply.yes_probability is not None:
+            with contextlib.suppress(ValueError):  # a reply the caller refuses is replayed as it came
+                recorded = json.dumps({"fits": fits_of(reply.text), "p": reply.yes_probability})
+        self.replies.append(recorded)
         return reply
 
 

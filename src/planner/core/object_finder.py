@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from planner.core.asking import ask_validated
 from planner.core.errors import PlannerError
 from planner.core.planning.grounding import Grounder
-from planner.core.ports import JUDGEMENT_SCHEMA, Embedder, Judgement, Policy, judged, probability_of_yes
+from planner.core.ports import YES_NO_SCHEMA, Embedder, Judgement, Policy, fits_of, judged, probability_of_yes
 from planner.core.query_constraints import QueryReading, read_query, top_label
 from planner.core.scene_graph import Entity, SceneGraph
 from planner.core.types import PolicyReply
@@ -60,7 +60,7 @@ class FinderSettings(BaseModel):
     check_answers: int = Field(default=2, ge=0, description="the first N ids of an answer are checked one by one "
                                "against the query and dropped when they do not meet it; when none of them does, the "
                                "answer is that nothing fits (0: no check)")
-    check_threshold: float = Field(default=0.5, ge=0, le=1, description="an id passes the check when the model's "
+    check_threshold: float = Field(default=0.65, ge=0, le=1, description="an id passes the check when the model's "
                                    "probability that it fits is at least this (servers without token probabilities: "
                                    "when it says it fits)")
     constraints: bool = Field(default=True, description="the room, what a thing stands on or in, the furniture "
@@ -258,10 +258,11 @@ MEMBER_LENSES = ("",
                  "\nAn item may be what its second label says: weigh every label before you answer.",
                  "\nBe strict: list only the items that surely meet every part of the query.")
 
+# The item comes last: every check of a query shares what comes before it, which the server keeps.
 CHECK_PROMPT = """Query: {query}
-Item: {line}
-Look only at this item. Does it meet every part of the query, including any "not" or condition?
-Its labels are uncertain: judge by the most likely ones. Answer with JSON: fits true or false."""
+Does the item below meet every part of the query, including any "not" or condition? Look only at
+that item; its labels are uncertain: judge by the most likely ones. Answer true or false.
+Item: {line}"""
 
 CHOOSER_ROLE = """Several answers were given to the query below. Choose the one that best meets the
 query, judged against the map. Answer with JSON: choice (the answer's number) and a short reason."""
@@ -420,8 +421,8 @@ class ObjectFinder:
         # The constraints checked against the map are left out: the model judges what kind of thing is meant.
         messages = run.messages(CHECK_PROMPT.format(query=run.prepared.reading.wanted,
                                                     line=run.prepared.lines[run.id_of[name]]))
-        value = self._ask(run, f"check {name}", messages, JUDGEMENT_SCHEMA, Judgement.model_validate_json,
-                          lambda current: judged(self.policy, current))
+        value = self._ask(run, f"check {name}", messages, YES_NO_SCHEMA, lambda text: Judgement(fits=fits_of(text)),
+                          lambda current: judged(self.policy, current, YES_NO_SCHEMA))
         p_yes = probability_of_yes(run.last_reply, value.fits)
         run.rounds[-1]["reply"]["p_yes"] = round(p_yes, 3)
         return p_yes >= self.settings.check_threshold

@@ -3,6 +3,7 @@ sentence embedder. Implemented in process (sim, tests) and over ROS (nodes) alik
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
@@ -63,15 +64,26 @@ class Judgement(BaseModel):
 
 
 JUDGEMENT_SCHEMA = {"type": "object", "properties": {"fits": {"type": "boolean"}}, "required": ["fits"]}
+# A bare true or false: one token to write. llama.cpp's Python server sorts the whole vocabulary for
+# each token it writes with probabilities (~0.2 s on a CPU), so {"fits": true}'s six tokens took
+# ~2.3 s a judgement after a map, this form ~1 s. Servers whose structured output needs an object
+# at the root are sent JUDGEMENT_SCHEMA instead; `fits_of` reads either.
+YES_NO_SCHEMA = {"type": "boolean"}
+
+
+def fits_of(text: str) -> bool:
+    """The yes or no of a judgement written in either form; ValueError when it is neither."""
+    value = json.loads(text)
+    return value if isinstance(value, bool) else Judgement.model_validate(value).fits
 
 
 @runtime_checkable
 class Judge(Protocol):
     """A policy that can say how sure it is of a yes/no answer, from its token probabilities."""
 
-    def judge(self, messages: list[dict]) -> PolicyReply:
-        """A reply in JUDGEMENT_SCHEMA with `yes_probability` set when the server gives token
-        probabilities."""
+    def judge(self, messages: list[dict], schema: dict = JUDGEMENT_SCHEMA) -> PolicyReply:
+        """A reply in `schema` (JUDGEMENT_SCHEMA or YES_NO_SCHEMA) with `yes_probability` set when
+        the server gives token probabilities."""
 
 
 
@@ -94,9 +106,9 @@ class Lexicon(Protocol):
         """The senses of which the phrase's usual senses are a kind (a pullover: a sweater's)."""
 
 
-def judged(policy: Policy, messages: list[dict]) -> PolicyReply:
+def judged(policy: Policy, messages: list[dict], schema: dict = JUDGEMENT_SCHEMA) -> PolicyReply:
     """A yes/no reply from any policy: with the probability of yes where the policy can judge."""
-    return policy.judge(messages) if isinstance(policy, Judge) else policy.complete(messages, JUDGEMENT_SCHEMA)
+    return policy.judge(messages, schema) if isinstance(policy, Judge) else policy.complete(messages, schema)
 
 
 def probability_of_yes(reply: PolicyReply, fits: bool) -> float:

@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import Field
 
 from planner.core.files import StrictModel
-from planner.core.ports import Policy, judged
+from planner.core.ports import JUDGEMENT_SCHEMA, Policy, judged
 from planner.core.robot_profile import RobotProfile
 from planner.core.types import PolicyReply
 from planner.core.world import World
@@ -66,11 +66,11 @@ class GarbledPolicy:
             return PolicyReply(self.garbage[self.calls])
         return self.policy.complete(messages, schema)
 
-    def judge(self, messages: list[dict]) -> PolicyReply:
+    def judge(self, messages: list[dict], schema: dict = JUDGEMENT_SCHEMA) -> PolicyReply:
         self.calls += 1
         if self.calls in self.garbage:
             return PolicyReply(self.garbage[self.calls])
-        return judged(self.policy, messages)
+        return judged(self.policy, messages, schema)
 
 
 def random_faults(rng: random.Random, objects: list[str]) -> list[Fault]:
