@@ -96,6 +96,11 @@ def test_each_answer_is_checked_on_its_own_and_nothing_fits_when_no_checked_item
     assert [r["reply"]["p_yes"] for r in found.rounds[1:]] == [0.4, 0.7]  # a yes below the threshold is a no
     assert found.unchecked == ["sofa1", "chair1", "table1"]
 
+    # The checks stop at the first id that fits: the ids after it stay as the model ordered them.
+    find, policy = finder([answer(["chair1", "sofa1"]), {"fits": True, "p": 0.9}], check_answers=2)
+    found = find.find(scene, "a seat")
+    assert found.relevant_objects == ["chair1", "sofa1"] and found.calls == 2 and len(policy.prompts) == 2
+
     find, _ = finder([answer(["sofa1", "table1", "cup1"]), "false", {"fits": False}], check_answers=2)  # either form
     found = find.find(scene, "a piano")
     assert found.relevant_objects == [] and not found.query_achievable  # the unchecked cup goes too

@@ -173,8 +173,8 @@ def test_a_request_in_plain_words_is_answered_by_the_object_finder_with_ids_from
 
     replies = tmp_path / "replies.yaml"
     replies.write_text(yaml.safe_dump([{"query": "a drink", "ids": ["juice_9"]},   # not in the map: sent back
-                                       {"query": "a drink", "ids": ["bottle_1", "cup_1"]},
-                                       {"fits": True}, {"fits": False}]))  # the check of the first two
+                                       {"query": "a drink", "ids": ["cup_1", "bottle_1"]},
+                                       {"fits": False}, {"fits": True}]))  # checked until one fits
     running = Perception(load_config(write_config(tmp_path, llm={"provider": "scripted", "script": str(replies)})))
     try:
         def find(**fields):
