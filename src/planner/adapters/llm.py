@@ -123,11 +123,16 @@ class ScriptedPolicy:
             return PolicyReply(self._replies.pop(0))
 
     def judge(self, messages: list[dict], schema: dict = JUDGEMENT_SCHEMA) -> PolicyReply:
-        """The next reply, in either form; {"fits": ..., "p": 0.7} scripts the probability of yes too."""
+        """The next reply, in either form; {"fits": ..., "p": 0.7} scripts the probability of yes
+        too, which is otherwise 1 or 0 as the reply says (none for a reply that is no judgement,
+        which the caller then refuses as it would a server's)."""
         reply = self.complete(messages, schema)
-        data = json.loads(reply.text)
-        p = data.get("p") if isinstance(data, dict) else None
-        return PolicyReply(reply.text, yes_probability=float(fits_of(reply.text)) if p is None else p)
+        try:
+            data = json.loads(reply.text)
+            p = data.get("p") if isinstance(data, dict) else None
+            return PolicyReply(reply.text, yes_probability=float(fits_of(reply.text)) if p is None else p)
+        except ValueError:
+            return reply
 
 
 
