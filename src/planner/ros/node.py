@@ -18,6 +18,8 @@ from planner.core.errors import PlannerError, PolicyError
 from planner.ros.qos import ALIVE, STATUS_QOS, STATUS_TOPIC
 from planner.wiring import open_llm, open_part_llm
 
+NODE_THREADS = 4  # executor threads of each node process
+
 
 class UnavailablePolicy:
     """Stands where the configured LLM could not be set up, so each call ends with the reason."""
@@ -135,7 +137,7 @@ class PlannerNode(Node):
 
 
 def spin_node(node: Node) -> None:
-    executor = MultiThreadedExecutor(num_threads=4)
+    executor = MultiThreadedExecutor(num_threads=NODE_THREADS)
     executor.add_node(node)
     try:
         executor.spin()

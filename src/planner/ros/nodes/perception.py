@@ -151,20 +151,22 @@ class PerceptionNode(PlannerNode):
         self.unsaved = restored is None
         self.saver = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scene-save")
         self.saving = None
-        # One group: every callback sees and changes the graph in turn.
-        group = MutuallyExclusiveCallbackGroup()
+        # Each callback its own group, all sharing the graph under self.lock: in one group rclpy
+        # serves its ready timers before its subscriptions and services, so on a loaded machine,
+        # where a tick outlasts its period, the tick alone ran and camera frames were dropped for
+        # want of the robot pose that sat unread.
+        own_group = MutuallyExclusiveCallbackGroup
         self.graph_pub = self.create_publisher(SceneGraphMsg, "scene_graph", LATCHED)
         self.update_pub = self.create_publisher(SceneGraphUpdate, "scene_graph/updates", RELIABLE)
         self.marker_pub = self.create_publisher(MarkerArray, "scene_graph/markers", LATCHED)
-        self.create_subscription(Detection3DArray, "perception/detections", self._on_detections, RELIABLE, callback_group=group)
-        self.create_subscription(RobotState, "robot/state", self._on_robot_state, RELIABLE, callback_group=group)
-        self.create_subscription(FailureMessage, "controller/failure", self._on_failure, RELIABLE, callback_group=group)
-        self.create_service(GetRooms, "perception/get_rooms", self._get_rooms, callback_group=group)
-        self.create_service(GetObjectsInRoom, "perception/get_objects_in_room", self._get_objects_in_room, callback_group=group)
-        self.create_service(GetObject, "perception/get_object", self._get_object, callback_group=group)
-        # A request in plain words waits seconds for the LLM: its own group, so the graph's callbacks go on.
-        self.create_service(FindObjects, "perception/find_objects", self._find_objects,
-                            callback_group=MutuallyExclusiveCallbackGroup())
+        self.create_subscription(Detection3DArray, "perception/detections", self._on_detections, RELIABLE, callback_group=own_group())
+        self.create_subscription(RobotState, "robot/state", self._on_robot_state, RELIABLE, callback_group=own_group())
+        self.create_subscription(FailureMessage, "controller/failure", self._on_failure, RELIABLE, callback_group=own_group())
+        self.create_service(GetRooms, "perception/get_rooms", self._get_rooms, callback_group=own_group())
+        self.create_service(GetObjectsInRoom, "perception/get_objects_in_room", self._get_objects_in_room, callback_group=own_group())
+        self.create_service(GetObject, "perception/get_object", self._get_object, callback_group=own_group())
+        # A request in plain words waits seconds for the LLM; the graph's callbacks go on meanwhile.
+        self.create_service(FindObjects, "perception/find_objects", self._find_objects, callback_group=own_group())
         self.finder: ObjectFinder | None = None  # with its LLM, made at the first request in plain words
         self.llm = None  # the configured LLM, opened at the first request that needs one
         self.embedder: SentenceEmbedder | None = None  # likewise the sentence model
@@ -174,9 +176,9 @@ class PerceptionNode(PlannerNode):
         self.create_service(Tell, "memory/tell", self._tell_service, callback_group=telling)
         self.create_subscription(String, "memory/tell", lambda msg: self._tell(msg.data), RELIABLE,
                                  callback_group=telling)
-        self.create_service(GetRobotState, "perception/get_robot_state", self._get_robot_state, callback_group=group)
-        self.create_service(GetSceneGraph, "perception/get_scene_graph", self._get_scene_graph, callback_group=group)
-        self.create_timer(TICK_S, self._tick, callback_group=group)
+        self.create_service(GetRobotState, "perception/get_robot_state", self._get_robot_state, callback_group=own_group())
+        self.create_service(GetSceneGraph, "perception/get_scene_graph", self._get_scene_graph, callback_group=own_group())
+        self.create_timer(TICK_S, self._tick, callback_group=own_group())
 
     def _prior_map(self, world) -> tuple[SceneGraph, list]:
         """The map to start from: a Voxeland map if configured, else the world as mapped before;
@@ -208,17 +210,17 @@ class PerceptionNode(PlannerNode):
 
     def _fuse(self, frame: SensorFrame, received: float) -> bool:
         """Fuse a frame once its transform into the map is known; False while it must wait."""
-        try:
-            placed = frame.in_map(self.frames)
-        except TransformNotReady:
-            if len(self.pending) >= PENDING_FRAMES_MAX:
-                self.pending.pop(0)
-            self.pending.append((received, frame))
-            return False
-        except FrameError as error:
-            self.report("error", f"detections rejected: {error}")
-            return True
         with self.lock:
+            try:
+                placed = frame.in_map(self.frames)
+            except TransformNotReady:
+                if len(self.pending) >= PENDING_FRAMES_MAX:
+                    self.pending.pop(0)
+                self.pending.append((received, frame))
+                return False
+            except FrameError as error:
+                self.report("error", f"detections rejected: {error}")
+                return True
             report = self.scene.fuse(placed)
             self.seen_until = max(self.seen_until, frame.stamp)
         for object_id in report.moved + report.merged:
@@ -234,12 +236,13 @@ class PerceptionNode(PlannerNode):
             self.report("error", f"robot state rejected: {problem}")
             return
         robot = robot_from_msg(msg)
-        self.frames.set_dynamic(self.profile.map_frame, self.profile.base_frame, seconds(msg.header.stamp), planar(robot.pose))
         with self.lock:
+            self.frames.set_dynamic(self.profile.map_frame, self.profile.base_frame, seconds(msg.header.stamp),
+                                    planar(robot.pose))
             self.scene.set_robot(robot)
-        waiting, self.pending = self.pending, []
-        for received, frame in waiting:
-            self._fuse(frame, received)
+            waiting, self.pending = self.pending, []
+            for received, frame in waiting:
+                self._fuse(frame, received)
 
     def _on_failure(self, msg: FailureMessage) -> None:
         """The controller found an object missing from its place: stop trusting that place."""
@@ -256,9 +259,10 @@ class PerceptionNode(PlannerNode):
     # ---- outputs --------------------------------------------------------------------------------
     def _tick(self) -> None:
         now = time.monotonic()
-        stale = [frame for received, frame in self.pending if now - received > self.settings.transform_wait_s]
-        if stale:
+        with self.lock:
+            stale = [frame for received, frame in self.pending if now - received > self.settings.transform_wait_s]
             self.pending = [(r, f) for r, f in self.pending if now - r <= self.settings.transform_wait_s]
+        if stale:
             self.report("warn", f"{len(stale)} camera frame(s) dropped: no robot pose for their stamp within "
                                 f"{self.settings.transform_wait_s} s (is /robot/state published?)")
         stamp = stamp_now(self)

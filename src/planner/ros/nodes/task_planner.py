@@ -122,8 +122,9 @@ class RosTools:
             self.current = None
         # The robot looks once it has acted (as the in-process robot does after each command), so
         # the next step sees the skill's outcome; without a camera frame in time it goes on as is.
-        camera = self.node.skills.robot.camera
-        self.node.mirror.wait_for_look(seconds(stamp_now(self.node)), LOOK_FRAMES / camera.rate_hz, self.canceled)
+        # A frame may wait in perception for the robot pose of its stamp before it is in the graph.
+        look_s = LOOK_FRAMES / self.node.skills.robot.camera.rate_hz + self.node.config.perception.transform_wait_s
+        self.node.mirror.wait_for_look(seconds(stamp_now(self.node)), look_s, self.canceled)
         return SkillResult(result.success, result.message, None if result.success else failure_from_msg(result.failure))
 
     def explain(self, failure: FailureInfo) -> SuggestionInfo | None:
