@@ -223,10 +223,10 @@ class PerceptionNode(PlannerNode):
                 return True
             report = self.scene.fuse(placed)
             self.seen_until = max(self.seen_until, frame.stamp)
-        for object_id in report.moved + report.merged:
-            self.get_logger().info(f"{object_id} moved: now {'; '.join(self.scene.relations(object_id))}")
-        for object_id in report.created:
-            self.get_logger().info(f"new object {object_id}: {'; '.join(self.scene.relations(object_id))}")
+            for object_id in report.moved + report.merged:
+                self.get_logger().info(f"{object_id} moved: now {'; '.join(self.scene.relations(object_id))}")
+            for object_id in report.created:
+                self.get_logger().info(f"new object {object_id}: {'; '.join(self.scene.relations(object_id))}")
         for object_id in report.missing:
             self.get_logger().info(f"{object_id} not seen where mapped; marked missing")
         return True
@@ -253,8 +253,9 @@ class PerceptionNode(PlannerNode):
         object_id = missing_object(failure)
         with self.lock:
             copy_id = self.scene.mark_missing(object_id) if object_id and self.scene.has(object_id) else None
-        if copy_id:
-            self.get_logger().info(f"{object_id} moved: it was seen as {copy_id}; now {'; '.join(self.scene.relations(object_id))}")
+            if copy_id:
+                self.get_logger().info(f"{object_id} moved: it was seen as {copy_id}; "
+                                       f"now {'; '.join(self.scene.relations(object_id))}")
 
     # ---- outputs --------------------------------------------------------------------------------
     def _tick(self) -> None:
