@@ -498,7 +498,8 @@ def plot(results: dict, path: Path) -> None:
         axis.set_title("honest robots" if condition == "honest" else "one robot answers the opposite")
         axis.set_ylim(0, 105)
     axes[0].set_ylabel("accuracy (%)")
-    axes[1].legend(fontsize=7, loc="upper right")
+    # Beside the panels: inside one it hid the bars of the largest homes.
+    fig.legend(*axes[1].get_legend_handles_labels(), fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
