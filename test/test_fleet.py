@@ -9,7 +9,7 @@ import pytest
 
 from conftest import ROBOT
 from planner.adapters.llm import ScriptedPolicy
-from planner.bench.fleet import make_fleet_home, make_questions
+from planner.bench.fleet import evidence_bound, make_fleet_home, make_questions
 from planner.cli import main
 from planner.core.answer_model import (
     AnswerModelSettings,
@@ -131,6 +131,18 @@ def test_the_latest_look_trusts_the_robot_that_looked_last_and_votes_when_none_d
     assert decision.decide(Question("mug", "kitchen"), alone) == (True, "latest look")
     assert FleetDecision(None, confidence=False, rule="vote").decide(Question("mug", "kitchen"), alone) == \
         (False, "majority vote")
+
+
+def test_the_evidence_bound_answers_each_kind_of_evidence_by_its_commoner_truth():
+    saw = (RobotAnswer("a", True, 1.0, True, 60.0, saw=True), answer("b", False, looked=False))
+    missed = (answer("a", False), answer("b", False, looked=False))
+    nobody = (answer("a", False, looked=False), answer("b", False, looked=False))
+    # Seen there: yes twice, moved away once. Looked and missed: a thing shut in a cupboard, and one not there.
+    asked = [(saw, True), (saw, True), (saw, False), (missed, True), (missed, False), (nobody, True)]
+    examples = [Example(Question("mug", f"room_{i}", truth), answers) for i, (answers, truth) in enumerate(asked)]
+    # No rule over what the robots saw tells the moved mug or the cupboard apart: 4 of 6 at best.
+    assert evidence_bound(examples) == pytest.approx(66.67)
+    assert evidence_bound([]) == 0.0
 
 
 def test_a_robot_answers_from_its_own_memory():
@@ -348,7 +360,13 @@ def test_the_fleet_bench_runs_with_scripted_answers_and_writes_results(tmp_path)
     assert list(by_evidence) == ["seen there", "looked, not seen", "nobody looked"]
     assert sum(asked for _, asked in by_evidence.values()) == 12
     assert sum(right for right, _ in honest["by_evidence"]["vote"].values()) == 6
-    assert "## By what the fleet knew" in (tmp_path / "fleet.md").read_text()
+    report = (tmp_path / "fleet.md").read_text()
+    assert "## By what the fleet knew" in report and "## How far what the robots saw goes" in report
+    # Every scripted answer is a yes, whatever each robot knew, and the table of the robots' answers says so.
+    robot_rows = [line.split(" | ") for line in report.split("## Each robot's answers")[1].splitlines()
+                  if line.startswith(("| saw it", "| looked", "| never"))]
+    assert robot_rows and all(row[2] == "100.0" for row in robot_rows)
+    assert sum(int(row[1]) for row in robot_rows) == 3 * 12
     # Its questions train the answer models a second run scores on another home; never on the same one.
     scripted = ["--sizes", "4", "--questions", "12", "--debate-questions", "0", "--learners", "decision_tree",
                 "--llm", "scripted", "--replies", str(replies), "--out", str(tmp_path), "--train-on",

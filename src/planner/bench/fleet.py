@@ -15,6 +15,7 @@ import json
 import random
 import statistics
 import time
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,7 @@ from planner.core.answer_model import (
     cross_validate,
     example_record,
     home_examples,
+    last_to_look,
     majority_vote,
 )
 from planner.core.errors import InputError, PolicyError
@@ -137,6 +139,7 @@ def _accuracy(predicted: Sequence[bool], questions: Sequence[Question]) -> float
 
 
 EVIDENCE = ("seen there", "looked, not seen", "nobody looked")
+ROBOT_EVIDENCE = ("saw it there", "looked, did not see it", "never looked")
 
 
 def what_the_fleet_knew(answers: Sequence[RobotAnswer]) -> str:
@@ -155,6 +158,26 @@ def _by_evidence(predicted: Sequence[bool], questions: Sequence[Question],
         cell[0] += final == question.truth
         cell[1] += 1
     return counts
+
+
+def evidence_key(answers: Sequence[RobotAnswer]) -> tuple:
+    """What the fleet saw of a question, in a few facts: whether the robots that looked into the room
+    last saw the thing (None when none looked), whether any robot saw it there, whether any saw one
+    in another room, and how many looked."""
+    last = last_to_look(answers)
+    return (any(a.saw for a in last) if last else None, any(a.saw for a in answers),
+            any(a.saw_elsewhere for a in answers), sum(a.looked for a in answers))
+
+
+def evidence_bound(examples: Sequence[Example]) -> float:
+    """The accuracy of the best rule that reads only `evidence_key`, fitted to these very questions
+    (each kind of evidence answered by its commoner truth): how far what the robots saw goes.
+    Optimistic, as it is scored where it was fitted."""
+    truths: dict[tuple, Counter] = defaultdict(Counter)
+    for example in examples:
+        truths[evidence_key(example.answers)][example.question.truth] += 1
+    right = sum(max(counts.values()) for counts in truths.values())
+    return round(100 * right / len(examples), 2) if examples else 0.0
 
 
 def _agreement(finals: Sequence[bool], answers: Sequence[Sequence[RobotAnswer]]) -> dict[str, float]:
@@ -394,7 +417,7 @@ def report(results: dict) -> str:
     for name in names:
         cells = [_mean_over(homes, c, "aggregators", name) for c in CONDITIONS]
         lines.append(f"| {name} | {cells[0]:.1f} | {cells[1]:.1f} |")
-    lines += _evidence_table(homes, names)
+    lines += _evidence_table(homes, names) + _evidence_reach(results) + _robot_evidence_table(homes)
     robots = [r["name"] for r in homes[0]["robots"]] if homes else []
     best = {feature_set: max((n for n in names if n in {aggregator(learner, feature_set) for learner in LEARNERS}),
                              key=lambda n: _mean_over(homes, "honest", "aggregators", n), default=None)
@@ -455,6 +478,52 @@ def _evidence_table(homes: list[dict], names: Sequence[str]) -> list[str]:
             asked = sum(row[name][kind][1] for row in rows if name in row)
             cells.append(f"{100 * right / asked:.1f}" if asked else "-")
         lines.append(f"| {kind} | {count} ({100 * count / max(1, total):.0f}%) | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _evidence_reach(results: dict) -> list[str]:
+    """Per home size: the vote, the latest look and the best answer model beside `evidence_bound`,
+    so one sees whether the aggregator or the exploration holds the fleet back."""
+    homes = [h for h in results["homes"] if h.get("examples")]
+    if not homes:       # results of a run that kept no questions
+        return []
+    lines = ["", "## How far what the robots saw goes (honest robots)", "",
+             "Bound: the best rule that reads only what the fleet saw of a question (whether the robots that looked "
+             "last saw the thing, whether any saw it there, whether any saw one elsewhere, how many looked), "
+             "fitted to these very questions, so optimistic. An answer model that reads no more than that cannot "
+             "beat it; ours also read how long ago each robot looked and which robot said what.", "",
+             "| rooms | questions | vote | latest look | best answer model | bound |", "|---|---|---|---|---|---|"]
+    for size, cells in results["summary"].items():
+        examples = [e for h in homes if str(h["rooms"]) == size for e in home_examples(h, f"home {h['seed']}")]
+        cell = cells["honest"]
+        models = [(v["mean"], n) for n, v in cell.items() if n.startswith((PER_HOME, OTHER_HOMES))]
+        best = f"{max(models)[0]:.1f} ({max(models)[1]})" if models else "-"
+        latest = f"{cell['latest_look']['mean']:.1f}" if "latest_look" in cell else "-"
+        lines.append(f"| {size} | {len(examples)} | {cell['vote']['mean']:.1f} | {latest} | {best} | "
+                     f"{evidence_bound(examples):.1f} |")
+    return lines
+
+
+def _robot_evidence_table(homes: list[dict]) -> list[str]:
+    """How each robot answered by what it knew itself (honest, all homes): whether its answers follow
+    its evidence, and how often the truth does."""
+    counts: dict[str, list[int]] = {kind: [0, 0, 0, 0] for kind in ROBOT_EVIDENCE}  # answers, yes said, truly yes, right
+    for home in homes:
+        for example in home_examples(home, f"home {home['seed']}") if home.get("examples") else []:
+            for answer in example.answers:
+                kind = ROBOT_EVIDENCE[0] if answer.saw else ROBOT_EVIDENCE[1] if answer.looked else ROBOT_EVIDENCE[2]
+                cell = counts[kind]
+                for index, value in enumerate((1, answer.yes, example.question.truth,
+                                               answer.yes == example.question.truth)):
+                    cell[index] += value
+    if not any(cell[0] for cell in counts.values()):
+        return []
+    lines = ["", "## Each robot's answers by what it knew (honest robots, all homes)", "",
+             "| the robot | answers | says yes (%) | truly yes (%) | right (%) |", "|---|---|---|---|---|"]
+    for kind, (asked, said, truly, right) in counts.items():
+        if asked:
+            lines.append(f"| {kind} | {asked} | {100 * said / asked:.1f} | {100 * truly / asked:.1f} | "
+                         f"{100 * right / asked:.1f} |")
     return lines
 
 
