@@ -417,7 +417,8 @@ def report(results: dict) -> str:
     for name in names:
         cells = [_mean_over(homes, c, "aggregators", name) for c in CONDITIONS]
         lines.append(f"| {name} | {cells[0]:.1f} | {cells[1]:.1f} |")
-    lines += _evidence_table(homes, names) + _evidence_reach(results) + _robot_evidence_table(homes)
+    kept = {id(h): home_examples(h, f"home {h['seed']}") for h in homes if h.get("examples")}  # runs before: none
+    lines += _evidence_table(homes, names) + _evidence_reach(results, kept) + _robot_evidence_table(kept)
     robots = [r["name"] for r in homes[0]["robots"]] if homes else []
     best = {feature_set: max((n for n in names if n in {aggregator(learner, feature_set) for learner in LEARNERS}),
                              key=lambda n: _mean_over(homes, "honest", "aggregators", n), default=None)
@@ -481,11 +482,11 @@ def _evidence_table(homes: list[dict], names: Sequence[str]) -> list[str]:
     return lines
 
 
-def _evidence_reach(results: dict) -> list[str]:
+def _evidence_reach(results: dict, kept: dict[int, list[Example]]) -> list[str]:
     """Per home size: the vote, the latest look and the best answer model beside `evidence_bound`,
-    so one sees whether the aggregator or the exploration holds the fleet back."""
-    homes = [h for h in results["homes"] if h.get("examples")]
-    if not homes:       # results of a run that kept no questions
+    so one sees whether the aggregator or the exploration holds the fleet back. `kept`: each home's
+    questions (by the home's id())."""
+    if not kept:
         return []
     lines = ["", "## How far what the robots saw goes (honest robots)", "",
              "Bound: the best rule that reads only what the fleet saw of a question (whether the robots that looked "
@@ -494,7 +495,7 @@ def _evidence_reach(results: dict) -> list[str]:
              "beat it; ours also read how long ago each robot looked and which robot said what.", "",
              "| rooms | questions | vote | latest look | best answer model | bound |", "|---|---|---|---|---|---|"]
     for size, cells in results["summary"].items():
-        examples = [e for h in homes if str(h["rooms"]) == size for e in home_examples(h, f"home {h['seed']}")]
+        examples = [e for h in results["homes"] if str(h["rooms"]) == size for e in kept.get(id(h), [])]
         cell = cells["honest"]
         models = [(v["mean"], n) for n, v in cell.items() if n.startswith((PER_HOME, OTHER_HOMES))]
         best = f"{max(models)[0]:.1f} ({max(models)[1]})" if models else "-"
@@ -504,12 +505,12 @@ def _evidence_reach(results: dict) -> list[str]:
     return lines
 
 
-def _robot_evidence_table(homes: list[dict]) -> list[str]:
-    """How each robot answered by what it knew itself (honest, all homes): whether its answers follow
-    its evidence, and how often the truth does."""
+def _robot_evidence_table(kept: dict[int, list[Example]]) -> list[str]:
+    """How each robot answered by what it knew itself (honest, all homes' questions `kept`): whether
+    its answers follow its evidence, and how often the truth does."""
     counts: dict[str, list[int]] = {kind: [0, 0, 0, 0] for kind in ROBOT_EVIDENCE}  # answers, yes said, truly yes, right
-    for home in homes:
-        for example in home_examples(home, f"home {home['seed']}") if home.get("examples") else []:
+    for examples in kept.values():
+        for example in examples:
             for answer in example.answers:
                 kind = ROBOT_EVIDENCE[0] if answer.saw else ROBOT_EVIDENCE[1] if answer.looked else ROBOT_EVIDENCE[2]
                 cell = counts[kind]
