@@ -362,6 +362,8 @@ def test_the_fleet_bench_runs_with_scripted_answers_and_writes_results(tmp_path)
     assert sum(right for right, _ in honest["by_evidence"]["vote"].values()) == 6
     report = (tmp_path / "fleet.md").read_text()
     assert "## By what the fleet knew" in report and "## How far what the robots saw goes" in report
+    assert "| 4 | 12 | 50.0 | 50.0 |" in report    # one home size: its row, and no row of all sizes
+    assert "| all |" not in report
     # Every scripted answer is a yes, whatever each robot knew, and the table of the robots' answers says so.
     robot_rows = [line.split(" | ") for line in report.split("## Each robot's answers")[1].splitlines()
                   if line.startswith(("| saw it", "| looked", "| never"))]

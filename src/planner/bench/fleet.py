@@ -494,14 +494,24 @@ def _evidence_reach(results: dict, kept: dict[int, list[Example]]) -> list[str]:
              "fitted to these very questions, so optimistic. An answer model that reads no more than that cannot "
              "beat it; ours also read how long ago each robot looked and which robot said what.", "",
              "| rooms | questions | vote | latest look | best answer model | bound |", "|---|---|---|---|---|---|"]
-    for size, cells in results["summary"].items():
-        examples = [e for h in results["homes"] if str(h["rooms"]) == size for e in kept.get(id(h), [])]
-        cell = cells["honest"]
-        models = [(v["mean"], n) for n, v in cell.items() if n.startswith((PER_HOME, OTHER_HOMES))]
+    def row(rooms: str, homes: list[dict], bound: float) -> str:
+        means = {n: _mean_over(homes, "honest", "aggregators", n)
+                 for n in {n for h in homes for n in h["conditions"]["honest"]["aggregators"]}}
+        models = [(v, n) for n, v in means.items() if n.startswith((PER_HOME, OTHER_HOMES))]
         best = f"{max(models)[0]:.1f} ({max(models)[1]})" if models else "-"
-        latest = f"{cell['latest_look']['mean']:.1f}" if "latest_look" in cell else "-"
-        lines.append(f"| {size} | {len(examples)} | {cell['vote']['mean']:.1f} | {latest} | {best} | "
-                     f"{evidence_bound(examples):.1f} |")
+        latest = f"{means['latest_look']:.1f}" if "latest_look" in means else "-"   # not in runs before the rule
+        asked = sum(len(kept.get(id(h), [])) for h in homes)
+        return f"| {rooms} | {asked} | {means['vote']:.1f} | {latest} | {best} | {bound:.1f} |"
+
+    weighted = []     # (questions, bound) of each size: the rule is fitted size by size
+    for size in results["summary"]:
+        homes = [h for h in results["homes"] if str(h["rooms"]) == size]
+        examples = [e for h in homes for e in kept.get(id(h), [])]
+        weighted.append((len(examples), evidence_bound(examples)))
+        lines.append(row(size, homes, weighted[-1][1]))
+    if len(weighted) > 1:
+        total = sum(n for n, _ in weighted)
+        lines.append(row("all", results["homes"], sum(n * b for n, b in weighted) / max(1, total)))
     return lines
 
 
