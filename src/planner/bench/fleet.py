@@ -139,7 +139,7 @@ def _accuracy(predicted: Sequence[bool], questions: Sequence[Question]) -> float
 
 
 EVIDENCE = ("seen there", "looked, not seen", "nobody looked")
-ROBOT_EVIDENCE = ("saw it there", "looked, did not see it", "never looked")
+ROBOT_EVIDENCE = ("saw it there", "looked, did not see it", "never looked")   # EVIDENCE, said of one robot
 
 
 def what_the_fleet_knew(answers: Sequence[RobotAnswer]) -> str:
@@ -497,8 +497,8 @@ def _evidence_reach(results: dict, kept: dict[int, list[Example]]) -> list[str]:
     def row(rooms: str, homes: list[dict], bound: float) -> str:
         means = {n: _mean_over(homes, "honest", "aggregators", n)
                  for n in {n for h in homes for n in h["conditions"]["honest"]["aggregators"]}}
-        models = [(v, n) for n, v in means.items() if n.startswith((PER_HOME, OTHER_HOMES))]
-        best = f"{max(models)[0]:.1f} ({max(models)[1]})" if models else "-"
+        best_model = max(((v, n) for n, v in means.items() if n.startswith((PER_HOME, OTHER_HOMES))), default=None)
+        best = f"{best_model[0]:.1f} ({best_model[1]})" if best_model else "-"
         latest = f"{means['latest_look']:.1f}" if "latest_look" in means else "-"   # not in runs before the rule
         asked = sum(len(kept.get(id(h), [])) for h in homes)
         return f"| {rooms} | {asked} | {means['vote']:.1f} | {latest} | {best} | {bound:.1f} |"
@@ -522,8 +522,7 @@ def _robot_evidence_table(kept: dict[int, list[Example]]) -> list[str]:
     for examples in kept.values():
         for example in examples:
             for answer in example.answers:
-                kind = ROBOT_EVIDENCE[0] if answer.saw else ROBOT_EVIDENCE[1] if answer.looked else ROBOT_EVIDENCE[2]
-                cell = counts[kind]
+                cell = counts[ROBOT_EVIDENCE[EVIDENCE.index(what_the_fleet_knew((answer,)))]]
                 for index, value in enumerate((1, answer.yes, example.question.truth,
                                                answer.yes == example.question.truth)):
                     cell[index] += value
