@@ -9,8 +9,10 @@ import time
 
 from conftest import RosClient
 
-# A server in a process of its own, as every node of a stack runs: it takes 4 s over a goal.
+# A server in a process of its own, as every node of a stack runs: it takes 4 s over a goal. Each test
+# names its own, so that no test hears of another's killed server, which DDS forgets only slowly.
 PAUSABLE_SERVER = """
+import sys
 import time
 import rclpy
 from rclpy.action import ActionServer
@@ -25,9 +27,10 @@ def execute(goal_handle):
     return Say.Result(success=True)
 
 rclpy.init()
-node = rclpy.create_node("pausable_server")
+name = sys.argv[1]
+node = rclpy.create_node(name)
 alive = node.create_publisher(Empty, "~/alive", ALIVE)
-server = ActionServer(node, Say, "pausable_skill", execute)
+server = ActionServer(node, Say, f"{name}_skill", execute)
 rclpy.spin(node)
 """
 
@@ -77,18 +80,15 @@ def test_a_call_whose_server_dies_ends_at_once_as_unavailable(ros):
         client.close()
 
 
-def test_a_server_starved_of_the_cpu_for_longer_than_its_lease_is_waited_for_not_given_up(ros):
-    """On a loaded machine a node's process can miss its liveliness lease and assert it again: the
-    call on it is still running, and its result must be waited for (a CI run gave up on a live
-    task planner this way)."""
+def pausable_call(client, name: str):
+    """A pausable server process named `name`, and a call on it from `client` run in a thread of its
+    own: (server process, heartbeat on it, thread to start, outcome of the call)."""
     from planner.action import Say
     from planner.ros.futures import ActionCall, Heartbeat
-    from planner.ros.qos import ALIVE_LEASE_S
 
-    server = subprocess.Popen([sys.executable, "-c", PAUSABLE_SERVER], stdout=subprocess.PIPE, text=True)
-    client = RosClient("starved_server_client")
-    heartbeat = Heartbeat(client.node, "/pausable_server")
-    action = ActionCall(client.action_client(Say, "pausable_skill"), "pausable_skill", heartbeat=heartbeat)
+    server = subprocess.Popen([sys.executable, "-c", PAUSABLE_SERVER, name], stdout=subprocess.PIPE, text=True)
+    heartbeat = Heartbeat(client.node, f"/{name}")
+    action = ActionCall(client.action_client(Say, f"{name}_skill"), f"{name}_skill", heartbeat=heartbeat)
     outcome = {}
 
     def call():
@@ -97,7 +97,17 @@ def test_a_server_starved_of_the_cpu_for_longer_than_its_lease_is_waited_for_not
         except Exception as error:  # noqa: BLE001 - the test reports it
             outcome["error"] = error
 
-    thread = threading.Thread(target=call, daemon=True)
+    return server, heartbeat, threading.Thread(target=call, daemon=True), outcome
+
+
+def test_a_server_starved_of_the_cpu_for_longer_than_its_lease_is_waited_for_not_given_up(ros):
+    """On a loaded machine a node's process can miss its liveliness lease and assert it again: the
+    call on it is still running, and its result must be waited for (a CI run gave up on a live
+    task planner this way)."""
+    from planner.ros.qos import ALIVE_LEASE_S
+
+    client = RosClient("starved_server_client")
+    server, _, thread, outcome = pausable_call(client, "starved_server")
     try:
         time.sleep(3.0)  # the heartbeat subscription matches the server's publisher before the goal
         thread.start()
@@ -108,6 +118,33 @@ def test_a_server_starved_of_the_cpu_for_longer_than_its_lease_is_waited_for_not
         thread.join(timeout=30)
         assert "error" not in outcome, outcome.get("error")
         assert outcome["result"].success
+    finally:
+        server.send_signal(signal.SIGCONT)
+        server.kill()
+        server.wait()
+        client.close()
+
+
+def test_a_call_begun_while_its_server_is_starved_is_waited_for_once_the_server_runs_again(ros):
+    """A call that starts while its server's process has missed its lease (a node restarted on a
+    loaded machine sends its first goal so) must not take the server's return for another death: a CI
+    run gave up on a live executor this way."""
+    client = RosClient("starved_at_start_client")
+    server, heartbeat, thread, outcome = pausable_call(client, "starved_at_start_server")
+    try:
+        time.sleep(3.0)  # the heartbeat subscription matches the server's publisher
+        server.send_signal(signal.SIGSTOP)
+        deadline = time.monotonic() + 10.0
+        while heartbeat.losses == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert heartbeat.losses == 1, "the stopped server's lease never ran out"
+        thread.start()
+        time.sleep(0.5)
+        server.send_signal(signal.SIGCONT)
+        thread.join(timeout=30)
+        assert "error" not in outcome, outcome.get("error")
+        assert outcome["result"].success
+        assert heartbeat.losses == 0, "the server's return was not heard"
     finally:
         server.send_signal(signal.SIGCONT)
         server.kill()

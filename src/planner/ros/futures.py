@@ -124,9 +124,11 @@ class Heartbeat:
         self.losses -= max(min(info.alive_count_change, -info.not_alive_count_change), 0)
 
     def watch(self, client: ActionClient) -> Callable[[], bool]:
-        """A check that the server is still the one it is now: false once it has died since."""
+        """A check that the server is still the one it is now: false once it has died since. A
+        process that had missed its lease when the watch began and then revives brings the count
+        below where it was: it is still the same server."""
         losses = self.losses
-        return lambda: client.server_is_ready() and self.losses == losses
+        return lambda: client.server_is_ready() and self.losses <= losses
 
 
 class ActionCall:
