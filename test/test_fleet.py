@@ -364,6 +364,11 @@ def test_the_fleet_bench_runs_with_scripted_answers_and_writes_results(tmp_path)
     assert "## By what the fleet knew" in report and "## How far what the robots saw goes" in report
     assert "| 4 | 12 | 50.0 | 50.0 |" in report    # one home size: its row, and no row of all sizes
     assert "| all |" not in report
+    by_change = honest["by_change"]["vote"]     # every robot says yes: the vote is right on the yes questions
+    assert by_change["changed"][1] == home["moved_questions"] and by_change["unchanged"][1] == 12 - home["moved_questions"]
+    assert by_change["changed"][0] + by_change["unchanged"][0] == 6
+    change_rows = [line for line in report.split("## Questions whose answer changed")[1].splitlines() if line.startswith("| 4 |")]
+    assert change_rows and change_rows[0].startswith(f"| 4 | {12 - home['moved_questions']} | ")
     # Every scripted answer is a yes, whatever each robot knew, and the table of the robots' answers says so.
     robot_rows = [line.split(" | ") for line in report.split("## Each robot's answers")[1].splitlines()
                   if line.startswith(("| saw it", "| looked", "| never"))]

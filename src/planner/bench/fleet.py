@@ -149,14 +149,16 @@ def what_the_fleet_knew(answers: Sequence[RobotAnswer]) -> str:
     return EVIDENCE[1] if any(a.looked for a in answers) else EVIDENCE[2]
 
 
-def _by_evidence(predicted: Sequence[bool], questions: Sequence[Question],
-                 answers: Sequence[Sequence[RobotAnswer]]) -> dict[str, list[int]]:
-    """[right, questions] per kind of evidence the fleet had (EVIDENCE)."""
-    counts = {kind: [0, 0] for kind in EVIDENCE}
-    for final, question, row in zip(predicted, questions, answers):
-        cell = counts[what_the_fleet_knew(row)]
-        cell[0] += final == question.truth
-        cell[1] += 1
+CHANGE = ("unchanged", "changed")   # whether a question's answer changed after some robot looked
+
+
+def _tally(predicted: Sequence[bool], questions: Sequence[Question], kinds: Sequence[str], order: Sequence[str]
+           ) -> dict[str, list[int]]:
+    """[right, questions] per kind of question, of `order` (`kinds`: each question's)."""
+    counts = {kind: [0, 0] for kind in order}
+    for final, question, kind in zip(predicted, questions, kinds):
+        counts[kind][0] += final == question.truth
+        counts[kind][1] += 1
     return counts
 
 
@@ -237,13 +239,19 @@ def score(asked: Sequence[Question], answers: Sequence[tuple[RobotAnswer, ...]],
     trained elsewhere (`shipped`) on one home's questions in one condition; no model is asked."""
     result: dict = {"robots": {a.robot: _accuracy([row[i].yes for row in answers], asked)
                                for i, a in enumerate(answers[0])}}
-    for key in ("aggregators", "agreement", "by_evidence", "seconds_per_question", "importance"):
+    for key in ("aggregators", "agreement", "by_evidence", "by_change", "seconds_per_question", "importance"):
         result[key] = {}
+    fleet_knew = [what_the_fleet_knew(row) for row in answers]
+    changed = [CHANGE[q.moved] for q in asked]
+
+    def record(name: str, predicted: Sequence[bool]) -> None:
+        result["aggregators"][name] = _accuracy(predicted, asked)
+        result["agreement"][name] = _agreement(predicted, answers)
+        result["by_evidence"][name] = _tally(predicted, asked, fleet_knew, EVIDENCE)
+        result["by_change"][name] = _tally(predicted, asked, changed, CHANGE)
+
     for name, rule in RULES.items():
-        decided = [rule(row) for row in answers]
-        result["aggregators"][name] = _accuracy(decided, asked)
-        result["agreement"][name] = _agreement(decided, answers)
-        result["by_evidence"][name] = _by_evidence(decided, asked, answers)
+        record(name, [rule(row) for row in answers])
         result["seconds_per_question"][name] = 0.0
     examples = [Example(q, row) for q, row in zip(asked, answers)]
     for learner in learners:
@@ -256,15 +264,10 @@ def score(asked: Sequence[Question], answers: Sequence[tuple[RobotAnswer, ...]],
                 result.setdefault("skipped", {})[name] = str(error)
                 continue
             result["seconds_per_question"][name] = round((time.monotonic() - started) / len(asked), 4)
-            result["aggregators"][name] = _accuracy(fitted.predictions, asked)
-            result["agreement"][name] = _agreement(fitted.predictions, answers)
-            result["by_evidence"][name] = _by_evidence(fitted.predictions, asked, answers)
+            record(name, fitted.predictions)
             result["importance"][name] = fitted.importance
     for name, model in shipped.items():
-        predicted = model.predict(examples)
-        result["aggregators"][name] = _accuracy(predicted, asked)
-        result["agreement"][name] = _agreement(predicted, answers)
-        result["by_evidence"][name] = _by_evidence(predicted, asked, answers)
+        record(name, model.predict(examples))
     return result
 
 
@@ -418,7 +421,8 @@ def report(results: dict) -> str:
         cells = [_mean_over(homes, c, "aggregators", name) for c in CONDITIONS]
         lines.append(f"| {name} | {cells[0]:.1f} | {cells[1]:.1f} |")
     kept = {id(h): home_examples(h, f"home {h['seed']}") for h in homes if h.get("examples")}  # runs before: none
-    lines += _evidence_table(homes, names) + _evidence_reach(results, kept) + _robot_evidence_table(kept)
+    lines += (_evidence_table(homes, names) + _evidence_reach(results, kept) + _change_table(results, kept)
+              + _robot_evidence_table(kept))
     robots = [r["name"] for r in homes[0]["robots"]] if homes else []
     best = {feature_set: max((n for n in names if n in {aggregator(learner, feature_set) for learner in LEARNERS}),
                              key=lambda n: _mean_over(homes, "honest", "aggregators", n), default=None)
@@ -503,16 +507,59 @@ def _evidence_reach(results: dict, kept: dict[int, list[Example]]) -> list[str]:
         asked = sum(len(kept.get(id(h), [])) for h in homes)
         return f"| {rooms} | {asked} | {means['vote']:.1f} | {latest} | {best} | {bound:.1f} |"
 
-    weighted = []     # (questions, bound) of each size: the rule is fitted size by size
     for size in results["summary"]:
         homes = [h for h in results["homes"] if str(h["rooms"]) == size]
-        examples = [e for h in homes for e in kept.get(id(h), [])]
-        weighted.append((len(examples), evidence_bound(examples)))
-        lines.append(row(size, homes, weighted[-1][1]))
-    if len(weighted) > 1:
-        total = sum(n for n, _ in weighted)
-        lines.append(row("all", results["homes"], sum(n * b for n, b in weighted) / max(1, total)))
+        lines.append(row(size, homes, _bound_by_size(homes, kept)))
+    if len(results["summary"]) > 1:
+        lines.append(row("all", results["homes"], _bound_by_size(results["homes"], kept)))
     return lines
+
+
+def _change_table(results: dict, kept: dict[int, list[Example]]) -> list[str]:
+    """Per home size, apart: the questions whose answer is still what a robot could have seen, as
+    in homes where nothing moves, and those whose answer changed after some robot looked. Each
+    aggregator's share right over the size's questions of that kind; the answer model is the best
+    over all questions, so that the split does not pick it. `kept`: each home's questions."""
+    homes = results["homes"]
+    if not kept or not all("by_change" in h["conditions"]["honest"] for h in homes):   # runs before it: --rescore
+        return []
+    lines = ["", "## Questions whose answer changed after the robots looked, and the others (honest robots)", "",
+             "Unchanged: what some robot could have seen is still so, as in homes where nothing moves. Accuracy in %, "
+             "over the questions of the kind; the answer model is the size's best over all questions; the bound is "
+             "fitted to the questions of the kind.", "",
+             "| rooms | questions | vote | latest look | best answer model | bound | changed: questions | vote | "
+             "latest look | best answer model | bound |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def share(rows: list[dict], name: str, kind: str) -> str:
+        right, asked = (sum(row[name][kind][i] for row in rows if name in row) for i in (0, 1))
+        return f"{100 * right / asked:.1f}" if asked else "-"
+
+    sizes = list(results["summary"])
+    for size in [*sizes, "all"] if len(sizes) > 1 else sizes:
+        chosen = homes if size == "all" else [h for h in homes if str(h["rooms"]) == size]
+        rows = [h["conditions"]["honest"]["by_change"] for h in chosen]
+        names = {n for h in chosen for n in h["conditions"]["honest"]["aggregators"]}
+        best = max((n for n in names if n.startswith((PER_HOME, OTHER_HOMES))), default=None,
+                   key=lambda n: _mean_over(chosen, "honest", "aggregators", n))
+        cells = []
+        for kind in CHANGE:
+            cells += [str(sum(row["vote"][kind][1] for row in rows)), share(rows, "vote", kind),
+                      share(rows, "latest_look", kind), f"{share(rows, best, kind)} ({best})" if best else "-",
+                      f"{_bound_by_size(chosen, kept, kind):.1f}"]
+        lines.append(f"| {size} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _bound_by_size(homes: list[dict], kept: dict[int, list[Example]], kind: str = "") -> float:
+    """`evidence_bound` over the homes' questions (of one CHANGE `kind`, or all), fitted size by
+    size and weighted by questions, as each size's rule is its own."""
+    weighted = []
+    for size in sorted({h["rooms"] for h in homes}):
+        examples = [e for h in homes if h["rooms"] == size for e in kept.get(id(h), [])
+                    if not kind or CHANGE[e.question.moved] == kind]
+        weighted.append((len(examples), evidence_bound(examples)))
+    total = sum(n for n, _ in weighted)
+    return sum(n * bound for n, bound in weighted) / total if total else 0.0
 
 
 def _robot_evidence_table(kept: dict[int, list[Example]]) -> list[str]:
