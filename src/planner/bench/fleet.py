@@ -525,10 +525,11 @@ def _change_table(results: dict, kept: dict[int, list[Example]]) -> list[str]:
         return []
     lines = ["", "## Questions whose answer changed after the robots looked, and the others (honest robots)", "",
              "Unchanged: what some robot could have seen is still so, as in homes where nothing moves. Accuracy in %, "
-             "over the questions of the kind; the answer model is the size's best over all questions; the bound is "
-             "fitted to the questions of the kind.", "",
+             "over the questions of the kind; the answer model is the size's best over all questions. The bound is "
+             "fitted to the unchanged questions: as in a home where nothing moves. (Fitted to the changed ones it "
+             "would learn to gainsay the robots, from knowing what no robot knows: that the answer changed.)", "",
              "| rooms | questions | vote | latest look | best answer model | bound | changed: questions | vote | "
-             "latest look | best answer model | bound |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "latest look | best answer model |", "|---|---|---|---|---|---|---|---|---|---|"]
 
     def share(rows: list[dict], name: str, kind: str) -> str:
         right, asked = (sum(row[name][kind][i] for row in rows if name in row) for i in (0, 1))
@@ -541,12 +542,11 @@ def _change_table(results: dict, kept: dict[int, list[Example]]) -> list[str]:
         names = {n for h in chosen for n in h["conditions"]["honest"]["aggregators"]}
         best = max((n for n in names if n.startswith((PER_HOME, OTHER_HOMES))), default=None,
                    key=lambda n: _mean_over(chosen, "honest", "aggregators", n))
-        cells = []
-        for kind in CHANGE:
-            cells += [str(sum(row["vote"][kind][1] for row in rows)), share(rows, "vote", kind),
-                      share(rows, "latest_look", kind), f"{share(rows, best, kind)} ({best})" if best else "-",
-                      f"{_bound_by_size(chosen, kept, kind):.1f}"]
-        lines.append(f"| {size} | " + " | ".join(cells) + " |")
+        cells = [[str(sum(row["vote"][kind][1] for row in rows)), share(rows, "vote", kind),
+                  share(rows, "latest_look", kind), f"{share(rows, best, kind)} ({best})" if best else "-"]
+                 for kind in CHANGE]
+        cells[0].append(f"{_bound_by_size(chosen, kept, CHANGE[0]):.1f}")
+        lines.append(f"| {size} | " + " | ".join(cells[0] + cells[1]) + " |")
     return lines
 
 
