@@ -477,13 +477,23 @@ def _evidence_table(homes: list[dict], names: Sequence[str]) -> list[str]:
              "|---|---|" + "---|" * len(picks)]
     for kind in EVIDENCE:
         count = sum(row["vote"][kind][1] for row in rows if row)
-        cells = []
-        for name, _ in picks:
-            right = sum(row[name][kind][0] for row in rows if name in row)
-            asked = sum(row[name][kind][1] for row in rows if name in row)
-            cells.append(f"{100 * right / asked:.1f}" if asked else "-")
+        cells = [_share(rows, name, kind) for name, _ in picks]
         lines.append(f"| {kind} | {count} ({100 * count / max(1, total):.0f}%) | " + " | ".join(cells) + " |")
     return lines
+
+
+def _share(rows: list[dict], name: str, kind: str) -> str:
+    """The % of questions of `kind` that aggregator `name` got right over the homes' tallies `rows`
+    (by_evidence or by_change of each), '-' when there were none."""
+    right, asked = (sum(row[name][kind][i] for row in rows if name in row) for i in (0, 1))
+    return f"{100 * right / asked:.1f}" if asked else "-"
+
+
+def _best_answer_model(homes: list[dict]) -> str | None:
+    """The answer model, learnt in the home or elsewhere, with the best mean accuracy over `homes`
+    (honest robots)."""
+    names = {n for h in homes for n in h["conditions"]["honest"]["aggregators"] if n.startswith((PER_HOME, OTHER_HOMES))}
+    return max(names, key=lambda n: (_mean_over(homes, "honest", "aggregators", n), n), default=None)
 
 
 def _evidence_reach(results: dict, kept: dict[int, list[Example]]) -> list[str]:
@@ -499,13 +509,13 @@ def _evidence_reach(results: dict, kept: dict[int, list[Example]]) -> list[str]:
              "beat it; ours also read how long ago each robot looked and which robot said what.", "",
              "| rooms | questions | vote | latest look | best answer model | bound |", "|---|---|---|---|---|---|"]
     def row(rooms: str, homes: list[dict], bound: float) -> str:
-        means = {n: _mean_over(homes, "honest", "aggregators", n)
-                 for n in {n for h in homes for n in h["conditions"]["honest"]["aggregators"]}}
-        best_model = max(((v, n) for n, v in means.items() if n.startswith((PER_HOME, OTHER_HOMES))), default=None)
-        best = f"{best_model[0]:.1f} ({best_model[1]})" if best_model else "-"
-        latest = f"{means['latest_look']:.1f}" if "latest_look" in means else "-"   # not in runs before the rule
+        best_model = _best_answer_model(homes)
+        best = f"{_mean_over(homes, 'honest', 'aggregators', best_model):.1f} ({best_model})" if best_model else "-"
+        latest = (f"{_mean_over(homes, 'honest', 'aggregators', 'latest_look'):.1f}"
+                  if any("latest_look" in h["conditions"]["honest"]["aggregators"] for h in homes)
+                  else "-")   # not in runs before the rule
         asked = sum(len(kept.get(id(h), [])) for h in homes)
-        return f"| {rooms} | {asked} | {means['vote']:.1f} | {latest} | {best} | {bound:.1f} |"
+        return f"| {rooms} | {asked} | {_mean_over(homes, 'honest', 'aggregators', 'vote'):.1f} | {latest} | {best} | {bound:.1f} |"
 
     for size in results["summary"]:
         homes = [h for h in results["homes"] if str(h["rooms"]) == size]
@@ -531,19 +541,13 @@ def _change_table(results: dict, kept: dict[int, list[Example]]) -> list[str]:
              "| rooms | questions | vote | latest look | best answer model | bound | changed: questions | vote | "
              "latest look | best answer model |", "|---|---|---|---|---|---|---|---|---|---|"]
 
-    def share(rows: list[dict], name: str, kind: str) -> str:
-        right, asked = (sum(row[name][kind][i] for row in rows if name in row) for i in (0, 1))
-        return f"{100 * right / asked:.1f}" if asked else "-"
-
     sizes = list(results["summary"])
     for size in [*sizes, "all"] if len(sizes) > 1 else sizes:
         chosen = homes if size == "all" else [h for h in homes if str(h["rooms"]) == size]
         rows = [h["conditions"]["honest"]["by_change"] for h in chosen]
-        names = {n for h in chosen for n in h["conditions"]["honest"]["aggregators"]}
-        best = max((n for n in names if n.startswith((PER_HOME, OTHER_HOMES))), default=None,
-                   key=lambda n: _mean_over(chosen, "honest", "aggregators", n))
-        cells = [[str(sum(row["vote"][kind][1] for row in rows)), share(rows, "vote", kind),
-                  share(rows, "latest_look", kind), f"{share(rows, best, kind)} ({best})" if best else "-"]
+        best = _best_answer_model(chosen)
+        cells = [[str(sum(row["vote"][kind][1] for row in rows)), _share(rows, "vote", kind),
+                  _share(rows, "latest_look", kind), f"{_share(rows, best, kind)} ({best})" if best else "-"]
                  for kind in CHANGE]
         cells[0].append(f"{_bound_by_size(chosen, kept, CHANGE[0]):.1f}")
         lines.append(f"| {size} | " + " | ".join(cells[0] + cells[1]) + " |")
