@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 
-from conftest import RosClient
+from conftest import RosClient, wait_for
 
 # A server in a process of its own, as every node of a stack runs: it takes 4 s over a goal. Each test
 # names its own, so that no test hears of another's killed server, which DDS forgets only slowly.
@@ -132,12 +132,13 @@ def test_a_call_begun_while_its_server_is_starved_is_waited_for_once_the_server_
     client = RosClient("starved_at_start_client")
     server, heartbeat, thread, outcome = pausable_call(client, "starved_at_start_server")
     try:
-        time.sleep(3.0)  # the heartbeat subscription matches the server's publisher
+        # The heartbeat hears a lease run out only once it has matched the server's publisher: after
+        # other tests, discovery can take longer than a fixed wait.
+        wait_for(lambda: client.node.count_publishers("/starved_at_start_server/alive") > 0, 30.0)
+        time.sleep(3.0)
         server.send_signal(signal.SIGSTOP)
-        deadline = time.monotonic() + 10.0
-        while heartbeat.losses == 0 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert heartbeat.losses == 1, "the stopped server's lease never ran out"
+        wait_for(lambda: heartbeat.losses > 0)      # the stopped server's lease runs out
+        assert heartbeat.losses == 1
         thread.start()
         time.sleep(0.5)
         server.send_signal(signal.SIGCONT)
