@@ -738,10 +738,25 @@ def test_before_a_thing_is_given_up_as_missing_words_less_alike_to_a_label_are_p
     assert ("check", 'which of bowl, towel, can, blanket, sink is "throw": blanket, the model chose') in trace
     assert ("check", 'a blanket: 0.65 likely called "throw"') in trace
     assert ("goal", "the robot holds a blanket") in trace and result.outcome != "impossible"
+    # Below that, the choice stands only when the name check singles the chosen label out among those
+    # offered too: a sink at 0.47 beside a blanket at 0.45 is no agreement ...
+    result, trace, policy = run_grounded("Could you fetch the throw?", [
+        no_throw, no_throw, {"choice": "sink"}, {"fits": True, "p": 0.47},
+        *({"fits": False, "p": p} for p in (0.3, 0.4, 0.2, 0.45))])  # bowl, towel, can, blanket
+    assert ("check", 'a sink: 0.47 likely called "throw"') in trace
+    assert ("check", 'a blanket: 0.45 likely called "throw"') in trace
+    assert result.outcome == "impossible" and not any(kind == "goal" for kind, _ in trace)
+    # ... nor is a label the check cannot be asked about ruled out (here the policy has no more answers) ...
     result, trace, policy = run_grounded("Could you fetch the throw?", [
         no_throw, no_throw, {"choice": "sink"}, {"fits": True, "p": 0.47}])
-    assert ("check", 'a sink: 0.47 likely called "throw"') in trace
     assert result.outcome == "impossible" and not any(kind == "goal" for kind, _ in trace)
+    # ... while a blanket at 0.45, the rest at most 0.3, is: the request is read with the blanket.
+    result, trace, policy = run_grounded("Could you fetch the throw?", [
+        no_throw, no_throw, {"choice": "blanket"}, {"fits": False, "p": 0.45},
+        *({"fits": False, "p": p} for p in (0.3, 0.25, 0.2, 0.1)),  # bowl, towel, can, sink
+        {"goals": [{"kind": "holding", "object": "blanket"}]}, GIVE_UP])
+    assert ("perception", "the request in the map's words: throw = blanket") in trace
+    assert ("goal", "the robot holds a blanket") in trace and result.outcome != "impossible"
 
     # What the home lacks stays impossible: the name check says no to each label alike enough, the
     # model chooses none of the others (its answer to a label already judged is not asked again).

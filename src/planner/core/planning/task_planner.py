@@ -129,6 +129,11 @@ class PlannerSettings(StrictModel):
                                         "word the map lacks, less alike to every label, is a choice of the model "
                                         "among the labels most like it, checked the same; so is a label a word "
                                         "names better than the one the model read, by the name check)")
+    other_name_agreement: float = Field(default=0.35, ge=0, le=1, description="... or from this probability "
+                                        "of yes when the label the model chose is also the one the name check "
+                                        "singles out among those offered (by name_check_margin; on development "
+                                        "homes other names the home had got 0.39-0.50 there, and no thing the home "
+                                        "lacked stood out so); 1: never")
     plan_check: PlanCheckSettings = Field(default_factory=PlanCheckSettings, description="a plan (in "
                                           "ReAct, its first steps) is scored against the plans that worked for "
                                           "similar requests before it runs")
@@ -816,12 +821,19 @@ class TaskPlanner:
             return None
         self._emit("check", f'which of {", ".join(nearest)} is "{word}": '
                             f'{picked if picked in nearest else "none"}, the model chose')
-        # The request is read in the map's words from here on: as sure as grounding ("the throw" was
-        # taken for a sink at 0.47 in a home whose blanket the model gave 0.24).
-        if picked not in nearest or not self._named(word, picked, self.settings.other_name_threshold, usage,
-                                                    unjudged=False):
+        if picked not in nearest:
             return None
-        return nearest[picked]
+        # The request is read in the map's words from here on: as sure as grounding ("the throw" was
+        # taken for a sink at 0.47 in a home whose blanket the model gave 0.24), or two readings agree:
+        # the choice is the label the name check singles out among those offered ("the pot plant": a
+        # houseplant 0.50, the next 0.22).
+        if (p_yes := self._name_p(word, picked, usage)) is None or p_yes < self.settings.other_name_agreement:
+            return None
+        if p_yes >= self.settings.other_name_threshold:
+            return nearest[picked]
+        agreed = self._best_named(word, list(nearest), usage, margin=self.settings.name_check_margin,
+                                  threshold=self.settings.other_name_agreement)
+        return nearest[picked] if agreed is not None and agreed[0].label == picked else None
 
     def _asked(self, goals: list[Goal]) -> list[Goal]:
         """A reading doubted twice, put to the user: the goals when they confirm it."""
@@ -901,12 +913,13 @@ class TaskPlanner:
         return [match for named in best if named is not None and (match := named[0]).label != label
                 and named[1] >= self.settings.other_name_threshold]
 
-    def _best_named(self, word: str, labels: list[str], usage: LLMUsage, also: str = "", margin: float = 0.0
-                    ) -> tuple[Match, float] | None:
+    def _best_named(self, word: str, labels: list[str], usage: LLMUsage, also: str = "", margin: float = 0.0,
+                    threshold: float | None = None) -> tuple[Match, float] | None:
         """The label among the `labels` most like `word` (and `also`) that `word` names best, and the
         model's probability that it is another name for it: that probability plus the embeddings'
-        similarity ranks them, and it must pass the name check's threshold and be `margin` above the
-        probability of any other label asked, unless the embeddings back it. On nine other names
+        similarity ranks them, and it must pass `threshold` (the name check's unless given) and be
+        `margin` above the probability of any other label asked, unless the embeddings back it; none
+        when a label asked gets no answer, as that one may be the best. On nine other names
         (five from development homes), each against two or three near labels, the sum put the right
         label first for 8, the model's yes alone for 7 and the embeddings alone for 5 ("cushion" is
         nearer a sofa than a pillow)."""
@@ -915,29 +928,33 @@ class TaskPlanner:
         nearest = self.grounder.nearest(word, labels, LABELS_OFFERED)
         if also and all(match.label != also for match in nearest):
             nearest += self.grounder.nearest(word, [also], 1)
-        scored = [(p_yes + match.similarity, p_yes, match) for match in nearest
-                  if (p_yes := self._p_yes(NAME_CHECK_PROMPT.format(word=word, thing=words(match.label)),
-                                           f"a {match.label}", f'called "{word}"', usage)) is not None]
-        if not scored:
+        asked = [(self._name_p(word, match.label, usage), match) for match in nearest]
+        scored = [(p_yes + match.similarity, p_yes, match) for p_yes, match in asked if p_yes is not None]
+        if len(scored) < len(asked):
             return None
         _, p_yes, best = max(scored, key=lambda score: score[0])
         runner_up = max((p for _, p, match in scored if match is not best), default=0.0)
         # The yes must single the thing out, or the embeddings must: the model says yes 0.4 or so to
         # most things for a word no label fits.
         stands_out = p_yes - runner_up >= margin or best.similarity >= self.settings.name_check_backing
-        return (best, p_yes) if p_yes >= self.settings.name_check_threshold and stands_out else None
+        needed = self.settings.name_check_threshold if threshold is None else threshold
+        return (best, p_yes) if p_yes >= needed and stands_out else None
 
     def _named(self, word: str, label: str, threshold: float, usage: LLMUsage, unjudged: bool = True) -> bool:
         """The yes/no name check: whether the model holds `word` another name for a `label`."""
-        return self._judged_yes(NAME_CHECK_PROMPT.format(word=word, thing=words(label)), f"a {label}",
-                                f'called "{word}"', threshold, usage, unjudged)
-
-    def _judged_yes(self, prompt: str, what: str, purpose: str, threshold: float, usage: LLMUsage,
-                    unjudged: bool = True) -> bool:
-        """The model's probability of yes to `prompt` against `threshold`; `unjudged` when the model
-        gives no answer (a reading of goals stands as it did: no check is no doubt)."""
-        p_yes = self._p_yes(prompt, what, purpose, usage)
+        p_yes = self._name_p(word, label, usage)
         return unjudged if p_yes is None else p_yes >= threshold
+
+    def _name_p(self, word: str, label: str, usage: LLMUsage) -> float | None:
+        """The name check's probability that `word` is another name for a `label`, None unanswered."""
+        return self._p_yes(NAME_CHECK_PROMPT.format(word=word, thing=words(label)), f"a {label}", f'called "{word}"',
+                           usage)
+
+    def _judged_yes(self, prompt: str, what: str, purpose: str, threshold: float, usage: LLMUsage) -> bool:
+        """The model's probability of yes to `prompt` against `threshold`; yes when the model gives no
+        answer (a reading of goals stands as it did: no check is no doubt)."""
+        p_yes = self._p_yes(prompt, what, purpose, usage)
+        return p_yes is None or p_yes >= threshold
 
     def _p_yes(self, prompt: str, what: str, purpose: str, usage: LLMUsage) -> float | None:
         """The model's probability of yes to `prompt`, None when it gives no answer; the trace says
