@@ -738,18 +738,21 @@ def test_before_a_thing_is_given_up_as_missing_words_less_alike_to_a_label_are_p
     assert ("check", 'which of bowl, towel, can, blanket, sink is "throw": blanket, the model chose') in trace
     assert ("check", 'a blanket: 0.65 likely called "throw"') in trace
     assert ("goal", "the robot holds a blanket") in trace and result.outcome != "impossible"
-    # Below that, the choice stands only when the name check singles the chosen label out among those
-    # offered too: a sink at 0.47 beside a blanket at 0.45 is no agreement ...
+    # Below that, a thing chosen stands only when the name check singles it out among those offered
+    # too: a blanket at 0.45 beside a towel at 0.4 is no agreement ...
     result, trace, policy = run_grounded("Could you fetch the throw?", [
-        no_throw, no_throw, {"choice": "sink"}, {"fits": True, "p": 0.47},
-        *({"fits": False, "p": p} for p in (0.3, 0.4, 0.2, 0.45))])  # bowl, towel, can, blanket
-    assert ("check", 'a sink: 0.47 likely called "throw"') in trace
-    assert ("check", 'a blanket: 0.45 likely called "throw"') in trace
+        no_throw, no_throw, {"choice": "blanket"}, {"fits": False, "p": 0.45},
+        *({"fits": False, "p": p} for p in (0.3, 0.4, 0.2, 0.1))])  # bowl, towel, can, sink
+    assert ("check", 'a towel: 0.40 likely called "throw"') in trace
     assert result.outcome == "impossible" and not any(kind == "goal" for kind, _ in trace)
     # ... nor is a label the check cannot be asked about ruled out (here the policy has no more answers) ...
     result, trace, policy = run_grounded("Could you fetch the throw?", [
-        no_throw, no_throw, {"choice": "sink"}, {"fits": True, "p": 0.47}])
+        no_throw, no_throw, {"choice": "blanket"}, {"fits": False, "p": 0.45}])
     assert result.outcome == "impossible" and not any(kind == "goal" for kind, _ in trace)
+    # ... and furniture keeps the absolute check: the sink is not asked beside the others.
+    result, trace, policy = run_grounded("Could you fetch the throw?", [
+        no_throw, no_throw, {"choice": "sink"}, {"fits": False, "p": 0.47}])
+    assert len(policy.prompts) == 4 and result.outcome == "impossible"
     # ... while a blanket at 0.45, the rest at most 0.3, is: the request is read with the blanket.
     result, trace, policy = run_grounded("Could you fetch the throw?", [
         no_throw, no_throw, {"choice": "blanket"}, {"fits": False, "p": 0.45},
