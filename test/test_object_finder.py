@@ -210,13 +210,31 @@ def test_the_chooser_sees_the_distinct_answers_unlabelled_and_its_choice_is_the_
     assert found.relevant_objects == json.loads(listed.split(": ", 1)[1])["ids"]
 
 
+def test_an_answer_whose_labels_the_query_is_nothing_like_is_dropped_without_asking(scene):
+    from planner.adapters.embeddings import SentenceEmbedder
+
+    embedder = SentenceEmbedder()
+    policy = ScriptedPolicy([answer(["table1", "cup1"]), {"fits": True, "p": 0.9}])
+    find = ObjectFinder(policy, FinderSettings(check_answers=2), embedder=embedder)
+    found = find.find(scene, "something to drink from")
+    # A table (0.13 like the query) or desk (0.18) is not asked about; the cup (0.43) is.
+    assert found.relevant_objects == ["cup1"] and found.calls == 2
+    assert [r["role"] for r in found.rounds] == ["answer", "unlike table1", "check cup1"]
+    assert found.rounds[1]["reply"]["similarity"] < 0.2 and "Item: cup1:" in policy.prompts[-1][1]["content"]
+
+    # Set below every similarity, each id is asked again.
+    policy = ScriptedPolicy([answer(["table1", "cup1"]), {"fits": True, "p": 0.9}])
+    find = ObjectFinder(policy, FinderSettings(check_answers=2, check_similarity=-1), embedder=embedder)
+    assert find.find(scene, "something to drink from").relevant_objects == ["table1", "cup1"]
+
+
 def test_a_large_map_is_narrowed_to_the_items_related_to_the_query(tmp_path):
     from planner.adapters.embeddings import SentenceEmbedder
     from planner.bench.objects import load_bench_map
 
     scene = load_bench_map(BENCH / "maps" / "large_house.json")
     find, policy = finder([answer([])])
-    find.selector = ObjectFinder(policy, embedder=SentenceEmbedder()).selector
+    find.similarity = ObjectFinder(policy, embedder=SentenceEmbedder()).similarity
     found = find.find(scene, "I am tired, where can I sit?")
     shown = policy.prompts[0][0]["content"]
     assert found.candidates == 12 and found.map_items == 228
@@ -227,7 +245,7 @@ def test_a_large_map_is_narrowed_to_the_items_related_to_the_query(tmp_path):
     # A map within `narrow_above` is shown whole, the same prompt for every query (cached by the server).
     office = load_bench_map(BENCH / "maps" / "office.json")
     find, policy = finder([answer([]), answer([])], max_candidates=5)
-    find.selector = ObjectFinder(policy, embedder=SentenceEmbedder()).selector
+    find.similarity = ObjectFinder(policy, embedder=SentenceEmbedder()).similarity
     first, second = find.find(office, "a seat"), find.find(office, "something to write with")
     assert first.candidates == second.candidates == first.map_items <= 40
     assert policy.prompts[0][0] == policy.prompts[1][0]

@@ -85,6 +85,27 @@ def test_what_a_thing_stands_on_or_in_is_read_from_the_map_and_a_refrigerator_ho
                       ).constraints[0].targets == {"refrigerator"}
 
 
+def test_a_compound_names_a_kind_of_its_last_noun_when_nothing_else_grounds_it(home):
+    find, _ = finder([answer(["chair1"]), answer(["stool1", "chair1"])])
+    assert find.find(home, "a chair next to the writing desk").relevant_objects == ["chair2"]
+    assert find.find(home, "somewhere to sit that is not a bar stool").relevant_objects == ["chair1"]
+    assert find._labels_named("reading lamp", ["desk", "stool"]) == set()  # no lamp in this map
+
+
+def test_furniture_asked_for_with_nothing_on_it_is_checked_against_what_rests_on_it_in_the_map(home):
+    find, policy = finder([answer(["desk1"]), answer(["chair1"]), {"fits": True}, answer(["refrigerator_1"]),
+                           answer(["desk1", "chair1"]), {"fits": True}], check_answers=1)
+    found = find.find(home, "Can you point me to a desk with nothing on it?")
+    assert found.relevant_objects == [] and "cup1 is on desk1" in found.explanation  # the one desk bears a cup
+    assert find.find(home, "a chair that is not covered in things").relevant_objects == ["chair1"]
+    assert find.find(home, "an empty refrigerator").relevant_objects == []  # "empty": nothing in it either
+    # A chair is no desk, but the check is asked what kind of thing is meant: the words about the top go.
+    assert find.find(home, "a bare desk or a chair with nothing on top of it").relevant_objects == ["chair1"]
+    assert policy.prompts[-1][1]["content"].startswith("Query: a desk or a chair\n")
+    reading = read_query("a table that's not covered in things", home, lambda phrase, labels: {phrase} & set(labels))
+    assert [c.kind for c in reading.constraints] == ["bare"]  # not read as excluding a kind "covered"
+
+
 def test_a_phrase_that_grounds_in_nothing_of_the_map_or_a_place_said_not_to_be_constrains_nothing(home):
     find, _ = finder([answer(["chair1"])] * 3)
     for query in ("a chair next to the piano in the garden", "a chair that is not in the office",
