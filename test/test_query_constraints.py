@@ -104,6 +104,7 @@ def test_furniture_asked_for_with_nothing_on_it_is_checked_against_what_rests_on
     assert policy.prompts[-1][1]["content"].startswith("Query: a desk or a chair\n")
     reading = read_query("a table that's not covered in things", home, lambda phrase, labels: {phrase} & set(labels))
     assert [c.kind for c in reading.constraints] == ["bare"]  # not read as excluding a kind "covered"
+    assert not read_query("somewhere to empty my pockets", home, lambda phrase, labels: set()).constraints
 
 
 def test_a_phrase_that_grounds_in_nothing_of_the_map_or_a_place_said_not_to_be_constrains_nothing(home):

@@ -45,7 +45,9 @@ _BARE: tuple[tuple[re.Pattern, frozenset[str]], ...] = (
     (re.compile(r"\b(?:(?:that|which)\s+(?:is|are)\s+|that's\s+)?not\s+covered\s+(?:in|with|by)\s+"
                 r"(?:things|stuff|anything|objects|items|clutter)\b"), frozenset({"on"})),
     (re.compile(r"\b(?:bare|uncluttered|clutter-free)\b"), frozenset({"on"})),
-    (re.compile(r"\bempty\b"), frozenset({"on", "in"})),
+    # Not the verb: "somewhere to empty my pockets" asks for no empty thing.
+    (re.compile(r"\bempty\b(?!\s+(?:my|your|his|her|our|their|the|this|that|these|those|it|them|out)\b)"),
+     frozenset({"on", "in"})),
 )
 _LISTED = re.compile(r"\s*(?:,|\bor\b|\bnor\b)\s*")
 _LEADING_ARTICLE = re.compile(r"^(?:the|a|an|any|my|some)\s+")
@@ -55,7 +57,7 @@ _LEADING_ARTICLE = re.compile(r"^(?:the|a|an|any|my|some)\s+")
 class Constraint:
     kind: ConstraintKind
     phrase: str                # the query's words for the room, neighbour or excluded kind
-    targets: frozenset[str]    # the room's name, or the labels the phrase grounds to
+    targets: frozenset[str]    # the room's name, the labels the phrase grounds to, or (bare) "on" and/or "in"
     span: tuple[int, int]      # where the words of the constraint are in the query
 
 
