@@ -94,11 +94,15 @@ def prompt_names(scene: SceneGraph, ids: list[str]) -> dict[str, str]:
     return names
 
 
+def shown_labels(entity: Entity) -> dict[str, float]:
+    """The labels the model is shown for an item, with their probabilities."""
+    return {label: p for label, p in entity.labels.items() if p >= LABEL_FLOOR and label != STRUCTURE_LABEL}
+
+
 def describe_item(scene: SceneGraph, entity: Entity, show_room: bool, names: dict[str, str],
                   geometry: bool = True) -> str:
     """One line per item: name, top labels with probabilities, room, size, relations."""
-    labels = ", ".join(f"{label} {p:.2f}" for label, p in entity.labels.items()
-                       if p >= LABEL_FLOOR and label != STRUCTURE_LABEL) or entity.label
+    labels = ", ".join(f"{label} {p:.2f}" for label, p in shown_labels(entity).items()) or entity.label
     parts = [f"{names[entity.id]}: {labels}"]
     if show_room:
         parts.append(entity.room)
@@ -136,8 +140,7 @@ class LabelSimilarity:
 
     def of_item(self, entity: Entity, query_vector: np.ndarray) -> float:
         """The similarity of the item's likeliest labels (those shown to the model) to the query."""
-        labels = {label for label, p in entity.labels.items() if p >= LABEL_FLOOR and label != STRUCTURE_LABEL}
-        labels = labels or {entity.label}
+        labels = set(shown_labels(entity)) or {entity.label}
         self._label_vectors(labels)
         return max(float(self._labels[label] @ query_vector) for label in labels)
 
@@ -323,13 +326,14 @@ class ObjectFinder:
         writing desk" is a desk, "the bar stool" a stool; the grounder leaves these alone, since the
         label's name is already said)."""
         said = phrase.replace("-", " ")
-        own = {label for label in labels if label.replace("_", " ") in (said, said.removesuffix("s"))}
+        forms = (said, said.removesuffix("s"))
+        names = {label: label.replace("_", " ") for label in labels}
+        own = {label for label, name in names.items() if name in forms}
         if own:
             return own
         grounded = ({match.label for match in self.grounder.ground(f"the {said}", labels).matches}
                     if self.grounder is not None else set())
-        return grounded or {label for label in labels
-                            if any(f" {form}".endswith(f" {label.replace('_', ' ')}") for form in (said, said.removesuffix("s")))}
+        return grounded or {label for label, name in names.items() if any(f" {form}".endswith(f" {name}") for form in forms)}
 
     # -- one call ---------------------------------------------------------------------------
     def _ask(self, run: _Run, role: str, messages: list[dict], schema: dict, parse: Callable[[str], BaseModel],

@@ -100,13 +100,10 @@ def top_label(entity: Entity) -> str:
 
 
 def _resting(scene: SceneGraph, entity: Entity, relations: frozenset[str]) -> str | None:
-    """A thing that rests on or in the item (as `relations` says), directly or on something that does."""
-    for thing in scene.objects():
-        if thing.id != entity.id and (
-                any(edge == (relation, entity.id) for edge in scene.relation_edges(thing.id) for relation in relations)
-                or scene.furniture_support(thing.id) in {(relation, entity.id) for relation in relations}):
-            return thing.id
-    return None
+    """A thing that rests on or in the item (as `relations` says). A thing stacked on another rests
+    on it, and the bottom one on the item, so the graph's edges into the item are all it takes."""
+    return next((thing.id for relation in sorted(relations)
+                 for thing in scene.find(kind="object", relation=relation, reference=entity.id)), None)
 
 
 def _items(scene: SceneGraph) -> list[Entity]:
