@@ -210,32 +210,22 @@ def test_the_chooser_sees_the_distinct_answers_unlabelled_and_its_choice_is_the_
     assert found.relevant_objects == json.loads(listed.split(": ", 1)[1])["ids"]
 
 
-def test_the_item_most_like_the_query_is_checked_before_the_models_pick_and_one_nothing_like_it_is_not_asked(scene):
+def test_an_answer_whose_labels_the_query_is_nothing_like_is_dropped_without_asking(scene):
     from planner.adapters.embeddings import SentenceEmbedder
 
     embedder = SentenceEmbedder()
-    # The model picks the table to drink from; the cup's labels are far more like the query (0.47
-    # against 0.18), so the cup is checked first, and fits.
     policy = ScriptedPolicy([answer(["table1", "cup1"]), {"fits": True, "p": 0.9}])
-    find = ObjectFinder(policy, FinderSettings(check_answers=1), embedder=embedder)
+    find = ObjectFinder(policy, FinderSettings(check_answers=2), embedder=embedder)
     found = find.find(scene, "something to drink from")
-    assert found.relevant_objects[0] == "cup1" and found.calls == 2 and found.unchecked == ["table1", "cup1"]
-    assert [r["role"] for r in found.rounds] == ["answer", "check cup1"] and "Item: cup1:" in policy.prompts[-1][1]["content"]
-    assert found.rounds[1]["reply"] == {"fits": True, "p_yes": 0.9, "fit": pytest.approx(0.33 * 0.9 + 0.67 * 0.47, abs=0.01)}
+    # A table (0.13 like the query) or desk (0.18) is not asked about; the cup (0.43) is.
+    assert found.relevant_objects == ["cup1"] and found.calls == 2
+    assert [r["role"] for r in found.rounds] == ["answer", "unlike table1", "check cup1"]
+    assert found.rounds[1]["reply"]["similarity"] < 0.2 and "Item: cup1:" in policy.prompts[-1][1]["content"]
 
-    # Nothing here is a piano: each item is asked in turn, the model's pick last, and the cup, which
-    # not even a certain yes would let pass (0.14 like the query), is not asked at all.
-    policy = ScriptedPolicy([answer(["cup1"]), *[{"fits": True, "p": 0.1}] * 3])
-    find = ObjectFinder(policy, FinderSettings(check_answers=4), embedder=embedder)
-    found = find.find(scene, "a piano")
-    assert found.relevant_objects == [] and found.calls == 4
-    assert [r["role"] for r in found.rounds] == ["answer", "check table1", "check sofa1", "check chair1", "unlike cup1"]
-
-    # Weighted all on the model, its first id is checked first, and its yes alone decides.
+    # Set below every similarity, each id is asked again.
     policy = ScriptedPolicy([answer(["table1", "cup1"]), {"fits": True, "p": 0.9}])
-    settings = FinderSettings(check_answers=1, choice_weight=1, check_similarity_weight=0)
-    found = ObjectFinder(policy, settings, embedder=embedder).find(scene, "something to drink from")
-    assert found.relevant_objects == ["table1", "cup1"]
+    find = ObjectFinder(policy, FinderSettings(check_answers=2, check_similarity=-1), embedder=embedder)
+    assert find.find(scene, "something to drink from").relevant_objects == ["table1", "cup1"]
 
 
 def test_a_large_map_is_narrowed_to_the_items_related_to_the_query(tmp_path):

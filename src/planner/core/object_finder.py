@@ -57,19 +57,16 @@ class FinderSettings(BaseModel):
     max_repairs: int = Field(default=2, ge=0, description="invalid replies answered with what was wrong")
     model_explains: bool = Field(default=False, description="the model adds a reason to each answer (~1-2 s more "
                                  "on a CPU); otherwise the explanation is the map's evidence for the ids chosen")
-    check_answers: int = Field(default=1, ge=0, description="the first N items of the ranking are checked one by "
-                               "one against the query until one meets it, which is put first; when none of them "
-                               "does, the answer is that nothing fits (0: no check, the model's answer as given)")
-    choice_weight: float = Field(default=0.1, ge=0, description="the ranking checked: each item's similarity to the "
-                                 "query (sentence embeddings), plus this for the model's first id and half of it for "
-                                 "its others (without an embedder, the model's order)")
-    check_threshold: float = Field(default=0.44, ge=0, le=1, description="an item passes the check when the mean of "
-                                   "the model's probability that it fits (servers without token probabilities: 1 "
-                                   "when it says so) and its similarity to the query, weighted by "
-                                   "check_similarity_weight, is at least this")
-    check_similarity_weight: float = Field(default=0.67, ge=0, lt=1, description="the similarity's share of that "
-                                           "mean (0: the model's yes alone; without an embedder it is 0); an item "
-                                           "that could not pass with a certain yes is not asked about")
+    check_answers: int = Field(default=2, ge=0, description="the first N ids of an answer are checked one by one "
+                               "against the query until one meets it, those before it dropped; when none of them "
+                               "does, the answer is that nothing fits (0: no check)")
+    check_threshold: float = Field(default=0.65, ge=0, le=1, description="an id passes the check when the model's "
+                                   "probability that it fits is at least this (servers without token probabilities: "
+                                   "when it says it fits)")
+    check_similarity: float = Field(default=0.2, ge=-1, le=1, description="an id is put to the check only when one "
+                                    "of its labels is at least this similar (sentence embeddings) to what the query "
+                                    "asks for; below it the id is taken not to fit, without a call (-1: every id "
+                                    "is asked)")
     constraints: bool = Field(default=True, description="the room, what a thing stands on or in, the furniture "
                               "beside it and the kinds excluded that a query names are checked against the map, not "
                               "asked of the model; an answer that breaks one gives way to items of its label that "
@@ -435,53 +432,29 @@ class ObjectFinder:
         return answer.model_copy(update={"relevant_objects": kept})
 
     def _checked(self, run: _Run, answer: FindReply) -> FindReply:
-        """The first `check_answers` items of the ranking (`_ranked`) asked about one at a time: a
-        small model lists the closest items even when none fits (measured: 0 empty answers in 300 on
-        maps where 31% of the queries had none), while a narrow yes/no on one item can say no. The
-        checks stop at the first item that fits (each costs ~1 s on a CPU); it comes first, then the
-        model's ids not checked that a yes would let pass. When none fits, nothing does.
+        """Each of the first `check_answers` ids asked about on its own: a small model lists the
+        closest items even when none fits (measured: 0 empty answers in 300 on maps where 31% of
+        the queries had none), while a narrow yes/no on one item, whose probability of yes is
+        compared with a threshold set on development data, can say no. The checks stop at the first
+        id that fits (each costs ~1 s on a CPU, and the ids after it are kept as the model ordered
+        them); those before it are dropped.
 
-        An item fits by the model's probability of yes together with its labels' similarity to the
-        query: the 1.5B's yes passed a bathtub "to heat food" (0.66) as readily as right answers,
-        and on development homes the similarity told right answers from wrong ones more often than
-        the yes (77% of pairs against 68%); the two together more often than either."""
+        An id whose labels the query is nothing like is not asked about: the 1.5B's yes/no judged
+        such items as it judged right ones (a bathtub "to heat food" 0.66), while their labels'
+        embeddings are far from the query's (measured on development homes)."""
         if not self.settings.check_answers:
             return answer
-        checked = self._ranked(run, answer)[:self.settings.check_answers]
-        for index, name in enumerate(checked):
-            if self._could_fit(run, name) and self._fits(run, name):
-                rest = [other for other in answer.relevant_objects if other not in checked[:index + 1]
-                        and self._fit(run, other, 1.0) >= self.settings.check_threshold]
-                return answer.model_copy(update={"relevant_objects": [name, *rest][:self.settings.max_answers]})
+        names = answer.relevant_objects
+        for index, name in enumerate(names[:self.settings.check_answers]):
+            if self._alike(run, name) and self._fits(run, name):
+                return answer.model_copy(update={"relevant_objects": names[index:]})
         return answer.model_copy(update={"relevant_objects": []})
 
-    def _ranked(self, run: _Run, answer: FindReply) -> list[str]:
-        """The items the map does not rule out, in the order they are checked: by their labels'
-        similarity to the query, the model's choice adding `choice_weight` (half for ids after its
-        first). An item clearly more like the query than the model's pick is checked before it: the
-        1.5B's first id, before the check, was right for 45 of 90 answerable queries on development
-        homes, the item most like the query for 49, this ranking's first for 56."""
-        prepared, chosen = run.prepared, answer.relevant_objects
-        if not prepared.alike:
-            return chosen
-        weight = self.settings.choice_weight
-        bonus = {name: weight if index == 0 else weight / 2 for index, name in enumerate(chosen)}
-        names = [prepared.names[i] for i in prepared.ids if i not in prepared.ruled_out]
-        return sorted(names, key=lambda name: -(prepared.alike[run.id_of[name]] + bonus.get(name, 0.0)))
-
-    def _fit(self, run: _Run, name: str, p_yes: float) -> float:
-        """The weighted mean of the model's probability of yes and the item's similarity to the query."""
+    def _alike(self, run: _Run, name: str) -> bool:
         similarity = run.prepared.alike.get(run.id_of[name])
-        if similarity is None:
-            return p_yes
-        weight = self.settings.check_similarity_weight
-        return (1 - weight) * p_yes + weight * similarity
-
-    def _could_fit(self, run: _Run, name: str) -> bool:
-        """Whether a certain yes would let the item pass; one so unlike the query is not asked about."""
-        if self._fit(run, name, 1.0) >= self.settings.check_threshold:
+        if similarity is None or similarity >= self.settings.check_similarity:
             return True
-        run.rounds.append({"role": f"unlike {name}", "reply": {"similarity": round(run.prepared.alike[run.id_of[name]], 3)}})
+        run.rounds.append({"role": f"unlike {name}", "reply": {"similarity": round(similarity, 3)}})
         return False
 
     def _fits(self, run: _Run, name: str) -> bool:
@@ -491,9 +464,8 @@ class ObjectFinder:
         value = self._ask(run, f"check {name}", messages, YES_NO_SCHEMA, lambda text: Judgement(fits=fits_of(text)),
                           lambda current: judged(self.policy, current, YES_NO_SCHEMA))
         p_yes = probability_of_yes(run.last_reply, value.fits)
-        fit = self._fit(run, name, p_yes)
-        run.rounds[-1]["reply"].update(p_yes=round(p_yes, 3), fit=round(fit, 3))
-        return fit >= self.settings.check_threshold
+        run.rounds[-1]["reply"]["p_yes"] = round(p_yes, 3)
+        return p_yes >= self.settings.check_threshold
 
     def _base(self, run: _Run) -> FindReply:
         return self._answer(run, "answer", run.messages(QUERY_PROMPT.format(query=run.query)))
