@@ -146,13 +146,16 @@ def test_a_node_killed_during_a_task_is_named_restarted_and_the_next_request_suc
 
 def test_every_node_ends_on_sigterm_in_the_middle_of_a_task(ros, bringup):
     """What `ros2 launch` sends on Ctrl-C, sent while the robot drives: every node process ends on it
-    (the stuck ones used to ignore it and had to be killed)."""
+    (the stuck ones used to ignore it and had to be killed). A node that does not end writes where
+    its threads are (SIGUSR1), so that a failure here says why."""
     client, driving = started_driving(bringup.process, "sigterm_test")
     try:
         request = send("Go to the kitchen")
         wait_for(lambda: driving or request.poll() is not None, 180)
         assert request.poll() is None, request.communicate()[0]
         nodes = {name: node_process(bringup.process, name) for name in NODES}
+        nodes["explainer"].send_signal(signal.SIGUSR1)  # the dump a stuck node gives, shown to work
+        time.sleep(0.5)  # relayed by the bringup before it stops
         bringup.process.send_signal(signal.SIGSTOP)  # so that it restarts none of them meanwhile
         signalled, ended = time.monotonic(), {}
         for process in nodes.values():
@@ -162,7 +165,14 @@ def test_every_node_ends_on_sigterm_in_the_middle_of_a_task(ros, bringup):
                           if name not in ended and not running(process)})
             time.sleep(0.02)
         print("ended after SIGTERM (s):", {name: round(seconds, 2) for name, seconds in ended.items()})
-        assert set(ended) == set(NODES), set(NODES) - set(ended)
+        stuck = {name: process for name, process in nodes.items() if name not in ended}
+        states = {name: process.status() for name, process in stuck.items() if running(process)}
+        for process in stuck.values():
+            process.send_signal(signal.SIGUSR1)
+        time.sleep(1.0)
         request.kill()
     finally:
         client.close()
+    bringup.stop()
+    assert not stuck, f"not ended 10 s after SIGTERM: {states}; what the stack wrote:\n{bringup.errors[-30000:]}"
+    assert "   explainer | Thread 0x" in bringup.errors, bringup.errors

@@ -4,9 +4,11 @@ of their values the node list with each node's namespace, parameters, environmen
 
 from __future__ import annotations
 
+import faulthandler
 import importlib
 import logging
 import os
+import signal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,6 +147,9 @@ def node_class(name: str):
 
 def run_node_main(argv: list[str]) -> int:
     """`planner-node NAME [ROS args]`: run one node of the stack."""
+    # A node that does not end or answer shows where it is: `kill -USR1 PID` writes the stack of
+    # every thread to its output, even when they are all stuck in C code.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     args = rclpy.utilities.remove_ros_args(argv)
     if len(args) < 2 or args[1] not in _CLASSES:
         print(f"usage: planner-node NODE [--ros-args ...]; NODE is one of {', '.join(NODES)}", file=sys.stderr)
