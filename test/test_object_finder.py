@@ -219,13 +219,36 @@ def test_an_answer_whose_labels_the_query_is_nothing_like_is_dropped_without_ask
     found = find.find(scene, "something to drink from")
     # A table (0.13 like the query) or desk (0.18) is not asked about; the cup (0.43) is.
     assert found.relevant_objects == ["cup1"] and found.calls == 2
-    assert [r["role"] for r in found.rounds] == ["answer", "unlike table1", "check cup1"]
+    assert [r["role"] for r in found.rounds] == ["answer", "unlike table1", "check cup1", "most alike"]
     assert found.rounds[1]["reply"]["similarity"] < 0.2 and "Item: cup1:" in policy.prompts[-1][1]["content"]
 
     # Set below every similarity, each id is asked again.
     policy = ScriptedPolicy([answer(["table1", "cup1"]), {"fits": True, "p": 0.9}])
-    find = ObjectFinder(policy, FinderSettings(check_answers=2, check_similarity=-1), embedder=embedder)
+    find = ObjectFinder(policy, FinderSettings(check_answers=2, check_similarity=-1, choice_weight=None),
+                        embedder=embedder)
     assert find.find(scene, "something to drink from").relevant_objects == ["table1", "cup1"]
+
+
+def test_once_something_fits_the_item_most_like_the_query_comes_first(scene):
+    from planner.adapters.embeddings import SentenceEmbedder
+
+    embedder = SentenceEmbedder()
+
+    def found(replies, **settings):
+        policy = ScriptedPolicy([answer(["table1", "cup1"]), *replies])
+        find = ObjectFinder(policy, FinderSettings(**{"check_answers": 2, "check_similarity": -1, **settings}),
+                            embedder=embedder)
+        return find.find(scene, "something to drink from")
+
+    # The table passes the check, but the cup is far more like the query.
+    result = found([{"fits": True, "p": 0.9}])
+    assert result.relevant_objects == ["cup1", "table1"] and result.calls == 2
+    assert result.rounds[-1]["role"] == "most alike" and result.rounds[-1]["reply"]["id"] == "cup1"
+    # The model's first id counted as much more as that: the id that passed stays first.
+    assert found([{"fits": True, "p": 0.9}], choice_weight=1.0).relevant_objects == ["table1", "cup1"]
+    # Whether anything fits is still the check's: the cup most like the query is no answer on its own.
+    result = found([{"fits": True, "p": 0.3}, {"fits": True, "p": 0.4}])
+    assert result.relevant_objects == [] and "most alike" not in [r["role"] for r in result.rounds]
 
 
 def test_a_large_map_is_narrowed_to_the_items_related_to_the_query(tmp_path):

@@ -67,6 +67,11 @@ class FinderSettings(BaseModel):
                                     "of its labels is at least this similar (sentence embeddings) to what the query "
                                     "asks for; below it the id is taken not to fit, without a call (-1: every id "
                                     "is asked)")
+    choice_weight: float | None = Field(default=0.1, ge=0, description="once the check finds that something fits, "
+                                        "the item put first is the one the map does not rule out whose labels are "
+                                        "most like the query (sentence embeddings), counting this more for the "
+                                        "model's first id and half of it for its others (null, or no embedder: the "
+                                        "id that passed the check)")
     constraints: bool = Field(default=True, description="the room, what a thing stands on or in, the furniture "
                               "beside it and the kinds excluded that a query names are checked against the map, not "
                               "asked of the model; an answer that breaks one gives way to items of its label that "
@@ -437,7 +442,7 @@ class ObjectFinder:
         the queries had none), while a narrow yes/no on one item, whose probability of yes is
         compared with a threshold set on development data, can say no. The checks stop at the first
         id that fits (each costs ~1 s on a CPU, and the ids after it are kept as the model ordered
-        them); those before it are dropped.
+        them); those before it are dropped, and the item most like the query comes first.
 
         An id whose labels the query is nothing like is not asked about: the 1.5B's yes/no judged
         such items as it judged right ones (a bathtub "to heat food" 0.66), while their labels'
@@ -447,8 +452,26 @@ class ObjectFinder:
         names = answer.relevant_objects
         for index, name in enumerate(names[:self.settings.check_answers]):
             if self._alike(run, name) and self._fits(run, name):
-                return answer.model_copy(update={"relevant_objects": names[index:]})
+                first = self._most_alike(run, names)
+                kept = list(dict.fromkeys([*first, *names[index:]]))[:self.settings.max_answers]
+                return answer.model_copy(update={"relevant_objects": kept})
         return answer.model_copy(update={"relevant_objects": []})
+
+    def _most_alike(self, run: _Run, chosen: list[str]) -> list[str]:
+        """The item put first once something fits: the check says whether anything fits, and the
+        labels' similarity to the query, with the model's choice counted in (`choice_weight`), says
+        better which. On two sets of development homes (90 answerable queries each), putting it
+        first met 8 and 6 more queries and lost 1 on each, "nothing fits" unchanged. The id that
+        passed the check is not ruled out, so there is always one to choose."""
+        prepared, weight = run.prepared, self.settings.choice_weight
+        if weight is None or not prepared.alike:
+            return []
+        bonus = {name: weight if index == 0 else weight / 2 for index, name in enumerate(chosen)}
+        first = max((i for i in prepared.ids if i not in prepared.ruled_out),
+                    key=lambda i: prepared.alike[i] + bonus.get(prepared.names[i], 0.0))
+        run.rounds.append({"role": "most alike", "reply": {"id": prepared.names[first],
+                                                          "similarity": round(prepared.alike[first], 3)}})
+        return [prepared.names[first]]
 
     def _alike(self, run: _Run, name: str) -> bool:
         similarity = run.prepared.alike.get(run.id_of[name])
