@@ -164,3 +164,27 @@ def test_without_the_controller_commands_are_refused_unless_configured_for_devel
     else:
         assert result.success
         wait_for(lambda: any("commands run unchecked" in s.data for s in status))
+
+
+def test_a_just_started_executor_waits_for_a_controller_that_comes_up_late(client, tmp_path):
+    """A restarted executor asked for a command ~2 s after it started did not discover the controller
+    within 5 s in CI and refused the command: a node that new waits longer for its servers."""
+    import threading
+
+    from planner.action import ExecuteCommands
+    from planner.msg import Command
+    from planner.ros.nodes.controller import ControllerNode
+    from planner.ros.nodes.executor import ExecutorNode
+
+    config = load_config(write_config(tmp_path, controller={"confirm_timeout_s": 0.5}))
+    client.add(SimulatorNode(config))
+    client.add(PerceptionNode(config))
+    client.add(ExecutorNode(config))
+    late = threading.Timer(7.0, lambda: client.add(ControllerNode(config)))
+    late.start()
+    command = Command(name="navigate", timeout_s=60.0)
+    command.base_pose.x, command.base_pose.y = -2.0, 2.5
+    result = client.action(ExecuteCommands, "/executor/execute_commands",
+                           ExecuteCommands.Goal(execution_id="e1", skill="GOTO(bedroom)", commands=[command]), timeout=60)
+    late.join()
+    assert result.success, result.detail

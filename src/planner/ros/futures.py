@@ -95,8 +95,13 @@ def wait_future(future, timeout_s: float, what: str, give_up: bool = True, stop:
     return future.result()
 
 
-def call_service(client, request, timeout_s: float = 5.0, clock=None) -> Any:
-    if not client.wait_for_service(timeout_sec=min(timeout_s, 5.0)):
+DISCOVERY_S = 5.0   # how long a call waits, at most, for its server to be discovered
+
+
+def call_service(client, request, timeout_s: float = 5.0, clock=None, discovery_s: float | None = None) -> Any:
+    """The reply; `discovery_s` (default: the call's limit, at most DISCOVERY_S) is how long the
+    server may take to be discovered."""
+    if not client.wait_for_service(timeout_sec=min(timeout_s, DISCOVERY_S) if discovery_s is None else discovery_s):
         raise CallFailed(f"service {client.srv_name} is not available", CallKind.UNAVAILABLE)
     return wait_future(client.call_async(request), timeout_s, f"service {client.srv_name}", clock=clock)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
@@ -15,10 +16,14 @@ from std_msgs.msg import Empty, String
 from planner.adapters.llm import probe_schema
 from planner.config import StackConfig, deployed, load_config
 from planner.core.errors import PlannerError, PolicyError
+from planner.ros.futures import DISCOVERY_S
 from planner.ros.qos import ALIVE, STATUS_QOS, STATUS_TOPIC
 from planner.wiring import open_llm, open_part_llm
 
 NODE_THREADS = 4  # executor threads of each node process
+# A node this new may not have discovered the others yet: a restarted executor asked for a command
+# ~2 s after it started did not see the controller within 5 s in CI (two loaded cores).
+JUST_STARTED_S = 15.0
 
 
 class UnavailablePolicy:
@@ -45,6 +50,7 @@ class PlannerNode(Node):
         self._alive = self.create_publisher(Empty, "~/alive", ALIVE)   # see Heartbeat: never published to
         self.embedded = None  # the embedded LLM server this node started, stopped by close
         self.closed = threading.Event()  # set by close: threads of the node report nothing after it
+        self.started = time.monotonic()
 
     def open_llm(self, part: str = ""):
         """The configured LLM (for `part`, its own servers first), or a policy whose every call fails
@@ -84,6 +90,11 @@ class PlannerNode(Node):
             self.report("error", f"the {part} LLM is unavailable, using the main one: {error}")
             return main
         return policy
+
+    def discovery_s(self) -> float:
+        """How long a call may wait for its server to be discovered: DISCOVERY_S, or, in a node just
+        started, until it is JUST_STARTED_S old."""
+        return max(DISCOVERY_S, self.started + JUST_STARTED_S - time.monotonic())
 
     def close(self) -> None:
         """What the node holds outside ROS goes with it (spin_node calls this at shutdown)."""

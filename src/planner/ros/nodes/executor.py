@@ -151,7 +151,8 @@ class ControllerChecks:
         request = CheckCommand.Request(phase=phase, execution_id=self.goal.execution_id, skill=self.goal.skill,
                                        command=command_to_msg(command))
         try:
-            reply = call_service(node.check_client, request, timeout_s=wait, clock=node.get_clock())
+            reply = call_service(node.check_client, request, timeout_s=wait, clock=node.get_clock(),
+                                 discovery_s=node.discovery_s())
         except CallFailed as error:
             if node.config.controller.required:
                 return Outcome(False, FailureCode.CONTROLLER_UNAVAILABLE,
