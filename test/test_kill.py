@@ -6,6 +6,7 @@ next request succeeds. Before, a dead executor or skill planner wedged the plann
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import psutil
@@ -15,6 +16,7 @@ import yaml
 from conftest import CONFIG, PLANNER, RosClient, wait_for, write_config
 from planner.config import ControllerSettings
 from planner.msg import ExecutionEvent
+from planner.ros.node import TEARDOWN_LIMIT_S
 from planner.ros.nodes.executor import CHECK_MARGIN_S
 from planner.ros.qos import RELIABLE
 from planner.ros.stack import NODES
@@ -176,3 +178,35 @@ def test_every_node_ends_on_sigterm_in_the_middle_of_a_task(ros, bringup):
     bringup.stop()
     assert not stuck, f"not ended 10 s after SIGTERM: {states}; what the stack wrote:\n{bringup.errors[-30000:]}"
     assert "   explainer | Thread 0x" in bringup.errors, bringup.errors
+
+
+STUCK_IN_TEARDOWN = """
+import time
+from planner.ros.node import PlannerNode, main_for
+from planner.ros.stack import exit_process
+
+class Stuck(PlannerNode):
+    def __init__(self):
+        super().__init__("stuck_in_teardown")
+        print("up", flush=True)
+
+    def destroy_node(self):  # as leaving the graph hung in DDS in CI
+        time.sleep(60)
+
+exit_process(main_for(Stuck))
+"""
+
+
+def test_a_node_whose_teardown_hangs_ends_soon_after_sigterm_saying_where():
+    node = subprocess.Popen([sys.executable, "-c", STUCK_IN_TEARDOWN], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        assert node.stdout.readline() == "up\n"
+        time.sleep(1.0)  # spinning
+        signalled = time.monotonic()
+        node.send_signal(signal.SIGTERM)
+        output, _ = node.communicate(timeout=30)
+    finally:
+        node.kill()
+    assert time.monotonic() - signalled < TEARDOWN_LIMIT_S + 3.0, output
+    assert f"Timeout (0:00:0{TEARDOWN_LIMIT_S:.0f})!" in output and "in destroy_node" in output, output

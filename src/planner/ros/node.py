@@ -3,6 +3,7 @@ main loop that spins it."""
 
 from __future__ import annotations
 
+import faulthandler
 import sys
 import threading
 import time
@@ -24,6 +25,7 @@ NODE_THREADS = 4  # executor threads of each node process
 # A node this new may not have discovered the others yet: a restarted executor asked for a command
 # ~2 s after it started did not see the controller within 5 s in CI (two loaded cores).
 JUST_STARTED_S = 15.0
+TEARDOWN_LIMIT_S = 3.0  # a node process leaves the graph within this once closed (normally under 0.5 s)
 
 
 class UnavailablePolicy:
@@ -158,6 +160,9 @@ def spin_node(node: Node) -> None:
         close = getattr(node, "close", None)
         if close:
             close()
+        # The node leaving the graph (destroy_node, rclpy.shutdown) hung in DDS in 2 of ~8 CI runs,
+        # holding the process 10 s past SIGTERM: past this limit it ends anyway, saying where it hung.
+        faulthandler.dump_traceback_later(TEARDOWN_LIMIT_S, exit=True)
         # Callbacks still waiting (on a node that is stopping too) are not waited for: the process
         # ends, as it must promptly on SIGTERM; what they would have answered, nobody is left to hear.
         executor.shutdown(wait_for_threads=False)
