@@ -150,7 +150,7 @@ class ActionCall:
     def run(self, goal, timeout_s: float, feedback_callback=None, stop: threading.Event | None = None):
         """The result; the goal is canceled when it takes longer than `timeout_s` or `stop` is set,
         even if that happened before the goal was sent."""
-        if not self.client.wait_for_server(timeout_sec=5.0):
+        if not self.client.wait_for_server(timeout_sec=DISCOVERY_S):
             raise CallFailed(f"action {self.name} is not available", CallKind.UNAVAILABLE)
         server_alive = self.client.server_is_ready if self.heartbeat is None else self.heartbeat.watch(self.client)
         self.goal_handle = wait_future(self.client.send_goal_async(goal, feedback_callback=feedback_callback),
