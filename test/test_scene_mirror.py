@@ -15,6 +15,7 @@ from planner.config import load_config
 from planner.core.synthetic import synthetic_map
 from planner.msg import Detection3D, Detection3DArray, LabelScore, RobotState
 from planner.ros.convert import to_stamp
+from planner.ros.node import PlannerNode
 from planner.ros.nodes.controller import ControllerNode
 from planner.ros.nodes.perception import PerceptionNode
 from planner.ros.nodes.skill_planner import SkillPlannerNode
@@ -124,7 +125,9 @@ def test_skills_on_a_10000_object_map_do_not_pull_the_graph_and_the_mirror_survi
         assert perception.graph_requests == 2   # one per consumer, not one per skill and check
 
         # A stream of changes, the mirror's second update lost: a gap, so one more fetch.
-        mirror = LossyMirror(client.node, None)
+        mirror_node = PlannerNode("lossy_mirror", config)  # a mirror lives in a stack node
+        mirror = LossyMirror(mirror_node, None)
+        client.add(mirror_node)
         with mirror.current() as scene:
             assert equal_to_perception(scene, perception) and mirror.fetches == 1
         here = robot_in(rooms, "room_0", 0).base_pose

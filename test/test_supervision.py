@@ -151,3 +151,32 @@ def test_a_call_begun_while_its_server_is_starved_is_waited_for_once_the_server_
         server.kill()
         server.wait()
         client.close()
+
+
+def test_a_just_started_node_waits_for_an_action_server_that_comes_up_late(ros):
+    """A restarted node can send its first goal before it has discovered the server (a restarted
+    executor refused a command so in CI): any call of a node that new waits longer for its server."""
+    import rclpy
+    from rclpy.action import ActionClient, ActionServer
+
+    from planner.action import Say
+    from planner.ros.node import PlannerNode
+
+    client = RosClient("late_server_client")
+    young = PlannerNode("young_caller")
+    skill = ActionClient(young, Say, "late_server_skill")  # before it spins: see RosClient.action_client
+    client.add(young)
+
+    def start_server():
+        server_node = rclpy.create_node("late_server")
+        ActionServer(server_node, Say, "late_server_skill", lambda goal: (goal.succeed(), Say.Result(success=True))[1])
+        client.add(server_node)
+
+    late = threading.Timer(7.0, start_server)
+    try:
+        late.start()
+        result = young.action_call(skill, "late_server_skill").run(Say.Goal(text="x"), 30.0)
+        assert result.success
+    finally:
+        late.join()
+        client.close()

@@ -12,23 +12,24 @@ from planner.core.failures import FailureCode
 from planner.core.skills import Command
 from planner.core.types import Outcome
 from planner.ros.convert import point_msg, pose_to_msg
-from planner.ros.futures import ActionCall, CallFailed, CallKind, Heartbeat
+from planner.ros.futures import CallFailed, CallKind, Heartbeat
 
 
 class SimulatorBackend:
     def __init__(self, node, callback_group):
         self.navigate = ActionClient(node, Navigate, "sim/navigate", callback_group=callback_group)
         self.manipulate = ActionClient(node, Manipulate, "sim/manipulate", callback_group=callback_group)
+        self.node = node
         self.clock = node.get_clock()
         self.simulator_alive = Heartbeat(node, "simulator")
 
     def run(self, command: Command, stop: threading.Event) -> Outcome:
         """One command; `stop` set at any time, even before it started, cancels it."""
         if command.name == "navigate":
-            call = ActionCall(self.navigate, "sim/navigate", self.clock, self.simulator_alive)
+            call = self.node.action_call(self.navigate, "sim/navigate", self.clock, self.simulator_alive)
             goal = Navigate.Goal(goal=pose_to_msg(command.base_pose))
         else:
-            call = ActionCall(self.manipulate, "sim/manipulate", self.clock, self.simulator_alive)
+            call = self.node.action_call(self.manipulate, "sim/manipulate", self.clock, self.simulator_alive)
             goal = Manipulate.Goal(operation=command.name, arm=command.arm, object_id=command.object_id,
                                    target_id=command.target_id)
             if command.point is not None:

@@ -138,19 +138,22 @@ class Heartbeat:
 
 class ActionCall:
     """Send one goal and wait for its result from a worker thread; cancel() from any thread. The
-    result's time limit runs on `clock` (the calling node's, see Deadline) when given."""
+    result's time limit runs on `clock` (the calling node's, see Deadline) when given; the server
+    may take `discovery_s` to be discovered."""
 
-    def __init__(self, client: ActionClient, name: str, clock=None, heartbeat: Heartbeat | None = None):
+    def __init__(self, client: ActionClient, name: str, clock=None, heartbeat: Heartbeat | None = None,
+                 discovery_s: float = DISCOVERY_S):
         self.client = client
         self.name = name
         self.clock = clock
         self.heartbeat = heartbeat
+        self.discovery_s = discovery_s
         self.goal_handle = None
 
     def run(self, goal, timeout_s: float, feedback_callback=None, stop: threading.Event | None = None):
         """The result; the goal is canceled when it takes longer than `timeout_s` or `stop` is set,
         even if that happened before the goal was sent."""
-        if not self.client.wait_for_server(timeout_sec=DISCOVERY_S):
+        if not self.client.wait_for_server(timeout_sec=self.discovery_s):
             raise CallFailed(f"action {self.name} is not available", CallKind.UNAVAILABLE)
         server_alive = self.client.server_is_ready if self.heartbeat is None else self.heartbeat.watch(self.client)
         self.goal_handle = wait_future(self.client.send_goal_async(goal, feedback_callback=feedback_callback),

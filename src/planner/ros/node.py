@@ -17,13 +17,14 @@ from std_msgs.msg import Empty, String
 from planner.adapters.llm import probe_schema
 from planner.config import StackConfig, deployed, load_config
 from planner.core.errors import PlannerError, PolicyError
-from planner.ros.futures import DISCOVERY_S
+from planner.ros.futures import DISCOVERY_S, ActionCall, Heartbeat, call_service
 from planner.ros.qos import ALIVE, STATUS_QOS, STATUS_TOPIC
 from planner.wiring import open_llm, open_part_llm
 
 NODE_THREADS = 4  # executor threads of each node process
 # A node this new may not have discovered the others yet: a restarted executor asked for a command
-# ~2 s after it started did not see the controller within 5 s in CI (two loaded cores).
+# ~2 s after it started did not see the controller within 5 s in CI (two loaded cores). Every call a
+# node makes (PlannerNode.call, PlannerNode.action_call) waits for its server accordingly.
 JUST_STARTED_S = 15.0
 TEARDOWN_LIMIT_S = 3.0  # a node process leaves the graph within this once closed (normally under 0.5 s)
 
@@ -93,10 +94,18 @@ class PlannerNode(Node):
             return main
         return policy
 
-    def discovery_s(self) -> float:
-        """How long a call may wait for its server to be discovered: DISCOVERY_S, or, in a node just
+    def discovery_s(self, limit: float = DISCOVERY_S) -> float:
+        """How long a call may wait for its server to be discovered: `limit`, or, in a node just
         started, until it is JUST_STARTED_S old."""
-        return max(DISCOVERY_S, self.started + JUST_STARTED_S - time.monotonic())
+        return max(limit, self.started + JUST_STARTED_S - time.monotonic())
+
+    def call(self, client, request, timeout_s: float = 5.0, clock=None):
+        """call_service, the server given as long to be discovered as this node's age says."""
+        return call_service(client, request, timeout_s, clock, discovery_s=self.discovery_s(min(timeout_s, DISCOVERY_S)))
+
+    def action_call(self, client, name: str, clock=None, heartbeat: Heartbeat | None = None) -> ActionCall:
+        """An ActionCall whose server is given as long to be discovered as this node's age says."""
+        return ActionCall(client, name, clock, heartbeat, discovery_s=self.discovery_s())
 
     def close(self) -> None:
         """What the node holds outside ROS goes with it (spin_node calls this at shutdown)."""

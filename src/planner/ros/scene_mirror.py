@@ -18,7 +18,7 @@ from typing import TypeVar
 from planner.core.scene_graph import SceneGraph
 from planner.msg import RobotState, SceneGraphUpdate
 from planner.ros.convert import apply_update_msg, robot_from_msg, robot_state_problem, scene_from_msg, seconds
-from planner.ros.futures import Deadline, call_service
+from planner.ros.futures import Deadline
 from planner.ros.qos import RELIABLE
 from planner.srv import GetSceneGraph
 
@@ -30,6 +30,7 @@ T = TypeVar("T")
 
 class SceneMirror:
     def __init__(self, node, callback_group):
+        self._node = node
         self._clock = node.get_clock()
         self._client = node.create_client(GetSceneGraph, "perception/get_scene_graph", callback_group=callback_group)
         node.create_subscription(SceneGraphUpdate, "scene_graph/updates", self._on_update, RELIABLE,
@@ -120,7 +121,7 @@ class SceneMirror:
         return self._scene
 
     def _fetch(self) -> None:
-        reply = call_service(self._client, GetSceneGraph.Request(), timeout_s=FETCH_TIMEOUT_S)
+        reply = self._node.call(self._client, GetSceneGraph.Request(), timeout_s=FETCH_TIMEOUT_S)
         self.fetches += 1
         self._scene, self._seq = scene_from_msg(reply.graph, reply.robot), reply.graph.seq
         self.seen_until = seconds(reply.graph.seen_until)

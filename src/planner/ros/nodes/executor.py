@@ -23,7 +23,7 @@ from planner.msg import ExecutionEvent
 from planner.ros.convert import command_from_msg, command_to_msg, stamp_now
 from planner.ros.executor_robot import RobotBackend
 from planner.ros.executor_simulator import SimulatorBackend
-from planner.ros.futures import ActionCall, CallFailed, Heartbeat, call_service
+from planner.ros.futures import CallFailed, Heartbeat
 from planner.ros.node import PlannerNode, main_for
 from planner.ros.qos import ESTOP_TOPIC, RELIABLE
 from planner.srv import CheckCommand
@@ -126,7 +126,7 @@ class StoppableRobot:
 
     def _say(self, command: Command) -> Outcome:
         try:
-            call = ActionCall(self.node.say_client, "speech/say", heartbeat=self.node.speech_alive)
+            call = self.node.action_call(self.node.say_client, "speech/say", heartbeat=self.node.speech_alive)
             result = call.run(Say.Goal(text=command.text), command.timeout_s, stop=self.stop)
         except CallFailed as error:
             code = FailureCode.CANCELED if self.stop.is_set() else FailureCode.SPEECH_UNAVAILABLE
@@ -151,8 +151,7 @@ class ControllerChecks:
         request = CheckCommand.Request(phase=phase, execution_id=self.goal.execution_id, skill=self.goal.skill,
                                        command=command_to_msg(command))
         try:
-            reply = call_service(node.check_client, request, timeout_s=wait, clock=node.get_clock(),
-                                 discovery_s=node.discovery_s())
+            reply = node.call(node.check_client, request, timeout_s=wait, clock=node.get_clock())
         except CallFailed as error:
             if node.config.controller.required:
                 return Outcome(False, FailureCode.CONTROLLER_UNAVAILABLE,

@@ -78,7 +78,7 @@ class SkillPlannerNode(PlannerNode):
 
     def _run_commands(self, goal_handle, execution_id: str, call: SkillCall, commands: list[Command]) -> CommandsResult:
         goal = goal_handle.request
-        action = ActionCall(self.executor_client, "executor/execute_commands", self.get_clock(), self.executor_alive)
+        action = self.action_call(self.executor_client, "executor/execute_commands", self.get_clock(), self.executor_alive)
         self.calls[execution_id] = action
         request = ExecuteCommands.Goal(execution_id=execution_id, task_id=goal.task_id, skill=str(call),
                                        commands=[command_to_msg(c) for c in commands])

@@ -27,7 +27,7 @@ from planner.core.task_queue import TaskQueue
 from planner.core.types import EpisodeResult, FailureInfo, Observation, PlanVerdict, Recovery, SkillResult, SuggestionInfo, TraceStep
 from planner.msg import PlanStep
 from planner.ros.convert import entity_from_msg, failure_from_msg, failure_to_msg, robot_from_msg, seconds, stamp_now
-from planner.ros.futures import ActionCall, CallFailed, Heartbeat, call_service
+from planner.ros.futures import ActionCall, CallFailed, Heartbeat
 from planner.ros.node import PlannerNode, main_for
 from planner.ros.qos import ESTOP_TOPIC, GOAL_REQUESTS, RELIABLE
 from planner.ros.scene_mirror import SceneMirror
@@ -55,34 +55,35 @@ LOOK_FRAMES = 3  # camera periods a skill's end waits for a frame taken after it
 class PerceptionServices:
     """Perception's services as a map source (planner.core.perception_actions.MapSource)."""
 
-    def __init__(self, clients: dict):
-        self.clients = clients
+    def __init__(self, node: TaskPlannerNode):
+        self.node = node
+        self.clients = node.clients_
 
     def rooms(self) -> list[str]:
-        return list(call_service(self.clients["rooms"], GetRooms.Request()).rooms)
+        return list(self.node.call(self.clients["rooms"], GetRooms.Request()).rooms)
 
     def room_contents(self, room: str) -> tuple[list[Entity], list[str]] | str:
-        reply = call_service(self.clients["room"], GetObjectsInRoom.Request(room=room))
+        reply = self.node.call(self.clients["room"], GetObjectsInRoom.Request(room=room))
         if not reply.success:
             return reply.message
         return [entity_from_msg(o) for o in reply.objects], list(reply.relations)
 
     def entity(self, entity_id: str) -> tuple[Entity, list[str]] | str:
-        reply = call_service(self.clients["object"], GetObject.Request(id=entity_id))
+        reply = self.node.call(self.clients["object"], GetObject.Request(id=entity_id))
         if not reply.success:
             return reply.message
         return entity_from_msg(reply.object), list(reply.relations)
 
     def find(self, label: str) -> list[Entity]:
-        return [entity_from_msg(o) for o in call_service(self.clients["find"], FindObjects.Request(query=label)).objects]
+        return [entity_from_msg(o) for o in self.node.call(self.clients["find"], FindObjects.Request(query=label)).objects]
 
     def robot(self) -> RobotSnapshot | None:
-        state = call_service(self.clients["robot"], GetRobotState.Request()).state
+        state = self.node.call(self.clients["robot"], GetRobotState.Request()).state
         return robot_from_msg(state) if state.arms else None
 
     def search(self, query: str) -> tuple[list[Entity], str, str]:
         # The perception node's object finder, with the configured workflow: a few LLM calls.
-        reply = call_service(self.clients["find"], FindObjects.Request(query=query, workflow="default"),
+        reply = self.node.call(self.clients["find"], FindObjects.Request(query=query, workflow="default"),
                              timeout_s=SEARCH_TIMEOUT_S)
         return [entity_from_msg(o) for o in reply.objects], reply.explanation, "" if reply.success else reply.message
 
@@ -96,7 +97,7 @@ class RosTools:
         self.request = request
         self.current: ActionCall | None = None
         self.canceled = threading.Event()
-        self.map = PerceptionServices(node.clients_)
+        self.map = PerceptionServices(node)
 
     def scene(self) -> SceneGraph:
         return self.node.mirror.snapshot()
@@ -111,8 +112,8 @@ class RosTools:
             return Observation(f"perception is not answering: {error}")
 
     def execute_skill(self, call: str) -> SkillResult:
-        self.current = ActionCall(self.node.skill_client, "skill_planner/execute_skill", self.node.get_clock(),
-                                  self.node.skill_planner_alive)
+        self.current = self.node.action_call(self.node.skill_client, "skill_planner/execute_skill",
+                                             self.node.get_clock(), self.node.skill_planner_alive)
         goal = ExecuteSkill.Goal(skill=call, task_id=self.task_id, request=self.request)
         try:
             result = self.current.run(goal, self.node.config.tasks.skill_timeout_s)
@@ -131,7 +132,7 @@ class RosTools:
         request = Explain.Request(failure=failure_to_msg(failure, stamp_now(self.node), task_id=self.task_id,
                                                          request=self.request))
         try:
-            suggestion = call_service(self.node.clients_["explain"], request, timeout_s=15.0).suggestion
+            suggestion = self.node.call(self.node.clients_["explain"], request, timeout_s=15.0).suggestion
         except CallFailed as error:
             self.node.report("warn", f"no suggestion: {error}")
             return None
@@ -147,7 +148,7 @@ class RosTools:
                 failure=failure_to_msg(recovery.failure, stamp_now(self.node), task_id=self.task_id, request=request),
                 case_ids=recovery.case_ids, steps=recovery.steps, recovered=recovery.recovered, fix=recovery.fix)
             try:
-                answer = call_service(client, message, timeout_s=15.0)
+                answer = self.node.call(client, message, timeout_s=15.0)
             except CallFailed as error:
                 self.node.report("warn", f"the explainer did not take what followed a failure: {error}")
                 return
@@ -157,7 +158,7 @@ class RosTools:
         message = CheckPlan.Request(robot=self.node.get_namespace().strip("/"), request=request, steps=steps,
                                     first_steps=first_steps)
         try:
-            answer = call_service(self.node.clients_["check_plan"], message, timeout_s=30.0)
+            answer = self.node.call(self.node.clients_["check_plan"], message, timeout_s=30.0)
         except CallFailed as error:
             self.node.report("warn", f"the plan was not checked: {error}")
             return None
@@ -166,7 +167,7 @@ class RosTools:
     def record_plan(self, request: str, steps: list[str]) -> None:
         message = RecordPlan.Request(robot=self.node.get_namespace().strip("/"), request=request, steps=steps)
         try:
-            call_service(self.node.clients_["record_plan"], message, timeout_s=15.0)
+            self.node.call(self.node.clients_["record_plan"], message, timeout_s=15.0)
         except CallFailed as error:
             self.node.report("warn", f"the explainer did not keep the plan that worked: {error}")
 
@@ -190,7 +191,8 @@ class RosTools:
         if not client.service_is_ready():
             return None
         try:
-            answer = call_service(client, AskFleet.Request(thing=label, asking_robot=self.node.get_namespace()), timeout_s=FLEET_TIMEOUT_S)
+            answer = self.node.call(client, AskFleet.Request(thing=label, asking_robot=self.node.get_namespace()),
+                                    timeout_s=FLEET_TIMEOUT_S)
         except CallFailed as error:
             self.node.report("warn", f"the fleet was not asked where a {label} is: {error}")
             return None
@@ -201,7 +203,7 @@ class RosTools:
         if not self.node.say_client.server_is_ready():
             return
         try:
-            call = ActionCall(self.node.say_client, "speech/say", heartbeat=self.node.speech_alive)
+            call = self.node.action_call(self.node.say_client, "speech/say", heartbeat=self.node.speech_alive)
             call.run(Say.Goal(text=text), SAY_TIMEOUT_S, stop=self.node.closing)
         except CallFailed as error:
             self.node.report("warn", f"could not say {text!r}: {error}")
