@@ -350,6 +350,42 @@ def inside_from_request(request: str, goals: list[Goal], scene: SceneGraph) -> l
 # Goals about a piece of furniture itself, which a request names when it wants them.
 FURNITURE_KINDS = ("is_open", "is_closed", "clear")
 
+# All that is on a piece of furniture, taken off it: "tidy everything off the desk", "take all the things from
+# the shelf", "clear off the counter". The determiner that follows starts the furniture's name.
+CLEARING = re.compile(r" (?:(?:everything|all of it|each thing|every thing|all(?: of)?(?: the)? (?:things|stuff|items"
+                      r"|objects)) (?:that is |that s |which is )?(?:off|from|on)|(?:clear|empty)(?: off| out)?) "
+                      r"(?:the|my|your|our) ")
+
+
+def furniture_called(place: str, request: str, scene: SceneGraph) -> list[tuple[str, str]]:
+    """The furniture (label, room) a place said in the request may be: a label it names whole or by
+    its last word ("the table" for a dining table), in the room the request names right after it
+    ("the table in the dining room") when it names one; the room is "" when it names none."""
+    after = re.search(rf" {re.escape(place)} (?:\w+ ){{0,2}}?in the (.*)", words_of(request))
+    room = next((r for r in scene.rooms() if after and f" {after[1]}".startswith(f" {_phrase(r)} ")), "")
+    return sorted({(f.label, room) for f in scene.furniture(room or None)
+                   if _phrase(f.label) == place or _phrase(f.label).endswith(f" {place}")})
+
+
+def cleared_from_request(request: str, goals: list[Goal], scene: SceneGraph) -> list[Goal]:
+    """"Tidy everything off the table in the dining room" read as a book held: a request that takes
+    everything off one piece of furniture (CLEARING), and sends nothing anywhere, asks for it clear;
+    the model's goals for things the request does not name give way to that. Small models read such a
+    request as one thing taken however often they are told, so the words decide."""
+    if not goals or sends_somewhere(request, scene.rooms()) is not None:
+        return goals
+    words = words_of(request)
+    found = [furniture_called(place, request, scene) for match in CLEARING.finditer(words)
+             if (place := _place_from(words[match.end():].split(), 0))]
+    cleared = [Goal(kind="clear", target=label, room=room) for called in found if len(called) == 1
+               for label, room in called]
+    if not cleared or any(goal.kind == "clear" and goal.target in {c.target for c in cleared} for goal in goals):
+        return goals
+    said = thing_words(request)
+    kept = [goal for goal in goals if not goal.object or _named(goal.object, said)]
+    return [*cleared, *(goal for goal in kept if goal not in cleared)]
+
+
 # A particular thing to be moved: "put the apple", "bring me my keys" (not "something for the headache",
 # nor "I spilled the coffee", where the thing named is not the one wanted).
 MOVED_THING = re.compile(r" (?:put|take|bring|get|fetch|grab|pick up|move|place|hand|carry)(?: me| us)? "
@@ -481,6 +517,13 @@ def _wanted(label: str, request: str) -> str:
     return f'{{"kind": "{"bring_to_user" if mentions_user(request) else "holding"}", "object": "{label}"}}'
 
 
+def moved_labels(request: str, labels: list[str]) -> list[str]:
+    """The `labels` the request names as the thing it moves: "grab the pillow", "pick up the table lamp"."""
+    moved = {" ".join(w for w in found if w) for found in MOVED_PHRASE.findall(words_of(request))}
+    moved |= {found.split()[0] for found in moved}
+    return [label for label in labels if _phrase(label) in moved]
+
+
 def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[list[str], list[str]]:
     """What is wrong with goals read from a request (unknown labels, furniture not where the goal
     says, a kind that contradicts the request's words), and what is only doubtful (a goal true
@@ -490,6 +533,9 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
     named_furniture = sorted({f.label for f in furniture if f" {_phrase(f.label)} " in words})
     destinations_named = destination_labels(request, scene)
     destinations_said = furniture_destinations(request, scene.rooms())
+    # "Empty the table in the kitchen" names the kitchen's dining table, the one table there.
+    handled = {called[0][0] for place in handled_furniture(request)
+               if len(called := furniture_called(place, request, scene)) == 1}
     known = ({o.label for o in scene.objects()}, {f.label for f in furniture}, set(scene.rooms()))
     problems, doubts = [], []
     for goal in goals:
@@ -506,7 +552,7 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
         if goal.kind in PLACING_KINDS and not named_furniture and not destinations_said and not goal_met(goal, scene):
             doubts.append(f"the request names no furniture for the {goal.object} to go to; "
                           f"{_instead(goal, request, scene)}")
-        if goal.kind in FURNITURE_KINDS and goal.target not in named_furniture:
+        if goal.kind in FURNITURE_KINDS and goal.target not in named_furniture and goal.target not in handled:
             # "I'm freezing" read as an open fridge: a need is met by a thing brought, not by furniture.
             doubts.append(f"the request names no {_phrase(goal.target)}" + (
                 "; a need the user states asks for the object that meets it, brought to them (bring_to_user)"
@@ -518,9 +564,12 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
     if goals and named_objects and not any(goal.object in named_objects for goal in goals):
         # "I can't find my keys" read as an open fridge: the thing the user talks about is lost.
         who = "brought to the user" if mentions_user(request) else "taken"
-        doubts.append(f"the request is about the {', '.join(map(_phrase, named_objects))}, and no goal has "
-                      f"{'it' if len(named_objects) == 1 else 'one of them'} as its object; if the "
-                      f"{_phrase(named_objects[0])} must be {who}, the goal is {_wanted(named_objects[0], request)}")
+        # Wrong, not doubtful, where the request moves that thing ("grab the pillow" read as a clock held,
+        # through every repair, and the robot said Done.).
+        (problems if moved_labels(request, named_objects) else doubts).append(
+            f"the request is about the {', '.join(map(_phrase, named_objects))}, and no goal has "
+            f"{'it' if len(named_objects) == 1 else 'one of them'} as its object; if the "
+            f"{_phrase(named_objects[0])} must be {who}, the goal is {_wanted(named_objects[0], request)}")
     joined = joined_objects(request, known[0])
     if left_out := [label for label in joined if not any(goal.object == label for goal in goals)]:
         if len(left_out) < len(joined):  # none of them: the doubt above, or the model's reason
@@ -592,7 +641,8 @@ class GoalReader:
             self._check_impossible(reply.impossible)
         goals = final_goals([g.model_copy(update={"room": self.user_room}) if g.kind == "bring_to_user" else g
                              for g in reply.goals])
-        for repair in (taken_not_placed, rooms_from_request, inside_from_request, pin_named_objects):
+        for repair in (taken_not_placed, rooms_from_request, inside_from_request, cleared_from_request,
+                       pin_named_objects):
             goals = repair(self.request, goals, self.scene)
         problems, doubts = goal_problems(self.request, goals, self.scene)
         self.doubted = goals if doubts and not problems else []
@@ -635,4 +685,17 @@ class GoalReader:
             return self.doubted
         if self.impossible:
             raise RequestImpossible(self.impossible)
+        if wanted := self._taken_as_said():
+            return wanted
         raise PolicyError("no valid goals after repairs")
+
+    def _taken_as_said(self) -> list[Goal]:
+        """The things a request that puts nothing anywhere moves by their map labels ("grab the pillow"),
+        each taken (or brought to a user who speaks of themselves): the reading its words give when
+        the model's never passed the checks."""
+        if sends_somewhere(self.request, self.rooms) is not None:
+            return []
+        to_user = mentions_user(self.request)
+        return [Goal(kind="bring_to_user", object=label, room=self.user_room) if to_user
+                else Goal(kind="holding", object=label)
+                for label in moved_labels(self.request, named_object_labels(self.request, set(self.object_labels)))]
