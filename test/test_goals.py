@@ -566,6 +566,13 @@ def test_a_request_to_take_everything_off_furniture_is_read_as_clearing_it_whate
     for request in ("Could you tidy everything off the table?", "Put everything from the table in the kitchen on the sofa",
                     "Take the remote off the table in the kitchen"):
         assert cleared_from_request(request, remote, scene) == remote, request
+    # In a room with a dining table and a side table, "the table in the dining room" is the dining table;
+    # in one with a coffee table and a side table, no table is the living room's: the reading stands.
+    side_table_too = robot_at("sofa_1", DINING_TABLES.model_copy(update={"furniture": [
+        f.model_copy(update={"label": "side_table"}) if f.id == "chair_1" else f for f in DINING_TABLES.furniture]}))
+    assert cleared_from_request("Tidy everything off the table in the dining room", remote, side_table_too.scene()) == [
+        Goal(kind="clear", target="dining_table", room="dining_room")]
+    assert cleared_from_request("Tidy everything off the table in the living room", remote, scene) == remote
     # A thing the request names stays beside the clearing.
     assert cleared_from_request("Clear everything off the desk and bring me the remote", remote, scene) == [
         Goal(kind="clear", target="desk"), *remote]

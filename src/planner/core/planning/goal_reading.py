@@ -360,11 +360,14 @@ CLEARING = re.compile(r" (?:(?:everything|all of it|each thing|every thing|all(?
 def furniture_called(place: str, request: str, scene: SceneGraph) -> list[tuple[str, str]]:
     """The furniture (label, room) a place said in the request may be: a label it names whole or by
     its last word ("the table" for a dining table), in the room the request names right after it
-    ("the table in the dining room") when it names one; the room is "" when it names none."""
+    ("the table in the dining room") when it names one, and there the one named for the room when
+    several are (the dining table, not the side table); the room is "" when it names none."""
     after = re.search(rf" {re.escape(place)} (?:\w+ ){{0,2}}?in the (.*)", words_of(request))
     room = next((r for r in scene.rooms() if after and f" {after[1]}".startswith(f" {_phrase(r)} ")), "")
-    return sorted({(f.label, room) for f in scene.furniture(room or None)
-                   if _phrase(f.label) == place or _phrase(f.label).endswith(f" {place}")})
+    called = sorted({(f.label, room) for f in scene.furniture(room or None)
+                     if _phrase(f.label) == place or _phrase(f.label).endswith(f" {place}")})
+    named_for_room = [(label, room) for label, room in called if room and _phrase(label) == room_furniture_name(room, place)]
+    return named_for_room if len(called) > 1 and named_for_room else called
 
 
 def cleared_from_request(request: str, goals: list[Goal], scene: SceneGraph) -> list[Goal]:
