@@ -487,13 +487,11 @@ def taken_not_placed(request: str, goals: list[Goal], scene: SceneGraph) -> list
     # Taken, not put: "on the end table" after a verb of taking says where the thing is now.
     taken = bool(TAKING.search(words)) or (not any(f" {_phrase(f.label)} " in words for f in scene.furniture())
                                            and not furniture_destinations(request, scene.rooms()))
-    to_user = mentions_user(request)
     where_user = user_room(request, scene)
     kept: list[Goal] = []
     for goal in goals:
         if goal.kind in PLACING_KINDS and taken:
-            goal = Goal(kind="bring_to_user", object=goal.object, room=where_user) if to_user \
-                else Goal(kind="holding", object=goal.object)
+            goal = wanted_goal(goal.object, request, where_user)
         if goal not in kept:
             kept.append(goal)
     return kept
@@ -514,10 +512,16 @@ def _instead(goal: Goal, request: str, scene: SceneGraph) -> str:
            + _wanted(goal.object, request)
 
 
+def wanted_goal(label: str, request: str, user_room: str = "") -> Goal:
+    """The goal of a thing the request wants: brought to the user (in `user_room`) who speaks of
+    themselves, else held."""
+    return Goal(kind="bring_to_user", object=label, room=user_room) if mentions_user(request) \
+        else Goal(kind="holding", object=label)
+
+
 def _wanted(label: str, request: str) -> str:
-    """The goal of a thing the request wants, written out: brought to the user who speaks of
-    themselves, else held (small models take up a goal written out far more often than one described)."""
-    return f'{{"kind": "{"bring_to_user" if mentions_user(request) else "holding"}", "object": "{label}"}}'
+    """wanted_goal written out (small models take up a goal written out far more often than one described)."""
+    return f'{{"kind": "{wanted_goal(label, request).kind}", "object": "{label}"}}'
 
 
 def moved_labels(request: str, labels: list[str]) -> list[str]:
@@ -698,7 +702,5 @@ class GoalReader:
         the model's never passed the checks."""
         if sends_somewhere(self.request, self.rooms) is not None:
             return []
-        to_user = mentions_user(self.request)
-        return [Goal(kind="bring_to_user", object=label, room=self.user_room) if to_user
-                else Goal(kind="holding", object=label)
+        return [wanted_goal(label, self.request, self.user_room)
                 for label in moved_labels(self.request, named_object_labels(self.request, set(self.object_labels)))]
