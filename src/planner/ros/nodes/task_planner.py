@@ -84,7 +84,7 @@ class PerceptionServices:
     def search(self, query: str) -> tuple[list[Entity], str, str]:
         # The perception node's object finder, with the configured workflow: a few LLM calls.
         reply = self.node.call(self.clients["find"], FindObjects.Request(query=query, workflow="default"),
-                             timeout_s=SEARCH_TIMEOUT_S)
+                               timeout_s=SEARCH_TIMEOUT_S)
         return [entity_from_msg(o) for o in reply.objects], reply.explanation, "" if reply.success else reply.message
 
 
