@@ -98,10 +98,16 @@ def wait_future(future, timeout_s: float, what: str, give_up: bool = True, stop:
 DISCOVERY_S = 5.0   # how long a call waits, at most, for its server to be discovered
 
 
+def discovery_limit(timeout_s: float) -> float:
+    """How long a call with this limit waits for its server to be discovered: no longer than the
+    call itself may take, and at most DISCOVERY_S."""
+    return min(timeout_s, DISCOVERY_S)
+
+
 def call_service(client, request, timeout_s: float = 5.0, clock=None, discovery_s: float | None = None) -> Any:
-    """The reply; `discovery_s` (default: the call's limit, at most DISCOVERY_S) is how long the
-    server may take to be discovered."""
-    if not client.wait_for_service(timeout_sec=min(timeout_s, DISCOVERY_S) if discovery_s is None else discovery_s):
+    """The reply; `discovery_s` (default: `discovery_limit(timeout_s)`) is how long the server may
+    take to be discovered."""
+    if not client.wait_for_service(timeout_sec=discovery_limit(timeout_s) if discovery_s is None else discovery_s):
         raise CallFailed(f"service {client.srv_name} is not available", CallKind.UNAVAILABLE)
     return wait_future(client.call_async(request), timeout_s, f"service {client.srv_name}", clock=clock)
 

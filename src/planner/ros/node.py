@@ -17,7 +17,7 @@ from std_msgs.msg import Empty, String
 from planner.adapters.llm import probe_schema
 from planner.config import StackConfig, deployed, load_config
 from planner.core.errors import PlannerError, PolicyError
-from planner.ros.futures import DISCOVERY_S, ActionCall, Heartbeat, call_service
+from planner.ros.futures import DISCOVERY_S, ActionCall, Heartbeat, call_service, discovery_limit
 from planner.ros.qos import ALIVE, STATUS_QOS, STATUS_TOPIC
 from planner.wiring import open_llm, open_part_llm
 
@@ -101,7 +101,7 @@ class PlannerNode(Node):
 
     def call(self, client, request, timeout_s: float = 5.0, clock=None):
         """call_service, the server given as long to be discovered as this node's age says."""
-        return call_service(client, request, timeout_s, clock, discovery_s=self.discovery_s(min(timeout_s, DISCOVERY_S)))
+        return call_service(client, request, timeout_s, clock, discovery_s=self.discovery_s(discovery_limit(timeout_s)))
 
     def action_call(self, client, name: str, clock=None, heartbeat: Heartbeat | None = None) -> ActionCall:
         """An ActionCall whose server is given as long to be discovered as this node's age says."""
