@@ -357,6 +357,12 @@ CLEARING = re.compile(r" (?:(?:everything|all of it|each thing|every thing|all(?
                       r"(?:the|my|your|our) ")
 
 
+def calls_furniture(place: str, label: str) -> bool:
+    """Whether a place said names furniture of this label, whole or by its last words ("the table"
+    for a dining table)."""
+    return _phrase(label) == place or _phrase(label).endswith(f" {place}")
+
+
 def furniture_called(place: str, request: str, scene: SceneGraph) -> list[tuple[str, str]]:
     """The furniture (label, room) a place said in the request may be: a label it names whole or by
     its last word ("the table" for a dining table), in the room the request names right after it
@@ -365,7 +371,7 @@ def furniture_called(place: str, request: str, scene: SceneGraph) -> list[tuple[
     after = re.search(rf" {re.escape(place)} (?:\w+ ){{0,2}}?in the (.*)", words_of(request))
     room = next((r for r in scene.rooms() if after and f" {after[1]}".startswith(f" {_phrase(r)} ")), "")
     called = sorted({(f.label, room) for f in scene.furniture(room or None)
-                     if _phrase(f.label) == place or _phrase(f.label).endswith(f" {place}")})
+                     if calls_furniture(place, f.label)})
     named_for_room = [(label, room) for label, room in called if room and _phrase(label) == room_furniture_name(room, place)]
     return named_for_room if len(called) > 1 and named_for_room else called
 
@@ -373,8 +379,8 @@ def furniture_called(place: str, request: str, scene: SceneGraph) -> list[tuple[
 def cleared_from_request(request: str, goals: list[Goal], scene: SceneGraph) -> list[Goal]:
     """"Tidy everything off the table in the dining room" read as a book held: a request that takes
     everything off one piece of furniture (CLEARING), and sends nothing anywhere, asks for it clear;
-    the model's goals for things the request does not name give way to that. Small models read such a
-    request as one thing taken however often they are told, so the words decide."""
+    the model's goals for things and furniture the request does not name give way to that. Small models
+    read such a request as one thing taken however often they are told, so the words decide."""
     if not goals or sends_somewhere(request, scene.rooms()) is not None:
         return goals
     words = words_of(request)
@@ -384,8 +390,9 @@ def cleared_from_request(request: str, goals: list[Goal], scene: SceneGraph) -> 
                for label, room in called]
     if not cleared or any(goal.kind == "clear" and goal.target in {c.target for c in cleared} for goal in goals):
         return goals
-    said = thing_words(request)
-    kept = [goal for goal in goals if not goal.object or _named(goal.object, said)]
+    said, all_said = thing_words(request), set(words.split())
+    # "Clear the table in the kitchen" read as a cabinet cleared: furniture the request does not name goes too.
+    kept = [goal for goal in goals if (_named(goal.object, said) if goal.object else _named(goal.target, all_said))]
     return [*cleared, *(goal for goal in kept if goal not in cleared)]
 
 
@@ -531,6 +538,33 @@ def moved_labels(request: str, labels: list[str]) -> list[str]:
     return [label for label in labels if _phrase(label) in moved]
 
 
+def true_already(goals: list[Goal], scene: SceneGraph, things_said: set[str], destinations: list[str]) -> list[Goal]:
+    """The goals that hold now and are doubted for it, as a request asks for a change. Being back in
+    this room at the end is a fair goal beside others; so is a thing the request names on furniture
+    it sends it to, while other goals are still to be met ("the pillow and the kit on the desk", the
+    pillow on a desk already)."""
+    all_met = all(goal_met(goal, scene) for goal in goals)
+    return [goal for goal in goals if goal_met(goal, scene)
+            and not (goal.kind == "robot_in_room" and len(goals) > 1)
+            and not (not all_met and goal.kind in PLACING_KINDS and _named(goal.object, things_said)
+                     and any(calls_furniture(place, goal.target) for place in destinations))]
+
+
+def target_problems(goal: Goal, destinations_named: list[str], sources: list[str], destinations: list[str]
+                    ) -> list[str]:
+    """What is wrong with where a placing goal puts its thing: furniture other than the request
+    names, or the place the request takes things from where it sends them elsewhere ("the fork from
+    the dining table ... on the worktop" read as the fork on a dining table)."""
+    if destinations_named:
+        return [] if goal.target in destinations_named else [
+            f"the request names no {goal.target}; it names {', '.join(destinations_named)}"]
+    if not destinations or any(calls_furniture(place, goal.target) for place in destinations):
+        return []
+    back = next((place for place in sources if calls_furniture(place, goal.target)), "")
+    return [f'the {back} is where the request takes things from; it sends them to "the {destinations[-1]}": the goal '
+            f"has the furniture it calls the {destinations[-1]} as its target"] if back else []
+
+
 def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[list[str], list[str]]:
     """What is wrong with goals read from a request (unknown labels, furniture not where the goal
     says, a kind that contradicts the request's words), and what is only doubtful (a goal true
@@ -540,6 +574,7 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
     named_furniture = sorted({f.label for f in furniture if f" {_phrase(f.label)} " in words})
     destinations_named = destination_labels(request, scene)
     destinations_said = furniture_destinations(request, scene.rooms())
+    sources_said = source_places(request)
     # "Empty the table in the kitchen" names the kitchen's dining table, the one table there.
     handled = {called[0][0] for place in handled_furniture(request)
                if len(called := furniture_called(place, request, scene)) == 1}
@@ -554,8 +589,8 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
             problems.append(f"there is no {goal.target}" + (f" in the {goal.room} (room is where the {goal.target} is; "
                                                              f"a {goal.target} is in the {', '.join(rooms_with)})"
                                                              if goal.room and rooms_with else ""))
-        if goal.kind in PLACING_KINDS and destinations_named and goal.target not in destinations_named:
-            problems.append(f"the request names no {goal.target}; it names {', '.join(destinations_named)}")
+        if goal.kind in PLACING_KINDS:
+            problems += target_problems(goal, destinations_named, sources_said, destinations_said)
         if goal.kind in PLACING_KINDS and not named_furniture and not destinations_said and not goal_met(goal, scene):
             doubts.append(f"the request names no furniture for the {goal.object} to go to; "
                           f"{_instead(goal, request, scene)}")
@@ -599,8 +634,7 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
         place = named_furniture[0]
         doubts.append(f"the request names no {_phrase(unnamed[0])}, only the {_phrase(place)}; if it asks to take "
                       f'everything off the {_phrase(place)}, the goal is {{"kind": "clear", "target": "{place}"}}')
-    # Being back in this room at the end is a fair goal beside others, though true now.
-    true_now = [goal for goal in goals if goal_met(goal, scene) and not (goal.kind == "robot_in_room" and len(goals) > 1)]
+    true_now = true_already(goals, scene, things_said, destinations_said)
     doubts += [f"'{goal}' is true already" + (f", so {goal.target} is not where the request wants the {goal.object}; "
                                               f"{_instead(goal, request, scene)}" if goal.kind in PLACING_KINDS else "")
                for goal in true_now]
@@ -654,7 +688,7 @@ class GoalReader:
         problems, doubts = goal_problems(self.request, goals, self.scene)
         self.doubted = goals if doubts and not problems else []
         if problems or doubts:
-            raise ValueError("; ".join([*problems, *doubts]))
+            raise ValueError("; ".join(dict.fromkeys([*problems, *doubts])))  # one line for goals alike
         return goals
 
     def _check_impossible(self, why: str) -> None:
