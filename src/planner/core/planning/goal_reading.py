@@ -253,11 +253,14 @@ def named_otherwise(request: str, goals: list[Goal], scene: SceneGraph) -> dict[
     for goal in goals:
         if absent and goal.object and not _named(goal.object, things_said):
             checks[goal.object] = absent
-        if goal.kind in PLACING_KINDS and furniture_places and not targets_named and not _named(goal.target, said):
+        # Furniture is named by the whole of a place said, or its last words: "the end table" does not
+        # name a dining table, nor "the low table" a side table, though "the table" does.
+        if goal.kind in PLACING_KINDS and furniture_places and not targets_named \
+                and not any(names_furniture(place, goal.target) for place in furniture_places):
             checks[goal.target] = furniture_places[:1]
         if goal.kind == "robot_in_room" and places and not _room_named(goal.room, said):
             checks[goal.room] = places[:1]
-        if goal.kind in FURNITURE_KINDS and handled and not _named(goal.target, said):
+        if goal.kind in FURNITURE_KINDS and handled and not any(names_furniture(place, goal.target) for place in handled):
             checks[goal.target] = handled[:1]
     return checks
 
@@ -361,6 +364,12 @@ def calls_furniture(place: str, label: str) -> bool:
     """Whether a place said names furniture of this label, whole or by its last words ("the table"
     for a dining table)."""
     return _phrase(label) == place or _phrase(label).endswith(f" {place}")
+
+
+def names_furniture(place: str, label: str) -> bool:
+    """Whether a place said names furniture of this label: as `calls_furniture`, or with words of
+    its own around the label's name ("the kitchen cabinet"); "the end table" names no dining table."""
+    return calls_furniture(place, label) or f" {_phrase(label)} " in f" {place} "
 
 
 def furniture_called(place: str, request: str, scene: SceneGraph) -> list[tuple[str, str]]:
@@ -547,7 +556,7 @@ def true_already(goals: list[Goal], scene: SceneGraph, things_said: set[str], de
     return [goal for goal in goals if goal_met(goal, scene)
             and not (goal.kind == "robot_in_room" and len(goals) > 1)
             and not (not all_met and goal.kind in PLACING_KINDS and _named(goal.object, things_said)
-                     and any(calls_furniture(place, goal.target) for place in destinations))]
+                     and any(names_furniture(place, goal.target) for place in destinations))]
 
 
 def target_problems(goal: Goal, destinations_named: list[str], sources: list[str], destinations: list[str]
@@ -558,9 +567,9 @@ def target_problems(goal: Goal, destinations_named: list[str], sources: list[str
     if destinations_named:
         return [] if goal.target in destinations_named else [
             f"the request names no {goal.target}; it names {', '.join(destinations_named)}"]
-    if not destinations or any(calls_furniture(place, goal.target) for place in destinations):
+    if not destinations or any(names_furniture(place, goal.target) for place in destinations):
         return []
-    back = next((place for place in sources if calls_furniture(place, goal.target)), "")
+    back = next((place for place in sources if names_furniture(place, goal.target)), "")
     return [f'the {back} is where the request takes things from; it sends them to "the {destinations[-1]}": the goal '
             f"has the furniture it calls the {destinations[-1]} as its target"] if back else []
 
