@@ -552,10 +552,11 @@ def true_already(goals: list[Goal], scene: SceneGraph, things_said: set[str], de
     this room at the end is a fair goal beside others; so is a thing the request names on furniture
     it sends it to, while other goals are still to be met ("the pillow and the kit on the desk", the
     pillow on a desk already)."""
-    all_met = all(goal_met(goal, scene) for goal in goals)
-    return [goal for goal in goals if goal_met(goal, scene)
-            and not (goal.kind == "robot_in_room" and len(goals) > 1)
-            and not (not all_met and goal.kind in PLACING_KINDS and _named(goal.object, things_said)
+    met = [goal for goal in goals if goal_met(goal, scene)]
+    others_to_meet = len(met) < len(goals)
+    return [goal for goal in met
+            if not (goal.kind == "robot_in_room" and len(goals) > 1)
+            and not (others_to_meet and goal.kind in PLACING_KINDS and _named(goal.object, things_said)
                      and any(names_furniture(place, goal.target) for place in destinations))]
 
 
