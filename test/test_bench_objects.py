@@ -13,7 +13,7 @@ import yaml
 from planner.bench.objects import hit, load_bench, load_bench_map, load_queries
 from planner.cli import main
 from planner.core.errors import InputError
-from planner.core.object_finder import FinderSettings, prompt_names
+from planner.core.object_finder import prompt_names
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "objects"
 
@@ -92,9 +92,9 @@ def test_a_scripted_run_scores_every_query_and_writes_results_report_and_plot(be
     (bench / "replies.yaml").write_text(yaml.safe_dump(replies))
     # The map's own check of rooms, neighbours and exclusions would change how many ids are checked,
     # and so which scripted reply answers which question, and the item most like the query put first
-    # would change the scripted answers, as would the fit rule's checks of that item; each has its own tests.
+    # would change the scripted answers; each has its own tests.
     config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "planner.yaml").read_text())
-    config["object_finder"].update(constraints=False, choice_weight=None, fit_rule=None)
+    config["object_finder"].update(constraints=False, choice_weight=None)
     (bench / "planner.yaml").write_text(yaml.safe_dump(config))
     assert main(["bench", "objects", "--maps", str(bench / "maps"), "--queries", str(bench / "queries.yaml"),
                  "--truth", str(bench / "truth"), "--llm", "scripted", "--replies", str(bench / "replies.yaml"),
@@ -115,32 +115,6 @@ def test_a_scripted_run_scores_every_query_and_writes_results_report_and_plot(be
     assert "| base | 15 |" in report and "| workflow | studio (20) |" in report
     assert "[ 15/15] base" in capsys.readouterr().err
     assert "| base | 20.0 | 20.0 | 100.0 | 100.0 | 91.7 | 93.3 / 20.0 |" in report
-
-
-def test_the_fit_rule_is_refitted_from_bench_records_and_records_without_its_rounds_are_refused(tmp_path, capsys):
-    def record(truth, item, first_yes, similarity, model_yes):
-        measured = {"item": item, "first_yes": first_yes, "similarity": similarity, "model_yes": model_yes}
-        return {"truth": truth, "top1": not truth, "rounds": [{"role": "fit rule", "reply": measured}]}
-
-    # Right first items are sure and alike, wrong ones middling, queries without an answer unlike.
-    records = [*(record(["obj1"], "obj1", 0.85 + k / 100, 0.5, 0.8) for k in range(10)),
-               *(record(["obj1"], "obj2", 0.6 + k / 100, 0.35, 0.6) for k in range(10)),
-               *(record([], "obj3", 0.4 + k / 100, 0.2, 0.3) for k in range(10))]
-    results = tmp_path / "objects.json"
-    results.write_text(json.dumps({"records": records}))
-    assert main(["bench", "fit-finder", str(results)]) == 0
-    printed = capsys.readouterr().out
-    assert "30 queries: Top-1 66.7 with this rule, 33.3 as recorded" in printed  # every query it can get right
-    rule = yaml.safe_load(printed)["object_finder"]["fit_rule"]
-    assert rule["first_yes"] > 0 and rule["first_similarity"] > 0 and rule["bias"] < 0
-    FinderSettings(fit_rule=rule)  # what it prints is a valid setting
-
-    results.write_text(json.dumps({"records": [{"truth": [], "top1": True, "rounds": []}]}))
-    assert main(["bench", "fit-finder", str(results)]) == 2
-    assert "no record has a \"fit rule\" round" in capsys.readouterr().err
-    results.write_text(json.dumps({"records": records[:20]}))
-    assert main(["bench", "fit-finder", str(results)]) == 2
-    assert "they have 2 of the three" in capsys.readouterr().err
 
 
 def test_generated_homes_are_reproducible_and_their_queries_and_truth_load_per_map(tmp_path, capsys):

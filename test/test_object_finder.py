@@ -215,7 +215,7 @@ def test_an_answer_whose_labels_the_query_is_nothing_like_is_dropped_without_ask
 
     embedder = SentenceEmbedder()
     policy = ScriptedPolicy([answer(["table1", "cup1"]), {"fits": True, "p": 0.9}])
-    find = ObjectFinder(policy, FinderSettings(check_answers=2, fit_rule=None), embedder=embedder)
+    find = ObjectFinder(policy, FinderSettings(check_answers=2), embedder=embedder)
     found = find.find(scene, "something to drink from")
     # A table (0.13 like the query) or desk (0.18) is not asked about; the cup (0.43) is.
     assert found.relevant_objects == ["cup1"] and found.calls == 2
@@ -224,8 +224,8 @@ def test_an_answer_whose_labels_the_query_is_nothing_like_is_dropped_without_ask
 
     # Set below every similarity, each id is asked again.
     policy = ScriptedPolicy([answer(["table1", "cup1"]), {"fits": True, "p": 0.9}])
-    find = ObjectFinder(policy, FinderSettings(check_answers=2, check_similarity=-1, choice_weight=None,
-                                               fit_rule=None), embedder=embedder)
+    find = ObjectFinder(policy, FinderSettings(check_answers=2, check_similarity=-1, choice_weight=None),
+                        embedder=embedder)
     assert find.find(scene, "something to drink from").relevant_objects == ["table1", "cup1"]
 
 
@@ -236,8 +236,8 @@ def test_once_something_fits_the_item_most_like_the_query_comes_first(scene):
 
     def found(replies, **settings):
         policy = ScriptedPolicy([answer(["table1", "cup1"]), *replies])
-        find = ObjectFinder(policy, FinderSettings(**{"check_answers": 2, "check_similarity": -1, "fit_rule": None,
-                                                      **settings}), embedder=embedder)
+        find = ObjectFinder(policy, FinderSettings(**{"check_answers": 2, "check_similarity": -1, **settings}),
+                            embedder=embedder)
         return find.find(scene, "something to drink from")
 
     # The table passes the check, but the cup is far more like the query.
@@ -249,38 +249,6 @@ def test_once_something_fits_the_item_most_like_the_query_comes_first(scene):
     # Whether anything fits is still the check's: the cup most like the query is no answer on its own.
     result = found([{"fits": True, "p": 0.3}, {"fits": True, "p": 0.4}])
     assert result.relevant_objects == [] and "most alike" not in [r["role"] for r in result.rounds]
-
-
-def test_whether_anything_fits_weighs_the_item_put_first_its_similarity_and_the_models_first_id(scene):
-    from planner.adapters.embeddings import SentenceEmbedder
-
-    embedder = SentenceEmbedder()
-
-    def found(ids, replies, **settings):
-        policy = ScriptedPolicy([answer(ids), *replies])
-        find = ObjectFinder(policy, FinderSettings(**{"check_answers": 2, **settings}), embedder=embedder)
-        return find.find(scene, "something to drink from"), policy
-
-    # The cup is the item most like the query, so it is the one asked about, though the model put
-    # the table first; the table, nothing like the query, counts as a no without a call.
-    result, policy = found(["table1", "cup1"], [{"fits": True, "p": 0.9}])
-    assert result.relevant_objects == ["cup1", "table1"] and result.calls == 2
-    assert "Item: cup1:" in policy.prompts[-1][1]["content"]
-    measured = result.rounds[-1]
-    assert measured["role"] == "fit rule" and measured["reply"]["item"] == "cup1"
-    assert measured["reply"]["model_yes"] == 0.0 and 0.35 < measured["reply"]["similarity"] < 0.5
-    # A middling yes for the cup is not enough on its own ...
-    assert found(["table1", "cup1"], [{"fits": True, "p": 0.7}])[0].relevant_objects == []
-    # ... but is when the model chose the cup too.
-    result, _ = found(["cup1"], [{"fits": True, "p": 0.7}])
-    assert result.relevant_objects == ["cup1"] and result.calls == 2
-    # When the model chose another item that the query is like enough, it is asked about as well.
-    result, policy = found(["chair1"], [{"fits": True, "p": 0.7}, {"fits": True, "p": 0.9}], check_similarity=-1)
-    assert result.calls == 3 and "Item: chair1:" in policy.prompts[-1][1]["content"]
-    assert result.rounds[-1]["reply"]["model_yes"] == 0.9 and result.relevant_objects == ["cup1", "chair1"]
-    # The weights are the config's: a rule that asks for nothing but the yes for the item put first.
-    rule = {"first_yes": 1.0, "first_similarity": 0.0, "model_yes": 0.0, "bias": -0.5}
-    assert found(["table1"], [{"fits": True, "p": 0.6}], fit_rule=rule)[0].relevant_objects == ["cup1", "table1"]
 
 
 def test_a_large_map_is_narrowed_to_the_items_related_to_the_query(tmp_path):

@@ -215,10 +215,7 @@ def test_a_request_in_plain_words_is_answered_by_the_object_finder_with_ids_from
     replies.write_text(yaml.safe_dump([{"query": "a drink", "ids": ["juice_9"]},   # not in the map: sent back
                                        {"query": "a drink", "ids": ["cup_1", "bottle_1"]},
                                        {"fits": False}, {"fits": True}]))  # checked until one fits
-    # The model's ids checked in order (the fit rule, which asks about the item most like the query,
-    # has its own tests): which scripted reply answers which question stays fixed.
-    running = Perception(load_config(write_config(tmp_path, llm={"provider": "scripted", "script": str(replies)},
-                                                  object_finder={"fit_rule": None})))
+    running = Perception(load_config(write_config(tmp_path, llm={"provider": "scripted", "script": str(replies)})))
     try:
         def find(**fields):
             return running.client.call(FindObjects, "/perception/find_objects", FindObjects.Request(**fields))

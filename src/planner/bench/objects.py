@@ -24,7 +24,7 @@ from pydantic import Field, field_validator
 
 from planner.core.errors import InputError
 from planner.core.files import StrictModel, load_model, load_yaml, write_json_atomic
-from planner.core.object_finder import FitRule, ObjectFinder
+from planner.core.object_finder import ObjectFinder
 from planner.core.scene_graph import SceneGraph
 from planner.core.voxeland import load_voxeland
 from planner.core.world import load_rooms
@@ -165,36 +165,6 @@ def run(finder: ObjectFinder, workflows: list[str], maps: list[BenchMap], result
                          f" (about {left / 60:.0f} min left)")
     results["summary"] = summarize(records)
     return results
-
-
-def fit_rule(records: list[dict]) -> tuple[FitRule, dict]:
-    """`object_finder.fit_rule` fitted to the records of `planner bench objects` runs made with a
-    fit rule (their "fit rule" rounds), and how the fitted rule scores on them beside the rule
-    that made them. A multinomial logistic regression over three outcomes (nothing to answer,
-    the item put first is right, it is wrong); something fits where the second is likelier than
-    the first. Raise InputError when the records cannot make the fit."""
-    from sklearn.linear_model import LogisticRegression
-
-    measured = [(r, round_["reply"]) for r in records for round_ in r.get("rounds", []) if round_["role"] == "fit rule"]
-    if not measured:
-        raise InputError("no record has a \"fit rule\" round: run planner bench objects with object_finder.fit_rule set")
-    features = [[reply["first_yes"], reply["similarity"], reply["model_yes"]] for _, reply in measured]
-    outcomes = [0 if not r["truth"] else 1 if reply["item"] in r["truth"] else 2 for r, reply in measured]
-    if len(set(outcomes)) < 3:
-        raise InputError("the records need queries with nothing to answer, with a right first item and with a wrong "
-                         f"one; they have {len(set(outcomes))} of the three")
-    model = LogisticRegression(max_iter=1000).fit(features, outcomes)
-    weights = model.coef_[1] - model.coef_[0]
-    rule = FitRule(first_yes=round(float(weights[0]), 2), first_similarity=round(float(weights[1]), 2),
-                   model_yes=round(float(weights[2]), 2),
-                   bias=round(float(model.intercept_[1] - model.intercept_[0]), 2))
-
-    # Top-1 under a rule: right when nothing is answered to a query without an answer, or when
-    # the item put first is answered and right.
-    right = sum(rule.score(*x) <= 0 if outcome == 0 else outcome == 1 and rule.score(*x) > 0
-                for x, outcome in zip(features, outcomes))
-    return rule, {"queries": len(measured), "top1_fitted": round(100 * right / len(measured), 1),
-                  "top1_recorded": round(100 * sum(r["top1"] for r, _ in measured) / len(measured), 1)}
 
 
 def _rates(records: list[dict]) -> dict:

@@ -390,28 +390,6 @@ def bench_compare(args) -> int:
     return 0
 
 
-def bench_fit_finder(args) -> int:
-    from planner.bench import objects
-    from planner.core.errors import InputError
-
-    records = []
-    for path in map(Path, args.results):
-        try:
-            records += json.loads(path.read_text()).get("records", [])
-        except (OSError, json.JSONDecodeError, AttributeError) as error:
-            print(f"error: {path}: {error}", file=sys.stderr)
-            return 2
-    try:
-        rule, scores = objects.fit_rule(records)
-    except InputError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(f"# {scores['queries']} queries: Top-1 {scores['top1_fitted']} with this rule, "
-          f"{scores['top1_recorded']} as recorded (fitted and scored on the same queries)")
-    print("object_finder:\n  fit_rule: {" + ", ".join(f"{k}: {v}" for k, v in rule.model_dump().items()) + "}")
-    return 0
-
-
 def bench_memory(args) -> int:
     from planner.adapters.embeddings import SentenceEmbedder
     from planner.bench import memory
@@ -718,10 +696,6 @@ def add_commands(sub) -> None:
     objects_parser.add_argument("--name", help="results file name (default: objects-LLM-MODEL)")
     objects_parser.add_argument("--resume", action="store_true", help="keep the answers of an interrupted run")
     objects_parser.set_defaults(run=bench_objects)
-    fit_parser = bench_sub.add_parser("fit-finder", help="fit object_finder.fit_rule to the records of planner "
-                                      "bench objects runs on development homes (for another model, refit it)")
-    fit_parser.add_argument("results", nargs="+", help="results files of planner bench objects (.json)")
-    fit_parser.set_defaults(run=bench_fit_finder)
     pddl_parser = bench_sub.add_parser("pddl", help="LLM+P on PDDL tasks: the model writes the problem (or its goal) "
                                                     "from words, Fast Downward plans, the plan is validated against "
                                                     "the ground-truth problem")

@@ -43,25 +43,6 @@ LABEL_FLOOR = 0.1  # labels less probable than this are left out of the map text
 FURNITURE_NEAR_M = 0.5
 
 
-class FitRule(BaseModel):
-    """Whether anything in the map fits a query, from three measurements: the model's probability
-    of yes for the item that would come first (the item most like the query), that item's
-    similarity to the query, and the probability of yes for the model's own first id. Something
-    fits when the weighted sum plus `bias` is above 0. The weights are a logistic regression's
-    (answer right against nothing to answer) fitted to `planner bench objects` records of
-    development homes with `planner bench fit-finder`; they hold for the model they were fitted
-    with (the defaults: the embedded 1.5B, development homes 20-37)."""
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    first_yes: float = Field(default=4.73, description="weight of the yes probability of the item that would come first")
-    first_similarity: float = Field(default=3.51, description="weight of that item's similarity to the query")
-    model_yes: float = Field(default=1.52, description="weight of the yes probability of the model's first id")
-    bias: float = -5.37
-
-    def score(self, first_yes: float, first_similarity: float, model_yes: float) -> float:
-        return (self.first_yes * first_yes + self.first_similarity * first_similarity
-                + self.model_yes * model_yes + self.bias)
-
-
 class FinderSettings(BaseModel):
     """The `object_finder` section of the stack configuration."""
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -79,7 +60,7 @@ class FinderSettings(BaseModel):
     check_answers: int = Field(default=2, ge=0, description="the first N ids of an answer are checked one by one "
                                "against the query until one meets it, those before it dropped; when none of them "
                                "does, the answer is that nothing fits (0: no check)")
-    check_threshold: float = Field(default=0.65, gt=0, le=1, description="an id passes the check when the model's "
+    check_threshold: float = Field(default=0.65, ge=0, le=1, description="an id passes the check when the model's "
                                    "probability that it fits is at least this (servers without token probabilities: "
                                    "when it says it fits)")
     check_similarity: float = Field(default=0.2, ge=-1, le=1, description="an id is put to the check only when one "
@@ -91,9 +72,6 @@ class FinderSettings(BaseModel):
                                         "most like the query (sentence embeddings), counting this more for the "
                                         "model's first id and half of it for its others (null, or no embedder: the "
                                         "id that passed the check)")
-    fit_rule: FitRule | None = Field(default_factory=lambda: FitRule(), description="with an embedder, whether "
-                                     "anything fits is this rule's (null: the first check_answers ids of the "
-                                     "model's answer against check_threshold)")
     constraints: bool = Field(default=True, description="the room, what a thing stands on or in, the furniture "
                               "beside it and the kinds excluded that a query names are checked against the map, not "
                               "asked of the model; an answer that breaks one gives way to items of its label that "
@@ -459,13 +437,12 @@ class ObjectFinder:
         return answer.model_copy(update={"relevant_objects": kept})
 
     def _checked(self, run: _Run, answer: FindReply) -> FindReply:
-        """Whether anything fits, asked of the model one item at a time: a small model lists the
+        """Each of the first `check_answers` ids asked about on its own: a small model lists the
         closest items even when none fits (measured: 0 empty answers in 300 on maps where 31% of
-        the queries had none), while a narrow yes/no on one item can say no. With an embedder the
-        item put first is the one most like the query, and `fit_rule` weighs the yes for it, its
-        similarity and the yes for the model's first id (`_by_rule`); without, the first
-        `check_answers` ids are checked until one reaches `check_threshold`, those before it
-        dropped.
+        the queries had none), while a narrow yes/no on one item, whose probability of yes is
+        compared with a threshold set on development data, can say no. The checks stop at the first
+        id that fits (each costs ~1 s on a CPU, and the ids after it are kept as the model ordered
+        them); those before it are dropped, and the item most like the query comes first.
 
         An id whose labels the query is nothing like is not asked about: the 1.5B's yes/no judged
         such items as it judged right ones (a bathtub "to heat food" 0.66), while their labels'
@@ -473,62 +450,37 @@ class ObjectFinder:
         if not self.settings.check_answers:
             return answer
         names = answer.relevant_objects
-        if self.settings.fit_rule is not None and run.prepared.alike:
-            return self._by_rule(run, answer, self.settings.fit_rule)
         for index, name in enumerate(names[:self.settings.check_answers]):
-            if self._yes(run, name) >= self.settings.check_threshold:
-                first = self._most_alike(run, names) if self.settings.choice_weight is not None else []
+            if self._alike(run, name) and self._fits(run, name):
+                first = self._most_alike(run, names)
                 kept = list(dict.fromkeys([*first, *names[index:]]))[:self.settings.max_answers]
                 return answer.model_copy(update={"relevant_objects": kept})
         return answer.model_copy(update={"relevant_objects": []})
 
-    def _by_rule(self, run: _Run, answer: FindReply, rule: FitRule) -> FindReply:
-        """The item most like the query first, then the model's ids, when the rule says something
-        fits; else nothing. The model's first answer is right less often than the item most like
-        the query (50% and 63% of the queries with an answer, development homes), and its yes/no
-        alone separates right items from wrong ones badly: each of the three measurements is weak,
-        together they are less so. On three sets of development homes (144 queries each), each
-        left out of the fit in turn, the rule met 2, 4 and 5 more queries than checking the
-        model's own ids, and said "nothing fits" more often (67-76% of the queries without an
-        answer, not 61-72%) at about the same precision."""
-        names = answer.relevant_objects
-        first = self._most_alike(run, names)
-        if not first:  # every item shown breaks the query's constraints
-            return answer.model_copy(update={"relevant_objects": []})
-        first_yes = self._yes(run, first[0])
-        model_yes = first_yes if not names or names[0] == first[0] else self._yes(run, names[0])
-        similarity = run.prepared.alike[run.id_of[first[0]]]
-        score = rule.score(first_yes, similarity, model_yes if names else 0.0)
-        run.rounds.append({"role": "fit rule", "reply": {
-            "item": run.id_of[first[0]], "first_yes": round(first_yes, 3), "similarity": round(similarity, 3),
-            "model_yes": round(model_yes if names else 0.0, 3), "score": round(score, 3)}})
-        if score <= 0:
-            return answer.model_copy(update={"relevant_objects": []})
-        return answer.model_copy(update={"relevant_objects": list(dict.fromkeys([*first, *names]))[:self.settings.max_answers]})
-
     def _most_alike(self, run: _Run, chosen: list[str]) -> list[str]:
-        """The item put first: the one the map does not rule out whose labels are most like the
-        query, the model's first id counting `choice_weight` more and its others half of that.
-        On two sets of development homes (90 answerable queries each), putting it first met 8 and
-        6 more queries than the id that passed the check and lost 1 on each. None when the map
-        rules out every item."""
-        prepared, weight = run.prepared, self.settings.choice_weight or 0.0
-        bonus = {name: weight if index == 0 else weight / 2 for index, name in enumerate(chosen)}
-        kept = [i for i in prepared.ids if i not in prepared.ruled_out]
-        if not kept or not prepared.alike:
+        """The item put first once something fits: the check says whether anything fits, and the
+        labels' similarity to the query, with the model's choice counted in (`choice_weight`), says
+        better which. On two sets of development homes (90 answerable queries each), putting it
+        first met 8 and 6 more queries and lost 1 on each, "nothing fits" unchanged. The id that
+        passed the check is not ruled out, so there is always one to choose."""
+        prepared, weight = run.prepared, self.settings.choice_weight
+        if weight is None or not prepared.alike:
             return []
-        first = max(kept, key=lambda i: prepared.alike[i] + bonus.get(prepared.names[i], 0.0))
+        bonus = {name: weight if index == 0 else weight / 2 for index, name in enumerate(chosen)}
+        first = max((i for i in prepared.ids if i not in prepared.ruled_out),
+                    key=lambda i: prepared.alike[i] + bonus.get(prepared.names[i], 0.0))
         run.rounds.append({"role": "most alike", "reply": {"id": prepared.names[first],
                                                           "similarity": round(prepared.alike[first], 3)}})
         return [prepared.names[first]]
 
-    def _yes(self, run: _Run, name: str) -> float:
-        """The model's probability that the item fits the query; 0 without asking when its labels
-        are less like the query than `check_similarity`."""
+    def _alike(self, run: _Run, name: str) -> bool:
         similarity = run.prepared.alike.get(run.id_of[name])
-        if similarity is not None and similarity < self.settings.check_similarity:
-            run.rounds.append({"role": f"unlike {name}", "reply": {"similarity": round(similarity, 3)}})
-            return 0.0
+        if similarity is None or similarity >= self.settings.check_similarity:
+            return True
+        run.rounds.append({"role": f"unlike {name}", "reply": {"similarity": round(similarity, 3)}})
+        return False
+
+    def _fits(self, run: _Run, name: str) -> bool:
         # The constraints checked against the map are left out: the model judges what kind of thing is meant.
         messages = run.messages(CHECK_PROMPT.format(query=run.prepared.reading.wanted,
                                                     line=run.prepared.lines[run.id_of[name]]))
@@ -536,7 +488,7 @@ class ObjectFinder:
                           lambda current: judged(self.policy, current, YES_NO_SCHEMA))
         p_yes = probability_of_yes(run.last_reply, value.fits)
         run.rounds[-1]["reply"]["p_yes"] = round(p_yes, 3)
-        return p_yes
+        return p_yes >= self.settings.check_threshold
 
     def _base(self, run: _Run) -> FindReply:
         return self._answer(run, "answer", run.messages(QUERY_PROMPT.format(query=run.query)))
