@@ -228,8 +228,7 @@ def destination_labels(request: str, scene: SceneGraph) -> list[str]:
     shelf" names the shelf), or, when it says no such place, anywhere."""
     words, places = words_of(request), furniture_destinations(request, scene.rooms())
     return sorted({f.label for f in scene.furniture()
-                   if (any(f" {_phrase(f.label)} " in f" {place} " for place in places) if places
-                       else f" {_phrase(f.label)} " in words)})
+                   if (any(says_label(place, f.label) for place in places) if places else says_label(words, f.label))})
 
 
 def _room_named(room: str, said: set[str]) -> bool:
@@ -360,6 +359,12 @@ CLEARING = re.compile(r" (?:(?:everything|all of it|each thing|every thing|all(?
                       r"(?:the|my|your|our) ")
 
 
+def says_label(text: str, label: str) -> bool:
+    """Whether the words of `text` (a place said, or a request's `words_of`) hold the label's whole
+    name: "the kitchen cabinet" says cabinet, "the end table" says no dining table."""
+    return f" {_phrase(label)} " in f" {text} "
+
+
 def calls_furniture(place: str, label: str) -> bool:
     """Whether a place said names furniture of this label, whole or by its last words ("the table"
     for a dining table)."""
@@ -369,7 +374,7 @@ def calls_furniture(place: str, label: str) -> bool:
 def names_furniture(place: str, label: str) -> bool:
     """Whether a place said names furniture of this label: as `calls_furniture`, or with words of
     its own around the label's name ("the kitchen cabinet"); "the end table" names no dining table."""
-    return calls_furniture(place, label) or f" {_phrase(label)} " in f" {place} "
+    return calls_furniture(place, label) or says_label(place, label)
 
 
 def furniture_called(place: str, request: str, scene: SceneGraph) -> list[tuple[str, str]]:
@@ -501,7 +506,7 @@ def taken_not_placed(request: str, goals: list[Goal], scene: SceneGraph) -> list
         return goals
     words = words_of(request)
     # Taken, not put: "on the end table" after a verb of taking says where the thing is now.
-    taken = bool(TAKING.search(words)) or (not any(f" {_phrase(f.label)} " in words for f in scene.furniture())
+    taken = bool(TAKING.search(words)) or (not any(says_label(words, f.label) for f in scene.furniture())
                                            and not furniture_destinations(request, scene.rooms()))
     where_user = user_room(request, scene)
     kept: list[Goal] = []
@@ -581,7 +586,7 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
     already, a place the request does not name): the model may insist on doubtful goals."""
     words = words_of(request)
     furniture = scene.furniture()
-    named_furniture = sorted({f.label for f in furniture if f" {_phrase(f.label)} " in words})
+    named_furniture = sorted({f.label for f in furniture if says_label(words, f.label)})
     destinations_named = destination_labels(request, scene)
     destinations_said = furniture_destinations(request, scene.rooms())
     sources_said = source_places(request)
