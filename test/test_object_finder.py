@@ -85,10 +85,11 @@ def test_each_answer_is_checked_on_its_own_and_nothing_fits_when_no_checked_item
                            {"fits": True, "p": 0.7}], check_answers=2, check_threshold=0.6)
     found = find.find(scene, "a seat that is not a couch")
     checks = [prompt[1]["content"] for prompt in policy.prompts[1:]]
-    assert checks[0].startswith("Query: a seat that is not a couch\n")
-    assert "\nItem: sofa1: sofa 0.90, bed 0.10" in checks[0] and "\nItem: chair1: chair 0.55, stool 0.45" in checks[1]
-    # Only the item differs, at the end: the server keeps the rest from the check before.
-    assert checks[0].split("\nItem: ")[0] == checks[1].split("\nItem: ")[0]
+    # The question is in the map prompt: a check adds only the item's line to the answer's prompt,
+    # all of which the server has cached.
+    assert checks[0].startswith(f'{policy.prompts[0][1]["content"]}\nItem: sofa1: sofa 0.90, bed 0.10')
+    assert checks[1].startswith(f'{policy.prompts[0][1]["content"]}\nItem: chair1: chair 0.55, stool 0.45')
+    assert "Asked instead about one item" in policy.prompts[0][0]["content"]
     assert policy.prompts[1][0] == policy.prompts[0][0]  # the map prompt again: the server has it cached
     # The sofa is dropped; the unchecked table stays behind the chair that fits.
     assert found.relevant_objects == ["chair1", "table1"] and found.calls == 3

@@ -60,7 +60,7 @@ class FinderSettings(BaseModel):
     check_answers: int = Field(default=2, ge=0, description="the first N ids of an answer are checked one by one "
                                "against the query until one meets it, those before it dropped; when none of them "
                                "does, the answer is that nothing fits (0: no check)")
-    check_threshold: float = Field(default=0.65, ge=0, le=1, description="an id passes the check when the model's "
+    check_threshold: float = Field(default=0.7, ge=0, le=1, description="an id passes the check when the model's "
                                    "probability that it fits is at least this (servers without token probabilities: "
                                    "when it says it fits)")
     check_similarity: float = Field(default=0.2, ge=-1, le=1, description="an id is put to the check only when one "
@@ -247,6 +247,9 @@ Answer with JSON:
 - ids: the items that meet it, best first (at most {max_answers}); empty if none does{why}
 Read negations ("anything but a ladder") and conditions ("below the window") strictly. Judge what
 an item is from its labels and probabilities, its size and what it is near.
+Asked instead about one item ("Item: ..."), answer true or false: does that item meet every part
+of the query, including any "not" or condition? Look only at that item; its labels are uncertain:
+judge by the most likely ones.
 
 Map ({shown}):
 {map}"""
@@ -278,10 +281,10 @@ MEMBER_LENSES = ("",
                  "\nAn item may be what its second label says: weigh every label before you answer.",
                  "\nBe strict: list only the items that surely meet every part of the query.")
 
-# The item comes last: every check of a query shares what comes before it, which the server keeps.
+# The question is in the map prompt and the item comes last, after the query as the answer had it: the
+# server has all but the item's line cached, ~30 new tokens to read rather than ~90 (measured with
+# the 1.5B on a 2-core CPU: ~0.8 s less a check).
 CHECK_PROMPT = """Query: {query}
-Does the item below meet every part of the query, including any "not" or condition? Look only at
-that item; its labels are uncertain: judge by the most likely ones. Answer true or false.
 Item: {line}"""
 
 CHOOSER_ROLE = """Several answers were given to the query below. Choose the one that best meets the
