@@ -284,8 +284,7 @@ MEMBER_LENSES = ("",
 # The question is in the map prompt and the item comes last, after the query as the answer had it: the
 # server has all but the item's line cached, ~30 new tokens to read rather than ~90 (measured with
 # the 1.5B on a 2-core CPU: ~0.8 s less a check).
-CHECK_PROMPT = """Query: {query}
-Item: {line}"""
+CHECK_PROMPT = QUERY_PROMPT + "\nItem: {line}"
 
 CHOOSER_ROLE = """Several answers were given to the query below. Choose the one that best meets the
 query, judged against the map. Answer with JSON: choice (the answer's number) and a short reason."""
