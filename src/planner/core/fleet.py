@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from planner.core.answer_model import AnswerModelSettings, Question, RobotAnswer, majority_vote
 from planner.core.asking import CountingPolicy, LLMUsage, ask_validated, words
 from planner.core.files import StrictModel
-from planner.core.ports import JUDGEMENT_SCHEMA, Judgement, Policy, judged, probability_of_yes
+from planner.core.ports import JUDGEMENT_SCHEMA, Policy, judged, yes_probability_of
 from planner.core.scene_graph import SceneGraph
 
 
@@ -213,7 +213,7 @@ class FleetAnswerer:
         model = self.policy.policy
         reply = judged(model, messages) if self.confidence else model.complete(messages, JUDGEMENT_SCHEMA)
         self.usage.add(reply)
-        return probability_of_yes(reply, Judgement.model_validate_json(reply.text).fits)
+        return yes_probability_of(reply)
 
 
 class DebateTurn(BaseModel):

@@ -111,6 +111,11 @@ def judged(policy: Policy, messages: list[dict], schema: dict = JUDGEMENT_SCHEMA
     return policy.judge(messages, schema) if isinstance(policy, Judge) else policy.complete(messages, schema)
 
 
+def yes_probability_of(reply: PolicyReply) -> float:
+    """`probability_of_yes` of a reply that must be a judgement; ValueError when it is none."""
+    return probability_of_yes(reply, Judgement.model_validate_json(reply.text).fits)
+
+
 def probability_of_yes(reply: PolicyReply, fits: bool) -> float:
     """How sure a yes/no reply is of yes: the server's token probability where it gave one, else
     1 or 0 as the model answered (`fits`, read from the reply)."""

@@ -59,6 +59,16 @@ Would bringing them a {thing} give them what they want? Answer with JSON: fits t
 # the request around the question, or asking "is it the thing they mean", it separated less.
 NAME_CHECK_PROMPT = """Is "{word}" another name for a {thing}? Answer with JSON: fits true or false."""
 
+
+def need_question(request: str, label: str) -> str:
+    """The need check's question: would bringing a thing of this label give what the request asks."""
+    return NEED_CHECK_PROMPT.format(request=request, thing=_phrase(label))
+
+
+def name_question(word: str, label: str) -> str:
+    """The name check's question: is the word another name for a thing of this label."""
+    return NAME_CHECK_PROMPT.format(word=word, thing=_phrase(label))
+
 GOAL_DOUBT = """A check doubts that this is what the request asks: {reading}. Read the request again: which things
 it means, where they must end, and nothing more; if nothing in the map meets it, say it is impossible."""
 

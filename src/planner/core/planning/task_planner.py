@@ -39,16 +39,16 @@ from planner.core.planning.goal_reading import (
     GOAL_CHECK_PROMPT,
     GOAL_DOUBT,
     GOAL_NO_PLAN,
-    NAME_CHECK_PROMPT,
-    NEED_CHECK_PROMPT,
     GoalReader,
     chosen_for_need,
     confirmed,
     final_goals,
     joined_halves,
     missing_words,
+    name_question,
     named_otherwise,
     names_only_its_modifier,
+    need_question,
     reading_of,
     source_places,
     where_user_is,
@@ -59,7 +59,7 @@ from planner.core.planning.prompts import EXAMPLE_TURNS, SYSTEM_PROMPT, PromptHi
 from planner.core.planning.recoveries import ActionRecord, ComposedSuggestion, compose_messages, compose_schema, find_recoveries
 from planner.core.planning.scene_plans import call_sentence
 from planner.core.planning.spelling import Speller
-from planner.core.ports import Judgement, Policy, Tools, judged, probability_of_yes
+from planner.core.ports import Policy, Tools, judged, yes_probability_of
 from planner.core.scene_graph import SceneGraph
 from planner.core.skills import SkillPlanner
 from planner.core.types import EpisodeOutcome, EpisodeResult, FailureInfo, PlanVerdict, PolicyReply, SuggestionInfo, TraceStep
@@ -878,7 +878,7 @@ class TaskPlanner:
         checks = [(GOAL_CHECK_PROMPT.format(request=reader.said, reading=reading), reading, "what was asked",
                    settings.goal_check_threshold)] if settings.goal_check_threshold > 0 else []
         if settings.need_check_threshold > 0:
-            checks += [(NEED_CHECK_PROMPT.format(request=reader.said, thing=label.replace("_", " ")), f"a {label}",
+            checks += [(need_question(reader.said, label), f"a {label}",
                         "to meet the request", settings.need_check_threshold)
                        for label in chosen_for_need(reader.request, goals)]
         if not all(self._judged_yes(prompt, what, purpose, threshold, usage) for prompt, what, purpose, threshold in checks):
@@ -950,7 +950,7 @@ class TaskPlanner:
 
     def _name_p(self, word: str, label: str, usage: LLMUsage) -> float | None:
         """The name check's probability that `word` is another name for a `label`, None unanswered."""
-        return self._p_yes(NAME_CHECK_PROMPT.format(word=word, thing=words(label)), f"a {label}", f'called "{word}"',
+        return self._p_yes(name_question(word, label), f"a {label}", f'called "{word}"',
                            usage)
 
     def _judged_yes(self, prompt: str, what: str, purpose: str, threshold: float, usage: LLMUsage) -> bool:
@@ -967,11 +967,10 @@ class TaskPlanner:
             try:
                 reply = judged(self.goal_policy, [{"role": "user", "content": prompt}])
                 usage.add(reply)
-                fits = Judgement.model_validate_json(reply.text).fits
+                p_yes = self._judgements[prompt] = yes_probability_of(reply)
             except (PolicyError, ValueError) as error:
                 self._emit("error", f"could not check the goals: {error}")
                 return None
-            p_yes = self._judgements[prompt] = probability_of_yes(reply, fits)
             self._emit("check", f"{what}: {p_yes:.2f} likely {purpose}")
         return p_yes
 
