@@ -512,6 +512,33 @@ def bench_objects(args) -> int:
                            out, name, objects.plot, objects.report)
 
 
+def bench_checks(args) -> int:
+    from planner.adapters.embeddings import SentenceEmbedder
+    from planner.bench import checks
+    from planner.bench.common import machine_info
+    from planner.config import load_config
+    from planner.wiring import make_grounder
+
+    config = load_config(args.config)
+    data = checks.load_checks(args.data)
+    opened = _replies_or_llm(args, config)
+    if opened is None:
+        return 1
+    policy, server, llm = opened
+    policy, server = _part_llm(config, "goal_step", policy, server, llm)  # the checks are the goal step's
+    name = args.name or f"checks-{llm['backend']}-{llm['model'].replace('/', '_')}"
+    settings = config.planner
+
+    def measure() -> dict:
+        records = checks.run(data, policy, make_grounder(config, SentenceEmbedder()), args.wrong, args.seed, _progress)
+        return {"benchmark": "checks", "machine": machine_info(), "llm": llm, "data": args.data, "wrong": args.wrong,
+                "seed": args.seed, "records": records,
+                "summary": checks.summarize(records, settings.need_check_threshold, settings.name_check_threshold,
+                                            settings.name_check_margin, settings.other_name_threshold)}
+
+    return _run_then_write(server, measure, Path(args.out), name, checks.plot, checks.report)
+
+
 def bench_context(args) -> int:
     from planner.bench import context, tasks
     from planner.config import load_config
@@ -696,6 +723,21 @@ def add_commands(sub) -> None:
     objects_parser.add_argument("--name", help="results file name (default: objects-LLM-MODEL)")
     objects_parser.add_argument("--resume", action="store_true", help="keep the answers of an interrupted run")
     objects_parser.set_defaults(run=bench_objects)
+    checks_parser = bench_sub.add_parser("checks", help="the goal step's yes/no checks (a thing for a need, another "
+                                                        "name for a label) on needs and names worded for it: how "
+                                                        "well they tell right from wrong, and what passes at each "
+                                                        "threshold")
+    checks_parser.add_argument("--data", default="bench/checks/checks.yaml", help="labels, needs, names and near "
+                                                                                  "misses (YAML)")
+    checks_parser.add_argument("--wrong", type=int, default=8, help="wrong things each need is asked about, drawn "
+                                                                    "from the labels")
+    checks_parser.add_argument("--seed", type=int, default=0, help="which wrong things are drawn")
+    _llm_arguments(checks_parser)
+    _replies_argument(checks_parser)
+    checks_parser.add_argument("--config", help="stack config (the goal step's LLM and the planner's thresholds)")
+    checks_parser.add_argument("--out", default="bench/results")
+    checks_parser.add_argument("--name", help="results file name (default: checks-LLM-MODEL)")
+    checks_parser.set_defaults(run=bench_checks)
     pddl_parser = bench_sub.add_parser("pddl", help="LLM+P on PDDL tasks: the model writes the problem (or its goal) "
                                                     "from words, Fast Downward plans, the plan is validated against "
                                                     "the ground-truth problem")

@@ -1,0 +1,229 @@
+"""`planner bench checks`: how well the goal step's narrow yes/no checks tell right from wrong, on
+needs and names worded for this benchmark. The need check asks whether bringing a thing meets what
+a request states ("I'm cold": a blanket); the name check whether a word is another name for a label
+("jumper": sweater). Both are the planner's own questions to the model the config gives the goal
+step, so a larger model's gain shows here before any task runs.
+
+For a need, what matters is a home that has a right thing (does that thing pass?) and one that
+lacks every right thing (does the likeliest wrong thing pass, told as done?). For a name, an other
+name should pass for its label and a near miss (a thing no label is) for none."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import Field, model_validator
+
+from planner.core.asking import LABELS_OFFERED
+from planner.core.errors import PolicyError
+from planner.core.files import StrictModel, load_model
+from planner.core.planning.goal_reading import name_question, need_question
+from planner.core.planning.grounding import Grounder
+from planner.core.ports import Policy, judged, yes_probability_of
+
+THRESHOLDS = [round(0.3 + 0.05 * step, 2) for step in range(9)]  # 0.30 ... 0.70
+
+
+class NeedCase(StrictModel):
+    request: str = Field(min_length=1)
+    right: list[str] = Field(min_length=1, description="labels that meet the need")
+    also: list[str] = Field(default=[], description="labels that may or may not: neither right nor wrong")
+
+
+class NameCase(StrictModel):
+    word: str = Field(min_length=1)
+    label: str = Field(min_length=1)
+
+
+class ChecksData(StrictModel):
+    labels: list[str] = Field(min_length=2)
+    needs: list[NeedCase] = []
+    names: list[NameCase] = []
+    near_misses: list[str] = []
+
+    @model_validator(mode="after")
+    def _labels_known(self) -> ChecksData:
+        known = set(self.labels)
+        unknown = sorted({label for need in self.needs for label in [*need.right, *need.also]} - known
+                         | {name.label for name in self.names} - known)
+        if unknown:
+            raise ValueError(f"labels not in `labels`: {', '.join(unknown)}")
+        return self
+
+
+def load_checks(path: str | Path) -> ChecksData:
+    """The data file, or InputError saying what is wrong and where."""
+    return load_model(path, ChecksData)
+
+
+def _p_yes(policy: Policy, question: str) -> float | None:
+    """The model's probability of yes, None when it gives no answer (counted, left out of the scores)."""
+    try:
+        return round(yes_probability_of(judged(policy, [{"role": "user", "content": question}])), 3)
+    except (PolicyError, ValueError):
+        return None
+
+
+def run(data: ChecksData, policy: Policy, grounder: Grounder, wrong: int, seed: int,
+        progress: Callable[[str], None]) -> dict:
+    """Each need asked about its right things and `wrong` others drawn (by `seed`) from the labels
+    neither right nor `also`; each name and near miss about the labels most like it (and its own)."""
+    rng = random.Random(seed)
+    total, done = len(data.needs) + len(data.names) + len(data.near_misses), 0
+    needs, names = [], []
+    for need in data.needs:
+        others = sorted(set(data.labels) - set(need.right) - set(need.also))
+        drawn = rng.sample(others, min(wrong, len(others)))
+        needs.append({"request": need.request,
+                      "right": {label: _p_yes(policy, need_question(need.request, label)) for label in need.right},
+                      "wrong": {label: _p_yes(policy, need_question(need.request, label)) for label in drawn}})
+        done += 1
+        progress(f"[{done}/{total}] need: {need.request}")
+    for word, label in [*((name.word, name.label) for name in data.names), *((miss, None) for miss in data.near_misses)]:
+        asked = [match.label for match in grounder.nearest(word, data.labels, LABELS_OFFERED)]
+        if label is not None and label not in asked:
+            asked.append(label)
+        names.append({"word": word, "label": label,
+                      "asked": {other: _p_yes(policy, name_question(word, other)) for other in asked}})
+        done += 1
+        progress(f"[{done}/{total}] name: {word}")
+    return {"needs": needs, "names": names}
+
+
+def _answered(scores: dict[str, float | None]) -> dict[str, float]:
+    return {label: p for label, p in scores.items() if p is not None}
+
+
+def _pairs_ranked(right: list[float], wrong: list[float]) -> float | None:
+    """How often a right score is above a wrong one (ties half): the area under the ROC curve."""
+    if not right or not wrong:
+        return None
+    return sum(1.0 if r > w else 0.5 if r == w else 0.0 for r in right for w in wrong) / (len(right) * len(wrong))
+
+
+def _mean(values: list[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return round(sum(kept) / len(kept), 3) if kept else None
+
+
+def _share(flags: list[bool]) -> float | None:
+    return round(100 * sum(flags) / len(flags), 1) if flags else None
+
+
+def summarize(records: dict, need_threshold: float, name_threshold: float, name_margin: float,
+              rename_threshold: float) -> dict:
+    """Per check: how well it ranks right above wrong, and what passes at each threshold: the need
+    check's, the name check's (a thing the request calls otherwise confirmed) and the one from which
+    the request is read again in the map's words (`rename_threshold`)."""
+    needs = [(list(_answered(n["right"]).values()), list(_answered(n["wrong"]).values())) for n in records["needs"]]
+    needs = [(right, wrong) for right, wrong in needs if right and wrong]
+    rights = [p for right, _ in needs for p in right]
+    likeliest_wrong = [max(wrong) for _, wrong in needs]
+
+    def need_row(t: float) -> dict:
+        return {"right_pass": _share([p >= t for p in rights]),
+                "likeliest_wrong_pass": _share([p >= t for p in likeliest_wrong])}
+
+    others, misses, others_singled, others_wrongly, misses_singled = [], [], [], [], []
+    aucs = []
+    for name in records["names"]:
+        asked = _answered(name["asked"])
+        if not asked:
+            continue
+        best = max(asked, key=lambda label: asked[label])
+        runner_up = max((p for label, p in asked.items() if label != best), default=0.0)
+        singled = asked[best] >= name_threshold and asked[best] - runner_up >= name_margin
+        if name["label"] is None:
+            misses.append(max(asked.values()))
+            misses_singled.append(singled)
+        elif name["label"] in asked:
+            own = asked[name["label"]]
+            others.append(own)
+            others_singled.append(singled and best == name["label"])
+            others_wrongly.append(singled and best != name["label"])
+            aucs.append(_pairs_ranked([own], [p for label, p in asked.items() if label != name["label"]]))
+
+    def name_row(t: float) -> dict:
+        return {"other_names_pass": _share([p >= t for p in others]),
+                "near_misses_pass": _share([p >= t for p in misses])}
+
+    unanswered = sum(p is None for n in records["needs"] for p in [*n["right"].values(), *n["wrong"].values()]) \
+        + sum(p is None for n in records["names"] for p in n["asked"].values())
+    return {
+        "unanswered": unanswered,
+        "need": {"needs": len(needs), "auc": _mean([_pairs_ranked(right, wrong) for right, wrong in needs]),
+                 "right_first": _share([max(right) > max(wrong) for right, wrong in needs]),
+                 "threshold": need_threshold, "at_threshold": need_row(need_threshold),
+                 "sweep": {str(t): need_row(t) for t in THRESHOLDS}},
+        "name": {"other_names": len(others), "near_misses": len(misses), "auc": _mean(aucs),
+                 "threshold": name_threshold, "margin": name_margin, "at_threshold": name_row(name_threshold),
+                 "rename_threshold": rename_threshold, "at_rename_threshold": name_row(rename_threshold),
+                 "singled_out": {"other_names_right": _share(others_singled),
+                                 "other_names_wrong": _share(others_wrongly),
+                                 "near_misses": _share(misses_singled)},
+                 "sweep": {str(t): name_row(t) for t in THRESHOLDS}},
+    }
+
+
+def report(results: dict) -> str:
+    summary, llm = results["summary"], results["llm"]
+    need, name = summary["need"], summary["name"]
+    lines = [f"# The goal step's yes/no checks: {llm['backend']} {llm['model']}", "",
+             f"Command: `{results['command']}`  ",
+             f"Machine: {results['machine']['cpu']}, {results['machine']['cores']} cores; source {results['machine']['source']}; "
+             f"{summary['unanswered']} questions unanswered", "",
+             f"## Need check ({need['needs']} needs, each against its right things and {results['wrong']} wrong ones)", "",
+             f"Right things ranked above wrong ones (AUC): {need['auc']}; a right thing likeliest for "
+             f"{need['right_first']}% of needs. At the configured threshold {need['threshold']}: right things pass "
+             f"{need['at_threshold']['right_pass']}%, the likeliest wrong thing (a home without a right one) passes "
+             f"{need['at_threshold']['likeliest_wrong_pass']}%.", "",
+             "| threshold | right things pass % | likeliest wrong thing passes % |", "|---|---|---|"]
+    lines += [f"| {t} | {row['right_pass']} | {row['likeliest_wrong_pass']} |" for t, row in need["sweep"].items()]
+    singled = name["singled_out"]
+    lines += ["", f"## Name check ({name['other_names']} other names, {name['near_misses']} near misses, each against "
+              "the labels most like it)", "",
+              f"An other name's label ranked above the others asked (AUC): {name['auc']}. At the configured threshold "
+              f"{name['threshold']}: other names pass {name['at_threshold']['other_names_pass']}%, near misses "
+              f"(their likeliest label) {name['at_threshold']['near_misses_pass']}%. Singled out (at the threshold and "
+              f"{name['margin']} above the next): the right label for {singled['other_names_right']}% of other names, "
+              f"a wrong one for {singled['other_names_wrong']}%, some label for {singled['near_misses']}% of near misses. "
+              f"At {name['rename_threshold']}, from which a request is read again in the map's words: other names pass "
+              f"{name['at_rename_threshold']['other_names_pass']}%, near misses "
+              f"{name['at_rename_threshold']['near_misses_pass']}%.",
+              "", "| threshold | other names pass % | near misses pass % |", "|---|---|---|"]
+    lines += [f"| {t} | {row['other_names_pass']} | {row['near_misses_pass']} |" for t, row in name["sweep"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    summary = results["summary"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    panels = [("need", "Need check", [("right_pass", "right things pass"),
+                                      ("likeliest_wrong_pass", "likeliest wrong thing passes")]),
+              ("name", "Name check", [("other_names_pass", "other names pass"),
+                                      ("near_misses_pass", "near misses pass")])]
+    for axis, (check, title, series) in zip(axes, panels):
+        sweep = summary[check]["sweep"]
+        thresholds = [float(t) for t in sweep]
+        for key, label in series:
+            axis.plot(thresholds, [sweep[t][key] or 0 for t in sweep], marker="o", label=label)
+        axis.axvline(summary[check]["threshold"], color="grey", linestyle="--", label="configured threshold")
+        if check == "name":
+            axis.axvline(summary[check]["rename_threshold"], color="grey", linestyle=":",
+                         label="read in the map's words from")
+        axis.set_ylim(0, 100)
+        axis.set_xlabel("threshold on the probability of yes")
+        axis.set_ylabel("%")
+        axis.set_title(f"{title} (AUC {summary[check]['auc']})")
+        axis.legend(fontsize=8)
+    fig.suptitle(f"Goal-step checks: {results['llm']['backend']} {results['llm']['model']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

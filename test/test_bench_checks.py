@@ -1,0 +1,82 @@
+"""`planner bench checks`: the goal step's need and name checks scored on worded needs and names."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from planner.adapters.embeddings import SentenceEmbedder
+from planner.bench.checks import ChecksData, load_checks, run, summarize
+from planner.cli import main
+from planner.core.errors import InputError, PolicyError
+from planner.core.planning.grounding import Grounder
+from planner.core.types import PolicyReply
+
+DATA = {"labels": ["blanket", "sweater", "mug", "pen", "apple"],
+        "needs": [{"request": "I'm shivering", "right": ["blanket", "sweater"], "also": ["mug"]}],
+        "names": [{"word": "jumper", "label": "sweater"}],
+        "near_misses": ["pear"]}
+
+
+class KnowingJudge:
+    """Says yes (0.8) to a blanket or a sweater for shivering and to a sweater called a jumper, no
+    (0.3) to the rest; gives no answer about a pen."""
+
+    def complete(self, messages: list[dict], schema: dict) -> PolicyReply:
+        return self.judge(messages, schema)
+
+    def judge(self, messages: list[dict], schema: dict | None = None) -> PolicyReply:
+        question = messages[-1]["content"]
+        if re.search(r"\ba pen\b", question):
+            raise PolicyError("the server went away")
+        right = re.search(r"shivering.*them a (blanket|sweater) |\"jumper\" another name for a sweater", question, re.S)
+        return PolicyReply('{"fits": true}' if right else '{"fits": false}', yes_probability=0.8 if right else 0.3)
+
+
+@pytest.fixture(scope="module")
+def grounder():
+    return Grounder(SentenceEmbedder())
+
+
+def test_a_check_that_knows_ranks_every_right_thing_first_and_passes_no_wrong_one(grounder):
+    records = run(ChecksData.model_validate(DATA), KnowingJudge(), grounder, wrong=2, seed=0, progress=lambda line: None)
+    need = records["needs"][0]
+    assert set(need["right"]) == {"blanket", "sweater"} and "mug" not in need["wrong"] and len(need["wrong"]) == 2
+    summary = summarize(records, need_threshold=0.45, name_threshold=0.45, name_margin=0.1, rename_threshold=0.6)
+    assert summary["need"]["auc"] == 1.0 and summary["need"]["right_first"] == 100.0
+    assert summary["need"]["at_threshold"] == {"right_pass": 100.0, "likeliest_wrong_pass": 0.0}
+    assert summary["need"]["sweep"]["0.3"]["likeliest_wrong_pass"] == 100.0  # a no at 0.3 passes a threshold of 0.3
+    assert summary["name"]["singled_out"] == {"other_names_right": 100.0, "other_names_wrong": 0.0, "near_misses": 0.0}
+    assert summary["name"]["at_threshold"] == {"other_names_pass": 100.0, "near_misses_pass": 0.0}
+    # The pen was asked about (drawn as wrong, or most like a word) and got no answer: counted, not scored.
+    asked_pen = [p for n in records["needs"] for label, p in n["wrong"].items() if label == "pen"] \
+        + [p for n in records["names"] for label, p in n["asked"].items() if label == "pen"]
+    assert asked_pen and all(p is None for p in asked_pen) and summary["unanswered"] == len(asked_pen)
+
+
+def test_a_data_file_naming_a_label_it_does_not_list_is_refused_with_where(tmp_path):
+    bad = {**DATA, "needs": [{"request": "I'm shivering", "right": ["duvet"]}]}
+    (tmp_path / "checks.yaml").write_text(yaml.safe_dump(bad))
+    with pytest.raises(InputError, match=r"checks\.yaml.*labels not in `labels`: duvet"):
+        load_checks(tmp_path / "checks.yaml")
+
+
+def test_the_command_writes_results_report_and_plot(tmp_path, capsys):
+    (tmp_path / "checks.yaml").write_text(yaml.safe_dump(DATA))
+    # Every question answered yes at 0.6: 2 right and 2 wrong things, then the five labels for each word.
+    (tmp_path / "replies.yaml").write_text(yaml.safe_dump([{"fits": True, "p": 0.6}] * 14))
+    config = Path(__file__).resolve().parents[1] / "config" / "planner.yaml"
+    assert main(["bench", "checks", "--data", str(tmp_path / "checks.yaml"), "--wrong", "2", "--llm", "scripted",
+                 "--replies", str(tmp_path / "replies.yaml"), "--config", str(config), "--out", str(tmp_path / "out"),
+                 "--name", "run"]) == 0
+    results = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert results["summary"]["unanswered"] == 0 and results["summary"]["need"]["threshold"] == 0.45
+    assert results["summary"]["need"]["at_threshold"] == {"right_pass": 100.0, "likeliest_wrong_pass": 100.0}
+    assert "[3/3] name: pear" in capsys.readouterr().err
+    assert "| 0.65 | 0.0 | 0.0 |" in (tmp_path / "out" / "run.md").read_text()
+    assert (tmp_path / "out" / "run.png").stat().st_size > 10_000
+    assert main(["bench", "checks", "--data", str(tmp_path / "missing.yaml"), "--llm", "scripted"]) == 2
