@@ -69,6 +69,7 @@ def name_question(word: str, label: str) -> str:
     """The name check's question: is the word another name for a thing of this label."""
     return NAME_CHECK_PROMPT.format(word=word, thing=_phrase(label))
 
+
 GOAL_DOUBT = """A check doubts that this is what the request asks: {reading}. Read the request again: which things
 it means, where they must end, and nothing more; if nothing in the map meets it, say it is impossible."""
 
