@@ -66,6 +66,10 @@ def _p_yes(policy: Policy, question: str) -> float | None:
         return None
 
 
+def _asked_need(policy: Policy, request: str, labels: list[str]) -> dict[str, float | None]:
+    return {label: _p_yes(policy, need_question(request, label)) for label in labels}
+
+
 def run(data: ChecksData, policy: Policy, grounder: Grounder, wrong: int, seed: int,
         progress: Callable[[str], None]) -> dict:
     """Each need asked about its right things and `wrong` others drawn (by `seed`) from the labels
@@ -76,9 +80,8 @@ def run(data: ChecksData, policy: Policy, grounder: Grounder, wrong: int, seed: 
     for need in data.needs:
         others = sorted(set(data.labels) - set(need.right) - set(need.also))
         drawn = rng.sample(others, min(wrong, len(others)))
-        needs.append({"request": need.request,
-                      "right": {label: _p_yes(policy, need_question(need.request, label)) for label in need.right},
-                      "wrong": {label: _p_yes(policy, need_question(need.request, label)) for label in drawn}})
+        needs.append({"request": need.request, "right": _asked_need(policy, need.request, need.right),
+                      "wrong": _asked_need(policy, need.request, drawn)})
         done += 1
         progress(f"[{done}/{total}] need: {need.request}")
     for word, label in [*((name.word, name.label) for name in data.names), *((miss, None) for miss in data.near_misses)]:

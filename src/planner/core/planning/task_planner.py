@@ -878,8 +878,7 @@ class TaskPlanner:
         checks = [(GOAL_CHECK_PROMPT.format(request=reader.said, reading=reading), reading, "what was asked",
                    settings.goal_check_threshold)] if settings.goal_check_threshold > 0 else []
         if settings.need_check_threshold > 0:
-            checks += [(need_question(reader.said, label), f"a {label}",
-                        "to meet the request", settings.need_check_threshold)
+            checks += [(need_question(reader.said, label), f"a {label}", "to meet the request", settings.need_check_threshold)
                        for label in chosen_for_need(reader.request, goals)]
         if not all(self._judged_yes(prompt, what, purpose, threshold, usage) for prompt, what, purpose, threshold in checks):
             return False, []
@@ -950,8 +949,7 @@ class TaskPlanner:
 
     def _name_p(self, word: str, label: str, usage: LLMUsage) -> float | None:
         """The name check's probability that `word` is another name for a `label`, None unanswered."""
-        return self._p_yes(name_question(word, label), f"a {label}", f'called "{word}"',
-                           usage)
+        return self._p_yes(name_question(word, label), f"a {label}", f'called "{word}"', usage)
 
     def _judged_yes(self, prompt: str, what: str, purpose: str, threshold: float, usage: LLMUsage) -> bool:
         """The model's probability of yes to `prompt` against `threshold`; yes when the model gives no
