@@ -95,6 +95,24 @@ def test_names_a_lexicon_knows_are_written_as_the_label_or_room_they_name(ground
     assert all(match.label != "closet" for match in grounding.matches), grounding
 
 
+def test_a_name_a_lexicon_gives_a_label_only_in_a_rare_sense_is_grounded_only_when_a_check_accepts_it(
+        grounder_with_lexicon):
+    """"Jumper" is a sweater in one of WordNet's eight senses, none of them seen in its tagged texts
+    (a dress and a coverall are others): a candidate for the check, not a grounding of its own."""
+    labels = ["sweater", "basket", "bed"]
+    assert not grounder_with_lexicon.ground("Fetch the jumper on the bed", labels).matches
+    asked = []
+    grounding = grounder_with_lexicon.ground("Fetch the jumper on the bed", labels, loose=0.4,
+                                             accept=lambda match: asked.append(match) or True)
+    assert grounding.note() == "jumper = sweater" and grounding.text == "fetch the sweater on the bed"
+    assert [(match.phrase, match.label, match.rare_sense) for match in asked] == [("jumper", "sweater", True)]
+    assert not grounder_with_lexicon.ground("Fetch the jumper on the bed", labels, loose=0.4,
+                                            accept=lambda match: False).matches
+    # A name in a usual sense needs no check.
+    grounding = grounder_with_lexicon.ground("Fetch the pullover", labels, accept=lambda match: False)
+    assert grounding.note() == "pullover = sweater" and not grounding.matches[0].rare_sense
+
+
 def test_a_word_a_lexicon_gives_to_two_labels_or_that_is_part_of_a_name_in_the_map_is_not_grounded_by_it(
         grounder_with_lexicon):
     """WordNet calls a toilet a pot as well as a flowerpot: beside either, "the pot" is not the toilet."""

@@ -50,7 +50,7 @@ class WordNetLexicon:
     def __init__(self, directory: Path | None = None):
         self.name = "WordNet 3.0"
         self._directory = wordnet_directory(directory)
-        self._index: dict[str, tuple[str, ...]] | None = None  # a noun's usual senses
+        self._index: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None  # a noun's usual and all senses
         self._irregular: dict[str, str] = {}
         self._kind_of: dict[str, tuple[str, ...]] | None = None  # a sense -> the senses it is a kind of
         self._lock = threading.Lock()
@@ -60,14 +60,15 @@ class WordNetLexicon:
         with open(self._directory / name, encoding="utf-8") as lines:
             yield from (line.split() for line in lines if not line.startswith(" "))
 
-    def _load(self) -> dict[str, tuple[str, ...]]:
+    def _load(self) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
         with self._lock:
             if self._index is None:
-                index: dict[str, tuple[str, ...]] = {}
+                index: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
                 # lemma pos synset_cnt p_cnt [ptr_symbol]*p_cnt sense_cnt tagsense_cnt offset*synset_cnt
                 for fields in self._records("index.noun"):
                     pointers = int(fields[3])
-                    index[fields[0]] = usual(fields[6 + pointers:], int(fields[5 + pointers]))
+                    offsets = fields[6 + pointers:]
+                    index[fields[0]] = (usual(offsets, int(fields[5 + pointers])), tuple(offsets))
                 with open(self._directory / "noun.exc", encoding="utf-8") as lines:
                     self._irregular = dict(line.split()[:2] for line in lines if len(line.split()) >= 2)
                 self._index = index
@@ -86,23 +87,24 @@ class WordNetLexicon:
                 self._kind_of = kind_of
             return self._kind_of
 
-    def kinds(self, phrase: str) -> frozenset[str]:
+    def kinds(self, phrase: str, every: bool = False) -> frozenset[str]:
         kind_of = self._kinds()
-        return frozenset(kind for sense in self.senses(phrase) for kind in kind_of.get(sense, ()))
+        return frozenset(kind for sense in self.senses(phrase, every=every) for kind in kind_of.get(sense, ()))
 
-    def senses(self, phrase: str, first: int | None = None) -> frozenset[str]:
+    def senses(self, phrase: str, first: int | None = None, every: bool = False) -> frozenset[str]:
         index = self._load()
+        which = 1 if every else 0  # all senses, or the usual ones
         words = phrase.lower().replace("_", " ").replace("-", " ").split()
         if not words:
             return frozenset()
         forms = ["_".join(words), "".join(words)] if len(words) > 1 else [words[0]]
         for form in forms:
             if form in index:
-                return frozenset(index[form][:first])
+                return frozenset(index[form][which][:first])
         # A plural: WordNet's irregular forms first ("mice"), then its regular endings, on the last word.
         head, last = words[:-1], words[-1]
         singulars = [self._irregular.get(last, "")] + [last[:-len(end)] + base for end, base in PLURAL_ENDINGS
                                                       if last.endswith(end) and len(last) > len(end)]
-        found = [index["_".join([*head, singular])][:first] for singular in singulars if singular
+        found = [index["_".join([*head, singular])][which][:first] for singular in singulars if singular
                  and "_".join([*head, singular]) in index]
         return frozenset().union(*found)

@@ -98,12 +98,13 @@ class Lexicon(Protocol):
     """What words a dictionary of senses holds to be names of one thing."""
     name: str
 
-    def senses(self, phrase: str, first: int | None = None) -> frozenset[str]:
+    def senses(self, phrase: str, first: int | None = None, every: bool = False) -> frozenset[str]:
         """The senses the phrase is usually meant in as a noun (a plural read as its singular), or the
-        `first` of them, the most used first; empty when unknown or when no sense is usual."""
+        `first` of them, the most used first; empty when unknown or when no sense is usual. With
+        `every`, all its senses, the rare ones too (a jumper is a sweater only in a rare one)."""
 
-    def kinds(self, phrase: str) -> frozenset[str]:
-        """The senses of which the phrase's usual senses are a kind (a pullover: a sweater's)."""
+    def kinds(self, phrase: str, every: bool = False) -> frozenset[str]:
+        """The senses of which the phrase's usual senses (`every`: all) are a kind (a pullover: a sweater's)."""
 
 
 def judged(policy: Policy, messages: list[dict], schema: dict = JUDGEMENT_SCHEMA) -> PolicyReply:

@@ -16,7 +16,9 @@ it part of another compound (a bedside table is no coffee_table) or it is part o
 Where sentence embeddings know little, a lexicon does: a phrase that a dictionary of senses
 (WordNet) holds to be a name of exactly one label or room of the map ("chest of drawers":
 dresser, "sitting room": living room), or else a kind of exactly one ("pullover": sweater, "biro":
-pen; never the other way, "fruit" is no orange), names it whatever its similarity.
+pen; never the other way, "fruit" is no orange), names it whatever its similarity. A phrase that
+names one only in a sense WordNet has not seen used ("jumper": a sweater, and also a dress, a
+coverall and five more) is a candidate that another check must accept, as a loose similarity is.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ class Match:
     phrase: str
     label: str
     similarity: float
+    rare_sense: bool = False  # found by the lexicon in a sense not usually meant: only a check makes it sure
 
 
 @dataclass(frozen=True)
@@ -142,7 +145,7 @@ class Grounder:
         if unnamed:
             phrases = [" ".join(words[start:end]) for start, end in spans]
             similarity = self._encode(phrases) @ self._encode([names[label] for label in labels]).T
-        candidates = [(1.0, spans[row], label, True) for row, label in self._same_named(
+        candidates = [(1.0, spans[row], label, not rare, rare) for row, label, rare in self._same_named(
             words, spans, all_names, [*unnamed, *unsaid_rooms], in_rooms)
             if label not in names or not self._elsewhere(similarity[row], labels, label)]
         for row, span in enumerate(spans if unnamed else ()):
@@ -158,14 +161,15 @@ class Grounder:
             needed = self.part_threshold if part_of_name else self.threshold
             score = float(similarity[row][order[0]])
             if best in unnamed and score >= min(needed, loose or needed) and score - second >= self.margin:
-                candidates.append((score, span, best, score >= needed))
+                candidates.append((score, span, best, score >= needed, False))
         return self._written(request, words, candidates, all_names, accept)
 
     def _same_named(self, words: list[str], spans: list[tuple[int, int]], names: dict[str, str], targets: list[str],
-                    in_rooms: set[int]) -> list[tuple[int, str]]:
+                    in_rooms: set[int]) -> list[tuple[int, str, bool]]:
         """The spans (by their index) that the lexicon holds a name of exactly one of the `targets` in
         one of its first senses (a label means what it usually does: a "counter" is no sideboard), or
-        else a kind of exactly one, when
+        else a kind of exactly one, in a sense the phrase is usually meant in or else (marked rare) in
+        any, when
         read as a whole noun phrase (after a function or room word, before a function word or the end)
         and no part of any name of the map (a "pot" where a cooking pot stands is that, not the toilet
         WordNet also calls a pot)."""
@@ -183,13 +187,16 @@ class Grounder:
                     or any(all(word in name.split() for word in phrase_words) for name in names.values())):
                 continue
             phrase = " ".join(phrase_words)
-            senses = self.lexicon.senses(phrase)
-            same = [target for target, target_sense in target_senses.items() if senses & target_sense]
-            if not same:  # "the pullover" where the map has a sweater, "the biro" a pen: a kind of the label
-                kinds = self.lexicon.kinds(phrase)
-                same = [target for target, target_sense in target_senses.items() if kinds & target_sense]
+            for rare in (False, True):
+                senses = self.lexicon.senses(phrase, every=rare)
+                same = [target for target, target_sense in target_senses.items() if senses & target_sense]
+                if not same:  # "the pullover" where the map has a sweater, "the biro" a pen: a kind of the label
+                    kinds = self.lexicon.kinds(phrase, every=rare)
+                    same = [target for target, target_sense in target_senses.items() if kinds & target_sense]
+                if same:
+                    break
             if len(same) == 1:
-                found.append((row, same[0]))
+                found.append((row, same[0], rare))
         return found
 
     @staticmethod
@@ -202,14 +209,14 @@ class Grounder:
         return other >= LEXICON_OVERRULED and other - own >= LEXICON_OVERRULED_MARGIN
 
     @staticmethod
-    def _written(request: str, words: list[str], candidates: list[tuple[float, tuple[int, int], str, bool]],
+    def _written(request: str, words: list[str], candidates: list[tuple[float, tuple[int, int], str, bool, bool]],
                  names: dict[str, str], accept: Callable[[Match], bool] | None) -> Grounding:
         """The request with the best candidates written as their labels, a longer phrase before the
         words in it; a candidate that is not `sure` only when `accept` says so."""
         taken: set[int] = set()
         matches: list[tuple[tuple[int, int], Match]] = []
-        for score, (start, end), label, sure in sorted(candidates, key=lambda c: (-c[0], c[1][0] - c[1][1], c[1])):
-            match = Match(" ".join(words[start:end]), label, round(score, 2))
+        for score, (start, end), label, sure, rare in sorted(candidates, key=lambda c: (-c[0], c[1][0] - c[1][1], c[1])):
+            match = Match(" ".join(words[start:end]), label, round(score, 2), rare)
             if taken & set(range(start, end)) or not (sure or (accept is not None and accept(match))):
                 continue
             taken |= set(range(start, end))

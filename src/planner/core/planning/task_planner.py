@@ -119,7 +119,9 @@ class PlannerSettings(StrictModel):
     lexicon: Literal["wordnet", "none"] = Field(default="wordnet", description="... and, whatever its similarity, "
                                                 "when WordNet holds it a name of exactly one label or room of the map "
                                                 "and it is no part of a name the map has ('chest of drawers': dresser, "
-                                                "'sitting room': living_room)")
+                                                "'sitting room': living_room); in a sense WordNet has not seen used "
+                                                "('jumper': sweater) only where the name check passes "
+                                                "name_check_threshold")
     other_name_similarity: float = Field(default=0.4, ge=0, le=1, description="before a request is given up as "
                                          "asking for what the home lacks, or a reading doubted twice is put to the "
                                          "user, each phrase at least this similar to a map label is put to the model "
@@ -686,13 +688,17 @@ class TaskPlanner:
         if usage is None:
             grounding = self.grounder.ground(request, labels, scene.rooms())
         else:
-            threshold = self.settings.other_name_threshold
+            settings = self.settings
             # Where the user says they are is a room ("I'm in the office": no desk, 0.65 to the 1.5B).
             user_places = [f" {place} " for place in where_user_is(request)]
-            grounding = self.grounder.ground(request, labels, scene.rooms(), self.settings.other_name_similarity,
-                                             lambda match: not any(f" {match.phrase} " in place for place in user_places)
-                                             and self._named(match.phrase, match.label, threshold, usage,
-                                                             unjudged=False))  # no answer grounds nothing
+            # A name the lexicon gives the label in a rare sense ("jumper": sweater) has two readings that
+            # agree at the name check's own threshold; a phrase only alike to it needs the surer one.
+            grounding = self.grounder.ground(
+                request, labels, scene.rooms(), settings.other_name_similarity,
+                lambda match: not any(f" {match.phrase} " in place for place in user_places) and self._named(
+                    match.phrase, match.label,
+                    settings.name_check_threshold if match.rare_sense else settings.other_name_threshold, usage,
+                    unjudged=False))  # no answer grounds nothing
         grounding = self._sources_grounded(grounding, scene)
         if grounding.matches:
             self._emit("perception", f"the request in the map's words: {grounding.note()}")
