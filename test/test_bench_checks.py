@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from planner.adapters.embeddings import SentenceEmbedder
+from planner.adapters.lexicon import WordNetLexicon
 from planner.bench.checks import ChecksData, load_checks, run, summarize
 from planner.cli import main
 from planner.core.errors import InputError, PolicyError
@@ -39,7 +40,7 @@ class KnowingJudge:
 
 @pytest.fixture(scope="module")
 def grounder():
-    return Grounder(SentenceEmbedder())
+    return Grounder(SentenceEmbedder(), lexicon=WordNetLexicon())
 
 
 def test_a_check_that_knows_ranks_every_right_thing_first_and_passes_no_wrong_one(grounder):
@@ -56,6 +57,13 @@ def test_a_check_that_knows_ranks_every_right_thing_first_and_passes_no_wrong_on
     asked_pen = [p for n in records["needs"] for label, p in n["wrong"].items() if label == "pen"] \
         + [p for n in records["names"] for label, p in n["asked"].items() if label == "pen"]
     assert asked_pen and all(p is None for p in asked_pen) and summary["unanswered"] == len(asked_pen)
+    # "Jumper" is a sweater only in a rare sense of WordNet's: read as one once the name check accepts it.
+    assert [(n["grounded"], n["rare_sense"]) for n in records["names"]] == [(None, "sweater"), (None, None)]
+    assert summary["grounding"]["rare_sense"] == {"other_names_right": 1, "other_names_wrong": 0, "near_misses": 0,
+                                                  "accepted_right": 1, "accepted_wrong": 0, "accepted_near_misses": 0}
+    assert summary["grounding"]["before_check"]["other_names_right"] == 0.0
+    assert summary["grounding"]["with_rare_sense"] == {"other_names_right": 100.0, "other_names_wrong": 0.0,
+                                                       "near_misses": 0.0}
 
 
 def test_a_data_file_naming_a_label_it_does_not_list_is_refused_with_where(tmp_path):
@@ -77,6 +85,7 @@ def test_the_command_writes_results_report_and_plot(tmp_path, capsys):
     assert results["summary"]["unanswered"] == 0 and results["summary"]["need"]["threshold"] == 0.45
     assert results["summary"]["need"]["at_threshold"] == {"right_pass": 100.0, "likeliest_wrong_pass": 100.0}
     assert "[3/3] name: pear" in capsys.readouterr().err
-    assert "| 0.65 | 0.0 | 0.0 |" in (tmp_path / "out" / "run.md").read_text()
+    report = (tmp_path / "out" / "run.md").read_text()
+    assert "| 0.65 | 0.0 | 0.0 |" in report and "the name check accepts 1 right, 0 wrong" in report
     assert (tmp_path / "out" / "run.png").stat().st_size > 10_000
     assert main(["bench", "checks", "--data", str(tmp_path / "missing.yaml"), "--llm", "scripted"]) == 2

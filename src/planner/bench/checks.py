@@ -6,7 +6,10 @@ step, so a larger model's gain shows here before any task runs.
 
 For a need, what matters is a home that has a right thing (does that thing pass?) and one that
 lacks every right thing (does the likeliest wrong thing pass, told as done?). For a name, an other
-name should pass for its label and a near miss (a thing no label is) for none."""
+name should pass for its label and a near miss (a thing no label is) for none. Each word is also
+grounded as the planner grounds a request, "Could you bring me the <word>?": what it is read as
+before any check (close embeddings, a name WordNet usually means), and the label WordNet gives it
+only in a rare sense, which the name check must accept."""
 
 from __future__ import annotations
 
@@ -85,14 +88,23 @@ def run(data: ChecksData, policy: Policy, grounder: Grounder, wrong: int, seed: 
         done += 1
         progress(f"[{done}/{total}] need: {need.request}")
     for word, label in [*((name.word, name.label) for name in data.names), *((miss, None) for miss in data.near_misses)]:
+        grounded, rare_sense = _grounded(grounder, word, data.labels)
         asked = [match.label for match in grounder.nearest(word, data.labels, LABELS_OFFERED)]
-        if label is not None and label not in asked:
-            asked.append(label)
-        names.append({"word": word, "label": label,
+        asked += [other for other in dict.fromkeys([label, rare_sense]) if other is not None and other not in asked]
+        names.append({"word": word, "label": label, "grounded": grounded, "rare_sense": rare_sense,
                       "asked": {other: _p_yes(policy, name_question(word, other)) for other in asked}})
         done += 1
         progress(f"[{done}/{total}] name: {word}")
     return {"needs": needs, "names": names}
+
+
+def _grounded(grounder: Grounder, word: str, labels: list[str]) -> tuple[str | None, str | None]:
+    """The label a request for the word is read as before any check, and the one the lexicon gives
+    it only in a rare sense (a candidate for the name check), each None when there is none."""
+    request = f"Could you bring me the {word}?"
+    before = next((match.label for match in grounder.ground(request, labels).matches if match.phrase == word), None)
+    rare = grounder.ground(request, labels, accept=lambda match: match.rare_sense).matches
+    return before, next((match.label for match in rare if match.phrase == word and match.rare_sense), None)
 
 
 def _answered(scores: dict[str, float | None]) -> dict[str, float]:
@@ -148,6 +160,8 @@ def summarize(records: dict, need_threshold: float, name_threshold: float, name_
             others_wrongly.append(singled and best != name["label"])
             aucs.append(_pairs_ranked([own], [p for label, p in asked.items() if label != name["label"]]))
 
+    grounding = _grounding_summary(records["names"], name_threshold)
+
     def name_row(t: float) -> dict:
         return {"other_names_pass": _share([p >= t for p in others]),
                 "near_misses_pass": _share([p >= t for p in misses])}
@@ -167,6 +181,35 @@ def summarize(records: dict, need_threshold: float, name_threshold: float, name_
                                  "other_names_wrong": _share(others_wrongly),
                                  "near_misses": _share(misses_singled)},
                  "sweep": {str(t): name_row(t) for t in THRESHOLDS}},
+        "grounding": grounding,
+    }
+
+
+def _grounding_summary(names: list[dict], name_threshold: float) -> dict:
+    """How other names and near misses are read before any check, and what a rare sense adds where
+    the name check accepts it (at `name_threshold`), as the planner reads a request again."""
+    others = [name for name in names if name["label"] is not None]
+    misses = [name for name in names if name["label"] is None]
+
+    def accepted(name: dict) -> str | None:
+        p_yes = name["asked"].get(name["rare_sense"]) if name["rare_sense"] else None
+        return name["rare_sense"] if p_yes is not None and p_yes >= name_threshold else None
+
+    def read(name: dict) -> str | None:
+        return name["grounded"] or accepted(name)
+    return {
+        "before_check": {"other_names_right": _share([n["grounded"] == n["label"] for n in others]),
+                         "other_names_wrong": _share([n["grounded"] not in (None, n["label"]) for n in others]),
+                         "near_misses": _share([n["grounded"] is not None for n in misses])},
+        "rare_sense": {"other_names_right": sum(n["rare_sense"] == n["label"] for n in others),
+                       "other_names_wrong": sum(n["rare_sense"] not in (None, n["label"]) for n in others),
+                       "near_misses": sum(n["rare_sense"] is not None for n in misses),
+                       "accepted_right": sum(accepted(n) == n["label"] for n in others),
+                       "accepted_wrong": sum(accepted(n) not in (None, n["label"]) for n in others),
+                       "accepted_near_misses": sum(accepted(n) is not None for n in misses)},
+        "with_rare_sense": {"other_names_right": _share([read(n) == n["label"] for n in others]),
+                            "other_names_wrong": _share([read(n) not in (None, n["label"]) for n in others]),
+                            "near_misses": _share([read(n) is not None for n in misses])},
     }
 
 
@@ -197,6 +240,16 @@ def report(results: dict) -> str:
               f"{name['at_rename_threshold']['near_misses_pass']}%.",
               "", "| threshold | other names pass % | near misses pass % |", "|---|---|---|"]
     lines += [f"| {t} | {row['other_names_pass']} | {row['near_misses_pass']} |" for t, row in name["sweep"].items()]
+    grounding = summary["grounding"]
+    before, rare, both = grounding["before_check"], grounding["rare_sense"], grounding["with_rare_sense"]
+    lines += ["", "## Grounding (\"Could you bring me the <word>?\", as the planner reads it)", "",
+              f"Before any check (close embeddings, a name WordNet usually means): other names read as their label "
+              f"{before['other_names_right']}%, as another {before['other_names_wrong']}%; near misses read as a "
+              f"label {before['near_misses']}%. A label WordNet gives only in a rare sense: {rare['other_names_right']} "
+              f"other names right, {rare['other_names_wrong']} wrong, {rare['near_misses']} near misses; the name check "
+              f"accepts {rare['accepted_right']} right, {rare['accepted_wrong']} wrong, {rare['accepted_near_misses']} "
+              f"near misses. With those: other names read as their label {both['other_names_right']}%, as another "
+              f"{both['other_names_wrong']}%; near misses read as a label {both['near_misses']}%."]
     return "\n".join(lines) + "\n"
 
 
