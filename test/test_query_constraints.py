@@ -130,3 +130,15 @@ def test_other_names_are_grounded_by_meaning_and_the_rest_of_the_query_is_what_t
 def test_constraints_can_be_left_to_the_model(home):
     find, _ = finder([answer(["chair1"])], constraints=False)
     assert find.find(home, "the chair in the office").relevant_objects == ["chair1"]
+
+
+def test_typos_are_mended_before_the_query_is_read_so_a_misspelt_room_or_negation_still_counts(home):
+    find, policy = finder([answer(["chair1"]), answer(["sofa1"]), answer(["chair1"])])
+    found = find.find(home, "Can you point me to the chair in the ofifce?")
+    assert found.relevant_objects == ["chair2"]  # the office is read, so the kitchen's chair gives way
+    assert policy.prompts[0][1]["content"] == "Query: Can you point me to the chair in the office?"
+    assert found.rounds[0] == {"role": "typos", "reply": {"ofifce": "office"}}
+    assert find.find(home, "Something to sit on excpet a sofa").relevant_objects == []  # "except" read
+    # Without mending, the misspelt room names nothing and constrains nothing.
+    find, _ = finder([answer(["chair1"])], mend_typos=False)
+    assert find.find(home, "Can you point me to the chair in the ofifce?").relevant_objects == ["chair1"]

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from planner.core.asking import ask_validated
 from planner.core.errors import PlannerError
 from planner.core.planning.grounding import Grounder
+from planner.core.planning.spelling import Speller
 from planner.core.ports import YES_NO_SCHEMA, Embedder, Judgement, Policy, fits_of, judged, probability_of_yes
 from planner.core.query_constraints import QueryReading, read_query, top_label
 from planner.core.scene_graph import Entity, SceneGraph
@@ -72,6 +73,9 @@ class FinderSettings(BaseModel):
                                         "most like the query (sentence embeddings), counting this more for the "
                                         "model's first id and half of it for its others (null, or no embedder: the "
                                         "id that passed the check)")
+    mend_typos: bool = Field(default=True, description="a typed query's typos are mended before it is read "
+                             "(\"the rmeote\" -> \"the remote\"): a word neither the English word list nor the "
+                             "map knows, one typo from a common word with its first letter")
     constraints: bool = Field(default=True, description="the room, what a thing stands on or in, the furniture "
                               "beside it and the kinds excluded that a query names are checked against the map, not "
                               "asked of the model; an answer that breaks one gives way to items of its label that "
@@ -326,6 +330,7 @@ class ObjectFinder:
         self.settings = settings or FinderSettings()
         self.similarity = LabelSimilarity(embedder) if embedder is not None else None
         self.grounder = grounder
+        self.speller = Speller()
 
     def _labels_named(self, phrase: str, labels: list[str]) -> set[str]:
         """The labels a phrase of the query names: its own name, another name of it (grounded), or
@@ -381,7 +386,10 @@ class ObjectFinder:
         names = prompt_names(scene, ids)
         lines = {i: describe_item(scene, scene.entity(i), show_room, names) for i in ids}
         evidence = {i: describe_item(scene, scene.entity(i), show_room, names, geometry=False) for i in ids}
-        query = query.strip()
+        query, typos = query.strip(), {}
+        if self.settings.mend_typos:  # before anything reads it: "excpet" hides a negation, "kithcen" a room
+            query, typos = self.speller.mended(query, [*{label for e in items for label in e.labels},
+                                                       *scene.rooms()])
         reading = read_query(query, scene, self._labels_named) if self.settings.constraints else QueryReading(query, ())
         ruled_out = {i: reason for i in ids if (reason := reading.ruled_out(scene, scene.entity(i)))}
         alike: dict[str, float] = {}
@@ -389,7 +397,7 @@ class ObjectFinder:
             wanted = self.similarity.embedder.encode([reading.wanted])[0]
             alike = {i: self.similarity.of_item(scene.entity(i), wanted) for i in ids}
         return Prepared(query, workflow, ids, names, lines, evidence, len(items), show_room, reading, ruled_out,
-                        {i: top_label(scene.entity(i)) for i in ids}, alike)
+                        {i: top_label(scene.entity(i)) for i in ids}, alike, typos)
 
     def run(self, prepared: Prepared) -> FoundObjects:
         run = _Run(prepared, self.settings)
@@ -593,6 +601,7 @@ class Prepared:
     ruled_out: dict[str, str]  # id -> why it breaks one of them
     top_labels: dict[str, str]  # id -> its most likely label
     alike: dict[str, float]    # id -> how like what the query asks for its labels are (empty: no embedder)
+    typos: dict[str, str] = field(default_factory=dict)  # words of the query mended: as typed -> as meant
 
 
 class _Run:
@@ -608,7 +617,7 @@ class _Run:
         self.feedback_schema = feedback_schema(shown, settings.max_answers)
         self.calls = self.prompt_tokens = self.completion_tokens = 0
         self.last_reply = PolicyReply("")
-        self.rounds: list[dict] = []
+        self.rounds: list[dict] = [{"role": "typos", "reply": prepared.typos}] if prepared.typos else []
         self.ruled_out: list[str] = []  # why items the model chose break the query's constraints
         self._system = self._system_prompt()
 
