@@ -142,3 +142,24 @@ def test_typos_are_mended_before_the_query_is_read_so_a_misspelt_room_or_negatio
     # Without mending, the misspelt room names nothing and constrains nothing.
     find, _ = finder([answer(["chair1"])], mend_typos=False)
     assert find.find(home, "Can you point me to the chair in the ofifce?").relevant_objects == ["chair1"]
+
+
+def test_a_superlative_is_read_from_the_sizes_in_the_map_among_the_kinds_the_model_chose():
+    scene = SceneGraph.from_voxeland(parse_voxeland({"instances": {
+        "shelf1": _instance([1.0, 1.0, 0.5], [1.0, 0.4, 1.0], {"shelf": 90.0}),
+        "box1": _instance([0.8, 1.0, 1.1], [0.2, 0.2, 0.2], {"box": 80.0, "basket": 20.0}),
+        "box2": _instance([1.2, 1.0, 1.1], [0.5, 0.4, 0.3], {"box": 70.0, "basket": 30.0}),
+        "lamp1": _instance([3.0, 1.0, 0.8], [0.3, 0.3, 1.6], {"floor_lamp": 90.0}),
+        "lamp2": _instance([1.0, 1.2, 1.2], [0.2, 0.2, 0.4], {"table_lamp": 90.0}),
+    }}))
+    find, _ = finder([answer(["box1"])])
+    found = find.find(scene, "Could you find the biggest box?")
+    assert found.relevant_objects == ["box2"] and found.unchecked == ["box1"]
+    assert found.rounds[-1]["reply"]["ruled_out"] == ["box2 is a bigger box than box1"]
+    assert read_query("the biggest box", scene, find._labels_named).wanted == "the box"  # what the check reads
+    # Of the kinds the model chose, the smallest comes first, whichever the embeddings hold most alike.
+    yes = {"fits": True, "p": 0.9}
+    find = ObjectFinder(ScriptedPolicy([answer(["floor_lamp_1", "table_lamp_1"]), yes] * 2),
+                        FinderSettings(check_answers=1), SentenceEmbedder())
+    assert find.find(scene, "The smallest light").relevant_objects == ["lamp2", "lamp1"]
+    assert find.find(scene, "The tallest light").relevant_objects == ["lamp1", "lamp2"]

@@ -386,7 +386,8 @@ class ObjectFinder:
         names = prompt_names(scene, ids)
         lines = {i: describe_item(scene, scene.entity(i), show_room, names) for i in ids}
         evidence = {i: describe_item(scene, scene.entity(i), show_room, names, geometry=False) for i in ids}
-        query, typos = query.strip(), {}
+        query = query.strip()
+        typos: dict[str, str] = {}
         if self.settings.mend_typos:  # before anything reads it: "excpet" hides a negation, "kithcen" a room
             query, typos = self.speller.mended(query, [*{label for e in items for label in e.labels},
                                                        *scene.rooms()])
@@ -396,8 +397,10 @@ class ObjectFinder:
         if self.similarity is not None:
             wanted = self.similarity.embedder.encode([reading.wanted])[0]
             alike = {i: self.similarity.of_item(scene.entity(i), wanted) for i in ids}
+        extreme = reading.extreme
+        size_order = {i: extreme(scene.entity(i)) for i in ids} if extreme is not None else {}
         return Prepared(query, workflow, ids, names, lines, evidence, len(items), show_room, reading, ruled_out,
-                        {i: top_label(scene.entity(i)) for i in ids}, alike, typos)
+                        {i: top_label(scene.entity(i)) for i in ids}, alike, size_order, typos)
 
     def run(self, prepared: Prepared) -> FoundObjects:
         run = _Run(prepared, self.settings)
@@ -440,7 +443,10 @@ class ObjectFinder:
             run.ruled_out.append(prepared.ruled_out[item])
             kept += [prepared.names[other] for other in prepared.ids if other not in prepared.ruled_out
                      and prepared.top_labels[other] == prepared.top_labels[item]]
-        kept = list(dict.fromkeys(kept))[:self.settings.max_answers]
+        kept = list(dict.fromkeys(kept))
+        if prepared.size_order:  # the biggest of each kind chosen, and of those the biggest first
+            kept.sort(key=lambda name: prepared.size_order[run.id_of[name]])
+        kept = kept[:self.settings.max_answers]
         run.rounds.append({"role": "constraints", "reply": {
             "constraints": [f"{c.kind} {c.phrase}: {', '.join(sorted(c.targets))}" for c in prepared.reading.constraints],
             "ruled_out": run.ruled_out, "ids": kept}})
@@ -474,7 +480,7 @@ class ObjectFinder:
         first met 8 and 6 more queries and lost 1 on each, "nothing fits" unchanged. The id that
         passed the check is not ruled out, so there is always one to choose."""
         prepared, weight = run.prepared, self.settings.choice_weight
-        if weight is None or not prepared.alike:
+        if weight is None or not prepared.alike or prepared.size_order:  # sizes chose the first
             return []
         bonus = {name: weight if index == 0 else weight / 2 for index, name in enumerate(chosen)}
         first = max((i for i in prepared.ids if i not in prepared.ruled_out),
@@ -601,6 +607,7 @@ class Prepared:
     ruled_out: dict[str, str]  # id -> why it breaks one of them
     top_labels: dict[str, str]  # id -> its most likely label
     alike: dict[str, float]    # id -> how like what the query asks for its labels are (empty: no embedder)
+    size_order: dict[str, float]  # id -> its place by the size a superlative asks for, lowest first (empty: none)
     typos: dict[str, str] = field(default_factory=dict)  # words of the query mended: as typed -> as meant
 
 

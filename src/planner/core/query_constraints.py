@@ -1,7 +1,8 @@
 """What a query for things in a map rules out, read from its words and grounded in the map: the
 room it names ("the chair in the bedroom"), what a thing stands on or in ("the mug on the
 shelf"), the furniture it stands next to ("a chair next to the desk"), the kinds it excludes
-("something to sit on that is not a stool") and that nothing is on it ("a desk with nothing on it").
+("something to sit on that is not a stool"), that nothing is on it ("a desk with nothing on it") and
+which of its kind it is by size ("the smallest cupboard").
 
 A small model reads these badly (measured with the 1.5B on development homes: it answered a
 chair "next to the bin" in 13 of 15 homes where none was, and its yes/no check of an answer
@@ -25,7 +26,7 @@ from planner.core.voxeland import STRUCTURE_LABEL
 
 NEXT_TO_M = 0.5  # footprints at most this far apart stand next to each other
 
-ConstraintKind = Literal["room", "on_or_in", "next_to", "not", "bare"]
+ConstraintKind = Literal["room", "on_or_in", "next_to", "not", "bare", "extreme"]
 _ARTICLE = r"(?:(?:the|a|an|any|my|some)\s+)?"
 _PLACE_ARTICLE = r"(?:the|a|an|my|your|our|his|her|their)\s+"  # a place is said with one: "sit on that" names none
 _PHRASE = r"([a-z][a-z' -]*?)"
@@ -49,6 +50,20 @@ _BARE: tuple[tuple[re.Pattern, frozenset[str]], ...] = (
     (re.compile(r"\bempty\b(?!\s+(?:my|your|his|her|our|their|the|this|that|these|those|it|them|out)\b)"),
      frozenset({"on", "in"})),
 )
+# A superlative compares sizes, which a small model reads from the map's numbers badly: the measure
+# compared and whether the most (1) or the least (-1) of it is meant.
+def _volume(entity: Entity) -> float:
+    return entity.size[0] * entity.size[1] * entity.size[2]
+
+
+def _height(entity: Entity) -> float:
+    return entity.size[2]
+
+
+_EXTREMES: dict[str, tuple[Callable[[Entity], float], int]] = {
+    "biggest": (_volume, 1), "largest": (_volume, 1), "smallest": (_volume, -1), "tiniest": (_volume, -1),
+    "tallest": (_height, 1), "shortest": (_height, -1)}
+_EXTREME = re.compile(r"\b(" + "|".join(_EXTREMES) + r")\b")
 _LISTED = re.compile(r"\s*(?:,|\bor\b|\bnor\b)\s*")
 _LEADING_ARTICLE = re.compile(r"^(?:the|a|an|any|my|some)\s+")
 
@@ -74,9 +89,21 @@ class QueryReading:
             text = text[:constraint.span[0]] + text[constraint.span[1]:]
         return re.sub(r"\s+([,.?!])", r"\1", re.sub(r"\s{2,}", " ", text)).strip(" ,")
 
+    @property
+    def extreme(self) -> Callable[[Entity], float] | None:
+        """For a query that asks for the biggest, smallest, ... of something: the key that orders
+        items from the one it asks for on."""
+        word = next((c.phrase for c in self.constraints if c.kind == "extreme"), None)
+        if word is None:
+            return None
+        measure, sign = _EXTREMES[word]
+        return lambda entity: -sign * measure(entity)
+
     def ruled_out(self, scene: SceneGraph, entity: Entity) -> str:
         """Why the item does not meet the constraints, or "" when it meets them all."""
         for constraint in self.constraints:
+            if constraint.kind == "extreme" and (beyond := _beyond(scene, entity, constraint.phrase)):
+                return f"{beyond} is a {constraint.phrase.removesuffix('est')}er {top_label(entity)} than {entity.id}"
             if constraint.kind == "room" and entity.room not in constraint.targets:
                 return f"{entity.id} is in the {entity.room}, not the {constraint.phrase}"
             if constraint.kind == "on_or_in" and not any(
@@ -106,6 +133,13 @@ def _resting(scene: SceneGraph, entity: Entity, relations: frozenset[str]) -> st
                  for thing in scene.find(kind="object", relation=relation, reference=entity.id)), None)
 
 
+def _beyond(scene: SceneGraph, entity: Entity, word: str) -> str | None:
+    """Another item of the same most likely label that is more what the superlative `word` asks for."""
+    measure, sign = _EXTREMES[word]
+    return next((other.id for other in _items(scene) if other.id != entity.id and top_label(other) == top_label(entity)
+                 and sign * (measure(other) - measure(entity)) > 0), None)
+
+
 def _items(scene: SceneGraph) -> list[Entity]:
     return [*scene.furniture(), *scene.objects()]
 
@@ -131,6 +165,7 @@ def read_query(query: str, scene: SceneGraph, labels_named: Callable[[str, list[
     constraints = [Constraint("bare", match.group(0), relations or frozenset({match.group(1)}), match.span())
                    for pattern, relations in _BARE for match in pattern.finditer(text)]
     bare = [constraint.span for constraint in constraints]
+    constraints += [Constraint("extreme", match.group(1), frozenset(), match.span()) for match in _EXTREME.finditer(text)][:1]
     for said_kind, pattern in _PATTERNS.items():
         for match in pattern.finditer(text):
             kind = said_kind
