@@ -178,13 +178,12 @@ def read_query(query: str, scene: SceneGraph, labels_named: Callable[[str, list[
             if not phrases:
                 continue
             room = _room_named(phrases[0], rooms) if kind == "on_or_in" else None
-            if room is not None:
-                kind, targets = "room", frozenset({room})
-            else:
-                named = [labels_named(phrase, labels) for phrase in phrases]
-                # "but no X or Y" constrains only when each is grounded: half a negation is no reading of it.
-                targets = frozenset().union(*named) if all(named) else frozenset()
-            if targets:
+            named = [{room}] if room is not None else [labels_named(phrase, labels) for phrase in phrases]
+            kind = "room" if room is not None else kind
+            if targets := frozenset().union(*named):
                 end = match.start(1) + len(match.group(1).rstrip(" ,"))  # a list's last comma stays in the query
-                constraints.append(Constraint(kind, " or ".join(phrases), targets, (match.start(), end)))
+                # "But no sweater or blanket" in a home without sweaters excludes the blanket; as the
+                # sweater may be there under a name not grounded, the check still reads the words.
+                span = (match.start(), end if all(named) else match.start())
+                constraints.append(Constraint(kind, " or ".join(phrases), targets, span))
     return QueryReading(query, tuple(constraints))
