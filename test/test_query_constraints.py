@@ -151,7 +151,7 @@ def test_a_superlative_is_read_from_the_sizes_in_the_map_among_the_kinds_the_mod
     scene = SceneGraph.from_voxeland(parse_voxeland({"instances": {
         "shelf1": _instance([1.0, 1.0, 0.5], [1.0, 0.4, 1.0], {"shelf": 90.0}),
         "box1": _instance([0.8, 1.0, 1.1], [0.2, 0.2, 0.2], {"box": 80.0, "basket": 20.0}),
-        "box2": _instance([1.2, 1.0, 1.1], [0.5, 0.4, 0.3], {"box": 70.0, "basket": 30.0}),
+        "box2": _instance([3.0, 3.0, 0.15], [0.5, 0.4, 0.3], {"box": 70.0, "basket": 30.0}),
         "lamp1": _instance([3.0, 1.0, 0.8], [0.3, 0.3, 1.6], {"floor_lamp": 90.0}),
         "lamp2": _instance([1.0, 1.2, 1.2], [0.2, 0.2, 0.4], {"table_lamp": 90.0}),
     }}))
@@ -160,6 +160,9 @@ def test_a_superlative_is_read_from_the_sizes_in_the_map_among_the_kinds_the_mod
     assert found.relevant_objects == ["box2"] and found.unchecked == ["box1"]
     assert found.rounds[-1]["reply"]["ruled_out"] == ["box2 is a bigger box than box1"]
     assert read_query("the biggest box", scene, find._labels_named).wanted == "the box"  # what the check reads
+    # Compared among the boxes that keep the rest of the query: the bigger one is not on the shelf.
+    find, _ = finder([answer(["box2"])])
+    assert find.find(scene, "the biggest box on the shelf").relevant_objects == ["box1"]
     # Of the kinds the model chose, the smallest comes first, whichever the embeddings hold most alike.
     yes = {"fits": True, "p": 0.9}
     find = ObjectFinder(ScriptedPolicy([answer(["floor_lamp_1", "table_lamp_1"]), yes] * 2),

@@ -392,15 +392,15 @@ class ObjectFinder:
             query, typos = self.speller.mended(query, [*{label for e in items for label in e.labels},
                                                        *scene.rooms()])
         reading = read_query(query, scene, self._labels_named) if self.settings.constraints else QueryReading(query, ())
-        ruled_out = {i: reason for i in ids if (reason := reading.ruled_out(scene, scene.entity(i)))}
+        shown = [scene.entity(i) for i in ids]
+        ruled_out = {e.id: reason for e in shown if (reason := reading.ruled_out(scene, e))}
+        ruled_out |= reading.outdone([e for e in shown if e.id not in ruled_out])  # "the biggest box in the kitchen"
         alike: dict[str, float] = {}
         if self.similarity is not None:
             wanted = self.similarity.embedder.encode([reading.wanted])[0]
             alike = {i: self.similarity.of_item(scene.entity(i), wanted) for i in ids}
-        extreme = reading.extreme
-        size_order = {i: extreme(scene.entity(i)) for i in ids} if extreme is not None else {}
         return Prepared(query, workflow, ids, names, lines, evidence, len(items), show_room, reading, ruled_out,
-                        {i: top_label(scene.entity(i)) for i in ids}, alike, size_order, typos)
+                        {i: top_label(scene.entity(i)) for i in ids}, alike, reading.size_order(shown), typos)
 
     def run(self, prepared: Prepared) -> FoundObjects:
         run = _Run(prepared, self.settings)

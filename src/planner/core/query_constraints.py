@@ -89,21 +89,33 @@ class QueryReading:
             text = text[:constraint.span[0]] + text[constraint.span[1]:]
         return re.sub(r"\s+([,.?!])", r"\1", re.sub(r"\s{2,}", " ", text)).strip(" ,")
 
-    @property
-    def extreme(self) -> Callable[[Entity], float] | None:
-        """For a query that asks for the biggest, smallest, ... of something: the key that orders
-        items from the one it asks for on."""
+    def size_order(self, items: list[Entity]) -> dict[str, float]:
+        """For a query that asks for the biggest, smallest, ... of something: each item's place by
+        that size, what the query asks for lowest (empty for any other query)."""
         word = next((c.phrase for c in self.constraints if c.kind == "extreme"), None)
         if word is None:
-            return None
+            return {}
         measure, sign = _EXTREMES[word]
-        return lambda entity: -sign * measure(entity)
+        return {entity.id: -sign * measure(entity) for entity in items}
+
+    def outdone(self, items: list[Entity]) -> dict[str, str]:
+        """Why each of the `items` is not what a superlative asks for: another of its most likely
+        label among them is more so (compared among the items shown: a narrowed map's others are
+        not there to be chosen)."""
+        order = self.size_order(items)
+        if not order:
+            return {}
+        word = next(c.phrase for c in self.constraints if c.kind == "extreme")
+        most: dict[str, Entity] = {}  # label -> its item most what is asked
+        for entity in sorted(items, key=lambda e: order[e.id]):
+            most.setdefault(top_label(entity), entity)
+        return {entity.id: f"{beyond.id} is a {word.removesuffix('est')}er {top_label(entity)} than {entity.id}"
+                for entity in items if order[(beyond := most[top_label(entity)]).id] < order[entity.id]}
 
     def ruled_out(self, scene: SceneGraph, entity: Entity) -> str:
-        """Why the item does not meet the constraints, or "" when it meets them all."""
+        """Why the item does not meet the constraints, or "" when it meets them all (a superlative
+        compares items: `outdone`)."""
         for constraint in self.constraints:
-            if constraint.kind == "extreme" and (beyond := _beyond(scene, entity, constraint.phrase)):
-                return f"{beyond} is a {constraint.phrase.removesuffix('est')}er {top_label(entity)} than {entity.id}"
             if constraint.kind == "room" and entity.room not in constraint.targets:
                 return f"{entity.id} is in the {entity.room}, not the {constraint.phrase}"
             if constraint.kind == "on_or_in" and not any(
@@ -131,13 +143,6 @@ def _resting(scene: SceneGraph, entity: Entity, relations: frozenset[str]) -> st
     on it, and the bottom one on the item, so the graph's edges into the item are all it takes."""
     return next((thing.id for relation in sorted(relations)
                  for thing in scene.find(kind="object", relation=relation, reference=entity.id)), None)
-
-
-def _beyond(scene: SceneGraph, entity: Entity, word: str) -> str | None:
-    """Another item of the same most likely label that is more what the superlative `word` asks for."""
-    measure, sign = _EXTREMES[word]
-    return next((other.id for other in _items(scene) if other.id != entity.id and top_label(other) == top_label(entity)
-                 and sign * (measure(other) - measure(entity)) > 0), None)
 
 
 def _items(scene: SceneGraph) -> list[Entity]:
