@@ -230,6 +230,26 @@ def test_an_answer_whose_labels_the_query_is_nothing_like_is_dropped_without_ask
     assert find.find(scene, "something to drink from").relevant_objects == ["table1", "cup1"]
 
 
+def test_a_label_the_query_names_in_other_words_is_asked_about_however_unlike_the_embeddings_hold_them():
+    from planner.adapters.embeddings import SentenceEmbedder
+    from planner.adapters.lexicon import WordNetLexicon
+    from planner.core.planning.grounding import Grounder
+
+    scene = SceneGraph.from_voxeland(parse_voxeland({"instances": {
+        "toilet1": _instance([1.0, 1.0, 0.4], [0.4, 0.7, 0.8], {"toilet": 90.0}),
+        "sink1": _instance([2.0, 1.0, 0.8], [0.5, 0.4, 0.2], {"sink": 90.0})}}))
+    embedder = SentenceEmbedder()
+
+    def find(grounder):
+        policy = ScriptedPolicy([answer(["toilet1"]), {"fits": True, "p": 0.9}])
+        return ObjectFinder(policy, FinderSettings(check_answers=1), embedder, grounder).find(scene, "I'm looking for my loo")
+
+    found = find(None)  # the sentence embeddings alone hold the toilet nothing like "my loo"
+    assert found.relevant_objects == [] and found.rounds[-1]["role"] == "unlike toilet1"
+    found = find(Grounder(embedder, lexicon=WordNetLexicon()))  # WordNet: a loo is a toilet
+    assert found.relevant_objects == ["toilet1"] and "check toilet1" in [r["role"] for r in found.rounds]
+
+
 def test_once_something_fits_the_item_most_like_the_query_comes_first(scene):
     from planner.adapters.embeddings import SentenceEmbedder
 

@@ -347,6 +347,14 @@ class ObjectFinder:
                     if self.grounder is not None else set())
         return grounded or {label for label, name in names.items() if any(f" {form}".endswith(f" {name}") for form in forms)}
 
+    def _grounded(self, text: str, items: list[Entity], rooms: list[str]) -> dict[str, float]:
+        """The labels of the `items` that phrases of `text` name in other words, each with how sure
+        the grounding is."""
+        if self.grounder is None:
+            return {}
+        labels = sorted({label for e in items for label in shown_labels(e)})
+        return {match.label: match.similarity for match in self.grounder.ground(text, labels, rooms).matches}
+
     # -- one call ---------------------------------------------------------------------------
     def _ask(self, run: _Run, role: str, messages: list[dict], schema: dict, parse: Callable[[str], BaseModel],
              send: Callable[[list[dict]], PolicyReply] | None = None):
@@ -399,6 +407,10 @@ class ObjectFinder:
         if self.similarity is not None:
             wanted = self.similarity.embedder.encode([reading.wanted])[0]
             alike = {i: self.similarity.of_item(scene.entity(i), wanted) for i in ids}
+            # A label the query names in other words is what it asks for, however unlike the sentence
+            # embeddings hold them ("my loo": the toilet 0.18, below check_similarity).
+            for label, sure in self._grounded(reading.wanted, shown, scene.rooms()).items():
+                alike |= {e.id: max(alike[e.id], sure) for e in shown if label in shown_labels(e)}
         return Prepared(query, workflow, ids, names, lines, evidence, len(items), show_room, reading, ruled_out,
                         {i: top_label(scene.entity(i)) for i in ids}, alike, reading.size_order(shown), typos)
 
