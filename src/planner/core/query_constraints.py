@@ -89,11 +89,15 @@ class QueryReading:
             text = text[:constraint.span[0]] + text[constraint.span[1]:]
         return re.sub(r"\s+([,.?!])", r"\1", re.sub(r"\s{2,}", " ", text)).strip(" ,")
 
+    @property
+    def superlative(self) -> str | None:
+        """The word of a query that asks for the biggest, smallest, ... of something."""
+        return next((c.phrase for c in self.constraints if c.kind == "extreme"), None)
+
     def size_order(self, items: list[Entity]) -> dict[str, float]:
         """For a query that asks for the biggest, smallest, ... of something: each item's place by
         that size, what the query asks for lowest (empty for any other query)."""
-        word = next((c.phrase for c in self.constraints if c.kind == "extreme"), None)
-        if word is None:
+        if (word := self.superlative) is None:
             return {}
         measure, sign = _EXTREMES[word]
         return {entity.id: -sign * measure(entity) for entity in items}
@@ -102,10 +106,9 @@ class QueryReading:
         """Why each of the `items` is not what a superlative asks for: another of its most likely
         label among them is more so (compared among the items shown: a narrowed map's others are
         not there to be chosen)."""
-        order = self.size_order(items)
-        if not order:
+        order, word = self.size_order(items), self.superlative
+        if word is None:
             return {}
-        word = next(c.phrase for c in self.constraints if c.kind == "extreme")
         most: dict[str, Entity] = {}  # label -> its item most what is asked
         for entity in sorted(items, key=lambda e: order[e.id]):
             most.setdefault(top_label(entity), entity)
