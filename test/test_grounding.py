@@ -122,12 +122,3 @@ def test_a_word_a_lexicon_gives_to_two_labels_or_that_is_part_of_a_name_in_the_m
     # Nor is a word that is part of a longer name the request says ("the pot plant").
     grounding = grounder_with_lexicon.ground("Put the pot plant on the desk", ["toilet", "houseplant", "desk"])
     assert all(match.label != "toilet" for match in grounding.matches), grounding
-
-
-def test_a_word_means_the_meaning_most_like_the_label_it_is_asked_about(grounder, grounder_with_lexicon):
-    """The name check is told what the word means in its sense nearest the label: "jumper" as the
-    knitted garment for a sweater, "throw" as the cloth cover for a blanket; nothing without a lexicon
-    or for a word it does not know."""
-    assert "knitted garment" in grounder_with_lexicon.meaning("jumper", "sweater")
-    assert "bedclothes" in grounder_with_lexicon.meaning("throw", "blanket")
-    assert grounder_with_lexicon.meaning("clicker", "remote") == grounder.meaning("jumper", "sweater") == ""

@@ -45,13 +45,3 @@ def test_a_plural_is_read_as_its_singular_and_an_unknown_word_or_one_with_no_usu
 def test_a_directory_without_the_database_is_refused_saying_where(tmp_path):
     with pytest.raises(InputError, match=str(tmp_path)):
         WordNetLexicon(tmp_path)
-
-
-def test_a_word_means_what_its_senses_of_things_say_and_not_its_other_senses(lexicon):
-    """"Throw" is a light cover thrown over a bed or sofa among its meanings as a thing, and not the act
-    of throwing; a word WordNet lacks, or knows only as no thing, means nothing here."""
-    throw = lexicon.meanings("throw")
-    assert any("bedclothes" in meaning for meaning in throw)
-    assert not any("propelling something" in meaning for meaning in throw) and all('"' not in m for m in throw)
-    assert any("knitted garment" in meaning for meaning in lexicon.meanings("jumpers"))
-    assert lexicon.meanings("zorbleflux") == lexicon.meanings("utility room") == lexicon.meanings("sadness") == ()

@@ -17,9 +17,6 @@ from pathlib import Path
 
 from planner.core.errors import InputError
 
-# WordNet's lexicographer files of the senses a thing in a home may have: made things, foods, plants,
-# substances; not, for one, the written record a "journal" also is.
-THING_FILES = frozenset({"06", "13", "20", "27"})
 # WordNet's rules for a regular noun plural, in its own order: suffix and what replaces it.
 PLURAL_ENDINGS = (("s", ""), ("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"),
                   ("men", "man"), ("ies", "y"))
@@ -56,7 +53,6 @@ class WordNetLexicon:
         self._index: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None  # a noun's usual and all senses
         self._irregular: dict[str, str] = {}
         self._kind_of: dict[str, tuple[str, ...]] | None = None  # a sense -> the senses it is a kind of
-        self._meaning: dict[str, str] = {}  # a sense of a thing a home may have -> its definition
         self._lock = threading.Lock()
 
     def _records(self, name: str):
@@ -79,31 +75,17 @@ class WordNetLexicon:
             return self._index
 
     def _kinds(self) -> dict[str, tuple[str, ...]]:
-        """Each sense's hypernyms, and the definitions of things' senses (read on first use, ~0.5 s: only
-        requests no label's name fits ask)."""
+        """Each sense's hypernyms (read on first use, ~0.4 s: only requests no label's name fits ask)."""
         with self._lock:
             if self._kind_of is None:
                 kind_of: dict[str, tuple[str, ...]] = {}
                 # offset lex_filenum ss_type w_cnt (word lex_id)*w_cnt p_cnt (symbol offset pos st)*p_cnt ...
-                # | definition; "examples"
-                with open(self._directory / "data.noun", encoding="utf-8") as lines:
-                    for line in lines:
-                        if line.startswith(" "):
-                            continue
-                        entry, _, gloss = line.partition("|")
-                        fields = entry.split()
-                        at = 4 + 2 * int(fields[3], 16)
-                        pointers = [fields[at + 1 + 4 * i: at + 3 + 4 * i] for i in range(int(fields[at]))]
-                        kind_of[fields[0]] = tuple(offset for symbol, offset in pointers if symbol in ("@", "@i"))
-                        if fields[1] in THING_FILES:
-                            self._meaning[fields[0]] = gloss.split('; "')[0].strip()
+                for fields in self._records("data.noun"):
+                    at = 4 + 2 * int(fields[3], 16)
+                    pointers = [fields[at + 1 + 4 * i: at + 3 + 4 * i] for i in range(int(fields[at]))]
+                    kind_of[fields[0]] = tuple(offset for symbol, offset in pointers if symbol in ("@", "@i"))
                 self._kind_of = kind_of
             return self._kind_of
-
-    def meanings(self, phrase: str) -> tuple[str, ...]:
-        self._kinds()
-        return tuple(dict.fromkeys(self._meaning[sense] for sense in sorted(self.senses(phrase, every=True))
-                                   if sense in self._meaning))
 
     def kinds(self, phrase: str, every: bool = False) -> frozenset[str]:
         kind_of = self._kinds()

@@ -92,8 +92,7 @@ def run(data: ChecksData, policy: Policy, grounder: Grounder, wrong: int, seed: 
         asked = [match.label for match in grounder.nearest(word, data.labels, LABELS_OFFERED)]
         asked += [other for other in dict.fromkeys([label, rare_sense]) if other is not None and other not in asked]
         names.append({"word": word, "label": label, "grounded": grounded, "rare_sense": rare_sense,
-                      "asked": {other: _p_yes(policy, name_question(word, other, grounder.meaning(word, other)))
-                                for other in asked}})
+                      "asked": {other: _p_yes(policy, name_question(word, other)) for other in asked}})
         done += 1
         progress(f"[{done}/{total}] name: {word}")
     return {"needs": needs, "names": names}

@@ -106,10 +106,6 @@ class Lexicon(Protocol):
     def kinds(self, phrase: str, every: bool = False) -> frozenset[str]:
         """The senses of which the phrase's usual senses (`every`: all) are a kind (a pullover: a sweater's)."""
 
-    def meanings(self, phrase: str) -> tuple[str, ...]:
-        """What the phrase means in each of its senses that a thing in a home may have (a made thing, a
-        food, a plant, a substance), rare ones too: "throw", a light cover thrown over a bed or sofa."""
-
 
 def judged(policy: Policy, messages: list[dict], schema: dict = JUDGEMENT_SCHEMA) -> PolicyReply:
     """A yes/no reply from any policy: with the probability of yes where the policy can judge."""

@@ -58,8 +58,6 @@ Would bringing them a {thing} give them what they want? Answer with JSON: fits t
 # near misses (at 0.6: 17 and 1, but a development home's "jumper" for a sweater scored 0.48); with
 # the request around the question, or asking "is it the thing they mean", it separated less.
 NAME_CHECK_PROMPT = """Is "{word}" another name for a {thing}? Answer with JSON: fits true or false."""
-MEANING_NOTE = """A "{word}" is {meaning}.
-"""
 
 
 def need_question(request: str, label: str) -> str:
@@ -67,11 +65,9 @@ def need_question(request: str, label: str) -> str:
     return NEED_CHECK_PROMPT.format(request=request, thing=_phrase(label))
 
 
-def name_question(word: str, label: str, meaning: str = "") -> str:
-    """The name check's question: is the word another name for a thing of this label, with what a
-    dictionary says the word means when it knows."""
-    note = MEANING_NOTE.format(word=word, meaning=meaning) if meaning else ""
-    return note + NAME_CHECK_PROMPT.format(word=word, thing=_phrase(label))
+def name_question(word: str, label: str) -> str:
+    """The name check's question: is the word another name for a thing of this label."""
+    return NAME_CHECK_PROMPT.format(word=word, thing=_phrase(label))
 
 
 GOAL_DOUBT = """A check doubts that this is what the request asks: {reading}. Read the request again: which things

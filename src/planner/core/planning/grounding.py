@@ -104,16 +104,6 @@ class Grounder:
         similarity = (self._encode([phrase]) @ self._encode([label.replace("_", " ") for label in labels]).T)[0]
         return [Match(phrase, labels[i], round(float(similarity[i]), 2)) for i in np.argsort(-similarity)[:count]]
 
-    def meaning(self, phrase: str, label: str) -> str:
-        """What the lexicon says the phrase means in its sense most like the label ("throw": a light
-        cloth covering thrown over something, for a blanket), or nothing it knows: the 1.5B's name check
-        says yes to a word it does not know as to a near miss, and with the word's meaning beside it
-        tells them apart better (`planner bench checks`)."""
-        meanings = list(self.lexicon.meanings(phrase)) if self.lexicon is not None else []
-        if len(meanings) < 2:
-            return meanings[0] if meanings else ""
-        return meanings[int(np.argmax(self._encode(meanings) @ self._encode([label.replace("_", " ")])[0]))]
-
     @staticmethod
     def _other_compound(words: list[str], span: tuple[int, int], name: str, in_rooms: set[int]) -> bool:
         """Whether the phrase is part of a compound the label is not: "table" in "bedside table" is no

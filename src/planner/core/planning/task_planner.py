@@ -121,8 +121,7 @@ class PlannerSettings(StrictModel):
                                                 "and it is no part of a name the map has ('chest of drawers': dresser, "
                                                 "'sitting room': living_room); in a sense WordNet has not seen used "
                                                 "('jumper': sweater) only where the name check passes "
-                                                "name_check_threshold; the name check is told what WordNet says the "
-                                                "word means, in its sense most like the label asked about")
+                                                "name_check_threshold")
     other_name_similarity: float = Field(default=0.4, ge=0, le=1, description="before a request is given up as "
                                          "asking for what the home lacks, or a reading doubted twice is put to the "
                                          "user, each phrase at least this similar to a map label is put to the model "
@@ -956,8 +955,7 @@ class TaskPlanner:
 
     def _name_p(self, word: str, label: str, usage: LLMUsage) -> float | None:
         """The name check's probability that `word` is another name for a `label`, None unanswered."""
-        meaning = self.grounder.meaning(word, label) if self.grounder is not None else ""
-        return self._p_yes(name_question(word, label, meaning), f"a {label}", f'called "{word}"', usage)
+        return self._p_yes(name_question(word, label), f"a {label}", f'called "{word}"', usage)
 
     def _judged_yes(self, prompt: str, what: str, purpose: str, threshold: float, usage: LLMUsage) -> bool:
         """The model's probability of yes to `prompt` against `threshold`; yes when the model gives no
