@@ -169,3 +169,21 @@ def test_a_superlative_is_read_from_the_sizes_in_the_map_among_the_kinds_the_mod
                         FinderSettings(check_answers=1), SentenceEmbedder())
     assert find.find(scene, "The smallest light").relevant_objects == ["lamp2", "lamp1"]
     assert find.find(scene, "The tallest light").relevant_objects == ["lamp1", "lamp2"]
+
+
+def test_a_holder_or_neighbour_the_map_is_unsure_of_counts_as_each_kind_it_may_well_be():
+    scene = SceneGraph.from_voxeland(parse_voxeland({"instances": {
+        "top1": _instance([1.0, 1.0, 0.45], [1.2, 0.8, 0.9], {"counter": 55.0, "dining_table": 45.0}),
+        "mug1": _instance([1.0, 1.0, 0.95], [0.08, 0.08, 0.1], {"mug": 90.0}),
+        "fridge1": _instance([2.2, 1.0, 0.9], [0.7, 0.7, 1.8], {"refrigerator": 90.0}),
+        "seat1": _instance([4.0, 3.0, 0.4], [2.0, 0.9, 0.8], {"sofa": 85.0, "bed": 15.0}),
+        "pillow1": _instance([4.0, 3.0, 0.85], [0.4, 0.3, 0.1], {"pillow": 90.0}),
+    }}))
+    find, _ = finder([answer(["mug1"]), answer(["refrigerator_1"]), answer(["pillow1"])])
+    # Probably a counter, but nearly as likely a dining table: the map rules out neither.
+    assert find.find(scene, "the mug on the dining table").relevant_objects == ["mug1"]
+    assert find.find(scene, "a refrigerator next to the dining table").relevant_objects == ["fridge1"]
+    # A sofa with a 15% chance of being a bed is no bed.
+    found = find.find(scene, "the pillow on the bed")
+    assert found.relevant_objects == [] and "pillow1 is not on or in a bed" in found.explanation
+

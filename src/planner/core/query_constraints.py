@@ -8,7 +8,7 @@ A small model reads these badly (measured with the 1.5B on development homes: it
 chair "next to the bin" in 13 of 15 homes where none was, and its yes/no check of an answer
 refused right answers to negated queries), while each is a fact of the map once its phrase is
 grounded: the item's room, what it stands on, its footprint's distance to the neighbour, its most likely
-label.
+label (a holder's or neighbour's kind read as the map's labels allow: the kinds it may well be).
 So the model chooses what kind of thing is meant and these constraints are checked here. A
 phrase that grounds to no room or label of the map constrains nothing; the model's own check
 still judges the query whole.
@@ -25,6 +25,9 @@ from planner.core.scene_graph import Entity, SceneGraph, footprint_gap
 from planner.core.voxeland import STRUCTURE_LABEL
 
 NEXT_TO_M = 0.5  # footprints at most this far apart stand next to each other
+# A map unsure whether a thing is a counter (0.51) or a dining table (0.39) may be holding the cup
+# "on the dining table": a label at least this share of the item's most likely one is a kind it may be.
+MAY_BE_SHARE = 0.5
 
 ConstraintKind = Literal["room", "on_or_in", "next_to", "not", "bare", "extreme"]
 _ARTICLE = r"(?:(?:the|a|an|any|my|some)\s+)?"
@@ -122,7 +125,7 @@ class QueryReading:
             if constraint.kind == "room" and entity.room not in constraint.targets:
                 return f"{entity.id} is in the {entity.room}, not the {constraint.phrase}"
             if constraint.kind == "on_or_in" and not any(
-                    relation in ("on", "in") and top_label(scene.entity(holder)) in constraint.targets
+                    relation in ("on", "in") and may_be(scene.entity(holder)) & constraint.targets
                     for relation, holder in scene.relation_edges(entity.id)):
                 return f"{entity.id} is not on or in a {constraint.phrase}"
             if constraint.kind == "not" and top_label(entity) in constraint.targets:
@@ -130,7 +133,7 @@ class QueryReading:
             if constraint.kind == "bare" and (resting := _resting(scene, entity, constraint.targets)):
                 return f"{resting} is {' or '.join(sorted(constraint.targets))} {entity.id}"
             if constraint.kind == "next_to" and not any(
-                    other.id != entity.id and top_label(other) in constraint.targets
+                    other.id != entity.id and may_be(other) & constraint.targets
                     and footprint_gap(entity, other) <= NEXT_TO_M for other in _items(scene)):
                 return f"no {constraint.phrase} stands within {NEXT_TO_M} m of {entity.id}"
         return ""
@@ -139,6 +142,15 @@ class QueryReading:
 def top_label(entity: Entity) -> str:
     """The item's most likely label that says what it is (not the mapper's walls-and-floor one)."""
     return next((label for label in entity.labels if label != STRUCTURE_LABEL), entity.label)
+
+
+def may_be(entity: Entity) -> set[str]:
+    """The kinds a holder or neighbour may be: its labels at least `MAY_BE_SHARE` as likely as its
+    most likely one. (What the query excludes is judged by the most likely label alone: a thing
+    that is probably a stool is not "something that is not a chair" for being possibly one.)"""
+    top = top_label(entity)
+    most = entity.labels.get(top, 0.0)
+    return {top} | {label for label, p in entity.labels.items() if label != STRUCTURE_LABEL and p >= MAY_BE_SHARE * most}
 
 
 def _resting(scene: SceneGraph, entity: Entity, relations: frozenset[str]) -> str | None:
