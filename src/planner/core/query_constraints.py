@@ -147,7 +147,7 @@ def top_label(entity: Entity) -> str:
 def may_be(entity: Entity) -> set[str]:
     """The kinds a holder or neighbour may be: its labels at least `MAY_BE_SHARE` as likely as its
     most likely one. (What the query excludes is judged by the most likely label alone: a thing
-    that is probably a stool is not "something that is not a chair" for being possibly one.)"""
+    that is probably a stool is still "something to sit on that is not a chair", though it may be one.)"""
     top = top_label(entity)
     most = entity.labels.get(top, 0.0)
     return {top} | {label for label, p in entity.labels.items() if label != STRUCTURE_LABEL and p >= MAY_BE_SHARE * most}
