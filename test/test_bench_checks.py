@@ -89,3 +89,34 @@ def test_the_command_writes_results_report_and_plot(tmp_path, capsys):
     assert "| 0.65 | 0.0 | 0.0 |" in report and "the name check accepts 1 right, 0 wrong" in report
     assert (tmp_path / "out" / "run.png").stat().st_size > 10_000
     assert main(["bench", "checks", "--data", str(tmp_path / "missing.yaml"), "--llm", "scripted"]) == 2
+
+
+class RoomReader:
+    """Chooses the living room for "den" (and says yes to it, 0.7), the bathroom for "scullery" (yes
+    0.6: a wrong room read) and for "garage" (yes 0.3: a room the home lacks, left unread)."""
+    CHOICES = {"den": "living room", "scullery": "bathroom", "garage": "bathroom"}
+    YES = {'"den" another name for a living room': 0.7, '"scullery" another name for a bathroom': 0.6}
+
+    def complete(self, messages: list[dict], schema: dict) -> PolicyReply:
+        word = re.search(r'Which of these is "([^"]+)"', messages[-1]["content"])[1]
+        return PolicyReply(json.dumps({"meaning": "a room", "choice": self.CHOICES[word]}))
+
+    def judge(self, messages: list[dict], schema: dict | None = None) -> PolicyReply:
+        p = next((p for asked, p in self.YES.items() if asked in messages[-1]["content"]), 0.3)
+        return PolicyReply(json.dumps({"fits": p > 0.5}), yes_probability=p)
+
+
+def test_rooms_are_read_as_the_planner_reads_a_place_where_only_a_room_can_be(grounder):
+    data = ChecksData.model_validate({**DATA, "needs": [], "names": [], "near_misses": [],
+                                      "rooms": ["kitchen", "living_room", "bathroom"],
+                                      "room_names": [{"word": "den", "room": "living_room"},
+                                                     {"word": "scullery", "room": "kitchen"}],
+                                      "absent_rooms": ["garage"]})
+    records = run(data, RoomReader(), grounder, wrong=2, seed=0, progress=lambda line: None)
+    assert records["rooms"][0] == {"word": "den", "room": "living_room", "chosen": "living_room", "p_yes": 0.7}
+    room = summarize(records, 0.45, 0.45, 0.1, 0.6, room_threshold=0.5)["room"]
+    assert room["chosen_right"] == 50.0 and room["absent_chosen"] == 100.0
+    assert room["at_threshold"] == {"right": 50.0, "wrong": 50.0, "absent_read": 0.0}
+    assert room["sweep"]["0.65"] == {"right": 50.0, "wrong": 0.0, "absent_read": 0.0}
+    with pytest.raises(ValueError, match="rooms not in `rooms`: study"):
+        ChecksData.model_validate({**DATA, "rooms": ["kitchen"], "room_names": [{"word": "den", "room": "study"}]})

@@ -18,6 +18,7 @@ from planner.core.planning.goal_reading import (
     goal_problems,
     named_otherwise,
     names_only_its_modifier,
+    room_places,
     unknown_things,
 )
 from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
@@ -804,10 +805,10 @@ def test_before_a_thing_is_given_up_as_missing_words_less_alike_to_a_label_are_p
     assert ("goal", "the robot holds a laptop") in trace and result.outcome != "impossible"
 
     # Where the user says they are is a room, whatever the map calls it: "the workroom" is put to no
-    # name check as the desk it is most like (0.6).
+    # name check as the desk it is most like (0.6); the model finds no room of the map it names.
     result, trace, policy = run_grounded("Could you fetch the computer? I'm in the workroom", [
-        no_computer, no_computer, {"fits": True, "p": 0.8}, {"goals": [{"kind": "holding", "object": "laptop"}]},
-        GIVE_UP])
+        {"choice": "none of these"}, no_computer, no_computer, {"fits": True, "p": 0.8},
+        {"goals": [{"kind": "holding", "object": "laptop"}]}, GIVE_UP])
     assert not any(str(prompt[0]["content"]).startswith('Is "workroom"') for prompt in policy.prompts)
     assert ("perception", "the request in the map's words: computer = laptop") in trace
 
@@ -901,6 +902,44 @@ def test_a_room_taken_for_one_the_request_calls_otherwise_must_be_the_one_the_wo
     assert ("check", 'a kitchen: 0.20 likely called "lounge"') in trace
     assert ("perception", "the request in the map's words: lounge = living_room") in trace
     assert ("goal", "the robot is in the living_room") in trace
+
+
+def test_a_place_where_only_a_room_can_be_is_read_as_the_room_of_the_map_the_model_and_name_check_agree_on():
+    """"The shelf in the den": the apartment has no den. The model chooses among the map's rooms, the
+    name check agrees, and the request is read as the shelf in the living room, not the shelf in the
+    bathroom or the office; the goal reads no other room."""
+    shelf_in = {"goals": [{"kind": "object_on", "object": "cup", "target": "shelf", "room": "living_room"}]}
+    result, trace, policy = run_grounded("Put the cup on the shelf in the den", [
+        {"meaning": "a cosy sitting room", "choice": "living room"}, {"fits": True, "p": 0.7}, shelf_in, GIVE_UP])
+    assert "- living room\n" in policy.prompts[0][0]["content"] and "- none of these" in policy.prompts[0][0]["content"]
+    assert policy.prompts[1][0]["content"].startswith('Is "den" another name for a living room?')
+    assert ("perception", "the request in the map's words: den = living_room") in trace
+    assert policy.prompts[2][-1]["content"].endswith("(In the map's labels: den = living_room)")
+    assert ("goal", "cup_1 on a shelf in the living_room") in trace
+
+    # The model's choice alone reads nothing: below room_name_threshold the place stays as said (a
+    # room the home lacks got at most 0.44 from the 1.5B for the room it chose), and so does a place
+    # the model says is none of the rooms. The name check is not asked again for the same place.
+    for replies in ([{"choice": "office"}, {"fits": False, "p": 0.44}], [{"choice": "none of these"}]):
+        result, trace, policy = run_grounded("Go to the garage", [*replies, *[{"goals": [], "impossible": "there is no garage"}] * 2])
+        assert not any(kind == "perception" for kind, _ in trace)
+        assert result.outcome == "impossible"
+        assert sum("- hallway\n" in str(prompt[0]["content"]) for prompt in policy.prompts) == 1  # the rooms offered
+
+
+def test_only_places_where_a_room_must_be_are_read_as_rooms():
+    """Where the user is, where the robot goes, a place that ends in "room", and where furniture a
+    thing goes to stands; not where a thing goes after the furniture it comes from ("the plant from
+    the shelf in the cupboard" puts it in a cupboard), nor a room or furniture the map has."""
+    furniture, rooms = ["shelf", "counter", "coffee_table", "desk"], ["kitchen", "living_room", "kids_room"]
+    assert room_places("I'm in the den, bring me the cup", furniture, rooms) == ["den"]
+    assert room_places("Make your way to the parlour", furniture, rooms) == ["parlour"]
+    assert room_places("Leave it on the counter in the scullery", furniture, rooms) == ["scullery"]
+    assert room_places("Leave it on the sideboard in the guest room", furniture, rooms) == ["guest room"]
+    assert room_places("Put the plant from the shelf in the cupboard", furniture, rooms) == []
+    assert room_places("Leave the towel in the cupboard", furniture, rooms) == []
+    assert room_places("Put it on the table in the kids' room, then go to the kitchen", furniture, rooms) == []
+    assert room_places("Go to the coffee table", furniture, rooms) == []
 
 
 def test_a_thing_put_back_where_it_is_is_sent_where_the_request_puts_it_or_to_the_user():

@@ -5,7 +5,7 @@ import pytest
 
 from planner.adapters.embeddings import SentenceEmbedder
 from planner.adapters.lexicon import WordNetLexicon
-from planner.core.planning.grounding import Grounder
+from planner.core.planning.grounding import Grounder, Grounding, Match
 
 LABELS = ["refrigerator", "dining_table", "sofa", "milk_carton", "cell_phone", "tv_monitor", "cup", "mug", "apple"]
 
@@ -122,3 +122,13 @@ def test_a_word_a_lexicon_gives_to_two_labels_or_that_is_part_of_a_name_in_the_m
     # Nor is a word that is part of a longer name the request says ("the pot plant").
     grounding = grounder_with_lexicon.ground("Put the pot plant on the desk", ["toilet", "houseplant", "desk"])
     assert all(match.label != "toilet" for match in grounding.matches), grounding
+
+
+def test_a_place_read_with_apostrophes_as_spaces_is_written_as_said():
+    """Places are read with "children's" as "children s"; the room read for one replaces the words
+    the request has, so the model is told the room, not the words left as they were."""
+    said = Grounding("Leave it on the desk in the children's room", "Leave it on the desk in the children's room", ())
+    assert said.written("children s room") == "children's room"
+    assert said.written("attic") == "attic"
+    assert said.with_match(Match(said.written("children s room"), "kids_room", 0.7)).text == \
+        "leave it on the desk in the kids room"

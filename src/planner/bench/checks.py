@@ -9,7 +9,12 @@ lacks every right thing (does the likeliest wrong thing pass, told as done?). Fo
 name should pass for its label and a near miss (a thing no label is) for none. Each word is also
 grounded as the planner grounds a request, "Could you bring me the <word>?": what it is read as
 before any check (close embeddings, a name WordNet usually means), and the label WordNet gives it
-only in a rare sense, which the name check must accept."""
+only in a rare sense, which the name check must accept.
+
+Rooms are read as the planner reads a place where only a room can be ("Could you go to the
+<word>?"): the model chooses among a home's rooms ("none of these" allowed) and the name check must
+give its choice the configured probability. An other name of a room should be read as that room,
+and a room the home lacks as none."""
 
 from __future__ import annotations
 
@@ -19,7 +24,7 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from planner.core.asking import LABELS_OFFERED
+from planner.core.asking import LABELS_OFFERED, choose_one, label_options
 from planner.core.errors import PolicyError
 from planner.core.files import StrictModel, load_model
 from planner.core.planning.goal_reading import name_question, need_question
@@ -40,11 +45,19 @@ class NameCase(StrictModel):
     label: str = Field(min_length=1)
 
 
+class RoomNameCase(StrictModel):
+    word: str = Field(min_length=1)
+    room: str = Field(min_length=1)
+
+
 class ChecksData(StrictModel):
     labels: list[str] = Field(min_length=2)
     needs: list[NeedCase] = []
     names: list[NameCase] = []
     near_misses: list[str] = []
+    rooms: list[str] = Field(default=[], description="the rooms of a home a room's other name is read among")
+    room_names: list[RoomNameCase] = []
+    absent_rooms: list[str] = Field(default=[], description="rooms that home lacks")
 
     @model_validator(mode="after")
     def _labels_known(self) -> ChecksData:
@@ -53,6 +66,8 @@ class ChecksData(StrictModel):
                          | {name.label for name in self.names} - known)
         if unknown:
             raise ValueError(f"labels not in `labels`: {', '.join(unknown)}")
+        if unknown_rooms := sorted({name.room for name in self.room_names} - set(self.rooms)):
+            raise ValueError(f"rooms not in `rooms`: {', '.join(unknown_rooms)}")
         return self
 
 
@@ -78,7 +93,8 @@ def run(data: ChecksData, policy: Policy, grounder: Grounder, wrong: int, seed: 
     """Each need asked about its right things and `wrong` others drawn (by `seed`) from the labels
     neither right nor `also`; each name and near miss about the labels most like it (and its own)."""
     rng = random.Random(seed)
-    total, done = len(data.needs) + len(data.names) + len(data.near_misses), 0
+    total = len(data.needs) + len(data.names) + len(data.near_misses) + len(data.room_names) + len(data.absent_rooms)
+    done = 0
     needs, names = [], []
     for need in data.needs:
         others = sorted(set(data.labels) - set(need.right) - set(need.also))
@@ -95,7 +111,24 @@ def run(data: ChecksData, policy: Policy, grounder: Grounder, wrong: int, seed: 
                       "asked": {other: _p_yes(policy, name_question(word, other)) for other in asked}})
         done += 1
         progress(f"[{done}/{total}] name: {word}")
-    return {"needs": needs, "names": names}
+    rooms = []
+    for word, room in [*((name.word, name.room) for name in data.room_names), *((absent, None) for absent in data.absent_rooms)]:
+        rooms.append({"word": word, "room": room, **_room_read(policy, word, data.rooms)})
+        done += 1
+        progress(f"[{done}/{total}] room: {word}")
+    return {"needs": needs, "names": names, "rooms": rooms}
+
+
+def _room_read(policy: Policy, word: str, rooms: list[str]) -> dict:
+    """The room the model chooses for a place where only a room can be, and the name check's
+    probability of yes for it (both None when it chose none or gave no valid answer)."""
+    try:
+        chosen = choose_one(policy.complete, f"Could you go to the {word}?", word, label_options(rooms), max_repairs=2)
+    except PolicyError:
+        chosen = None
+    if chosen not in rooms:
+        return {"chosen": None, "p_yes": None}
+    return {"chosen": chosen, "p_yes": _p_yes(policy, name_question(word, chosen))}
 
 
 def _grounded(grounder: Grounder, word: str, labels: list[str]) -> tuple[str | None, str | None]:
@@ -128,7 +161,7 @@ def _share(flags: list[bool]) -> float | None:
 
 
 def summarize(records: dict, need_threshold: float, name_threshold: float, name_margin: float,
-              rename_threshold: float) -> dict:
+              rename_threshold: float, room_threshold: float = 0.5) -> dict:
     """Per check: how well it ranks right above wrong, and what passes at each threshold: the need
     check's, the name check's (a thing the request calls otherwise confirmed) and the one from which
     the request is read again in the map's words (`rename_threshold`)."""
@@ -182,7 +215,27 @@ def summarize(records: dict, need_threshold: float, name_threshold: float, name_
                                  "near_misses": _share(misses_singled)},
                  "sweep": {str(t): name_row(t) for t in THRESHOLDS}},
         "grounding": grounding,
+        "room": _rooms_summary(records.get("rooms", []), room_threshold),
     }
+
+
+def _rooms_summary(rooms: list[dict], threshold: float) -> dict:
+    """How often a room's other name is chosen right, and what is read at each threshold: the right
+    room, a wrong one, and a room for one the home lacks."""
+    others = [room for room in rooms if room["room"] is not None]
+    absent = [room for room in rooms if room["room"] is None]
+
+    def read(room: dict, t: float) -> bool:
+        return room["chosen"] is not None and room["p_yes"] is not None and room["p_yes"] >= t
+
+    def row(t: float) -> dict:
+        return {"right": _share([read(r, t) and r["chosen"] == r["room"] for r in others]),
+                "wrong": _share([read(r, t) and r["chosen"] != r["room"] for r in others]),
+                "absent_read": _share([read(r, t) for r in absent])}
+    return {"other_names": len(others), "absent": len(absent), "threshold": threshold,
+            "chosen_right": _share([r["chosen"] == r["room"] for r in others]),
+            "absent_chosen": _share([r["chosen"] is not None for r in absent]),
+            "at_threshold": row(threshold), "sweep": {str(t): row(t) for t in THRESHOLDS}}
 
 
 def _grounding_summary(names: list[dict], name_threshold: float) -> dict:
@@ -250,6 +303,17 @@ def report(results: dict) -> str:
               f"accepts {rare['accepted_right']} right, {rare['accepted_wrong']} wrong, {rare['accepted_near_misses']} "
               f"near misses. With those: other names read as their label {both['other_names_right']}%, as another "
               f"{both['other_names_wrong']}%; near misses read as a label {both['near_misses']}%."]
+    room = summary.get("room")
+    if room and room["other_names"] + room["absent"]:
+        at = room["at_threshold"]
+        lines += ["", f"## Rooms (\"Could you go to the <word>?\": {room['other_names']} other names of rooms, "
+                  f"{room['absent']} rooms the home lacks)", "",
+                  f"Chosen among the home's rooms: the right room for {room['chosen_right']}% of other names; some "
+                  f"room for {room['absent_chosen']}% of the rooms it lacks. With the name check at the configured "
+                  f"{room['threshold']}: other names read as their room {at['right']}%, as another {at['wrong']}%; "
+                  f"rooms the home lacks read as one {at['absent_read']}%.", "",
+                  "| threshold | right room % | wrong room % | a lacking room read as one % |", "|---|---|---|---|"]
+        lines += [f"| {t} | {r['right']} | {r['wrong']} | {r['absent_read']} |" for t, r in room["sweep"].items()]
     return "\n".join(lines) + "\n"
 
 
@@ -260,11 +324,15 @@ def plot(results: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     summary = results["summary"]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     panels = [("need", "Need check", [("right_pass", "right things pass"),
                                       ("likeliest_wrong_pass", "likeliest wrong thing passes")]),
               ("name", "Name check", [("other_names_pass", "other names pass"),
                                       ("near_misses_pass", "near misses pass")])]
+    room = summary.get("room")
+    if room and room["other_names"] + room["absent"]:
+        panels.append(("room", "Room reading", [("right", "right room read"), ("wrong", "wrong room read"),
+                                                ("absent_read", "a lacking room read as one")]))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2))
     for axis, (check, title, series) in zip(axes, panels):
         sweep = summary[check]["sweep"]
         thresholds = [float(t) for t in sweep]
@@ -277,7 +345,7 @@ def plot(results: dict, path: Path) -> None:
         axis.set_ylim(0, 100)
         axis.set_xlabel("threshold on the probability of yes")
         axis.set_ylabel("%")
-        axis.set_title(f"{title} (AUC {summary[check]['auc']})")
+        axis.set_title(f"{title} (AUC {summary[check]['auc']})" if "auc" in summary[check] else title)
         axis.legend(fontsize=8)
     fig.suptitle(f"Goal-step checks: {results['llm']['backend']} {results['llm']['model']}")
     fig.tight_layout()

@@ -534,7 +534,8 @@ def bench_checks(args) -> int:
         return {"benchmark": "checks", "machine": machine_info(), "llm": llm, "data": args.data, "wrong": args.wrong,
                 "seed": args.seed, "records": records,
                 "summary": checks.summarize(records, settings.need_check_threshold, settings.name_check_threshold,
-                                            settings.name_check_margin, settings.other_name_threshold)}
+                                            settings.name_check_margin, settings.other_name_threshold,
+                                            settings.room_name_threshold)}
 
     return _run_then_write(server, measure, Path(args.out), name, checks.plot, checks.report)
 
@@ -727,8 +728,8 @@ def add_commands(sub) -> None:
                                                         "name for a label) on needs and names worded for it: how "
                                                         "well they tell right from wrong, and what passes at each "
                                                         "threshold")
-    checks_parser.add_argument("--data", default="bench/checks/checks.yaml", help="labels, needs, names and near "
-                                                                                  "misses (YAML)")
+    checks_parser.add_argument("--data", default="bench/checks/checks.yaml", help="labels, needs, names, near "
+                                                                                  "misses and rooms (YAML)")
     checks_parser.add_argument("--wrong", type=int, default=8, help="wrong things each need is asked about, drawn "
                                                                     "from the labels")
     checks_parser.add_argument("--seed", type=int, default=0, help="which wrong things are drawn")

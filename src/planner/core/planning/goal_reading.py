@@ -192,6 +192,33 @@ def where_user_is(request: str) -> list[str]:
             if (place := _place_from(found[1].split(), 0))]
 
 
+def room_places(request: str, furniture_labels: list[str], rooms: list[str]) -> list[str]:
+    """The places a request names where only a room can be, as said, that are no room of the map:
+    where the user says they are, where the robot is sent ("go into the utility room"), where a
+    place that ends in "room" is ("the desk in the children's room"), and where furniture a thing
+    goes to stands ("put it on the counter in the lounge"). After furniture a thing comes from, "in
+    the" may say where it goes ("put the plant from the piano in the cupboard")."""
+    furniture_ends = {_phrase(label).split()[-1] for label in furniture_labels}
+    places = where_user_is(request)
+    for words in clauses(request):
+        for index, word in enumerate(words[:-2]):
+            if words[index + 1] not in DETERMINERS or not (place := _place_from(words, index + 2)):
+                continue
+            if _robot_sent(words, index) or word == "in" and (
+                    place.split()[-1] == "room" or index > 0 and words[index - 1] in furniture_ends
+                    and _sent_to_place_before(words, index - 1)):
+                places.append(place)
+    return [place for place in dict.fromkeys(places)
+            if not any(place in (_phrase(room), f"{_phrase(room)} room") for room in rooms)
+            and not any(names_furniture(place, label) for label in furniture_labels)]
+
+
+def _sent_to_place_before(words: list[str], end: int) -> bool:
+    """Whether the place said up to `end` is one a thing is sent to: "on the kitchen counter"."""
+    start = next((i for i in range(end - 1, max(end - 5, 0) - 1, -1) if words[i] in DETERMINERS), None)
+    return start is not None and start > 0 and words[start - 1] in SENDING | {"on"}
+
+
 def clauses(request: str) -> list[list[str]]:
     """The request's words clause by clause: a place's name ends where its clause does ("I'm in the
     kitchen, bring me the candle" names the kitchen, not a "kitchen bring me the")."""

@@ -71,6 +71,14 @@ class Grounding:
         """What the model is told: "(fridge = refrigerator; couch = sofa)", or nothing."""
         return "; ".join(f"{m.phrase} = {m.label}" for m in self.matches)
 
+    def written(self, place: str) -> str:
+        """The phrase of the text that a place read with apostrophes as spaces is: "children's room"
+        for "children s room"; the place itself when none is."""
+        said = _words(self.text)
+        return next((" ".join(said[start:end]) for start in range(len(said))
+                     for end in range(start + 1, min(start + MAX_PHRASE_WORDS, len(said)) + 1)
+                     if " ".join(said[start:end]).replace("'", " ").split() == place.split()), place)
+
     def with_match(self, match: Match) -> Grounding:
         """This grounding and the phrase of `match` written as its label too (a phrase found by other
         means than its similarity)."""
