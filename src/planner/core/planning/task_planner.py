@@ -740,18 +740,23 @@ class TaskPlanner:
     def _chosen_room(self, request: str, place: str, rooms: list[str], usage: LLMUsage) -> str | None:
         """The room of the map the model chooses for a place said ("none of these" allowed), when the
         yes/no name check agrees it is another name for it."""
-        try:
-            picked = choose_one(lambda messages, schema: self._call(messages, schema, usage, self.goal_policy),
-                                request, place, label_options(rooms), self.settings.max_repairs)
-        except PolicyError as error:  # the place stays as said
-            self._emit("error", f"could not ask which room {place!r} is: {error}")
-            return None
-        self._emit("check", f'which of {", ".join(rooms)} is "{place}": '
-                            f'{picked if picked in rooms else "none"}, the model chose')
-        if picked not in rooms:
+        if (picked := self._choice(request, place, rooms, "room", usage)) is None:
             return None
         p_yes = self._name_p(place, picked, usage)
         return picked if p_yes is not None and p_yes >= self.settings.room_name_threshold else None
+
+    def _choice(self, request: str, words_said: str, options: list[str], what: str, usage: LLMUsage) -> str | None:
+        """The option the model says `words_said` means in the request, None when it says none of
+        them or gives no valid answer (the words then stay as the model read them)."""
+        try:
+            picked = choose_one(lambda messages, schema: self._call(messages, schema, usage, self.goal_policy),
+                                request, words_said, label_options(options), self.settings.max_repairs)
+        except PolicyError as error:
+            self._emit("error", f"could not ask which {what} {words_said!r} is: {error}")
+            return None
+        self._emit("check", f'which of {", ".join(options)} is "{words_said}": '
+                            f'{picked if picked in options else "none"}, the model chose')
+        return picked if picked in options else None
 
     def _sources_grounded(self, grounding: Grounding, scene: SceneGraph) -> Grounding:
         """`grounding` and each place things are taken from that names no furniture of the map, read
@@ -868,15 +873,7 @@ class TaskPlanner:
         allowed), when the yes/no name check agrees that it is another name for it."""
         assert self.grounder is not None
         nearest = {m.label: m for m in self.grounder.nearest(word, thing_labels(scene), LABELS_OFFERED)}
-        try:
-            picked = choose_one(lambda messages, schema: self._call(messages, schema, usage, self.goal_policy),
-                                request, word, label_options(nearest), self.settings.max_repairs)
-        except PolicyError as error:  # the request stays as the model read it
-            self._emit("error", f"could not ask which label {word!r} is: {error}")
-            return None
-        self._emit("check", f'which of {", ".join(nearest)} is "{word}": '
-                            f'{picked if picked in nearest else "none"}, the model chose')
-        if picked not in nearest:
+        if (picked := self._choice(request, word, list(nearest), "label", usage)) is None:
             return None
         # The request is read in the map's words from here on: as sure as grounding ("the throw" was
         # taken for a sink at 0.47 in a home whose blanket the model gave 0.24), or, for a thing (the
