@@ -194,9 +194,9 @@ def where_user_is(request: str) -> list[str]:
 
 def room_places(request: str, furniture_labels: list[str], rooms: list[str]) -> list[str]:
     """The places a request names where only a room can be, as said, that are no room of the map:
-    where the user says they are, where the robot is sent ("go into the utility room"), where a
+    where the user says they are, where the robot is sent ("go into the den"), where a
     place that ends in "room" is ("the desk in the children's room"), and where furniture a thing
-    goes to stands ("put it on the counter in the lounge"). After furniture a thing comes from, "in
+    goes to stands ("put it on the counter in the scullery"). After furniture a thing comes from, "in
     the" may say where it goes ("put the plant from the piano in the cupboard")."""
     furniture_ends = {_phrase(label).split()[-1] for label in furniture_labels}
     places = where_user_is(request)
