@@ -47,7 +47,8 @@ def test_a_check_that_knows_ranks_every_right_thing_first_and_passes_no_wrong_on
     records = run(ChecksData.model_validate(DATA), KnowingJudge(), grounder, wrong=2, seed=0, progress=lambda line: None)
     need = records["needs"][0]
     assert set(need["right"]) == {"blanket", "sweater"} and "mug" not in need["wrong"] and len(need["wrong"]) == 2
-    summary = summarize(records, need_threshold=0.45, name_threshold=0.45, name_margin=0.1, rename_threshold=0.6)
+    summary = summarize(records, need_threshold=0.45, name_threshold=0.45, name_margin=0.1, rename_threshold=0.6,
+                        room_threshold=0.5)
     assert summary["need"]["auc"] == 1.0 and summary["need"]["right_first"] == 100.0
     assert summary["need"]["at_threshold"] == {"right_pass": 100.0, "likeliest_wrong_pass": 0.0}
     assert summary["need"]["sweep"]["0.3"]["likeliest_wrong_pass"] == 100.0  # a no at 0.3 passes a threshold of 0.3

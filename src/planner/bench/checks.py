@@ -161,7 +161,7 @@ def _share(flags: list[bool]) -> float | None:
 
 
 def summarize(records: dict, need_threshold: float, name_threshold: float, name_margin: float,
-              rename_threshold: float, room_threshold: float = 0.5) -> dict:
+              rename_threshold: float, room_threshold: float) -> dict:
     """Per check: how well it ranks right above wrong, and what passes at each threshold: the need
     check's, the name check's (a thing the request calls otherwise confirmed) and the one from which
     the request is read again in the map's words (`rename_threshold`)."""
