@@ -2,7 +2,6 @@
 keeps each kind to its own fields, and requests whose goals would already be true."""
 
 import json
-import re
 
 import pytest
 from pydantic import ValidationError
@@ -20,11 +19,9 @@ from planner.core.planning.goal_reading import (
     named_otherwise,
     names_only_its_modifier,
     room_places,
-    states_need,
     unknown_things,
 )
 from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
-from planner.core.types import PolicyReply
 from planner.core.world import load_world
 from planner.sim.in_process import SimulatedRobot
 from planner.wiring import load_skill_planner
@@ -737,58 +734,6 @@ def test_a_need_read_as_furniture_to_open_is_doubted_with_what_a_need_asks_for()
     # A request that names the furniture is read as said.
     _, trace, policy = run(robot_at("fridge_1"), "Open the fridge", [OPEN_FRIDGE, GIVE_UP])
     assert ("goal", "the fridge is open") in trace and "names no" not in policy.prompts[1][-1]["content"]
-
-
-def test_a_request_states_a_need_when_it_names_nothing_to_move_and_no_place_but_the_user_s():
-    scene = robot_at("sofa_1").scene()
-    assert states_need("My mouth is dry", scene)
-    assert states_need("It's too dark to read in here", scene)
-    assert states_need("I'm in the kitchen and I'm freezing", scene)   # where the user is
-    assert states_need("Bring me something to write with", scene)
-    assert not states_need("Go to the den for me", scene)               # a place to go
-    assert not states_need("Bring me the shawl", scene)                 # a thing to move, known or not
-    assert not states_need("I'm thirsty, is there any juice?", scene)   # names a thing of the map
-    assert not states_need("The vase should go on the shelf", scene)    # no user
-
-
-class NeedJudge:
-    """Reads the request as `readings` say, in turn, then gives up each step, and gives each thing
-    the need check asks about its probability in `yes` (0.3 for any other)."""
-
-    def __init__(self, readings: list, yes: dict[str, float]):
-        self.readings, self.yes, self.asked = list(readings), yes, []
-
-    def complete(self, messages: list[dict], schema: dict) -> PolicyReply:
-        return PolicyReply(json.dumps(self.readings.pop(0) if self.readings else GIVE_UP))
-
-    def judge(self, messages: list[dict], schema: dict | None = None) -> PolicyReply:
-        thing = re.search(r"Would bringing them an? (.+) give them", messages[-1]["content"])[1]
-        self.asked.append(thing)
-        p = self.yes.get(thing, 0.3)
-        return PolicyReply(json.dumps({"fits": p >= 0.5}), yes_probability=p)
-
-
-def test_a_need_the_readings_miss_is_met_by_the_thing_the_need_check_ranks_first():
-    """"My mouth is dry" read twice as nothing anywhere to drink, where juice stands: every thing of
-    the map is put to the need check, and the juice, likeliest and likely enough, is brought."""
-    nothing = {"goals": [], "impossible": "there is nothing here to drink"}
-    trace, robot = [], robot_at("sofa_1")
-    policy = NeedJudge([nothing, nothing], {"juice": 0.62, "milk": 0.55, "bottle": 0.52})
-    TaskPlanner(policy, robot, robot.skills, PlannerSettings(confirm_timeout_s=0),
-                on_step=lambda step: trace.append((step.kind, step.text))).run("My mouth is dry")
-    assert ("check", "of the things in the map, a juice meets the request best") in trace
-    assert ("goal", "the robot brings a juice to the user in the living_room") in trace
-    assert len(policy.asked) == len({o.label for o in robot.scene().objects()})  # no grounder: every thing
-    # Nothing likely enough (a home without a drink): declined as the model said.
-    result = TaskPlanner(NeedJudge([nothing, nothing], {"juice": 0.45}), robot_at("sofa_1"), robot.skills,
-                         PlannerSettings(confirm_timeout_s=0)).run("My mouth is dry")
-    assert result.outcome == "impossible" and "nothing here to drink" in result.summary
-    # A request that is no need is declined without the ranking; at 1 there is none.
-    for request, settings in [("Go to the garage for me", PlannerSettings(confirm_timeout_s=0)),
-                              ("My mouth is dry", PlannerSettings(confirm_timeout_s=0, need_ranking_threshold=1))]:
-        policy = NeedJudge([nothing, nothing], {"juice": 0.62})
-        assert TaskPlanner(policy, robot_at("sofa_1"), robot.skills, settings).run(request).outcome == "impossible"
-        assert policy.asked == []
 
 
 def run_grounded(request: str, replies: list, lexicon=None, world=APARTMENT):

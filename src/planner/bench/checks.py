@@ -160,23 +160,19 @@ def _share(flags: list[bool]) -> float | None:
     return round(100 * sum(flags) / len(flags), 1) if flags else None
 
 
-def summarize(records: dict, need_threshold: float, ranking_threshold: float, name_threshold: float,
-              name_margin: float, rename_threshold: float, room_threshold: float) -> dict:
+def summarize(records: dict, need_threshold: float, name_threshold: float, name_margin: float,
+              rename_threshold: float, room_threshold: float) -> dict:
     """Per check: how well it ranks right above wrong, and what passes at each threshold: the need
-    check's, the one from which the thing the need check ranks first is brought (`ranking_threshold`),
-    the name check's (a thing the request calls otherwise confirmed) and the one from which the
-    request is read again in the map's words (`rename_threshold`)."""
+    check's, the name check's (a thing the request calls otherwise confirmed) and the one from which
+    the request is read again in the map's words (`rename_threshold`)."""
     needs = [(list(_answered(n["right"]).values()), list(_answered(n["wrong"]).values())) for n in records["needs"]]
     needs = [(right, wrong) for right, wrong in needs if right and wrong]
     rights = [p for right, _ in needs for p in right]
     likeliest_wrong = [max(wrong) for _, wrong in needs]
 
     def need_row(t: float) -> dict:
-        # Ranked: what a home with a right thing and the wrong ones gets brought, and a home without one.
         return {"right_pass": _share([p >= t for p in rights]),
-                "likeliest_wrong_pass": _share([p >= t for p in likeliest_wrong]),
-                "ranked_right": _share([max(right) >= t and max(right) > max(wrong) for right, wrong in needs]),
-                "ranked_wrong": _share([max(wrong) >= t and max(wrong) >= max(right) for right, wrong in needs])}
+                "likeliest_wrong_pass": _share([p >= t for p in likeliest_wrong])}
 
     others, misses, others_singled, others_wrongly, misses_singled = [], [], [], [], []
     aucs = []
@@ -210,7 +206,6 @@ def summarize(records: dict, need_threshold: float, ranking_threshold: float, na
         "need": {"needs": len(needs), "auc": _mean([_pairs_ranked(right, wrong) for right, wrong in needs]),
                  "right_first": _share([max(right) > max(wrong) for right, wrong in needs]),
                  "threshold": need_threshold, "at_threshold": need_row(need_threshold),
-                 "ranking_threshold": ranking_threshold, "at_ranking_threshold": need_row(ranking_threshold),
                  "sweep": {str(t): need_row(t) for t in THRESHOLDS}},
         "name": {"other_names": len(others), "near_misses": len(misses), "auc": _mean(aucs),
                  "threshold": name_threshold, "margin": name_margin, "at_threshold": name_row(name_threshold),
@@ -283,11 +278,8 @@ def report(results: dict) -> str:
              f"{need['right_first']}% of needs. At the configured threshold {need['threshold']}: right things pass "
              f"{need['at_threshold']['right_pass']}%, the likeliest wrong thing (a home without a right one) passes "
              f"{need['at_threshold']['likeliest_wrong_pass']}%.", "",
-             _ranking_line(need), "",
-             "| threshold | right things pass % | likeliest wrong thing passes % | ranked first: a right thing % "
-             "| ranked first: a wrong thing % |", "|---|---|---|---|---|"]
-    lines += [f"| {t} | {row['right_pass']} | {row['likeliest_wrong_pass']} | {row['ranked_right']} | "
-              f"{row['ranked_wrong']} |" for t, row in need["sweep"].items()]
+             "| threshold | right things pass % | likeliest wrong thing passes % |", "|---|---|---|"]
+    lines += [f"| {t} | {row['right_pass']} | {row['likeliest_wrong_pass']} |" for t, row in need["sweep"].items()]
     singled = name["singled_out"]
     lines += ["", f"## Name check ({name['other_names']} other names, {name['near_misses']} near misses, each against "
               "the labels most like it)", "",
@@ -323,16 +315,6 @@ def report(results: dict) -> str:
                   "| threshold | right room % | wrong room % | a lacking room read as one % |", "|---|---|---|---|"]
         lines += [f"| {t} | {r['right']} | {r['wrong']} | {r['absent_read']} |" for t, r in room["sweep"].items()]
     return "\n".join(lines) + "\n"
-
-
-def _ranking_line(need: dict) -> str:
-    """What the planner brings for a need its readings miss: the thing ranked first, from the
-    ranking threshold."""
-    at = need["at_ranking_threshold"]
-    return (f"Each thing of a home asked about, the likeliest brought from {need['ranking_threshold']} (the planner's "
-            f"way when its readings of a need will not do): a right thing for {at['ranked_right']}% of needs, a wrong "
-            f"one for {at['ranked_wrong']}%, and something for {at['likeliest_wrong_pass']}% in a home without a "
-            "right thing.")
 
 
 def plot(results: dict, path: Path) -> None:

@@ -533,9 +533,9 @@ def bench_checks(args) -> int:
         records = checks.run(data, policy, make_grounder(config, SentenceEmbedder()), args.wrong, args.seed, _progress)
         return {"benchmark": "checks", "machine": machine_info(), "llm": llm, "data": args.data, "wrong": args.wrong,
                 "seed": args.seed, "records": records,
-                "summary": checks.summarize(records, settings.need_check_threshold, settings.need_ranking_threshold,
-                                            settings.name_check_threshold, settings.name_check_margin,
-                                            settings.other_name_threshold, settings.room_name_threshold)}
+                "summary": checks.summarize(records, settings.need_check_threshold, settings.name_check_threshold,
+                                            settings.name_check_margin, settings.other_name_threshold,
+                                            settings.room_name_threshold)}
 
     return _run_then_write(server, measure, Path(args.out), name, checks.plot, checks.report)
 

@@ -142,18 +142,6 @@ PLACE_ENDS = frozenset({"in", "on", "onto", "into", "inside", "to", "from", "at"
                         "please", "for", "with", "over"})
 
 
-def states_need(request: str, scene: SceneGraph) -> bool:
-    """Whether a request states a need of the user's and nothing more ("I'm freezing", "my mouth is
-    dry", "it's too dark to read in here"): it speaks of the user, and names no thing to move, no
-    thing or furniture of the map, and no place but the one the user is in."""
-    if not mentions_user(request) or MOVED_THING.search(words_of(request)):
-        return False
-    said = thing_words(request)
-    if any(_named(label, said) for label in {thing.label for thing in [*scene.objects(), *scene.furniture()]}):
-        return False
-    return set(_places_after(request, TOWARDS | FROM)) <= set(where_user_is(request))
-
-
 def destinations(request: str) -> list[str]:
     """The places a request sends something or the robot to, as said: "over to the chest of drawers
     in the kids' room" gives "chest of drawers" and "kids room"."""

@@ -52,7 +52,6 @@ from planner.core.planning.goal_reading import (
     reading_of,
     room_places,
     source_places,
-    states_need,
 )
 from planner.core.planning.grounding import Grounder, Grounding, Match
 from planner.core.planning.pddl import Engine, make_domain
@@ -99,15 +98,6 @@ class PlannerSettings(StrictModel):
                                         "need the request states ('I'm cold': a blanket) is checked by a yes/no "
                                         "question to the model, and handled as a doubted reading below this "
                                         "probability of yes; 0: no check")
-    need_ranking_threshold: float = Field(default=0.5, ge=0, le=1, description="when the readings of a request "
-                                          "that states a need will not do (declined, or doubted twice), every thing "
-                                          "of the map is put to the need check, and the likeliest is brought to the "
-                                          "user when its probability of yes reaches this (on the 30 needs of "
-                                          "`planner bench checks`: a right thing for 17, a wrong one for 2, and "
-                                          "something for 3 in a home that lacks every right thing); 1: never")
-    need_ranking_candidates: int = Field(default=12, ge=1, description="... of the things of the map most like "
-                                         "the request (sentence embeddings), this many (of 50 things, the 12 most "
-                                         "like each of those 30 needs held a right one for 27)")
     name_check_threshold: float = Field(default=0.45, ge=0, le=1, description="a thing the model took for one the "
                                         "request names by a word the map does not use ('the jumper': the sweater) "
                                         "is checked by a yes/no question to the model, and handled as a doubted "
@@ -816,11 +806,9 @@ class TaskPlanner:
         except RequestImpossible as why:
             if halves is not None:
                 return self._read_halves(halves, grounding, usage)
-            if (wider := self._wider(request, grounding, usage, widen, str(why))) is not None:
-                return self._extract_goals(request, wider, usage, widen=False)
-            if (met := self._need_met(reader, usage)) is None:
+            if (wider := self._wider(request, grounding, usage, widen, str(why))) is None:
                 raise
-            return met, grounding
+            return self._extract_goals(request, wider, usage, widen=False)
         if halves is not None and len({goal.object for goal in goals if goal.object}) < 2:
             return self._read_halves(halves, grounding, usage)
         fits, renamed = self._goals_fit(reader, goals, usage)
@@ -840,27 +828,7 @@ class TaskPlanner:
             return goals, grounding
         if (wider := self._wider(request, grounding, usage, widen)) is not None:
             return self._extract_goals(request, wider, usage, widen=False)
-        if (met := self._need_met(again, usage)) is not None:
-            return met, grounding
         return self._asked(goals), grounding
-
-    def _need_met(self, reader: GoalReader, usage: LLMUsage) -> list[Goal] | None:
-        """For a request that states a need, when the model's readings will not do: the thing of the
-        map the need check holds likeliest to meet it, brought to the user, when it is likely enough.
-        The 1.5B reads "my mouth is dry" as nothing on a floor lamp, or as a candle, where a water
-        bottle stands; asked of each thing alone, it ranks a right thing first for most needs."""
-        settings = self.settings
-        if settings.need_ranking_threshold >= 1 or not states_need(reader.request, reader.scene):
-            return None
-        labels = reader.object_labels
-        if self.grounder is not None:
-            labels = [match.label for match in self.grounder.nearest(reader.said, labels, settings.need_ranking_candidates)]
-        scored = [(p_yes, label) for label in labels if (p_yes := self._p_yes(
-            need_question(reader.said, label), f"a {label}", "to meet the request", usage)) is not None]
-        if not scored or (best := max(scored))[0] < settings.need_ranking_threshold:
-            return None
-        self._emit("check", f"of the things in the map, a {best[1]} meets the request best")
-        return [Goal(kind="bring_to_user", object=best[1], room=reader.user_room)]
 
     def _read_halves(self, halves: tuple[str, str], grounding: Grounding | None, usage: LLMUsage
                      ) -> tuple[list[Goal], Grounding | None]:
