@@ -26,6 +26,7 @@ constraints=$(mktemp)
 python3 -c "import numpy; print(f'numpy=={numpy.__version__}')" > "$constraints"
 say "Python packages apt lacks, with $(cat "$constraints") kept"
 "$venv/bin/python" -m pip install -q torch --index-url https://download.pytorch.org/whl/cpu -c "$constraints"
+"$package_dir/scripts/install-llama.sh" "$venv/bin/python" "$package_dir/requirements/ros.txt"
 "$venv/bin/python" -m pip install -q -r "$package_dir/requirements/ros.txt" -c "$constraints"
 rm -f "$constraints"
 

@@ -32,10 +32,11 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 pip() { "$venv/bin/python" -m pip "$@"; }
 
-deps=$(fingerprint requirements/stack.txt)
+deps=$(fingerprint requirements/stack.txt scripts/install-llama.sh)
 if [ "$(cat "$venv/.deps-installed" 2>/dev/null)" != "$deps" ]; then
   say "installing ROS 2 wheels, build tools and Python packages (first time: ~10 min, llama.cpp compiles)"
   pip install -q torch==2.13.0
+  scripts/install-llama.sh "$venv/bin/python" requirements/stack.txt
   pip install -q -r requirements/stack.txt
   echo "$deps" > "$venv/.deps-installed"
 else
