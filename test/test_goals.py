@@ -658,6 +658,8 @@ def test_two_things_the_model_keeps_reading_as_one_are_read_one_at_a_time():
     assert joined_halves("Would you put the mug from the desk and the plate on the shelf?") == (
         "Would you put the mug from the desk on the shelf?", "Would you put the plate on the shelf?")
     assert joined_halves("Put the pillow on the desk and bring me the book") is None
+    assert joined_halves("Put the bottle of water and the box of tissues on the desk") == (
+        "Put the bottle of water on the desk", "Put the box of tissues on the desk")
     pillow = {"goals": [{"kind": "object_on", "object": "pillow", "target": "counter"}]}
     book = {"goals": [{"kind": "object_on", "object": "book", "target": "counter"}]}
     result, trace, policy = run(robot_at("sofa_1"), "Put the pillow and the book on the counter, please",

@@ -484,7 +484,7 @@ def unknown_things(request: str, scene: SceneGraph) -> list[str]:
 # Verbs that move two things at once ("put the dish ... and the pencil ...").
 JOINING_VERBS = "put|place|set|leave|move|store|carry|bring|take|get|fetch|grab"
 # Two things one verb moves: "put the dish from the counter and the pencil on the sofa".
-JOINED_THINGS = re.compile(rf" (?:{JOINING_VERBS})(?: me)? the ([a-z]+(?: [a-z]+)?)"
+JOINED_THINGS = re.compile(rf" (?:{JOINING_VERBS})(?: me)? the ([a-z]+(?: [a-z]+)?(?: of [a-z]+)?)"
                            r"(?: (?:from|on|in|off) the [a-z]+(?: [a-z]+)?)? and the ([a-z]+) ")
 
 
@@ -499,11 +499,11 @@ def joined_objects(request: str, labels: set[str]) -> list[str]:
     return list(dict.fromkeys(by_words[phrase] for pair in joined.findall(words) for phrase in pair)) if labels else []
 
 
-# "Put the reading lamp and the bowl on the bedside table": the verb, two things, and where both go.
+# "Put the reading lamp and the bowl of soup on the bedside table": the verb, two things, and where both go.
 JOINED_REQUEST = re.compile(
     rf"\b(?P<verb>(?:{JOINING_VERBS})(?: me)?) "
-    r"(?P<first>the [a-z]+(?: [a-z]+)?(?: (?:from|on|in|off) the [a-z]+(?: [a-z]+)?)?) and "
-    r"(?P<second>the [a-z]+(?: [a-z]+)?)(?P<rest>(?: (?:on|in|onto|into|to|over|off|from|back)\b[^.?!,]*)?)"
+    r"(?P<first>the [a-z]+(?: [a-z]+)?(?: of [a-z]+)?(?: (?:from|on|in|off) the [a-z]+(?: [a-z]+)?)?) and "
+    r"(?P<second>the [a-z]+(?: [a-z]+)?(?: of [a-z]+)?)(?P<rest>(?: (?:on|in|onto|into|to|over|off|from|back)\b[^.?!,]*)?)"
     r"(?=[.?!,]| please\b|$)", re.IGNORECASE)
 
 
