@@ -157,3 +157,21 @@ def test_without_an_answer_the_nearest_is_taken_and_the_user_is_told():
     assert any(kind == "answer" and "no answer" in text and "glass_2" in text for kind, text in trace)
     assert robot.log.said[0] == "I will take the glass on the table in the dining room."
     assert robot.clock >= 5  # it waited for the answer
+
+
+def test_a_thing_called_by_another_name_is_singled_out_by_its_place_as_if_called_by_its_label():
+    """"The tumbler in the dining room" is one of the dining room's glasses, asked about like "the
+    glass in the dining room", not any glass: the kitchen's, nearer, would have met the goal."""
+    from planner.adapters.embeddings import SentenceEmbedder
+    from planner.adapters.lexicon import WordNetLexicon
+    from planner.core.planning.grounding import Grounder
+
+    robot = robot_at("table_1")
+    trace = []
+    TaskPlanner(ScriptedPolicy([HOLD_GLASS]), robot, robot.skills, PlannerSettings(confirm_timeout_s=0, question_timeout_s=5),
+                on_step=lambda step: trace.append((step.kind, step.text)),
+                grounder=Grounder(SentenceEmbedder(), lexicon=WordNetLexicon())).run("Pick up the tumbler in the dining room")
+    assert ("perception", "the request in the map's words: tumbler = glass") in trace
+    assert robot.log.questions and "Which glass" in robot.log.questions[0]
+    goal = next(text for kind, text in trace if kind == "goal")
+    assert goal in {"the robot holds glass_2", "the robot holds glass_3"}

@@ -336,7 +336,9 @@ class TaskPlanner:
         except PolicyError as error:
             self._emit("error", f"could not understand the request: {error}")
             return Ending(EpisodeOutcome.ERROR, str(error), 0)
-        for question in ambiguous_goals(request, goals, self.tools.scene()):
+        # Read in the map's words, as the goals were: "the desk lamp from the side table" is a table lamp
+        # there, not one on the desk (a development home fetched the one on the desk and said Done.).
+        for question in ambiguous_goals(grounding.text if grounding else request, goals, self.tools.scene()):
             goals[question.goal] = goals[question.goal].model_copy(update={"object_id": self._settle(question)})
         self._emit("goal", "; ".join(str(g) for g in goals))
         # The robot looks around where it stands before the first step.
