@@ -626,6 +626,8 @@ def test_a_thing_already_on_the_furniture_the_request_sends_it_to_is_no_doubt_be
     # Alone, or with every goal true already, it is still doubted: the request asks for a change.
     assert any("true already" in doubt for doubt in goal_problems("Put the remote on the coffee table",
                                                                   [remote_there], scene)[1])
+    # Unless the request is one thing of several read apart, the others still to be met.
+    assert goal_problems("Put the remote on the coffee table", [remote_there], scene, part=True) == ([], [])
 
 
 def test_two_things_asked_for_and_one_left_out_of_the_goals_is_doubted_and_read_again():
@@ -674,6 +676,15 @@ def test_two_things_the_model_keeps_reading_as_one_are_read_one_at_a_time():
     result, trace, policy = run(robot_at("sofa_1"), "Put the pillow and the drum on the counter",
                                 [pillow, pillow, pillow, pillow, no_drum, no_drum])
     assert result.outcome == "impossible" and "drum" in result.summary
+
+    # A thing on the furniture its half sends it to is no doubt, as in the whole request: the other
+    # half is still to be met (read as held, it was picked up and Done. said with it in the hand).
+    laptop = {"goals": [{"kind": "object_on", "object": "laptop", "target": "coffee_table"}]}
+    remote = {"goals": [{"kind": "object_on", "object": "remote", "target": "coffee_table"}]}
+    result, trace, policy = run(robot_at("sofa_1"), "Put the laptop and the remote on the coffee table",
+                                [laptop, laptop, laptop, laptop, remote, GIVE_UP])
+    goals = next(text for kind, text in trace if kind == "goal")
+    assert "a laptop on a coffee_table" in goals and "a remote on a coffee_table" in goals
 
 def test_goals_beside_an_impossible_the_map_contradicts_stand():
     from planner.core.planning.goal_reading import GoalReader

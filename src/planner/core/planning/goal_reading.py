@@ -590,13 +590,14 @@ def moved_labels(request: str, labels: list[str]) -> list[str]:
     return [label for label in labels if _phrase(label) in moved]
 
 
-def true_already(goals: list[Goal], scene: SceneGraph, things_said: set[str], destinations: list[str]) -> list[Goal]:
+def true_already(goals: list[Goal], scene: SceneGraph, things_said: set[str], destinations: list[str],
+                 part: bool = False) -> list[Goal]:
     """The goals that hold now and are doubted for it, as a request asks for a change. Being back in
     this room at the end is a fair goal beside others; so is a thing the request names on furniture
     it sends it to, while other goals are still to be met ("the pillow and the kit on the desk", the
-    pillow on a desk already)."""
+    pillow on a desk already), as they are where the request is `part` of one read a thing at a time."""
     met = [goal for goal in goals if goal_met(goal, scene)]
-    others_to_meet = len(met) < len(goals)
+    others_to_meet = part or len(met) < len(goals)
     return [goal for goal in met
             if not (goal.kind == "robot_in_room" and len(goals) > 1)
             and not (others_to_meet and goal.kind in PLACING_KINDS and _named(goal.object, things_said)
@@ -618,10 +619,12 @@ def target_problems(goal: Goal, destinations_named: list[str], sources: list[str
             f"has the furniture it calls the {destinations[-1]} as its target"] if back else []
 
 
-def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[list[str], list[str]]:
+def goal_problems(request: str, goals: list[Goal], scene: SceneGraph, part: bool = False
+                  ) -> tuple[list[str], list[str]]:
     """What is wrong with goals read from a request (unknown labels, furniture not where the goal
     says, a kind that contradicts the request's words), and what is only doubtful (a goal true
-    already, a place the request does not name): the model may insist on doubtful goals."""
+    already, a place the request does not name): the model may insist on doubtful goals. A `part`
+    is one thing of a request for several, read apart from the others."""
     words = words_of(request)
     furniture = scene.furniture()
     named_furniture = sorted({f.label for f in furniture if says_label(words, f.label)})
@@ -687,7 +690,7 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph) -> tuple[l
         place = named_furniture[0]
         doubts.append(f"the request names no {_phrase(unnamed[0])}, only the {_phrase(place)}; if it asks to take "
                       f'everything off the {_phrase(place)}, the goal is {{"kind": "clear", "target": "{place}"}}')
-    true_now = true_already(goals, scene, things_said, destinations_said)
+    true_now = true_already(goals, scene, things_said, destinations_said, part)
     doubts += [f"'{goal}' is true already" + (f", so {goal.target} is not where the request wants the {goal.object}; "
                                               f"{_instead(goal, request, scene)}" if goal.kind in PLACING_KINDS else "")
                for goal in true_now]
@@ -701,8 +704,9 @@ class GoalReader:
     """The goal step for one request in one map: the prompt and schema to ask with, the check of
     each reply (a ValueError says what to redo), and the verdict once the repairs are spent."""
 
-    def __init__(self, request: str, scene: SceneGraph, grounding: Grounding | None = None):
+    def __init__(self, request: str, scene: SceneGraph, grounding: Grounding | None = None, part: bool = False):
         self.said = request
+        self.part = part  # one thing of a request for several, read apart
         self.grounding = grounding
         # The checks read the request in the map's words: "put it in the fridge" names the refrigerator.
         self.request = grounding.text if grounding is not None else request
@@ -738,7 +742,7 @@ class GoalReader:
         for repair in (taken_not_placed, rooms_from_request, inside_from_request, cleared_from_request,
                        pin_named_objects):
             goals = repair(self.request, goals, self.scene)
-        problems, doubts = goal_problems(self.request, goals, self.scene)
+        problems, doubts = goal_problems(self.request, goals, self.scene, self.part)
         self.doubted = goals if doubts and not problems else []
         if problems or doubts:
             raise ValueError("; ".join(dict.fromkeys([*problems, *doubts])))  # one line for goals alike

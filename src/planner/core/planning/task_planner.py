@@ -794,13 +794,13 @@ class TaskPlanner:
                                                                      for typed, meant in fixes.items()))
         return mended
 
-    def _extract_goals(self, request: str, grounding: Grounding | None, usage: LLMUsage, widen: bool = True
-                       ) -> tuple[list[Goal], Grounding | None]:
+    def _extract_goals(self, request: str, grounding: Grounding | None, usage: LLMUsage, widen: bool = True,
+                       part: bool = False) -> tuple[list[Goal], Grounding | None]:
         """The goals checked, and the grounding they were read with: when the model holds that the
         home lacks what the request asks for, or its reading is doubted twice, phrases that may
         name map labels in other words are checked first (`widen`), and the request is read again
         with those found."""
-        reader = GoalReader(request, self.tools.scene(), grounding)
+        reader = GoalReader(request, self.tools.scene(), grounding, part)
         halves = joined_halves(request)
         try:
             goals = reader.settle(self._validated(reader.messages(), reader.schema(), usage, reader.parse,
@@ -810,7 +810,7 @@ class TaskPlanner:
                 return self._read_halves(halves, grounding, usage)
             if (wider := self._wider(request, grounding, usage, widen, str(why))) is None:
                 raise
-            return self._extract_goals(request, wider, usage, widen=False)
+            return self._extract_goals(request, wider, usage, widen=False, part=part)
         if halves is not None and len({goal.object for goal in goals if goal.object}) < 2:
             return self._read_halves(halves, grounding, usage)
         fits, renamed = self._goals_fit(reader, goals, usage)
@@ -823,13 +823,14 @@ class TaskPlanner:
             for match in renamed:
                 wider = wider.with_match(match)
             self._emit("perception", f"the request in the map's words: {wider.note()}")
-            return self._extract_goals(request, wider, usage, widen=False)
+            return self._extract_goals(request, wider, usage, widen=False, part=part)
         # Doubted: read again with the doubt said; a reading that is still doubted is put to the user.
-        again, goals = self._read_again(request, grounding, goals, GOAL_DOUBT.format(reading=reading_of(goals)), usage)
+        again, goals = self._read_again(request, grounding, goals, GOAL_DOUBT.format(reading=reading_of(goals)), usage,
+                                         part)
         if self._goals_fit(again, goals, usage)[0]:
             return goals, grounding
         if (wider := self._wider(request, grounding, usage, widen)) is not None:
-            return self._extract_goals(request, wider, usage, widen=False)
+            return self._extract_goals(request, wider, usage, widen=False, part=part)
         return self._asked(goals), grounding
 
     def _read_halves(self, halves: tuple[str, str], grounding: Grounding | None, usage: LLMUsage
@@ -841,7 +842,8 @@ class TaskPlanner:
         self._emit("check", f'the request asks for two things: read as "{halves[0]}" and "{halves[1]}"')
         goals: list[Goal] = []
         for half in halves:
-            goals += [goal for goal in self._extract_goals(half, self._ground(half, usage), usage)[0] if goal not in goals]
+            goals += [goal for goal in self._extract_goals(half, self._ground(half, usage), usage, part=True)[0]
+                      if goal not in goals]
         return final_goals(goals), grounding
 
     def _wider(self, request: str, grounding: Grounding | None, usage: LLMUsage, widen: bool, why: str = ""
@@ -907,11 +909,11 @@ class TaskPlanner:
             raise RequestImpossible(f"you said that is not what you asked ({answer!r}); please say it another way")
         return goals
 
-    def _read_again(self, request: str, grounding: Grounding | None, goals: list[Goal], why: str, usage: LLMUsage
-                    ) -> tuple[GoalReader, list[Goal]]:
+    def _read_again(self, request: str, grounding: Grounding | None, goals: list[Goal], why: str, usage: LLMUsage,
+                    part: bool = False) -> tuple[GoalReader, list[Goal]]:
         """The request read again in the map as it is now, the model told why its reading `goals`
         will not do."""
-        reader = GoalReader(request, self.tools.scene(), grounding)
+        reader = GoalReader(request, self.tools.scene(), grounding, part)
         messages = [*reader.messages(), {"role": "assistant", "content": GoalReply(goals=goals).model_dump_json()},
                     {"role": "user", "content": why}]
         return reader, reader.settle(self._validated(messages, reader.schema(), usage, reader.parse, self.goal_policy))
@@ -923,10 +925,11 @@ class TaskPlanner:
         names by another word must also be the object or room that word names best; when it is not,
         the better ones come beside the verdict."""
         settings, reading = self.settings, reading_of(goals)
-        if all(goal_met(goal, reader.scene) for goal in goals):
+        if all(goal_met(goal, reader.scene) for goal in goals) and not reader.part:
             # Only goals the model kept to through every repair can hold already (they are sent back):
             # on development homes each such reading was a misreading told as done ("make your way to the
-            # home office" as nothing left on an empty desk), so the user is asked first.
+            # home office" as nothing left on an empty desk), so the user is asked first. A part of a
+            # request read a thing at a time is not the whole request: other parts are still to be met.
             self._emit("check", f"{reading}: so already, as the model kept reading it")
             return False, []
         checks = [(GOAL_CHECK_PROMPT.format(request=reader.said, reading=reading), reading, "what was asked",
