@@ -686,6 +686,7 @@ def test_two_things_the_model_keeps_reading_as_one_are_read_one_at_a_time():
     goals = next(text for kind, text in trace if kind == "goal")
     assert "a laptop on a coffee_table" in goals and "a remote on a coffee_table" in goals
 
+
 def test_goals_beside_an_impossible_the_map_contradicts_stand():
     from planner.core.planning.goal_reading import GoalReader
 

@@ -483,9 +483,12 @@ def unknown_things(request: str, scene: SceneGraph) -> list[str]:
 
 # Verbs that move two things at once ("put the dish ... and the pencil ...").
 JOINING_VERBS = "put|place|set|leave|move|store|carry|bring|take|get|fetch|grab"
+# A thing's words after "the": "dish", "reading lamp", "bottle of water".
+THING_WORDS = r"[a-z]+(?: [a-z]+)?(?: of [a-z]+)?"
+# Where a thing is taken from, said after it: " from the counter", " on the kitchen table".
+TAKEN_FROM = r"(?: (?:from|on|in|off) the [a-z]+(?: [a-z]+)?)?"
 # Two things one verb moves: "put the dish from the counter and the pencil on the sofa".
-JOINED_THINGS = re.compile(rf" (?:{JOINING_VERBS})(?: me)? the ([a-z]+(?: [a-z]+)?(?: of [a-z]+)?)"
-                           r"(?: (?:from|on|in|off) the [a-z]+(?: [a-z]+)?)? and the ([a-z]+) ")
+JOINED_THINGS = re.compile(rf" (?:{JOINING_VERBS})(?: me)? the ({THING_WORDS}){TAKEN_FROM} and the ([a-z]+) ")
 
 
 def joined_objects(request: str, labels: set[str]) -> list[str]:
@@ -495,15 +498,15 @@ def joined_objects(request: str, labels: set[str]) -> list[str]:
     by_words = {words_of(label).strip(): label for label in labels}
     name = "(" + "|".join(map(re.escape, sorted(by_words, key=len, reverse=True))) + ")s?"
     article = "(?:the|a|an|my|your|our|some) (?:[a-z]+ )?"
-    joined = re.compile(rf" {article}{name}(?: (?:from|on|in|off) the [a-z]+(?: [a-z]+)?)? and {article}{name}(?= )")
+    joined = re.compile(rf" {article}{name}{TAKEN_FROM} and {article}{name}(?= )")
     return list(dict.fromkeys(by_words[phrase] for pair in joined.findall(words) for phrase in pair)) if labels else []
 
 
 # "Put the reading lamp and the bowl of soup on the bedside table": the verb, two things, and where both go.
 JOINED_REQUEST = re.compile(
     rf"\b(?P<verb>(?:{JOINING_VERBS})(?: me)?) "
-    r"(?P<first>the [a-z]+(?: [a-z]+)?(?: of [a-z]+)?(?: (?:from|on|in|off) the [a-z]+(?: [a-z]+)?)?) and "
-    r"(?P<second>the [a-z]+(?: [a-z]+)?(?: of [a-z]+)?)(?P<rest>(?: (?:on|in|onto|into|to|over|off|from|back)\b[^.?!,]*)?)"
+    rf"(?P<first>the {THING_WORDS}{TAKEN_FROM}) and "
+    rf"(?P<second>the {THING_WORDS})(?P<rest>(?: (?:on|in|onto|into|to|over|off|from|back)\b[^.?!,]*)?)"
     r"(?=[.?!,]| please\b|$)", re.IGNORECASE)
 
 
