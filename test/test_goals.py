@@ -282,6 +282,21 @@ def test_a_model_that_never_reads_the_thing_the_request_moves_does_not_get_anoth
     assert not problems and any("the request is about the magazine" in doubt for doubt in doubts)
 
 
+def test_a_thing_moved_by_a_word_of_its_label_is_not_read_as_a_thing_without_that_word():
+    """"Grab the can of cola" read as a clock held (a development home with a soda_can): no word of
+    the thing is the clock's, and the robot said Done. The label with that word is the reading
+    offered; a label holding a word of the thing inside its own ("the pot of tea": a teapot) is no
+    misreading."""
+    clock = {"goals": [{"kind": "holding", "object": "clock"}]}
+    _, trace, policy = run(robot_at("table_3"), "Could you grab the frame of the photo?",
+                                [clock, {"goals": [{"kind": "holding", "object": "photo_frame"}]}, GIVE_UP])
+    assert ("the request asks for the frame photo, which no goal's object is called; the map's photo frame is called so"
+            in policy.prompts[1][-1]["content"])
+    assert ("goal", "the robot holds a photo_frame") in trace
+    scene = robot_at("table_3").scene()
+    assert not goal_problems("Grab the pot of paper", [Goal(kind="holding", object="toilet_paper")], scene)[0]
+
+
 def test_putting_something_into_furniture_that_opens_is_an_object_in_goal_met_only_inside():
     robot = robot_at("table_1")
     result, trace, policy = run(robot, "Put the apple from the kitchen table into the fridge", [

@@ -586,6 +586,20 @@ def _wanted(label: str, request: str) -> str:
     return f'{{"kind": "{wanted_goal(label, request).kind}", "object": "{label}"}}'
 
 
+def moved_in_part(request: str, labels: set[str]) -> tuple[list[str], list[str]]:
+    """The words of each thing the request moves that names no label whole ("grab the can of cola":
+    can, cola), and the `labels` with one of them as a word of their own (a soda_can)."""
+    said = words_of(request)
+    moved: list[str] = []
+    for word, after in MOVED_PHRASE.findall(said):
+        filler = re.search(rf" {word} of (?:the |an? )?([a-z]+) ", said) if after == "of" else None
+        moved += [word, filler[1]] if filler else [word]
+    if not moved or named_object_labels(request, labels):
+        return [], []
+    singular = {word.removesuffix("s") for word in moved}
+    return moved, sorted(label for label in labels if {*moved, *singular} & set(_phrase(label).split()))
+
+
 def moved_labels(request: str, labels: list[str]) -> list[str]:
     """The `labels` the request names as the thing it moves: "grab the pillow", "pick up the table lamp"."""
     moved = {" ".join(w for w in found if w) for found in MOVED_PHRASE.findall(words_of(request))}
@@ -671,6 +685,15 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph, part: bool
             f"the request is about the {', '.join(map(_phrase, named_objects))}, and no goal has "
             f"{'it' if len(named_objects) == 1 else 'one of them'} as its object; if the "
             f"{_phrase(named_objects[0])} must be {who}, the goal is {_wanted(named_objects[0], request)}")
+    moved, partly_named = moved_in_part(request, known[0])
+    if goals and partly_named and not any(goal.object in partly_named or any(
+            word in goal.object.replace("_", "") for word in moved if len(word) > 2) for goal in goals):
+        # "Grab the can of cola" read as a clock held, and the robot said Done.: no word of the thing is
+        # the clock's, while a soda_can has one ("the pot of tea" may still be a teapot).
+        problems.append(f"the request asks for the {' '.join(moved)}, which no goal's object is called; the map's "
+                        f"{', '.join(map(_phrase, partly_named))} {'is' if len(partly_named) == 1 else 'are'} called so: "
+                        f"if the {_phrase(partly_named[0])} must be {'brought to the user' if mentions_user(request) else 'taken'}, "
+                        f"the goal is {_wanted(partly_named[0], request)}")
     joined = joined_objects(request, known[0])
     if left_out := [label for label in joined if not any(goal.object == label for goal in goals)]:
         if len(left_out) < len(joined):  # none of them: the doubt above, or the model's reason
