@@ -700,19 +700,21 @@ class TaskPlanner:
         # the living room). Rooms are few, and read where only a room can be (_rooms_read).
         labels = thing_labels(scene)
         places = room_places(request, [f.label for f in scene.furniture()], scene.rooms())
-        if not loose:
-            grounding = self.grounder.ground(request, labels, scene.rooms())
-        else:
-            settings = self.settings
-            # A name the lexicon gives the label in a rare sense ("jumper": sweater) has two readings that
-            # agree at the name check's own threshold; a phrase only alike to it needs the surer one. A
-            # place where only a room can be names no thing ("I'm in the office": no desk, 0.65 to the 1.5B).
-            grounding = self.grounder.ground(
-                request, labels, scene.rooms(), settings.other_name_similarity,
-                lambda match: not any(f" {match.phrase} " in f" {place} " for place in places) and self._named(
-                    match.phrase, match.label,
-                    settings.name_check_threshold if match.rare_sense else settings.other_name_threshold, usage,
-                    unjudged=False))  # no answer grounds nothing
+        settings = self.settings
+
+        def accept(match: Match) -> bool:
+            # A name the lexicon gives the label in a rare sense ("jumper": sweater, "settee": sofa) has two
+            # readings that agree at the name check's own threshold, from the first reading on (the 1.5B took
+            # the settee for a chair, 0.76 likely one); a phrase only alike to a label, asked only before a
+            # request is given up, needs the surer one. A place where only a room can be names no thing
+            # ("I'm in the office": no desk, 0.65 to the 1.5B).
+            return not any(f" {match.phrase} " in f" {place} " for place in places) and self._named(
+                match.phrase, match.label,
+                settings.name_check_threshold if match.rare_sense else settings.other_name_threshold, usage,
+                unjudged=False)  # no answer grounds nothing
+
+        grounding = self.grounder.ground(request, labels, scene.rooms(), settings.other_name_similarity if loose else None,
+                                         accept)
         grounding = self._rooms_read(self._sources_grounded(grounding, scene), places, scene.rooms(), usage)
         if grounding.matches:
             self._emit("perception", f"the request in the map's words: {grounding.note()}")
