@@ -26,7 +26,7 @@ from typing import Literal, NamedTuple
 
 from pydantic import Field
 
-from planner.core.ambiguity import Question, ambiguous_goals, chosen_candidate
+from planner.core.ambiguity import Question, ambiguous_goals, chosen_candidate, words_of
 from planner.core.asking import LABELS_OFFERED, LLMUsage, ask_validated, choose_one, label_options, words
 from planner.core.calls import format_call, parse_call
 from planner.core.errors import PolicyError, RequestImpossible, TaskCanceled
@@ -701,13 +701,17 @@ class TaskPlanner:
         labels = thing_labels(scene)
         places = room_places(request, [f.label for f in scene.furniture()], scene.rooms())
         settings = self.settings
+        said = words_of(request)
 
         def accept(match: Match) -> bool:
             # A name the lexicon gives the label in a rare sense ("jumper": sweater, "settee": sofa) has two
             # readings that agree at the name check's own threshold, from the first reading on (the 1.5B took
-            # the settee for a chair, 0.76 likely one); a phrase only alike to a label, asked only before a
+            # the settee for a chair, 0.76 likely one), except where a room may be said ("clear the piano in
+            # the lounge": no sofa, 0.66 to the 1.5B); a phrase only alike to a label, asked only before a
             # request is given up, needs the surer one. A place where only a room can be names no thing
             # ("I'm in the office": no desk, 0.65 to the 1.5B).
+            if not loose and re.search(rf" in (?:the|my|your|our) {re.escape(match.phrase)} ", said):
+                return False
             return not any(f" {match.phrase} " in f" {place} " for place in places) and self._named(
                 match.phrase, match.label,
                 settings.name_check_threshold if match.rare_sense else settings.other_name_threshold, usage,
