@@ -600,6 +600,20 @@ def moved_in_part(request: str, labels: set[str]) -> tuple[list[str], list[str]]
     return moved, sorted(label for label in labels if {*moved, *singular} & set(_phrase(label).split()))
 
 
+def _moved_otherwise(request: str, goals: list[Goal], labels: set[str]) -> list[str]:
+    """What is wrong where the request moves a thing by a word of some `labels` and no goal's object
+    has a word of the thing: "grab the can of cola" read as a clock held, and the robot said Done.
+    ("the pot of tea" may still be a teapot)."""
+    moved, partly_named = moved_in_part(request, labels)
+    if not goals or not partly_named or any(goal.object in partly_named or any(
+            word in goal.object.replace("_", "") for word in moved if len(word) > 2) for goal in goals):
+        return []
+    return [f"the request asks for the {' '.join(moved)}, which no goal's object is called; the map's "
+            f"{', '.join(map(_phrase, partly_named))} {'is' if len(partly_named) == 1 else 'are'} called so: "
+            f"if the {_phrase(partly_named[0])} must be {'brought to the user' if mentions_user(request) else 'taken'}, "
+            f"the goal is {_wanted(partly_named[0], request)}"]
+
+
 def moved_labels(request: str, labels: list[str]) -> list[str]:
     """The `labels` the request names as the thing it moves: "grab the pillow", "pick up the table lamp"."""
     moved = {" ".join(w for w in found if w) for found in MOVED_PHRASE.findall(words_of(request))}
@@ -685,15 +699,7 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph, part: bool
             f"the request is about the {', '.join(map(_phrase, named_objects))}, and no goal has "
             f"{'it' if len(named_objects) == 1 else 'one of them'} as its object; if the "
             f"{_phrase(named_objects[0])} must be {who}, the goal is {_wanted(named_objects[0], request)}")
-    moved, partly_named = moved_in_part(request, known[0])
-    if goals and partly_named and not any(goal.object in partly_named or any(
-            word in goal.object.replace("_", "") for word in moved if len(word) > 2) for goal in goals):
-        # "Grab the can of cola" read as a clock held, and the robot said Done.: no word of the thing is
-        # the clock's, while a soda_can has one ("the pot of tea" may still be a teapot).
-        problems.append(f"the request asks for the {' '.join(moved)}, which no goal's object is called; the map's "
-                        f"{', '.join(map(_phrase, partly_named))} {'is' if len(partly_named) == 1 else 'are'} called so: "
-                        f"if the {_phrase(partly_named[0])} must be {'brought to the user' if mentions_user(request) else 'taken'}, "
-                        f"the goal is {_wanted(partly_named[0], request)}")
+    problems += _moved_otherwise(request, goals, known[0])
     joined = joined_objects(request, known[0])
     if left_out := [label for label in joined if not any(goal.object == label for goal in goals)]:
         if len(left_out) < len(joined):  # none of them: the doubt above, or the model's reason
