@@ -43,3 +43,12 @@ def test_a_request_canceled_while_waiting_leaves_the_queue_and_frees_its_place()
     assert not queue.has_room()
     assert not queue.wait_turn(waiting, give_up=lambda: True)
     assert queue.waiting() == 0 and queue.has_room()
+
+
+def test_a_request_whose_turn_comes_as_it_is_canceled_does_not_start():
+    """The emergency stop ends the running task and every waiting one: the task next in line, whose
+    turn came as the one ahead ended, started and ran (seen in the node test under load)."""
+    queue = TaskQueue(capacity=1)
+    ticket = queue.admit()
+    assert not queue.wait_turn(ticket, give_up=lambda: True)
+    assert queue.waiting() == 0 and queue.wait_turn(queue.admit(), give_up=lambda: False)

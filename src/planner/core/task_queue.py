@@ -42,11 +42,15 @@ class TaskQueue:
     def wait_turn(self, ticket: int, give_up: Callable[[], bool], poll_s: float = 0.1) -> bool:
         """Block until the ticket may run (True) or `give_up()` says stop waiting (False: it is withdrawn)."""
         with self._changed:
-            while self._running is not None or self._waiting[0] != ticket:
+            # Asked before the turn is taken too: a ticket whose turn comes as the emergency stop ends the
+            # task ahead of it must not start.
+            while True:
                 if give_up():
                     self._waiting.remove(ticket)
                     self._changed.notify_all()
                     return False
+                if self._running is None and self._waiting[0] == ticket:
+                    break
                 self._changed.wait(poll_s)
             self._waiting.pop(0)
             self._running = ticket
