@@ -100,7 +100,9 @@ class RoomReader:
 
     def complete(self, messages: list[dict], schema: dict) -> PolicyReply:
         word = re.search(r'Which of these is "([^"]+)"', messages[-1]["content"])[1]
-        return PolicyReply(json.dumps({"meaning": "a room", "choice": self.CHOICES[word]}))
+        self.offered = re.findall(r"^- (.+)$", messages[-1]["content"], re.MULTILINE)
+        line = next(line for line in self.offered if line.startswith(self.CHOICES[word]))
+        return PolicyReply(json.dumps({"meaning": "a room", "choice": line}))
 
     def judge(self, messages: list[dict], schema: dict | None = None) -> PolicyReply:
         p = next((p for asked, p in self.YES.items() if asked in messages[-1]["content"]), 0.3)
@@ -110,10 +112,14 @@ class RoomReader:
 def test_rooms_are_read_as_the_planner_reads_a_place_where_only_a_room_can_be(grounder):
     data = ChecksData.model_validate({**DATA, "needs": [], "names": [], "near_misses": [],
                                       "rooms": ["kitchen", "living_room", "bathroom"],
+                                      "room_furniture": {"kitchen": ["stove", "sink"], "living_room": ["sofa"]},
                                       "room_names": [{"word": "den", "room": "living_room"},
                                                      {"word": "scullery", "room": "kitchen"}],
                                       "absent_rooms": ["garage"]})
-    records = run(data, RoomReader(), grounder, wrong=2, seed=0, progress=lambda line: None)
+    reader = RoomReader()
+    records = run(data, reader, grounder, wrong=2, seed=0, progress=lambda line: None)
+    # Each room is offered with its furniture, as the planner offers a map's rooms.
+    assert reader.offered == ["kitchen (holds stove, sink)", "living room (holds sofa)", "bathroom", "none of these"]
     assert records["rooms"][0] == {"word": "den", "room": "living_room", "chosen": "living_room", "p_yes": 0.7}
     room = summarize(records, 0.45, 0.45, 0.1, 0.6, room_threshold=0.5)["room"]
     assert room["chosen_right"] == 50.0 and room["absent_chosen"] == 100.0
@@ -121,3 +127,5 @@ def test_rooms_are_read_as_the_planner_reads_a_place_where_only_a_room_can_be(gr
     assert room["sweep"]["0.65"] == {"right": 50.0, "wrong": 0.0, "absent_read": 0.0}
     with pytest.raises(ValueError, match="rooms not in `rooms`: study"):
         ChecksData.model_validate({**DATA, "rooms": ["kitchen"], "room_names": [{"word": "den", "room": "study"}]})
+    with pytest.raises(ValueError, match="rooms not in `rooms`: study"):
+        ChecksData.model_validate({**DATA, "rooms": ["kitchen"], "room_furniture": {"study": ["desk"]}})

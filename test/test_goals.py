@@ -945,13 +945,17 @@ def test_a_room_taken_for_one_the_request_calls_otherwise_must_be_the_one_the_wo
 
 
 def test_a_place_where_only_a_room_can_be_is_read_as_the_room_of_the_map_the_model_and_name_check_agree_on():
-    """"The shelf in the den": the apartment has no den. The model chooses among the map's rooms, the
-    name check agrees, and the request is read as the shelf in the living room, not the shelf in the
-    bathroom or the office; the goal reads no other room."""
+    """"The shelf in the den": the apartment has no den. The model chooses among the map's rooms, each
+    shown with its furniture (what few other rooms hold first), the name check agrees, and the request
+    is read as the shelf in the living room, not the shelf in the bathroom or the office; the goal
+    reads no other room."""
     shelf_in = {"goals": [{"kind": "object_on", "object": "cup", "target": "shelf", "room": "living_room"}]}
+    living_room = "living room (holds armchair, coffee table, side table, sofa)"
     result, trace, policy = run_grounded("Put the cup on the shelf in the den", [
-        {"meaning": "a cosy sitting room", "choice": "living room"}, {"fits": True, "p": 0.7}, shelf_in, GIVE_UP])
-    assert "- living room\n" in policy.prompts[0][0]["content"] and "- none of these" in policy.prompts[0][0]["content"]
+        {"meaning": "a cosy sitting room", "choice": living_room}, {"fits": True, "p": 0.7}, shelf_in, GIVE_UP])
+    offered = policy.prompts[0][0]["content"]
+    assert f"- {living_room}\n" in offered and "- none of these" in offered
+    assert "- kitchen (holds counter, fridge, stove, cabinet)\n" in offered  # cabinets stand in two rooms
     assert policy.prompts[1][0]["content"].startswith('Is "den" another name for a living room?')
     assert ("perception", "the request in the map's words: den = living_room") in trace
     assert policy.prompts[2][-1]["content"].endswith("(In the map's labels: den = living_room)")
@@ -960,11 +964,12 @@ def test_a_place_where_only_a_room_can_be_is_read_as_the_room_of_the_map_the_mod
     # The model's choice alone reads nothing: below room_name_threshold the place stays as said (a
     # room the home lacks got at most 0.44 from the 1.5B for the room it chose), and so does a place
     # the model says is none of the rooms. The name check is not asked again for the same place.
-    for replies in ([{"choice": "office"}, {"fits": False, "p": 0.44}], [{"choice": "none of these"}]):
+    for replies in ([{"choice": "office (holds desk, chair, shelf)"}, {"fits": False, "p": 0.44}],
+                    [{"choice": "none of these"}]):
         result, trace, policy = run_grounded("Go to the garage", [*replies, *[{"goals": [], "impossible": "there is no garage"}] * 2])
         assert not any(kind == "perception" for kind, _ in trace)
         assert result.outcome == "impossible"
-        assert sum("- hallway\n" in str(prompt[0]["content"]) for prompt in policy.prompts) == 1  # the rooms offered
+        assert sum("- hallway (holds" in str(prompt[0]["content"]) for prompt in policy.prompts) == 1  # the rooms offered
 
 
 def test_only_places_where_a_room_must_be_are_read_as_rooms():

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from planner.core.asking import LABELS_OFFERED, choose_one, label_options
+from planner.core.asking import LABELS_OFFERED, choose_one, room_options
 from planner.core.errors import PolicyError
 from planner.core.files import StrictModel, load_model
 from planner.core.planning.goal_reading import name_question, need_question
@@ -56,6 +56,8 @@ class ChecksData(StrictModel):
     names: list[NameCase] = []
     near_misses: list[str] = []
     rooms: list[str] = Field(default=[], description="the rooms of a home a room's other name is read among")
+    room_furniture: dict[str, list[str]] = Field(default={}, description="furniture of each room, the most telling "
+                                                 "first, shown with it as the planner shows a map's rooms")
     room_names: list[RoomNameCase] = []
     absent_rooms: list[str] = Field(default=[], description="rooms that home lacks")
 
@@ -66,7 +68,7 @@ class ChecksData(StrictModel):
                          | {name.label for name in self.names} - known)
         if unknown:
             raise ValueError(f"labels not in `labels`: {', '.join(unknown)}")
-        if unknown_rooms := sorted({name.room for name in self.room_names} - set(self.rooms)):
+        if unknown_rooms := sorted(({name.room for name in self.room_names} | set(self.room_furniture)) - set(self.rooms)):
             raise ValueError(f"rooms not in `rooms`: {', '.join(unknown_rooms)}")
         return self
 
@@ -113,17 +115,19 @@ def run(data: ChecksData, policy: Policy, grounder: Grounder, wrong: int, seed: 
         progress(f"[{done}/{total}] name: {word}")
     rooms = []
     for word, room in [*((name.word, name.room) for name in data.room_names), *((absent, None) for absent in data.absent_rooms)]:
-        rooms.append({"word": word, "room": room, **_room_read(policy, word, data.rooms)})
+        rooms.append({"word": word, "room": room, **_room_read(
+            policy, word, {room: data.room_furniture.get(room, []) for room in data.rooms})})
         done += 1
         progress(f"[{done}/{total}] room: {word}")
     return {"needs": needs, "names": names, "rooms": rooms}
 
 
-def _room_read(policy: Policy, word: str, rooms: list[str]) -> dict:
-    """The room the model chooses for a place where only a room can be, and the name check's
-    probability of yes for it (both None when it chose none or gave no valid answer)."""
+def _room_read(policy: Policy, word: str, rooms: dict[str, list[str]]) -> dict:
+    """The room the model chooses for a place where only a room can be among the `rooms` (each with
+    its furniture), and the name check's probability of yes for it (both None when it chose none or
+    gave no valid answer)."""
     try:
-        chosen = choose_one(policy.complete, f"Could you go to the {word}?", word, label_options(rooms), max_repairs=2)
+        chosen = choose_one(policy.complete, f"Could you go to the {word}?", word, room_options(rooms), max_repairs=2)
     except PolicyError:
         chosen = None
     if chosen not in rooms:

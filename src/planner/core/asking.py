@@ -55,6 +55,7 @@ Answer with JSON: "meaning", what "{words}" is in a few words, then "choice", on
 
 LABELS_OFFERED = 5  # the labels most like words that fit none well, offered to the model to choose from
 NONE = "none"       # the option "none of these" among labels
+ROOM_FURNITURE_SHOWN = 4  # the furniture a room is shown with when the model chooses a room
 
 
 def words(name: str) -> str:
@@ -65,6 +66,14 @@ def words(name: str) -> str:
 def label_options(labels: Iterable[str]) -> dict[str, str]:
     """Labels to choose among (see choose_one), each as people say it, and "none of these"."""
     return {label: words(label) for label in labels} | {NONE: "none of these"}
+
+
+def room_options(contents: dict[str, list[str]]) -> dict[str, str]:
+    """Rooms to choose among (see choose_one), each as people say it with the furniture it holds, the
+    most telling first, and "none of these": a room is known by what is in it ("the spare room" is the
+    one with the bed; without its furniture the 1.5B took it for the living room)."""
+    return {room: f"{words(room)} (holds {', '.join(words(label) for label in held[:ROOM_FURNITURE_SHOWN])})"
+            if held else words(room) for room, held in contents.items()} | {NONE: "none of these"}
 
 
 class Choice(StrictModel):
