@@ -290,7 +290,7 @@ def test_a_thing_moved_by_a_word_of_its_label_is_not_read_as_a_thing_without_tha
     clock = {"goals": [{"kind": "holding", "object": "clock"}]}
     _, trace, policy = run(robot_at("table_3"), "Could you grab the frame of the photo?",
                                 [clock, {"goals": [{"kind": "holding", "object": "photo_frame"}]}, GIVE_UP])
-    assert ("the request asks for the frame photo, which no goal's object is called; the map's photo frame is called so"
+    assert ("the request asks for the frame of the photo, which no goal's object is called; the map's photo frame is called so"
             in policy.prompts[1][-1]["content"])
     assert ("goal", "the robot holds a photo_frame") in trace
     scene = robot_at("table_3").scene()

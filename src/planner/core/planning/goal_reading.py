@@ -586,29 +586,31 @@ def _wanted(label: str, request: str) -> str:
     return f'{{"kind": "{wanted_goal(label, request).kind}", "object": "{label}"}}'
 
 
-def moved_in_part(request: str, labels: set[str]) -> tuple[list[str], list[str]]:
-    """The words of each thing the request moves that names no label whole ("grab the can of cola":
-    can, cola), and the `labels` with one of them as a word of their own (a soda_can)."""
+def moved_in_part(request: str, labels: set[str]) -> tuple[list[str], list[str], list[str]]:
+    """Each thing the request moves that names no label whole, as said ("grab the can of cola": can of
+    cola), its words (can, cola), and the `labels` with one of them as a word of their own (a soda_can)."""
     said = words_of(request)
+    phrases: list[str] = []
     moved: list[str] = []
     for word, after in MOVED_PHRASE.findall(said):
         filler = re.search(rf" {word} of (?:the |an? )?([a-z]+) ", said) if after == "of" else None
+        phrases.append(filler[0].strip() if filler else word)
         moved += [word, filler[1]] if filler else [word]
     if not moved or named_object_labels(request, labels):
-        return [], []
+        return [], [], []
     singular = {word.removesuffix("s") for word in moved}
-    return moved, sorted(label for label in labels if {*moved, *singular} & set(_phrase(label).split()))
+    return phrases, moved, sorted(label for label in labels if {*moved, *singular} & set(_phrase(label).split()))
 
 
 def _moved_otherwise(request: str, goals: list[Goal], labels: set[str]) -> list[str]:
     """What is wrong where the request moves a thing by a word of some `labels` and no goal's object
     has a word of the thing: "grab the can of cola" read as a clock held, and the robot said Done.
     ("the pot of tea" may still be a teapot)."""
-    moved, partly_named = moved_in_part(request, labels)
+    phrases, moved, partly_named = moved_in_part(request, labels)
     if not goals or not partly_named or any(goal.object in partly_named or any(
             word in goal.object.replace("_", "") for word in moved if len(word) > 2) for goal in goals):
         return []
-    return [f"the request asks for the {' '.join(moved)}, which no goal's object is called; the map's "
+    return [f"the request asks for the {' and the '.join(phrases)}, which no goal's object is called; the map's "
             f"{', '.join(map(_phrase, partly_named))} {'is' if len(partly_named) == 1 else 'are'} called so: "
             f"if the {_phrase(partly_named[0])} must be {'brought to the user' if mentions_user(request) else 'taken'}, "
             f"the goal is {_wanted(partly_named[0], request)}"]
