@@ -83,18 +83,14 @@ def test_a_scripted_run_scores_every_query_and_writes_results_report_and_plot(be
     scene = load_bench_map(bench / "maps" / "studio.json")
     names = prompt_names(scene, [e.id for e in [*scene.furniture(), *scene.objects()]])
     # The scripted model answers the truth except for the first query, where it names a wrong item
-    # first; the check of each answer's first id finds that it fits, which ends the checks.
-    replies: list[dict] = []
-    for number, query in enumerate(queries):
-        ids = truth[query.id] if number else ["obj1", *truth[query.id]]
-        replies.append({"query": query.text, "ids": [names[i] for i in ids]})
-        replies += [{"fits": True}] * min(1, len(ids))
+    # first; its answers are taken as they are.
+    replies = [{"query": query.text, "ids": [names[i] for i in (truth[query.id] if number else ["obj1", *truth[query.id]])]}
+               for number, query in enumerate(queries)]
     (bench / "replies.yaml").write_text(yaml.safe_dump(replies))
-    # The map's own check of rooms, neighbours and exclusions would change how many ids are checked,
-    # and so which scripted reply answers which question, and the item most like the query put first
-    # would change the scripted answers; each has its own tests.
+    # The map's own check of rooms, neighbours and exclusions, and the kinds the model names for a
+    # query, would change the scripted answers; each has its own tests.
     config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "planner.yaml").read_text())
-    config["object_finder"].update(constraints=False, choice_weight=None)
+    config["object_finder"].update(constraints=False, kinds=0)
     (bench / "planner.yaml").write_text(yaml.safe_dump(config))
     assert main(["bench", "objects", "--maps", str(bench / "maps"), "--queries", str(bench / "queries.yaml"),
                  "--truth", str(bench / "truth"), "--llm", "scripted", "--replies", str(bench / "replies.yaml"),

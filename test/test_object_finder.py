@@ -39,9 +39,25 @@ def feedback(verdict, evidence=(), problems="x"):
 
 
 def finder(replies, **settings):
-    """The finder without the check of each answer unless a test asks for it."""
+    """The finder that takes the model's answer as it is (no kinds) unless a test asks for them."""
     policy = ScriptedPolicy(replies)
-    return ObjectFinder(policy, FinderSettings(**{"check_answers": 0, **settings})), policy
+    return ObjectFinder(policy, FinderSettings(**{"kinds": 0, **settings})), policy
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    from planner.adapters.embeddings import SentenceEmbedder
+
+    return SentenceEmbedder()
+
+
+def kinds(*named, need="x"):
+    return {"need": need, "kinds": list(named)}
+
+
+def matcher(replies, embedder, **settings):
+    policy = ScriptedPolicy(replies)
+    return ObjectFinder(policy, FinderSettings(**settings), embedder), policy
 
 
 def test_the_model_sees_uncertain_labels_positions_sizes_and_relations_and_may_only_name_map_ids(scene):
@@ -80,35 +96,37 @@ def test_items_with_opaque_ids_are_shown_by_label_names_and_answers_come_back_as
     assert found.relevant_objects == ["obj2"] and found.explanation == "obj2 is on obj1"
 
 
-def test_each_answer_is_checked_on_its_own_and_nothing_fits_when_no_checked_item_does(scene):
-    find, policy = finder([answer(["sofa1", "chair1", "table1"]), {"fits": True, "p": 0.4},
-                           {"fits": True, "p": 0.7}], check_answers=2, check_threshold=0.6)
-    found = find.find(scene, "a seat that is not a couch")
-    checks = [prompt[1]["content"] for prompt in policy.prompts[1:]]
-    # The question is in the map prompt: a check adds only the item's line to the answer's prompt,
-    # all of which the server has cached.
-    assert checks[0].startswith(f'{policy.prompts[0][1]["content"]}\nItem: sofa1: sofa 0.90, bed 0.10')
-    assert checks[1].startswith(f'{policy.prompts[0][1]["content"]}\nItem: chair1: chair 0.55, stool 0.45')
-    assert "Asked instead about one item" in policy.prompts[0][0]["content"]
-    assert policy.prompts[1][0] == policy.prompts[0][0]  # the map prompt again: the server has it cached
-    # The sofa is dropped; the unchecked table stays behind the chair that fits.
-    assert found.relevant_objects == ["chair1", "table1"] and found.calls == 3
-    assert [r["role"] for r in found.rounds] == ["answer", "check sofa1", "check chair1"]
-    assert [r["reply"]["p_yes"] for r in found.rounds[1:]] == [0.4, 0.7]  # a yes below the threshold is a no
-    assert found.unchecked == ["sofa1", "chair1", "table1"]
+def test_the_items_like_a_kind_the_model_names_are_the_answer_and_nothing_fits_when_none_is(scene, embedder):
+    find, policy = matcher([kinds("chair", "stool", "sofa", need="a seat")], embedder)
+    found = find.find(scene, "somewhere to sit")
+    # One call: the kinds, asked with the map prompt (which the server keeps cached), not chosen from it.
+    system = policy.prompts[0][0]["content"]
+    assert "Asked instead for the kinds" in system and "chair1: chair 0.55, stool 0.45" in system
+    assert policy.prompts[0][1]["content"] == "Kinds: somewhere to sit"
+    assert found.relevant_objects[:2] == ["chair1", "sofa1"] and "cup1" not in found.relevant_objects
+    assert found.calls == 1 and found.inferred_query == "a seat" and found.query_achievable
+    assert [r["role"] for r in found.rounds] == ["kinds", "fit"]
+    assert found.rounds[-1]["reply"]["chair1"] == {"fit": 1.0, "label": "chair ~ chair"}
 
-    # The checks stop at the first id that fits: the ids after it stay as the model ordered them.
-    find, policy = finder([answer(["chair1", "sofa1"]), {"fits": True, "p": 0.9}], check_answers=2)
-    found = find.find(scene, "a seat")
-    assert found.relevant_objects == ["chair1", "sofa1"] and found.calls == 2 and len(policy.prompts) == 2
-
-    find, _ = finder([answer(["sofa1", "table1", "cup1"]), "false", {"fits": False}], check_answers=2)  # either form
+    find, _ = matcher([kinds("piano", "keyboard")], embedder)
     found = find.find(scene, "a piano")
-    assert found.relevant_objects == [] and not found.query_achievable  # the unchecked cup goes too
+    assert found.relevant_objects == [] and not found.query_achievable
     assert found.explanation == "none of the 4 items shown meets the query"
 
-    find, _ = finder([answer([])], check_answers=2)
-    assert find.find(scene, "a piano").calls == 1  # an empty answer needs no check
+
+def test_a_reflected_answers_first_id_counts_more_and_a_superlative_takes_the_biggest_that_fits(scene, embedder):
+    def first(query, replies, **settings):
+        find, _ = matcher(replies, embedder, **settings)
+        return find.find(scene, query).relevant_objects[:2]
+
+    seats = kinds("chair", "sofa")
+    assert first("a seat", [seats]) == ["chair1", "sofa1"]  # the kind named first fits best
+    reflected = [answer(["sofa1"]), feedback("correct"), seats]  # a workflow that answers from the map
+    assert first("a seat", reflected, workflow="self_reflection") == ["sofa1", "chair1"]
+    assert first("a seat", reflected, workflow="self_reflection", choice_weight=0.0) == ["chair1", "sofa1"]
+    assert first("the biggest seat", [seats]) == ["sofa1", "chair1"]  # both fit about as well: by size
+    # Without kinds the model chooses from the map, and its answer is taken as it is.
+    assert first("a seat", [answer(["cup1"])], kinds=0) == ["cup1"]
 
 
 def test_an_unknown_id_is_sent_back_naming_it_and_the_repaired_answer_is_used(scene):
@@ -211,67 +229,6 @@ def test_the_chooser_sees_the_distinct_answers_unlabelled_and_its_choice_is_the_
     assert found.relevant_objects == json.loads(listed.split(": ", 1)[1])["ids"]
 
 
-def test_an_answer_whose_labels_the_query_is_nothing_like_is_dropped_without_asking(scene):
-    from planner.adapters.embeddings import SentenceEmbedder
-
-    embedder = SentenceEmbedder()
-    policy = ScriptedPolicy([answer(["table1", "cup1"]), {"fits": True, "p": 0.9}])
-    find = ObjectFinder(policy, FinderSettings(check_answers=2), embedder=embedder)
-    found = find.find(scene, "something to drink from")
-    # A table (0.13 like the query) or desk (0.18) is not asked about; the cup (0.43) is.
-    assert found.relevant_objects == ["cup1"] and found.calls == 2
-    assert [r["role"] for r in found.rounds] == ["answer", "unlike table1", "check cup1", "most alike"]
-    assert found.rounds[1]["reply"]["similarity"] < 0.2 and "Item: cup1:" in policy.prompts[-1][1]["content"]
-
-    # Set below every similarity, each id is asked again.
-    policy = ScriptedPolicy([answer(["table1", "cup1"]), {"fits": True, "p": 0.9}])
-    find = ObjectFinder(policy, FinderSettings(check_answers=2, check_similarity=-1, choice_weight=None),
-                        embedder=embedder)
-    assert find.find(scene, "something to drink from").relevant_objects == ["table1", "cup1"]
-
-
-def test_a_label_the_query_names_in_other_words_is_asked_about_however_unlike_the_embeddings_hold_them():
-    from planner.adapters.embeddings import SentenceEmbedder
-    from planner.adapters.lexicon import WordNetLexicon
-    from planner.core.planning.grounding import Grounder
-
-    scene = SceneGraph.from_voxeland(parse_voxeland({"instances": {
-        "toilet1": _instance([1.0, 1.0, 0.4], [0.4, 0.7, 0.8], {"toilet": 90.0}),
-        "sink1": _instance([2.0, 1.0, 0.8], [0.5, 0.4, 0.2], {"sink": 90.0})}}))
-    embedder = SentenceEmbedder()
-
-    def find(grounder):
-        policy = ScriptedPolicy([answer(["toilet1"]), {"fits": True, "p": 0.9}])
-        return ObjectFinder(policy, FinderSettings(check_answers=1), embedder, grounder).find(scene, "I'm looking for my loo")
-
-    found = find(None)  # the sentence embeddings alone hold the toilet nothing like "my loo"
-    assert found.relevant_objects == [] and found.rounds[-1]["role"] == "unlike toilet1"
-    found = find(Grounder(embedder, lexicon=WordNetLexicon()))  # WordNet: a loo is a toilet
-    assert found.relevant_objects == ["toilet1"] and "check toilet1" in [r["role"] for r in found.rounds]
-
-
-def test_once_something_fits_the_item_most_like_the_query_comes_first(scene):
-    from planner.adapters.embeddings import SentenceEmbedder
-
-    embedder = SentenceEmbedder()
-
-    def found(replies, **settings):
-        policy = ScriptedPolicy([answer(["table1", "cup1"]), *replies])
-        find = ObjectFinder(policy, FinderSettings(**{"check_answers": 2, "check_similarity": -1, **settings}),
-                            embedder=embedder)
-        return find.find(scene, "something to drink from")
-
-    # The table passes the check, but the cup is far more like the query.
-    result = found([{"fits": True, "p": 0.9}])
-    assert result.relevant_objects == ["cup1", "table1"] and result.calls == 2
-    assert result.rounds[-1]["role"] == "most alike" and result.rounds[-1]["reply"]["id"] == "cup1"
-    # The model's first id counted as much more as that: the id that passed stays first.
-    assert found([{"fits": True, "p": 0.9}], choice_weight=1.0).relevant_objects == ["table1", "cup1"]
-    # Whether anything fits is still the check's: the cup most like the query is no answer on its own.
-    result = found([{"fits": True, "p": 0.3}, {"fits": True, "p": 0.4}])
-    assert result.relevant_objects == [] and "most alike" not in [r["role"] for r in result.rounds]
-
-
 def test_a_large_map_is_narrowed_to_the_items_related_to_the_query(tmp_path):
     from planner.adapters.embeddings import SentenceEmbedder
     from planner.bench.objects import load_bench_map
@@ -298,6 +255,7 @@ def test_a_large_map_is_narrowed_to_the_items_related_to_the_query(tmp_path):
 @pytest.mark.embedded
 @pytest.mark.timeout(900)
 def test_the_embedded_model_finds_seats_reads_a_negation_and_says_when_nothing_fits():
+    from planner.adapters.embeddings import SentenceEmbedder
     from planner.adapters.llm import LLMSettings, open_policy
     from planner.bench.objects import hit, load_bench_map, load_queries, load_truth
 
@@ -306,10 +264,10 @@ def test_the_embedded_model_finds_seats_reads_a_negation_and_says_when_nothing_f
     truth = load_truth(BENCH / "truth" / "studio.yaml", list(queries.values()), scene)
     policy, server = open_policy(LLMSettings(provider="embedded").resolved())
     try:
-        find = ObjectFinder(policy)
+        find = ObjectFinder(policy, embedder=SentenceEmbedder())
         for query in ("sit", "sit_not_couch", "piano"):  # the studio has no piano
             found = find.find(scene, queries[query].text)
-            assert not found.error and found.calls <= 3  # an answer, and a check of its first ids
+            assert not found.error and found.calls == 1  # the kinds
             assert hit(found.relevant_objects, truth[query], 1), (query, found)
             assert found.prompt_tokens > 0
     finally:

@@ -303,8 +303,8 @@ def test_a_lost_goal_object_lets_the_model_search_the_map_in_plain_words(skill_p
     from planner.core.object_finder import ObjectFinder
 
     robot = InProcessRobot(SCENARIO, skill_planner)
-    # The finder's answer, then its check that the bottle meets the query.
-    robot.map.finder = ObjectFinder(ScriptedPolicy([{"query": "a bottle", "ids": ["bottle_1"]}, {"fits": True}]))
+    # The finder's answer (without an embedder, as the model gives it).
+    robot.map.finder = ObjectFinder(ScriptedPolicy([{"query": "a bottle", "ids": ["bottle_1"]}]))
     replies = recorded_plan()
     # Where the recording has an invalid pick after the bottle went missing, the model searches instead.
     replies[4] = {"thought": "The bottle is gone; I search the map.", "action": "search_map()", "query": "the bottle"}

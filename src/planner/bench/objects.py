@@ -193,7 +193,7 @@ def _abstention(records: list[dict]) -> dict:
             "abstention_recall": round(100 * right / len(unanswerable), 1) if unanswerable else None,
             "top1_answerable": round(100 * sum(r["top1"] for r in answerable) / len(answerable), 1)
             if answerable else None,
-            # The same answers before the check of each (the check only removes ids).
+            # The model's own answer from the map, before the constraints and the kinds it names.
             "unchecked_top1": round(100 * sum(r.get("unchecked_top1", r["top1"]) for r in records) / len(records), 1),
             "unchecked_abstained": round(100 * sum(not r.get("unchecked", r["answer"]) for r in records)
                                          / len(records), 1)}
@@ -228,7 +228,7 @@ def report(results: dict) -> str:
     lines += ["", "Saying that nothing fits (%): abstained = empty answers; precision = of those, nothing fitted; "
               "recall = of the queries nothing fits, answered empty:", "",
               "| workflow | no answer exists | abstained | precision | recall | Top-1 where an answer exists "
-              "| before the check: Top-1 / abstained |", "|---|---|---|---|---|---|---|"]
+              "| the model's own answer: Top-1 / abstained |", "|---|---|---|---|---|---|---|"]
     for workflow, row in results["summary"].items():
         a = row["all"]
         lines.append(f"| {workflow} | {a['no_answer_share']} | {a['abstained']} | {a['abstention_precision']} "
