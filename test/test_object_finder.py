@@ -99,10 +99,10 @@ def test_items_with_opaque_ids_are_shown_by_label_names_and_answers_come_back_as
 def test_the_items_like_a_kind_the_model_names_are_the_answer_and_nothing_fits_when_none_is(scene, embedder):
     find, policy = matcher([kinds("chair", "stool", "sofa", need="a seat")], embedder)
     found = find.find(scene, "somewhere to sit")
-    # One call: the kinds, asked with the map prompt (which the server keeps cached), not chosen from it.
+    # One call: the kinds, asked without the map (a prompt the same for every query), not chosen from it.
     system = policy.prompts[0][0]["content"]
-    assert "Asked instead for the kinds" in system and "chair1: chair 0.55, stool 0.45" in system
-    assert policy.prompts[0][1]["content"] == "Kinds: somewhere to sit"
+    assert "name the kinds of household things" in system and "chair1" not in system
+    assert policy.prompts[0][1]["content"] == "Request: somewhere to sit"
     assert found.relevant_objects[:2] == ["chair1", "sofa1"] and "cup1" not in found.relevant_objects
     assert found.calls == 1 and found.inferred_query == "a seat" and found.query_achievable
     assert [r["role"] for r in found.rounds] == ["kinds", "fit"]
@@ -229,7 +229,7 @@ def test_the_chooser_sees_the_distinct_answers_unlabelled_and_its_choice_is_the_
     assert found.relevant_objects == json.loads(listed.split(": ", 1)[1])["ids"]
 
 
-def test_a_large_map_is_narrowed_to_the_items_related_to_the_query(tmp_path):
+def test_a_large_map_is_narrowed_to_the_items_related_to_the_query_when_the_model_is_shown_it(tmp_path, embedder):
     from planner.adapters.embeddings import SentenceEmbedder
     from planner.bench.objects import load_bench_map
 
@@ -250,6 +250,10 @@ def test_a_large_map_is_narrowed_to_the_items_related_to_the_query(tmp_path):
     first, second = find.find(office, "a seat"), find.find(office, "something to write with")
     assert first.candidates == second.candidates == first.map_items <= 40
     assert policy.prompts[0][0] == policy.prompts[1][0]
+    # The kinds are matched without showing the map: every item is looked through.
+    find, _ = matcher([kinds("sofa", "armchair")], embedder)
+    found = find.find(scene, "I am tired, where can I sit?")
+    assert found.candidates == found.map_items == 228 and len(found.relevant_objects) == 5
 
 
 @pytest.mark.embedded

@@ -295,14 +295,6 @@ Answer with JSON:
 - ids: the items that meet it, best first (at most {max_answers}); empty if none does{why}
 Read negations ("anything but a ladder") and conditions ("below the window") strictly. Judge what
 an item is from its labels and probabilities, its size and what it is near.
-Asked instead for the kinds ("Kinds: ..."), do not look at the map. Say what the person needs (need: a
-few words), then name the kinds of household things or furniture that are that, the most fitting
-first, each by its common name in one to three words (kinds: at most {kinds}). A request that names a
-thing needs that very thing: give its name and its other names. A need or a problem needs what a
-person would use for it: name those things, never the problem, a body part or a place. Leave out any
-kind the request excludes and anything the thing is only near, on or in.
-Examples: "my specs, please" -> need: "glasses"; kinds: glasses, spectacles, reading glasses.
-"the shelf wobbles" -> need: "a tool to tighten screws"; kinds: screwdriver, drill.
 
 Map ({shown}):
 {map}"""
@@ -334,8 +326,18 @@ MEMBER_LENSES = ("",
                  "\nAn item may be what its second label says: weigh every label before you answer.",
                  "\nBe strict: list only the items that surely meet every part of the query.")
 
-# The question is in the map prompt, which the server has cached: a call reads only the query.
-KINDS_PROMPT = "Kinds: {query}"
+# Without the map: a small model shown the map names what it sees there, whether or not it fits. The
+# prompt is the same for every query, so the server keeps it cached.
+KINDS_PROMPT = """A person asks a home robot to find something. Say what the person needs (need: a few
+words), then name the kinds of household things or furniture that are that, the most fitting first,
+each by its common name in one to three words (kinds: at most {kinds}). A request that names a thing
+needs that very thing: give its name and its other names. A need or a problem needs what a person
+would use for it: name those things, never the problem, a body part or a place. Leave out any kind
+the request excludes and anything the thing is only near, on or in.
+Examples: "my specs, please" -> need: "glasses"; kinds: glasses, spectacles, reading glasses.
+"the shelf wobbles" -> need: "a tool to tighten screws"; kinds: screwdriver, drill.
+Answer with JSON."""
+REQUEST_PROMPT = "Request: {query}"
 
 CHOOSER_ROLE = """Several answers were given to the query below. Choose the one that best meets the
 query, judged against the map. Answer with JSON: choice (the answer's number) and a short reason."""
@@ -426,9 +428,10 @@ class ObjectFinder:
         if not query.strip():
             raise ValueError("the query is empty")
         items = [*scene.furniture(), *scene.objects()]
-        # Without an embedder every item is shown, however many.
+        # Without an embedder every item is shown, however many; the kinds alone are matched with every item.
+        narrow = self.similarity is not None and len(items) > self.settings.narrow_above
         ids = (self.similarity.select(scene, items, query, self.settings.max_candidates)
-               if self.similarity is not None and len(items) > self.settings.narrow_above else [e.id for e in items])
+               if narrow and not (workflow == "base" and self._by_kinds()) else [e.id for e in items])
         show_room = len(scene.rooms()) > 1
         names = prompt_names(scene, ids)
         lines = {i: describe_item(scene, scene.entity(i), show_room, names) for i in ids}
@@ -504,12 +507,12 @@ class ObjectFinder:
         names them well, and whether an item's labels are like one of them is a question the
         sentence embeddings answer. So the answer is the items whose fit reaches `kind_threshold`,
         best first; none: nothing fits. A workflow that answered from the map (reflection) has its
-        first id count `choice_weight` more. The kinds are asked with the map prompt, which the
-        server has cached, though the model is told not to choose from it."""
+        first id count `choice_weight` more."""
         prepared, settings = run.prepared, self.settings
         if not self._by_kinds():
             return answer
-        messages = run.messages(KINDS_PROMPT.format(query=prepared.reading.wanted))
+        messages = [{"role": "system", "content": KINDS_PROMPT.format(kinds=settings.kinds)},
+                    {"role": "user", "content": REQUEST_PROMPT.format(query=prepared.reading.wanted)}]
         reply = self._ask(run, "kinds", messages, kinds_schema(settings.kinds), KindsReply.model_validate_json)
         kinds = reply.named()
         first = run.id_of[answer.relevant_objects[0]] if answer.relevant_objects else None
@@ -665,7 +668,7 @@ class _Run:
         prepared, ids = self.prepared, self.prepared.ids
         shown = (f"all {len(ids)} items" if len(ids) == prepared.map_items
                  else f"the {len(ids)} items most related to the query, of {prepared.map_items}")
-        return MAP_PROMPT.format(room_note="its room, " if prepared.show_room else "", shown=shown, kinds=self.settings.kinds,
+        return MAP_PROMPT.format(room_note="its room, " if prepared.show_room else "", shown=shown,
                                  map="\n".join(prepared.lines[i] for i in ids), max_answers=self.settings.max_answers,
                                  why=";\n- why: the reason, in one short sentence." if self.settings.model_explains else ".")
 
