@@ -1,15 +1,17 @@
 """Finding the objects a request needs in an uncertain semantic map.
 
 A natural-language query ("something to sit on that is not a couch") over the map's furniture
-and objects gives `{inferred_query, query_achievable, relevant_objects, explanation}`, with the
-ids ranked and restricted by the reply schema to ids in the map. Four workflows:
+and objects gives `{inferred_query, query_achievable, relevant_objects, explanation}`: the items
+whose labels are like the kinds of things the model names for the query, best first, those the
+query's constraints rule out left out, none when nothing is alike enough. Four workflows:
 
-- base: one answer;
+- base: the kinds alone;
 - self_reflection: the model checks its own answer against the map and corrects it, in one
   conversation that keeps every earlier round;
 - multi_agent: a planner, a critic and a refiner, each with its own role and context;
 - ensemble: several answers, each member told to read the map another way, and a chooser that
   sees the distinct answers unlabelled.
+The three answer from the map; their answer's first id counts more when the kinds are matched.
 
 Reflection may talk the model out of a right empty answer; an empty answer stays empty unless the
 feedback names ids in the map that meet the query, and only those can be added to it.
@@ -397,16 +399,13 @@ class ObjectFinder:
         return grounded or {label for label, name in names.items() if any(f" {form}".endswith(f" {name}") for form in forms)}
 
     # -- one call ---------------------------------------------------------------------------
-    def _ask(self, run: _Run, role: str, messages: list[dict], schema: dict, parse: Callable[[str], BaseModel],
-             send: Callable[[list[dict]], PolicyReply] | None = None):
-        """One validated reply (`send` asks another way than `complete` with the schema); the
-        last raw reply stays in `run.last_reply`."""
+    def _ask(self, run: _Run, role: str, messages: list[dict], schema: dict, parse: Callable[[str], BaseModel]):
+        """One validated reply, its calls and tokens counted in `run`."""
         def call(current: list[dict]) -> PolicyReply:
-            reply = send(current) if send is not None else self.policy.complete(current, schema)
+            reply = self.policy.complete(current, schema)
             run.calls += 1
             run.prompt_tokens += reply.prompt_tokens
             run.completion_tokens += reply.completion_tokens
-            run.last_reply = reply
             return reply
 
         problems: list[str] = []
@@ -659,7 +658,6 @@ class _Run:
         self.answer_schema = answer_schema(shown, settings.max_answers, settings.model_explains)
         self.feedback_schema = feedback_schema(shown, settings.max_answers)
         self.calls = self.prompt_tokens = self.completion_tokens = 0
-        self.last_reply = PolicyReply("")
         self.rounds: list[dict] = [{"role": "typos", "reply": prepared.typos}] if prepared.typos else []
         self.ruled_out: list[str] = []  # why items the model chose break the query's constraints
         self._system = self._system_prompt()
