@@ -212,9 +212,8 @@ def test_a_request_in_plain_words_is_answered_by_the_object_finder_with_ids_from
     import yaml
 
     replies = tmp_path / "replies.yaml"
-    replies.write_text(yaml.safe_dump([{"query": "a drink", "ids": ["juice_9"]},   # not in the map: sent back
-                                       {"query": "a drink", "ids": ["cup_1", "bottle_1"]},
-                                       {"need": "a drink", "kinds": ["bottle", "water bottle"]}]))  # the kinds meant
+    replies.write_text(yaml.safe_dump([{"need": "a drink", "kinds": []},   # no kinds: sent back
+                                       {"need": "a drink", "kinds": ["bottle", "water bottle"]}]))
     running = Perception(load_config(write_config(tmp_path, llm={"provider": "scripted", "script": str(replies)})))
     try:
         def find(**fields):
@@ -223,8 +222,8 @@ def test_a_request_in_plain_words_is_answered_by_the_object_finder_with_ids_from
         found = find(query="I'm thirsty", workflow="default")
         assert found.success, found.message
         assert list(found.relevant_objects) == ["bottle_1"] and [o.id for o in found.objects] == ["bottle_1"]
-        assert found.query_achievable and found.inferred_query == "a drink" and found.llm_calls == 3
-        assert "bottle_1 on table_1" in found.relations and "(base, 3 LLM call(s)" in found.message
+        assert found.query_achievable and found.inferred_query == "a drink" and found.llm_calls == 2
+        assert "bottle_1 on table_1" in found.relations and "(base, 2 LLM call(s)" in found.message
         unknown = find(query="I'm thirsty", workflow="telepathy")
         assert not unknown.success and "unknown workflow 'telepathy'" in unknown.message
         empty = find(query="  ", workflow="base")

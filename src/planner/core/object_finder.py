@@ -226,7 +226,7 @@ class KindsReply(BaseModel):
     """What the person needs and the kinds of things that would meet it, as the model names them."""
     model_config = ConfigDict(extra="ignore")
     need: str = ""
-    kinds: list[str] = Field(default_factory=list)
+    kinds: list[str] = Field(min_length=1)
 
     def named(self) -> list[str]:
         return list(dict.fromkeys(k.strip().lower() for k in self.kinds if k.strip()))
@@ -428,9 +428,9 @@ class ObjectFinder:
             raise ValueError("the query is empty")
         items = [*scene.furniture(), *scene.objects()]
         # Without an embedder every item is shown, however many; the kinds alone are matched with every item.
-        narrow = self.similarity is not None and len(items) > self.settings.narrow_above
+        narrow = len(items) > self.settings.narrow_above and not (workflow == "base" and self._by_kinds())
         ids = (self.similarity.select(scene, items, query, self.settings.max_candidates)
-               if narrow and not (workflow == "base" and self._by_kinds()) else [e.id for e in items])
+               if narrow and self.similarity is not None else [e.id for e in items])
         show_room = len(scene.rooms()) > 1
         names = prompt_names(scene, ids)
         lines = {i: describe_item(scene, scene.entity(i), show_room, names) for i in ids}
@@ -507,19 +507,18 @@ class ObjectFinder:
         sentence embeddings answer. So the answer is the items whose fit reaches `kind_threshold`,
         best first; none: nothing fits. A workflow that answered from the map (reflection) has its
         first id count `choice_weight` more."""
-        prepared, settings = run.prepared, self.settings
-        if not self._by_kinds():
+        prepared, settings, similarity = run.prepared, self.settings, self.similarity
+        if not settings.kinds or similarity is None:
             return answer
         messages = [{"role": "system", "content": KINDS_PROMPT.format(kinds=settings.kinds)},
                     {"role": "user", "content": REQUEST_PROMPT.format(query=prepared.reading.wanted)}]
         reply = self._ask(run, "kinds", messages, kinds_schema(settings.kinds), KindsReply.model_validate_json)
         kinds = reply.named()
         first = run.id_of[answer.relevant_objects[0]] if answer.relevant_objects else None
-        floors = self.similarity.kind_floors(list(prepared.labels.values()), kinds, settings.kind_margin)
+        floors = similarity.kind_floors(list(prepared.labels.values()), kinds, settings.kind_margin)
         fits: dict[str, tuple[float, str]] = {}
         for item in prepared.ids:
-            fit, label = self.similarity.fit(prepared.labels[item], kinds, settings.kind_step, settings.share_power,
-                                             floors)
+            fit, label = similarity.fit(prepared.labels[item], kinds, settings.kind_step, settings.share_power, floors)
             if item not in prepared.ruled_out:
                 fits[item] = (fit + (settings.choice_weight if item == first else 0.0), label)
             elif fit >= settings.kind_threshold and prepared.ruled_out[item] not in run.ruled_out:
@@ -527,8 +526,8 @@ class ObjectFinder:
         kept = sorted((item for item, (fit, _) in fits.items() if fit >= settings.kind_threshold),
                       key=lambda item: -fits[item][0])
         if prepared.size_order and kept:  # "the smallest light": of the things that fit about as well as the best
-            best = fits[kept[0]][0]
-            kept.sort(key=lambda item: (fits[item][0] < best - SIZE_MARGIN, prepared.size_order[item]))
+            top = fits[kept[0]][0]
+            kept.sort(key=lambda item: (fits[item][0] < top - SIZE_MARGIN, prepared.size_order[item]))
         kept = kept[:settings.max_answers]
         best = sorted(fits, key=lambda item: -fits[item][0])[:3]
         run.rounds.append({"role": "fit", "reply": {
