@@ -328,7 +328,7 @@ MEMBER_LENSES = ("",
                  "\nAn item may be what its second label says: weigh every label before you answer.",
                  "\nBe strict: list only the items that surely meet every part of the query.")
 
-# Without the map: a small model shown the map names what it sees there, whether or not it fits. The
+# Without the map: a large map need not be narrowed first (the narrowing lost right answers), and the
 # prompt is the same for every query, so the server keeps it cached.
 KINDS_PROMPT = """A person asks a home robot to find something. Say what the person needs (need: a few
 words), then name the kinds of household things or furniture that are that, the most fitting first,
