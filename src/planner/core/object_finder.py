@@ -43,7 +43,6 @@ from planner.core.voxeland import STRUCTURE_LABEL
 Workflow = Literal["base", "self_reflection", "multi_agent", "ensemble"]
 WORKFLOWS: tuple[str, ...] = ("base", "self_reflection", "multi_agent", "ensemble")
 LABEL_FLOOR = 0.1  # labels less probable than this are left out of the map text
-KIND_PREFIX = "kind:"  # a kind the model named, among the label vectors
 # Things whose fit is within this of the best are compared by size when a query asks for the biggest
 # or smallest: a floor lamp and a table lamp are both lights, whichever kind the model named first
 # (on 15 such development queries: 10 met, against 11 by fit alone and 8 by size alone).
@@ -150,37 +149,39 @@ class LabelSimilarity:
         self._labels: dict[str, np.ndarray] = {}
 
     def _label_vectors(self, labels: set[str]) -> None:
-        """Each label's vector (and each kind's, keyed with KIND_PREFIX), embedded once."""
         new = sorted(labels - self._labels.keys())
         if new:
-            texts = [label.removeprefix(KIND_PREFIX).replace("_", " ") for label in new]
-            for label, vector in zip(new, self.embedder.encode(texts)):
+            for label, vector in zip(new, self.embedder.encode([label.replace("_", " ") for label in new])):
                 self._labels[label] = vector
 
-    def kind_floors(self, label_sets: list[dict[str, float]], kinds: list[str], margin: float) -> dict[str, float]:
-        """For each kind, the similarity a label needs to be taken for it: within `margin` of the
-        label shown most like it. Where the map has desks, "desk" names them, not the chairs (0.6
-        like a desk to the embeddings)."""
-        labels = {label for labels in label_sets for label in labels}
-        self._label_vectors(labels | {f"{KIND_PREFIX}{kind}" for kind in kinds})
-        return {kind: max(float(self._labels[label] @ self._labels[f"{KIND_PREFIX}{kind}"]) for label in labels) - margin
-                for kind in kinds} if labels else {}
-
-    def fit(self, labels: dict[str, float], kinds: list[str], step: float, power: float,
-            floors: dict[str, float]) -> tuple[float, str]:
-        """How well an item with these labels (and their probabilities) is one of the `kinds`, the
-        first counting most, and the label that says so."""
-        self._label_vectors(set(labels) | {f"{KIND_PREFIX}{kind}" for kind in kinds})
-        top = max(labels.values())
-        best, why = -1.0, ""
-        for label, p in labels.items():
-            share = (p / top) ** power
-            for rank, kind in enumerate(kinds):
-                similarity = float(self._labels[label] @ self._labels[f"{KIND_PREFIX}{kind}"])
-                fit = (similarity - step * rank) * share
-                if similarity >= floors.get(kind, -1.0) and fit > best:
-                    best, why = fit, f"{label} ~ {kind}"
-        return best, why
+    def fits(self, items: dict[str, dict[str, float]], kinds: list[str], step: float, power: float,
+             margin: float) -> dict[str, tuple[float, str]]:
+        """How well each item (its labels shown, with their probabilities) is one of the `kinds`, the
+        first counting most, and the label and kind that say so. A label is taken for a kind only
+        within `margin` of the label shown most like that kind: where the map has desks, "desk"
+        names them, not the chairs (0.6 like a desk to the embeddings). The kinds, free text that
+        differs from query to query, are embedded each time rather than kept."""
+        labels = sorted({label for shown in items.values() for label in shown})
+        if not labels or not kinds:
+            return {item: (-1.0, "") for item in items}
+        self._label_vectors(set(labels))
+        row = {label: number for number, label in enumerate(labels)}
+        kind_vectors = self.embedder.encode([kind.replace("_", " ") for kind in kinds])
+        similarity = np.stack([self._labels[label] for label in labels]) @ kind_vectors.T  # labels x kinds
+        floors = similarity.max(axis=0) - margin
+        fits: dict[str, tuple[float, str]] = {}
+        for item, shown in items.items():
+            top = max(shown.values())
+            best, why = -1.0, ""
+            for label, p in shown.items():
+                share = (p / top) ** power
+                for rank, kind in enumerate(kinds):
+                    alike = float(similarity[row[label], rank])
+                    fit = (alike - step * rank) * share
+                    if alike >= floors[rank] and fit > best:
+                        best, why = fit, f"{label} ~ {kind}"
+            fits[item] = (best, why)
+        return fits
 
     def select(self, scene: SceneGraph, items: list[Entity], query: str, limit: int) -> list[str]:
         if len(items) <= limit:
@@ -515,10 +516,9 @@ class ObjectFinder:
         reply = self._ask(run, "kinds", messages, kinds_schema(settings.kinds), KindsReply.model_validate_json)
         kinds = reply.named()
         first = run.id_of[answer.relevant_objects[0]] if answer.relevant_objects else None
-        floors = similarity.kind_floors(list(prepared.labels.values()), kinds, settings.kind_margin)
         fits: dict[str, tuple[float, str]] = {}
-        for item in prepared.ids:
-            fit, label = similarity.fit(prepared.labels[item], kinds, settings.kind_step, settings.share_power, floors)
+        every = similarity.fits(prepared.labels, kinds, settings.kind_step, settings.share_power, settings.kind_margin)
+        for item, (fit, label) in every.items():
             if item not in prepared.ruled_out:
                 fits[item] = (fit + (settings.choice_weight if item == first else 0.0), label)
             elif fit >= settings.kind_threshold and prepared.ruled_out[item] not in run.ruled_out:
