@@ -74,11 +74,11 @@ def test_an_excluded_kind_is_dropped_by_the_items_most_likely_label_and_the_kind
     assert policy.prompts[-1][1]["content"] == "Request: Something to sit on, please"
 
 
-def test_each_excluded_kind_the_map_has_is_excluded_and_the_check_still_reads_a_kind_not_grounded(home):
+def test_each_excluded_kind_the_map_has_is_excluded_and_the_words_of_a_kind_not_grounded_stay_in_the_query(home):
     find, _ = finder([answer(["chair1", "stool1", "sofa1"]), answer(["stool1", "chair1", "sofa1"]), answer(["sofa1", "chair1"])])
     assert find.find(home, "any seat, but no chair or stool").relevant_objects == ["sofa1"]
     assert find.find(home, "a seat that is not a chair, a stool or a bed").relevant_objects == ["sofa1"]
-    # No piano in the map: the chair is still excluded, and the words stay for the check to read.
+    # No piano in the map: the chair is still excluded, and the words stay for the kinds to be asked with.
     assert find.find(home, "any seat, but no chair or piano").relevant_objects == ["sofa1"]
     assert read_query("any seat, but no chair or piano", home, find._labels_named).wanted == "any seat, but no chair or piano"
     assert read_query("any seat, but no chair or stool", home, find._labels_named).wanted == "any seat"
@@ -128,7 +128,7 @@ def test_a_phrase_that_grounds_in_nothing_of_the_map_or_a_place_said_not_to_be_c
         assert all(round_["role"] != "constraints" for round_ in found.rounds)
 
 
-def test_other_names_are_grounded_by_meaning_and_the_rest_of_the_query_is_what_the_check_reads(home):
+def test_other_names_are_grounded_by_meaning_and_the_rest_of_the_query_is_what_the_kinds_are_asked_of(home):
     grounder = Grounder(SentenceEmbedder(), lexicon=WordNetLexicon())
     find, _ = finder([answer(["chair1"]), answer(["chair2"])], grounder=grounder)
     assert find.find(home, "the chair close to the couch").relevant_objects == []  # chair1 is 0.53 m from it
@@ -156,7 +156,7 @@ def test_typos_are_mended_before_the_query_is_read_so_a_misspelt_room_or_negatio
     assert find.find(home, "Can you point me to the chair in the ofifce?").relevant_objects == ["chair1"]
 
 
-def test_a_superlative_is_read_from_the_sizes_in_the_map_among_the_kinds_the_model_chose():
+def test_a_superlative_is_read_from_the_sizes_in_the_map_among_the_kinds_the_model_chose(embedder):
     scene = SceneGraph.from_voxeland(parse_voxeland({"instances": {
         "shelf1": _instance([1.0, 1.0, 0.5], [1.0, 0.4, 1.0], {"shelf": 90.0}),
         "box1": _instance([0.8, 1.0, 1.1], [0.2, 0.2, 0.2], {"box": 80.0, "basket": 20.0}),
@@ -174,8 +174,7 @@ def test_a_superlative_is_read_from_the_sizes_in_the_map_among_the_kinds_the_mod
     assert find.find(scene, "the biggest box on the shelf").relevant_objects == ["box1"]
     # Of the things that fit, the smallest comes first, whichever kind the model named first.
     lights = {"need": "light", "kinds": ["floor lamp", "table lamp"]}
-    find = ObjectFinder(ScriptedPolicy([lights] * 2),
-                        FinderSettings(), SentenceEmbedder())
+    find, _ = finder([lights] * 2, embedder=embedder)
     assert find.find(scene, "The smallest light").relevant_objects == ["lamp2", "lamp1"]
     assert find.find(scene, "The tallest light").relevant_objects == ["lamp1", "lamp2"]
 
