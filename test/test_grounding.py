@@ -132,3 +132,15 @@ def test_a_place_read_with_apostrophes_as_spaces_is_written_as_said():
     assert said.written("attic") == "attic"
     assert said.with_match(Match(said.written("children s room"), "kids_room", 0.7)).text == \
         "leave it on the desk in the kids room"
+
+
+def test_a_long_running_grounder_keeps_only_its_latest_vectors_and_still_grounds_right(grounder, monkeypatch):
+    """Each request brings new phrases; a node grounding requests for months must not keep them all."""
+    from planner.core.planning import grounding as module
+
+    monkeypatch.setattr(module, "CACHED_VECTORS", 40)
+    fresh = Grounder(grounder.embedder)
+    for number in range(30):
+        fresh.ground(f"Bring item number {number} from the pantry shelf to the couch", LABELS)
+    assert len(fresh._vectors) <= 40
+    assert fresh.ground("Bring my phone to the couch", LABELS).note() == "phone = cell_phone; couch = sofa"

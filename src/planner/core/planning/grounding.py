@@ -24,6 +24,7 @@ coverall and five more) is a candidate that another check must accept, as a loos
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -46,6 +47,7 @@ LABEL_SENSES = 3  # a label is read in its first senses only: WordNet orders the
 # The embeddings overrule the lexicon where they hold the phrase this close to another label, and closer
 # by the margin than to the lexicon's: near grounding's own threshold.
 LEXICON_OVERRULED, LEXICON_OVERRULED_MARGIN = 0.7, 0.1
+CACHED_VECTORS = 4096
 
 
 def _words(text: str) -> list[str]:
@@ -99,13 +101,20 @@ class Grounder:
         self.threshold = threshold
         self.part_threshold = min(part_threshold, threshold)
         self.margin = margin
-        self._vectors: dict[str, np.ndarray] = {}
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
 
     def _encode(self, texts: list[str]) -> np.ndarray:
+        """The texts' vectors. Labels recur and every phrase of each request is new, so only the
+        latest `CACHED_VECTORS` are kept: a node that grounds requests for months does not grow."""
         new = [t for t in dict.fromkeys(texts) if t not in self._vectors]
-        if new:
-            self._vectors.update(zip(new, self.embedder.encode(new)))
-        return np.array([self._vectors[t] for t in texts])
+        vectors = {**{t: self._vectors[t] for t in texts if t in self._vectors},
+                   **dict(zip(new, self.embedder.encode(new) if new else []))}
+        for text in dict.fromkeys(texts):
+            self._vectors[text] = vectors[text]
+            self._vectors.move_to_end(text)
+        while len(self._vectors) > CACHED_VECTORS:
+            self._vectors.popitem(last=False)
+        return np.array([vectors[t] for t in texts])
 
     def nearest(self, phrase: str, labels: list[str], count: int) -> list[Match]:
         """The `count` labels most like the phrase, the most like first."""
