@@ -55,9 +55,9 @@ def kinds(*named, need="x"):
     return {"need": need, "kinds": list(named)}
 
 
-def matcher(replies, embedder, **settings):
+def matcher(replies, embedder, grounder=None, **settings):
     policy = ScriptedPolicy(replies)
-    return ObjectFinder(policy, FinderSettings(**settings), embedder), policy
+    return ObjectFinder(policy, FinderSettings(**settings), embedder, grounder), policy
 
 
 def test_the_model_sees_uncertain_labels_positions_sizes_and_relations_and_may_only_name_map_ids(scene):
@@ -112,6 +112,19 @@ def test_the_items_like_a_kind_the_model_names_are_the_answer_and_nothing_fits_w
     found = find.find(scene, "a piano")
     assert found.relevant_objects == [] and not found.query_achievable
     assert found.explanation == "none of the 4 items shown meets the query"
+
+
+def test_the_thing_a_query_names_is_found_even_when_the_model_reads_its_name_as_a_need(scene, embedder):
+    from planner.core.planning.grounding import Grounder
+
+    find, _ = matcher([kinds("sponge", "mop", need="a tool to clean the table"), kinds("cushion"),
+                       kinds("sofa")], embedder, Grounder(embedder))
+    found = find.find(scene, "Where is the table?")
+    assert found.relevant_objects == ["table1"] and found.rounds[-1]["reply"]["table1"]["label"] == "table named"
+    assert find.find(scene, "my couch, please").relevant_objects == ["sofa1"]  # another name, by meaning
+    # What the query says the thing is not, or is next to, names no thing asked for: the chair, a
+    # little likely a stool, is no answer here.
+    assert find.find(scene, "something to sit on that is not a stool").relevant_objects == ["sofa1"]
 
 
 def test_a_reflected_answers_first_id_counts_more_and_a_superlative_takes_the_biggest_that_fits(scene, embedder):

@@ -119,13 +119,20 @@ def test_furniture_asked_for_with_nothing_on_it_is_checked_against_what_rests_on
     assert not read_query("somewhere to empty my pockets", home, lambda phrase, labels: set()).constraints
 
 
-def test_a_phrase_that_grounds_in_nothing_of_the_map_or_a_place_said_not_to_be_constrains_nothing(home):
+def test_a_place_or_excluded_kind_that_grounds_in_nothing_of_the_map_or_a_place_said_not_to_be_constrains_nothing(home):
     find, _ = finder([answer(["chair1"])] * 3)
-    for query in ("a chair next to the piano in the garden", "a chair that is not in the office",
+    for query in ("a chair on the floor in the garden", "a chair that is not in the office",
                   "a chair to sit on that is not a piano"):
         found = find.find(home, query)
         assert found.relevant_objects == ["chair1"]
         assert all(round_["role"] != "constraints" for round_ in found.rounds)
+
+
+def test_a_neighbour_the_map_has_nothing_like_is_next_to_nothing_so_nothing_fits(home):
+    find, _ = finder([answer(["chair1"])])
+    found = find.find(home, "a chair next to the piano")
+    assert found.relevant_objects == [] and found.unchecked == ["chair1"]
+    assert "the map has no piano for anything to stand next to" in found.explanation
 
 
 def test_other_names_are_grounded_by_meaning_and_the_rest_of_the_query_is_what_the_kinds_are_asked_of(home):
