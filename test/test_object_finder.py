@@ -126,6 +126,14 @@ def test_the_thing_a_query_names_is_found_even_when_the_model_reads_its_name_as_
     # little likely a stool, is no answer here.
     assert find.find(scene, "something to sit on that is not a stool").relevant_objects == ["sofa1"]
 
+    # Each word names one label, the longest name said first: paper towels are no towels.
+    bathroom = SceneGraph.from_voxeland(parse_voxeland({"instances": {
+        "towel1": _instance([1.0, 1.0, 0.5], [0.5, 0.1, 0.7], {"towel": 90.0}),
+        "roll1": _instance([2.0, 1.0, 0.9], [0.12, 0.12, 0.25], {"paper_towels": 90.0}),
+    }}))
+    find, _ = matcher([kinds("tissue")], embedder, Grounder(embedder))
+    assert find.find(bathroom, "Could you find the paper towels?").relevant_objects == ["roll1"]
+
 
 def test_a_reflected_answers_first_id_counts_more_and_a_superlative_takes_the_biggest_that_fits(scene, embedder):
     def first(query, replies, **settings):

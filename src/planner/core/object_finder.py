@@ -157,8 +157,8 @@ class LabelSimilarity:
     def fits(self, items: dict[str, dict[str, float]], kinds: list[str], named: dict[str, float], step: float,
              power: float, margin: float) -> dict[str, tuple[float, str]]:
         """How well each item (its labels shown, with their probabilities) is one of the `kinds`, the
-        first counting most, or a label the query itself names (`named`: label -> how surely), and
-        the label and kind that say so. A label is taken for a kind only within `margin` of the
+        first counting most, or a label the query itself names (`named`: label -> how surely; as
+        a kind named before the first), and the label and kind that say so. A label is taken for a kind only within `margin` of the
         label shown most like that kind: where the map has desks, "desk" names them, not the chairs
         (0.6 like a desk to the embeddings). The kinds, free text that differs from query to query,
         are embedded each time rather than kept."""
@@ -176,8 +176,9 @@ class LabelSimilarity:
             best, why = -1.0, ""
             for label, p in shown.items():
                 share = (p / top) ** power
-                if label in named and named[label] * share > best:
-                    best, why = named[label] * share, f"{label} named"
+                # The query's own words come before the first kind the model names.
+                if label in named and (named[label] + step) * share > best:
+                    best, why = (named[label] + step) * share, f"{label} named"
                 for rank, kind in enumerate(kinds):
                     alike = float(similarity[row[label], rank])
                     fit = (alike - step * rank) * share
@@ -403,17 +404,26 @@ class ObjectFinder:
         return grounded or {label for label, name in names.items() if any(f" {form}".endswith(f" {name}") for form in forms)}
 
     def _subject_names(self, subject: str, labels: list[str]) -> dict[str, float]:
-        """The labels the words for the thing asked for name, and how surely: a label's own name
-        (1.0), or another name of it found by meaning or the lexicon (its similarity). Measured
-        with the 1.5B on development homes: asked for kinds, it read some plain names as needs
-        ("the smallest table": a sponge to clean it) and left out the very thing named ("my toy":
-        plaything, game piece); the map's own words for it do not depend on that reading."""
-        said = " " + " ".join(re.findall(r"[a-z0-9']+", subject.lower())) + " "
-        named = {label: 1.0 for label in labels
-                 if any(f" {label.replace('_', ' ')}{plural} " in said for plural in ("", "s", "es"))}
-        if self.grounder is not None:
-            for match in self.grounder.ground(subject, labels).matches:
-                named.setdefault(match.label, match.similarity)
+        """The labels the words for the thing asked for name, and how surely: a label's own name or
+        its plural (1.0), or another name of it the grounder finds by meaning or the lexicon (its
+        similarity; "the easy chair" is an armchair, not a chair). Each word names one label, the
+        longest name said first: "paper towels" are no towels. Measured with the 1.5B on
+        development homes: asked for kinds, it read some plain names as needs ("the smallest
+        table": a sponge to clean it) and left out the very thing named ("my toy": plaything, game
+        piece); the map's own words for it do not depend on that reading."""
+        grounding = self.grounder.ground(subject, labels) if self.grounder is not None else None
+        surely = {match.label: match.similarity for match in grounding.matches} if grounding else {}
+        words = re.findall(r"[a-z0-9']+", (grounding.text if grounding else subject).lower())
+        taken: set[int] = set()
+        named: dict[str, float] = {}
+        for label in sorted(labels, key=lambda label: -label.count("_")):
+            name = label.split("_")
+            forms = [name, [*name[:-1], f"{name[-1]}s"], [*name[:-1], f"{name[-1]}es"]]
+            for start in range(len(words) - len(name) + 1):
+                span = set(range(start, start + len(name)))
+                if not span & taken and words[start:start + len(name)] in forms:
+                    taken |= span
+                    named[label] = surely.get(label, 1.0)
         return named
 
     # -- one call ---------------------------------------------------------------------------
