@@ -157,11 +157,11 @@ class LabelSimilarity:
     def fits(self, items: dict[str, dict[str, float]], kinds: list[str], named: dict[str, float], step: float,
              power: float, margin: float) -> dict[str, tuple[float, str]]:
         """How well each item (its labels shown, with their probabilities) is one of the `kinds`, the
-        first counting most, or a label the query itself names (`named`: label -> how surely; as
-        a kind named before the first), and the label and kind that say so. A label is taken for a kind only within `margin` of the
-        label shown most like that kind: where the map has desks, "desk" names them, not the chairs
-        (0.6 like a desk to the embeddings). The kinds, free text that differs from query to query,
-        are embedded each time rather than kept."""
+        first counting most, or a label the query itself names (`named`: label -> how surely; as a
+        kind named before the first), and the label and kind that say so. A label is taken for a
+        kind only within `margin` of the label shown most like that kind: where the map has desks,
+        "desk" names them, not the chairs (0.6 like a desk to the embeddings). The kinds, free text
+        that differs from query to query, are embedded each time rather than kept."""
         labels = sorted({label for shown in items.values() for label in shown})
         if not labels or not kinds:
             return {item: (-1.0, "") for item in items}
