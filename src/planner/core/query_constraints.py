@@ -20,7 +20,7 @@ the map has no label for ("on the floor").
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -92,18 +92,12 @@ class QueryReading:
     def subject(self) -> str:
         """The query without the words about anything but the thing asked for, grounded or not:
         what names the thing itself ("the mug" of "the mug on the shelf, not the cup")."""
-        text = self.query
-        for start, end in sorted(self.asides, reverse=True):
-            text = text[:start] + " " + text[end:]
-        return re.sub(r"\s{2,}", " ", text).strip()
+        return _without(self.query, self.asides)
 
     @property
     def wanted(self) -> str:
-        """The query without the constraints checked here: what the model's yes/no is asked."""
-        text = self.query
-        for constraint in sorted(self.constraints, key=lambda c: -c.span[0]):
-            text = text[:constraint.span[0]] + text[constraint.span[1]:]
-        return re.sub(r"\s+([,.?!])", r"\1", re.sub(r"\s{2,}", " ", text)).strip(" ,")
+        """The query without the constraints checked here: what the model is asked the kinds of."""
+        return _without(self.query, [constraint.span for constraint in self.constraints])
 
     @property
     def superlative(self) -> str | None:
@@ -152,6 +146,13 @@ class QueryReading:
                     and footprint_gap(entity, other) <= NEXT_TO_M for other in _items(scene)):
                 return f"no {constraint.phrase} stands within {NEXT_TO_M} m of {entity.id}"
         return ""
+
+
+def _without(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """The text with the spans cut out, its spaces and punctuation tidied."""
+    for start, end in sorted(spans, key=lambda span: -span[0]):
+        text = text[:start] + " " + text[end:]
+    return re.sub(r"\s+([,.?!])", r"\1", re.sub(r"\s{2,}", " ", text)).strip(" ,")
 
 
 def top_label(entity: Entity) -> str:
