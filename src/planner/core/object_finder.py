@@ -469,7 +469,9 @@ class ObjectFinder:
             query, typos = self.speller.mended(query, [*{label for e in items for label in e.labels},
                                                        *scene.rooms()])
         reading = read_query(query, scene, self._labels_named) if self.settings.constraints else QueryReading(query, ())
-        named = self._subject_names(reading.subject, sorted({label for e in items for label in shown_labels(e)}))
+        # Only the kinds' matching uses them: without it, no embedding of the query's phrases.
+        named = (self._subject_names(reading.subject, sorted({label for e in items for label in shown_labels(e)}))
+                 if self._by_kinds() else {})
         shown = [scene.entity(i) for i in ids]
         ruled_out = {e.id: reason for e in shown if (reason := reading.ruled_out(scene, e))}
         ruled_out |= reading.outdone([e for e in shown if e.id not in ruled_out])  # "the biggest box in the kitchen"
