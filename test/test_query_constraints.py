@@ -202,3 +202,22 @@ def test_a_holder_or_neighbour_the_map_is_unsure_of_counts_as_each_kind_it_may_w
     found = find.find(scene, "the pillow on the bed")
     assert found.relevant_objects == [] and "pillow1 is not on or in a bed" in found.explanation
 
+
+
+def test_a_numbered_room_is_that_room_and_a_thing_stacked_on_another_is_on_what_bears_the_stack():
+    rooms = {"office": [(0, 0), (4, 0), (4, 4), (0, 4)], "office_2": [(4, 0), (8, 0), (8, 4), (4, 4)]}
+    scene = SceneGraph.from_voxeland(parse_voxeland({"instances": {
+        "desk1": _instance([1.0, 1.0, 0.37], [1.2, 0.7, 0.74], {"desk": 90.0}),
+        "pen1": _instance([1.0, 1.0, 0.755], [0.14, 0.02, 0.01], {"pen": 90.0}),
+        "desk2": _instance([6.0, 1.0, 0.37], [1.2, 0.7, 0.74], {"desk": 90.0}),
+        "box2": _instance([6.0, 1.0, 0.79], [0.3, 0.3, 0.1], {"box": 90.0}),
+        "pen2": _instance([6.0, 1.0, 0.845], [0.14, 0.02, 0.01], {"pen": 90.0}),
+        "shelf3": _instance([7.5, 3.5, 0.9], [0.8, 0.3, 1.8], {"shelf": 90.0}),
+    }}), rooms)
+    assert ("on", "box2") in scene.relation_edges("pen2")
+    find, _ = finder([answer(["pen1"]), answer(["pen1"]), answer(["pen1"])])
+    assert find.find(scene, "the pen in the office 2").relevant_objects == ["pen2"]
+    # On a box on the desk: on the desk too; on no shelf.
+    assert find.find(scene, "the pen on the desk in the office 2").relevant_objects == ["pen2"]
+    found = find.find(scene, "the pen on the shelf")
+    assert found.relevant_objects == [] and "pen1 is not on or in a shelf" in found.explanation

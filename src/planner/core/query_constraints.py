@@ -35,7 +35,7 @@ MAY_BE_SHARE = 0.5
 ConstraintKind = Literal["room", "on_or_in", "next_to", "not", "bare", "extreme"]
 _ARTICLE = r"(?:(?:the|a|an|any|my|some)\s+)?"
 _PLACE_ARTICLE = r"(?:the|a|an|my|your|our|his|her|their)\s+"  # a place is said with one: "sit on that" names none
-_PHRASE = r"([a-z][a-z' -]*?)"
+_PHRASE = r"([a-z][a-z0-9' -]*?)"  # with a number: "the dining room 2" of a map with two
 _ENDS = r"\s*(?:[.?!;]|$|\b(?:please|that|which|with|in|on|and|but)\b)"
 _PATTERNS: dict[ConstraintKind, re.Pattern] = {
     # One kind or a list: "not a stool", "but no bench or stool", "not a chair, a couch or a stool".
@@ -132,8 +132,7 @@ class QueryReading:
             if constraint.kind == "room" and entity.room not in constraint.targets:
                 return f"{entity.id} is in the {entity.room}, not the {constraint.phrase}"
             if constraint.kind == "on_or_in" and not any(
-                    relation in ("on", "in") and may_be(scene.entity(holder)) & constraint.targets
-                    for relation, holder in scene.relation_edges(entity.id)):
+                    may_be(scene.entity(holder)) & constraint.targets for holder in _holders(scene, entity)):
                 return f"{entity.id} is not on or in a {constraint.phrase}"
             if constraint.kind == "not" and top_label(entity) in constraint.targets:
                 return f"{entity.id} is most likely a {top_label(entity)}, which the query excludes"
@@ -169,6 +168,14 @@ def may_be(entity: Entity) -> set[str]:
     return {top} | {label for label, p in entity.labels.items() if label != STRUCTURE_LABEL and p >= MAY_BE_SHARE * most}
 
 
+def _holders(scene: SceneGraph, entity: Entity) -> set[str]:
+    """What the item is on or in, and the furniture that bears it through the things stacked under
+    it: scissors on a newspaper in the bookcase are in the bookcase."""
+    holders = {holder for relation, holder in scene.relation_edges(entity.id) if relation in ("on", "in")}
+    bearer = scene.furniture_support(entity.id) if entity.kind == "object" else None
+    return holders | ({bearer[1]} if bearer else set())
+
+
 def _resting(scene: SceneGraph, entity: Entity, relations: frozenset[str]) -> str | None:
     """A thing that rests on or in the item (as `relations` says). A thing stacked on another rests
     on it, and the bottom one on the item, so the graph's edges into the item are all it takes."""
@@ -191,9 +198,11 @@ def _room_named(phrase: str, rooms: list[str]) -> str | None:
     return numbered[0] if len(numbered) == 1 else None
 
 
-def read_query(query: str, scene: SceneGraph, labels_named: Callable[[str, list[str]], set[str]]) -> QueryReading:
+def read_query(query: str, scene: SceneGraph, labels_named: Callable[[str, list[str]], set[str]],
+               excluded_named: Callable[[str, list[str]], set[str]] | None = None) -> QueryReading:
     """The constraints of `query` that ground in the map; `labels_named(phrase, labels)` gives the
-    labels of the map a phrase names (none when it is not sure)."""
+    labels of the map a phrase names (none when it is not sure), and `excluded_named`, if given,
+    those an excluded kind's phrase names."""
     text = query.lower()
     rooms = scene.rooms()
     # Every label the map gives: a neighbour that is nothing's most likely label is next to nothing.
@@ -217,7 +226,8 @@ def read_query(query: str, scene: SceneGraph, labels_named: Callable[[str, list[
             end = match.start(1) + len(match.group(1).rstrip(" ,"))  # a list's last comma stays in the query
             asides.append((match.start(), end))
             room = _room_named(phrases[0], rooms) if kind == "on_or_in" else None
-            named = [{room}] if room is not None else [labels_named(phrase, labels) for phrase in phrases]
+            naming = excluded_named if kind == "not" and excluded_named is not None else labels_named
+            named = [{room}] if room is not None else [naming(phrase, labels) for phrase in phrases]
             kind = "room" if room is not None else kind
             targets = frozenset().union(*named)
             if targets or kind == "next_to":  # a neighbour the map has none of: next to nothing
