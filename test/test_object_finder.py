@@ -56,8 +56,10 @@ def kinds(*named, need="x"):
 
 
 def matcher(replies, embedder, grounder=None, **settings):
+    """A finder that matches the kinds it is given; no name checks (whose replies would come first)
+    unless a test asks for them."""
     policy = ScriptedPolicy(replies)
-    return ObjectFinder(policy, FinderSettings(**settings), embedder, grounder), policy
+    return ObjectFinder(policy, FinderSettings(**{"name_check": 1.0, **settings}), embedder, grounder), policy
 
 
 def test_the_model_sees_uncertain_labels_positions_sizes_and_relations_and_may_only_name_map_ids(scene):
@@ -133,6 +135,41 @@ def test_the_thing_a_query_names_is_found_even_when_the_model_reads_its_name_as_
     }}))
     find, _ = matcher([kinds("tissue")], embedder, Grounder(embedder))
     assert find.find(bathroom, "Could you find the paper towels?").relevant_objects == ["roll1"]
+
+
+def test_a_name_the_embeddings_are_unsure_of_is_the_labels_when_the_model_says_so(embedder):
+    from planner.core.planning.grounding import Grounder
+
+    kitchen = SceneGraph.from_voxeland(parse_voxeland({"instances": {
+        "cabinet1": _instance([1.0, 1.0, 0.45], [0.8, 0.5, 0.9], {"cabinet": 90.0}),
+        "sponge1": _instance([1.0, 1.0, 0.3], [0.1, 0.07, 0.04], {"sponge": 90.0}),
+        "table1": _instance([3.0, 1.0, 0.37], [1.2, 0.8, 0.74], {"table": 90.0}),
+        "sponge2": _instance([3.0, 1.0, 0.76], [0.1, 0.07, 0.04], {"sponge": 90.0}),
+        "stove1": _instance([5.0, 1.0, 0.45], [0.6, 0.6, 0.9], {"stove": 90.0}),
+        "cup1": _instance([3.2, 1.0, 0.79], [0.08, 0.08, 0.1], {"cup": 90.0}),
+    }}))
+    # "cupboard" is 0.74 like "cabinet" to the embeddings: under the grounder's 0.8, so the model is asked.
+    said_yes, said_no = {"fits": True, "p": 0.72}, {"fits": False, "p": 0.3}
+    find, policy = matcher([said_yes, kinds("drawer opener", need="a tool to open the cupboard")], embedder,
+                           Grounder(embedder), name_check=0.6)
+    found = find.find(kitchen, "The cupboard, please")
+    assert found.relevant_objects == ["cabinet1"] and found.calls == 2
+    assert {"role": "name checks", "reply": {"cupboard = cabinet": 0.72}} in found.rounds
+    assert policy.prompts[0][-1]["content"].startswith('Is "cupboard" another name for a cabinet?')
+    find, _ = matcher([said_no, kinds("drawer opener")], embedder, Grounder(embedder), name_check=0.6)
+    assert find.find(kitchen, "The cupboard, please").relevant_objects == []
+    # A holder too: of the two sponges, the one in the cabinet.
+    find, _ = matcher([said_yes, kinds("sponge")], embedder, Grounder(embedder), name_check=0.6)
+    assert find.find(kitchen, "the sponge in the cupboard").relevant_objects == ["sponge1"]
+    # No question on a verb ("cook" is 0.68 like a stove), nor on a kind excluded, often a sibling of
+    # what is asked ("mug" is 0.71 like a cup): only the kinds are asked.
+    find, policy = matcher([kinds("stove"), kinds("cup")], embedder, Grounder(embedder), name_check=0.6)
+    assert find.find(kitchen, "I want to cook").relevant_objects == ["stove1"]
+    assert find.find(kitchen, "any cup except a mug").relevant_objects == ["cup1"]
+    assert len(policy.prompts) == 2
+    # No check asked for: the words alone (name_check 1).
+    find, _ = matcher([kinds("drawer opener")], embedder, Grounder(embedder))
+    assert find.find(kitchen, "The cupboard, please").relevant_objects == []
 
 
 def test_a_reflected_answers_first_id_counts_more_and_a_superlative_takes_the_biggest_that_fits(scene, embedder):

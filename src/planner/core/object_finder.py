@@ -23,7 +23,7 @@ import json
 import random
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -31,10 +31,11 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from planner.core.asking import ask_validated
-from planner.core.errors import PlannerError
-from planner.core.planning.grounding import Grounder
+from planner.core.errors import PlannerError, PolicyError
+from planner.core.planning.goal_reading import name_question
+from planner.core.planning.grounding import BEFORE_VERBS, Grounder, Match
 from planner.core.planning.spelling import Speller
-from planner.core.ports import Embedder, Policy
+from planner.core.ports import Embedder, Policy, judged, yes_probability_of
 from planner.core.query_constraints import QueryReading, read_query, top_label
 from planner.core.scene_graph import Entity, SceneGraph
 from planner.core.types import PolicyReply
@@ -48,6 +49,8 @@ LABEL_FLOOR = 0.1  # labels less probable than this are left out of the map text
 # (on 15 such development queries: 10 met, against 11 by fit alone and 8 by size alone).
 SIZE_MARGIN = 0.1
 FURNITURE_NEAR_M = 0.5
+# Words that say a thing is wanted without naming it: a phrase with one is put to no name check.
+INDEFINITE = frozenset("something somewhere anything anywhere thing things stuff".split())
 
 
 class FinderSettings(BaseModel):
@@ -87,6 +90,12 @@ class FinderSettings(BaseModel):
                               "beside it and the kinds excluded that a query names are checked against the map, not "
                               "asked of the model; an answer that breaks one gives way to items of its label that "
                               "keep them")
+    name_check: float = Field(default=0.6, ge=0, le=1, description="a phrase of the query that the sentence "
+                              "embeddings hold only somewhat like a label of the map (from name_check_similarity "
+                              "up to the grounder's threshold), or that the lexicon names it by in a rare sense, "
+                              "names that label when the model's probability of yes to \"is it another name for "
+                              "one?\" reaches this (a short call each); 1: never")
+    name_check_similarity: float = Field(default=0.6, ge=0, le=1, description="... from this similarity")
 
 
 # ---- the map as the model sees it ------------------------------------------------------------
@@ -373,6 +382,43 @@ class FoundObjects:
     error: str = ""            # set when no valid answer came back
 
 
+class NameChecks:
+    """The model's yes/no on whether a phrase of one query is another name for a label of the map,
+    for phrases the embeddings hold only somewhat like it ("cupboard": a cabinet, 0.74) or the
+    lexicon names it by only in a rare sense ("settee": a sofa): grounded either way, a wrong
+    reading rules things out or in that the query did not. Called by the grounder as its `accept`;
+    each pair is asked once and the calls are counted for the query's answer."""
+
+    def __init__(self, policy: Policy, threshold: float):
+        self.policy, self.threshold = policy, threshold
+        self.asked: dict[tuple[str, str], float | None] = {}  # (phrase, label) -> probability of yes
+        self.calls = self.prompt_tokens = self.completion_tokens = 0
+        self.errors: list[str] = []
+
+    def __call__(self, match: Match) -> bool:
+        """Whether the model holds the match's phrase another name for its label (asked once)."""
+        key = (match.phrase, match.label)
+        if key not in self.asked:
+            try:
+                reply = judged(self.policy, [{"role": "user", "content": name_question(match.phrase, match.label)}])
+                self.calls += 1
+                self.prompt_tokens += reply.prompt_tokens
+                self.completion_tokens += reply.completion_tokens
+                self.asked[key] = yes_probability_of(reply)
+            except (PolicyError, ValueError) as error:  # no answer names nothing: the phrase stays unread
+                self.errors.append(f"{match.phrase} = {match.label}: {error}")
+                self.asked[key] = None
+        return self.confirmed(match)
+
+    def confirmed(self, match: Match) -> bool:
+        """Whether the model was asked about the match and said yes."""
+        p_yes = self.asked.get((match.phrase, match.label))
+        return p_yes is not None and p_yes >= self.threshold
+
+    def report(self) -> dict[str, float | None]:
+        return {f"{phrase} = {label}": None if p is None else round(p, 2) for (phrase, label), p in self.asked.items()}
+
+
 class FinderError(PlannerError, RuntimeError):
     """No valid answer after the allowed repairs."""
 
@@ -388,31 +434,52 @@ class ObjectFinder:
         self.grounder = grounder
         self.speller = Speller()
 
-    def _labels_named(self, phrase: str, labels: list[str]) -> set[str]:
-        """The labels a phrase of the query names: its own name, another name of it (grounded), or
-        else the label its last words name, as a compound names a kind of its last noun ("the
-        writing desk" is a desk, "the bar stool" a stool; the grounder leaves these alone, since the
-        label's name is already said)."""
+    def _labels_named(self, phrase: str, labels: list[str], checks: NameChecks | None = None) -> set[str]:
+        """The labels a phrase of the query names: its own name, another name of it (grounded, or
+        alike and put to the name `checks`), or else the label its last words name, as a compound
+        names a kind of its last noun ("the writing desk" is a desk, "the bar stool" a stool; the
+        grounder leaves these alone, since the label's name is already said)."""
         said = phrase.replace("-", " ")
         forms = (said, said.removesuffix("s"))
         names = {label: label.replace("_", " ") for label in labels}
         own = {label for label, name in names.items() if name in forms}
         if own:
             return own
-        grounded = ({match.label for match in self.grounder.ground(f"the {said}", labels).matches}
+        grounded = ({match.label for match in self._grounded(f"the {said}", labels, checks).matches}
                     if self.grounder is not None else set())
         return grounded or {label for label, name in names.items() if any(f" {form}".endswith(f" {name}") for form in forms)}
 
-    def _subject_names(self, subject: str, labels: list[str]) -> dict[str, float]:
+    def _grounded(self, text: str, labels: list[str], checks: NameChecks | None, rooms: Sequence[str] = ()):
+        """The grounder's reading of the text in the labels' words (the `rooms` named in it left as
+        they are), a phrase less alike to a label than it must be read as that label when the
+        model's name `checks` say so."""
+        assert self.grounder is not None
+        if checks is None:
+            return self.grounder.ground(text, labels, rooms)
+        words = re.findall(r"[a-z0-9']+", text.lower())
+
+        def as_name(match: Match) -> bool:  # not "to sit", "I dry" (verbs) or "something to cut" (a need)
+            said = match.phrase.split()
+            return not INDEFINITE & set(said) and any(
+                words[start:start + len(said)] == said and (start == 0 or words[start - 1] not in BEFORE_VERBS)
+                for start in range(len(words) - len(said) + 1)) and checks(match)
+
+        return self.grounder.ground(text, labels, rooms, self.settings.name_check_similarity, as_name)
+
+    def _subject_names(self, subject: str, labels: list[str], checks: NameChecks | None = None,
+                       rooms: Sequence[str] = ()) -> dict[str, float]:
         """The labels the words for the thing asked for name, and how surely: a label's own name or
         its plural (1.0), or another name of it the grounder finds by meaning or the lexicon (its
-        similarity; "the easy chair" is an armchair, not a chair). Each word names one label, the
+        similarity; "the easy chair" is an armchair, not a chair), or one alike that the name `checks`
+        accept (their probability of yes). Each word names one label, the
         longest name said first: "paper towels" are no towels. Measured with the 1.5B on
         development homes: asked for kinds, it read some plain names as needs ("the smallest
         table": a sponge to clean it) and left out the very thing named ("my toy": plaything, game
         piece); the map's own words for it do not depend on that reading."""
-        grounding = self.grounder.ground(subject, labels) if self.grounder is not None else None
-        surely = {match.label: match.similarity for match in grounding.matches} if grounding else {}
+        grounding = self._grounded(subject, labels, checks, rooms) if self.grounder is not None else None
+        # A name the model confirms counts as the label's own, as one the lexicon gives does.
+        surely = ({match.label: 1.0 if checks is not None and checks.confirmed(match) else match.similarity
+                   for match in grounding.matches} if grounding else {})
         words = re.findall(r"[a-z0-9']+", (grounding.text if grounding else subject).lower())
         taken: set[int] = set()
         named: dict[str, float] = {}
@@ -448,7 +515,9 @@ class ObjectFinder:
 
     # -- entry point ------------------------------------------------------------------------
     def prepare(self, scene: SceneGraph, query: str, workflow: str | None = None) -> Prepared:
-        """What the model will be shown, read from the scene (hold its lock for this part only)."""
+        """What the model will be shown, read from the scene, and the query's phrases grounded in
+        it; the name checks of that grounding ask the model, so a scene others change is best given
+        as a copy."""
         workflow = workflow or self.settings.workflow
         if workflow not in WORKFLOWS:
             raise ValueError(f"unknown workflow {workflow!r}; one of {', '.join(WORKFLOWS)}")
@@ -468,17 +537,22 @@ class ObjectFinder:
         if self.settings.mend_typos:  # before anything reads it: "excpet" hides a negation, "kithcen" a room
             query, typos = self.speller.mended(query, [*{label for e in items for label in e.labels},
                                                        *scene.rooms()])
-        reading = read_query(query, scene, self._labels_named) if self.settings.constraints else QueryReading(query, ())
+        checks = NameChecks(self.policy, self.settings.name_check) if self.settings.name_check < 1 else None
+        # Not an excluded kind: it is often a sibling of what is asked ("any cup except a mug"), and the
+        # model's yes to "is a mug another name for a cup?" read kinship (on development and confirmation
+        # homes such checks won 1 query and lost 3); its words stay for the kinds' reading.
+        reading = (read_query(query, scene, lambda phrase, labels: self._labels_named(phrase, labels, checks),
+                              self._labels_named) if self.settings.constraints else QueryReading(query, ()))
         # Only the kinds' matching uses them: without it, no embedding of the query's phrases.
-        named = (self._subject_names(reading.subject, sorted({label for e in items for label in shown_labels(e)}))
-                 if self._by_kinds() else {})
+        named = (self._subject_names(reading.subject, sorted({label for e in items for label in shown_labels(e)}),
+                                     checks, scene.rooms()) if self._by_kinds() else {})
         shown = [scene.entity(i) for i in ids]
         ruled_out = {e.id: reason for e in shown if (reason := reading.ruled_out(scene, e))}
         ruled_out |= reading.outdone([e for e in shown if e.id not in ruled_out])  # "the biggest box in the kitchen"
         return Prepared(query, workflow, ids, names, lines, evidence, len(items), show_room, reading, ruled_out,
                         {i: top_label(scene.entity(i)) for i in ids},
                         {e.id: shown_labels(e) or {e.label: 1.0} for e in shown}, reading.size_order(shown), named,
-                        typos)
+                        typos, checks)
 
     def run(self, prepared: Prepared) -> FoundObjects:
         run = _Run(prepared, self.settings)
@@ -676,6 +750,7 @@ class Prepared:
     size_order: dict[str, float]  # id -> its place by the size a superlative asks for, lowest first (empty: none)
     named: dict[str, float]   # label -> how surely the query's own words name it ("my tub": bathtub)
     typos: dict[str, str] = field(default_factory=dict)  # words of the query mended: as typed -> as meant
+    name_checks: NameChecks | None = None  # the model's yes/no on phrases grounded by it
 
 
 class _Run:
@@ -689,8 +764,13 @@ class _Run:
         self.known = set(shown)
         self.answer_schema = answer_schema(shown, settings.max_answers, settings.model_explains)
         self.feedback_schema = feedback_schema(shown, settings.max_answers)
-        self.calls = self.prompt_tokens = self.completion_tokens = 0
+        checks = prepared.name_checks
+        self.calls, self.prompt_tokens, self.completion_tokens = ((checks.calls, checks.prompt_tokens,
+                                                                  checks.completion_tokens) if checks else (0, 0, 0))
         self.rounds: list[dict] = [{"role": "typos", "reply": prepared.typos}] if prepared.typos else []
+        if checks is not None and checks.asked:
+            self.rounds.append({"role": "name checks", "reply": checks.report(),
+                                **({"invalid": checks.errors} if checks.errors else {})})
         self.ruled_out: list[str] = []  # why items the model chose break the query's constraints
         self._system = self._system_prompt()
 

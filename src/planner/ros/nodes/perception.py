@@ -4,6 +4,7 @@ takes changes people tell (/memory/tell) into the graph, and saves the graph as 
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -370,10 +371,9 @@ class PerceptionNode(PlannerNode):
             self.finder = ObjectFinder(self.part_llm("object_finder", self._main_llm()), self.config.object_finder,
                                        self._embedder(), make_grounder(self.config, self._embedder()))
         try:
-            with self.lock:
-                prepared = self.finder.prepare(self.scene, request.query,
-                                               None if request.workflow == "default" else request.workflow)
-            found = self.finder.run(prepared)
+            with self.lock:  # a copy: the finder may ask the model while reading the query in the map
+                scene = copy.deepcopy(self.scene)
+            found = self.finder.find(scene, request.query, None if request.workflow == "default" else request.workflow)
         except (ValueError, PolicyError) as error:
             response.success, response.message = False, str(error)
             return response
