@@ -167,6 +167,15 @@ def test_a_name_the_embeddings_are_unsure_of_is_the_labels_when_the_model_says_s
     assert find.find(kitchen, "I want to cook").relevant_objects == ["stove1"]
     assert find.find(kitchen, "any cup except a mug").relevant_objects == ["cup1"]
     assert len(policy.prompts) == 2
+    # What the query excludes it does not ask for, though its words name it: a cabinet that may be a
+    # wardrobe is no place to keep clothes that is not a wardrobe.
+    bedroom = SceneGraph.from_voxeland(parse_voxeland({"instances": {
+        "cabinet1": _instance([1.0, 1.0, 0.9], [1.0, 0.6, 1.8], {"cabinet": 60.0, "wardrobe": 40.0})}}))
+    find, policy = matcher([said_yes, kinds("closet"), said_yes, kinds("closet")], embedder, Grounder(embedder),
+                           name_check=0.6)
+    assert find.find(bedroom, "somewhere to keep clothes").relevant_objects == ["cabinet1"]
+    assert find.find(bedroom, "somewhere to keep clothes that is not a wardrobe").relevant_objects == []
+    assert policy.prompts[0][-1]["content"].startswith('Is "clothes" another name for a wardrobe?')
     # No check asked for: the words alone (name_check 1).
     find, _ = matcher([kinds("drawer opener")], embedder, Grounder(embedder))
     assert find.find(kitchen, "The cupboard, please").relevant_objects == []

@@ -546,6 +546,9 @@ class ObjectFinder:
         # Only the kinds' matching uses them: without it, no embedding of the query's phrases.
         named = (self._subject_names(reading.subject, sorted({label for e in items for label in shown_labels(e)}),
                                      checks, scene.rooms()) if self._by_kinds() else {})
+        # What the query excludes it does not ask for, whatever its other words say: "somewhere to keep
+        # clothes that is not a wardrobe" names no wardrobe, though "clothes" may be read as one.
+        named = {label: surely for label, surely in named.items() if label not in reading.excluded}
         shown = [scene.entity(i) for i in ids]
         ruled_out = {e.id: reason for e in shown if (reason := reading.ruled_out(scene, e))}
         ruled_out |= reading.outdone([e for e in shown if e.id not in ruled_out])  # "the biggest box in the kitchen"

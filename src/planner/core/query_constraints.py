@@ -100,6 +100,11 @@ class QueryReading:
         return _without(self.query, [constraint.span for constraint in self.constraints])
 
     @property
+    def excluded(self) -> frozenset[str]:
+        """The labels of the kinds the query excludes."""
+        return frozenset().union(*(c.targets for c in self.constraints if c.kind == "not"))
+
+    @property
     def superlative(self) -> str | None:
         """The word of a query that asks for the biggest, smallest, ... of something."""
         return next((c.phrase for c in self.constraints if c.kind == "extreme"), None)
