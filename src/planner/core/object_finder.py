@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from planner.core.asking import ask_validated
 from planner.core.errors import PlannerError, PolicyError
 from planner.core.planning.goal_reading import name_question
-from planner.core.planning.grounding import BEFORE_VERBS, Grounder, Match
+from planner.core.planning.grounding import BEFORE_VERBS, Grounder, Match, words_in
 from planner.core.planning.spelling import Speller
 from planner.core.ports import Embedder, Policy, judged, yes_probability_of
 from planner.core.query_constraints import QueryReading, read_query, top_label
@@ -416,6 +416,7 @@ class NameChecks:
         return p_yes is not None and p_yes >= self.threshold
 
     def report(self) -> dict[str, float | None]:
+        """Each pair asked and the model's probability of yes (None: no answer), for the answer's rounds."""
         return {f"{phrase} = {label}": None if p is None else round(p, 2) for (phrase, label), p in self.asked.items()}
 
 
@@ -456,7 +457,7 @@ class ObjectFinder:
         assert self.grounder is not None
         if checks is None:
             return self.grounder.ground(text, labels, rooms)
-        words = re.findall(r"[a-z0-9']+", text.lower())
+        words = words_in(text)
 
         def as_name(match: Match) -> bool:  # not "to sit", "I dry" (verbs) or "something to cut" (a need)
             said = match.phrase.split()
@@ -471,7 +472,7 @@ class ObjectFinder:
         """The labels the words for the thing asked for name, and how surely: a label's own name or
         its plural (1.0), or another name of it the grounder finds by meaning or the lexicon (its
         similarity; "the easy chair" is an armchair, not a chair), or one alike that the name `checks`
-        accept (their probability of yes). Each word names one label, the
+        accept (1.0, as a lexicon's name). Each word names one label, the
         longest name said first: "paper towels" are no towels. Measured with the 1.5B on
         development homes: asked for kinds, it read some plain names as needs ("the smallest
         table": a sponge to clean it) and left out the very thing named ("my toy": plaything, game
@@ -480,7 +481,7 @@ class ObjectFinder:
         # A name the model confirms counts as the label's own, as one the lexicon gives does.
         surely = ({match.label: 1.0 if checks is not None and checks.confirmed(match) else match.similarity
                    for match in grounding.matches} if grounding else {})
-        words = re.findall(r"[a-z0-9']+", (grounding.text if grounding else subject).lower())
+        words = words_in(grounding.text if grounding else subject)
         taken: set[int] = set()
         named: dict[str, float] = {}
         for label in sorted(labels, key=lambda label: -label.count("_")):

@@ -16,7 +16,7 @@ from pydantic import Field
 from planner.core.asking import LABELS_OFFERED, CountingPolicy, LLMUsage, ask_validated, choose_one, label_options
 from planner.core.files import StrictModel
 from planner.core.knowledge import TELLABLE, Change, Triplet, apply_change, change_errors, knowledge, neighbourhood, triplet_errors
-from planner.core.planning.grounding import FUNCTION_WORDS, MAX_PHRASE_WORDS, Grounder
+from planner.core.planning.grounding import FUNCTION_WORDS, MAX_PHRASE_WORDS, Grounder, words_in
 from planner.core.ports import Embedder, Policy
 from planner.core.scene_graph import SceneGraph
 from planner.core.skills import SkillPlanner
@@ -216,7 +216,7 @@ def named(sentence: str, scene: SceneGraph, embedder: Embedder) -> set[str]:
     """The map's rooms and furniture labels a sentence names, in the map's words or in others the
     stack's grounding finds ("lounge" for a living_room, "chest of drawers" for a dresser)."""
     names = [*sorted({f.label for f in scene.furniture()}), *scene.rooms()]
-    text = " " + " ".join(re.findall(r"[a-z0-9']+", Grounder(embedder).ground(sentence, names).text.lower())) + " "
+    text = " " + " ".join(words_in(Grounder(embedder).ground(sentence, names).text)) + " "
     return {name for name in names if f" {_readable(name)} " in text}
 
 

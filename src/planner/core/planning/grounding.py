@@ -50,7 +50,7 @@ LEXICON_OVERRULED, LEXICON_OVERRULED_MARGIN = 0.7, 0.1
 CACHED_VECTORS = 4096
 
 
-def _words(text: str) -> list[str]:
+def words_in(text: str) -> list[str]:
     """The text's words, lower case, as phrases are matched and written back."""
     return re.findall(r"[a-z0-9']+", text.lower())
 
@@ -76,7 +76,7 @@ class Grounding:
     def written(self, place: str) -> str:
         """The phrase of the text that a place read with apostrophes as spaces is: "children's room"
         for "children s room"; the place itself when none is."""
-        said = _words(self.text)
+        said = words_in(self.text)
         return next((" ".join(said[start:end]) for start in range(len(said))
                      for end in range(start + 1, min(start + MAX_PHRASE_WORDS, len(said)) + 1)
                      if " ".join(said[start:end]).replace("'", " ").split() == place.split()), place)
@@ -84,7 +84,7 @@ class Grounding:
     def with_match(self, match: Match) -> Grounding:
         """This grounding and the phrase of `match` written as its label too (a phrase found by other
         means than its similarity)."""
-        words = _words(self.text)
+        words = words_in(self.text)
         phrase = match.phrase.split()
         start = next((i for i in range(len(words) - len(phrase) + 1) if words[i:i + len(phrase)] == phrase), None)
         if start is None:
@@ -136,7 +136,7 @@ class Grounder:
         said ("the bedroom" is no bed). With `loose`, a phrase from that similarity up to the usual
         thresholds is grounded only when `accept` says so (a check by other means); the best
         candidates are asked first, and a phrase refused leaves its words to the others."""
-        words = _words(request)
+        words = words_in(request)
         names = {label: label.replace("_", " ") for label in dict.fromkeys(labels)}
         room_names = {room: room.replace("_", " ") for room in rooms}
         all_names = {**names, **room_names}
