@@ -137,6 +137,19 @@ def test_the_thing_a_query_names_is_found_even_when_the_model_reads_its_name_as_
     assert find.find(bathroom, "Could you find the paper towels?").relevant_objects == ["roll1"]
 
 
+def test_no_item_fits_by_a_label_the_query_excludes(embedder):
+    from planner.core.planning.grounding import Grounder
+
+    kitchen = SceneGraph.from_voxeland(parse_voxeland({"instances": {
+        "fridge1": _instance([1.0, 1.0, 0.9], [0.7, 0.7, 1.8], {"refrigerator": 60.0, "cabinet": 40.0}),
+        "dresser1": _instance([3.0, 1.0, 0.5], [1.0, 0.5, 1.0], {"dresser": 90.0}),
+    }}))
+    # The model names the excluded kind anyway; the fridge, 40% a cabinet, fits as one without the exclusion.
+    find, _ = matcher([kinds("cabinet", "dresser"), kinds("cabinet", "dresser")], embedder, Grounder(embedder))
+    assert find.find(kitchen, "any storage unit").relevant_objects == ["dresser1", "fridge1"]
+    assert find.find(kitchen, "any storage unit except a cabinet").relevant_objects == ["dresser1"]
+
+
 def test_a_name_the_embeddings_are_unsure_of_is_the_labels_when_the_model_says_so(embedder):
     from planner.core.planning.grounding import Grounder
 

@@ -626,7 +626,11 @@ class ObjectFinder:
         kinds = reply.named()
         first = run.id_of[answer.relevant_objects[0]] if answer.relevant_objects else None
         fits: dict[str, tuple[float, str]] = {}
-        every = similarity.fits(prepared.labels, kinds, prepared.named, settings.kind_step, settings.share_power,
+        # No item fits by a label the query excludes: a fridge the map thinks may be a cabinet is no
+        # "storage unit except a cabinet" (an item most likely excluded is ruled out whole).
+        allowed = {item: {label: p for label, p in shown.items() if label not in prepared.reading.excluded} or shown
+                   for item, shown in prepared.labels.items()}
+        every = similarity.fits(allowed, kinds, prepared.named, settings.kind_step, settings.share_power,
                                 settings.kind_margin)
         for item, (fit, label) in every.items():
             if item not in prepared.ruled_out:
