@@ -137,6 +137,28 @@ def test_the_thing_a_query_names_is_found_even_when_the_model_reads_its_name_as_
     assert find.find(bathroom, "Could you find the paper towels?").relevant_objects == ["roll1"]
 
 
+def test_before_nothing_fits_the_kinds_are_read_again_and_an_item_fits_by_its_mean_over_both(embedder):
+    hall = SceneGraph.from_voxeland(parse_voxeland({"instances": {
+        "basket1": _instance([1.0, 1.0, 0.2], [0.5, 0.4, 0.4], {"basket": 90.0}),
+        "orange1": _instance([2.0, 1.0, 0.8], [0.08, 0.08, 0.08], {"orange": 90.0}),
+    }}))
+    find, policy = matcher([kinds("hand truck", need="a lifter"), kinds("basket", "bag")], embedder,
+                           second_reading=True)
+    found = find.find(hall, "help me bring the laundry downstairs")
+    assert found.relevant_objects == ["basket1"] and found.calls == 2
+    assert [r["role"] for r in found.rounds] == ["kinds", "kinds again", "fit"]
+    assert found.rounds[-1]["reply"]["basket1"]["label"] == "basket ~ basket"
+    assert "Which things in a home would it show the person?" in policy.prompts[1][0]["content"]
+    # The second reading alone does not decide: an orange is fruit, not the apple asked for.
+    find, _ = matcher([kinds("apple"), kinds("fruit")], embedder, second_reading=True)
+    found = find.find(hall, "the apple, please")
+    assert found.relevant_objects == [] and found.calls == 2
+    # A first reading that finds something is the only one.
+    find, _ = matcher([kinds("basket")], embedder, second_reading=True)
+    found = find.find(hall, "a basket")
+    assert found.relevant_objects == ["basket1"] and found.calls == 1
+
+
 def test_no_item_fits_by_a_label_the_query_excludes(embedder):
     from planner.core.planning.grounding import Grounder
 
