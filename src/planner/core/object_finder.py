@@ -99,7 +99,7 @@ class FinderSettings(BaseModel):
     second_reading: bool = Field(default=False, description="before saying nothing fits, the model names the kinds "
                                  "again, asked in other words, and an item fits by its mean fit over the two "
                                  "readings (a second call on the queries the first reading finds nothing for; "
-                                 "with the embedded server, which caches one prompt, ~4 s more on those)")
+                                 "with the embedded server, which caches one prompt, 2-4 s more on those)")
 
 
 # ---- the map as the model sees it ------------------------------------------------------------
@@ -630,8 +630,9 @@ class ObjectFinder:
         badly; asked what kinds of things would meet the query, without choosing from the map, it
         names them well, and whether an item's labels are like one of them is a question the
         sentence embeddings answer. So the answer is the items whose fit reaches `kind_threshold`,
-        best first; none: nothing fits. A workflow that answered from the map (reflection) has its
-        first id count `choice_weight` more."""
+        best first; none: nothing fits (with `second_reading`, only when no item's mean fit over a
+        second reading, asked in other words, reaches it either). A workflow that answered from the map (reflection) has its first id count
+        `choice_weight` more."""
         prepared, settings, similarity = run.prepared, self.settings, self.similarity
         if not settings.kinds or similarity is None:
             return answer
@@ -650,9 +651,8 @@ class ObjectFinder:
         reply, every = read("kinds", KINDS_PROMPT)
         if settings.second_reading and not any(fit >= settings.kind_threshold for item, (fit, _) in every.items()
                                                 if item not in prepared.ruled_out):
-            # Nothing fits one reading; an item both readings hold fairly like what is asked may.
-            # Measured on development homes (the kinds recorded, the matching replayed): a 1.5B that
-            # read "take these groceries upstairs" as a lifter named a basket the second time.
+            # Nothing fits one reading; an item both readings hold fairly like what is asked may
+            # (development homes: the 1.5B named a lifter for carrying shopping, then a basket).
             _, again = read("kinds again", SECOND_KINDS_PROMPT)
             every = {item: ((fit + again[item][0]) / 2, why if fit >= again[item][0] else again[item][1])
                      for item, (fit, why) in every.items()}
