@@ -563,15 +563,19 @@ class ObjectFinder:
         named = (self._subject_names(reading.subject, sorted({label for e in items for label in shown_labels(e)}),
                                      checks, scene.rooms()) if self._by_kinds() else {})
         # What the query excludes it does not ask for, whatever its other words say: "somewhere to keep
-        # clothes that is not a wardrobe" names no wardrobe, though "clothes" may be read as one.
+        # clothes that is not a wardrobe" names no wardrobe, though "clothes" may be read as one; and no
+        # item fits by an excluded label: a fridge the map thinks may be a cabinet is no "storage unit
+        # except a cabinet" (an item most likely excluded is ruled out whole).
         named = {label: surely for label, surely in named.items() if label not in reading.excluded}
         shown = [scene.entity(i) for i in ids]
+        labels = {e.id: shown_labels(e) or {e.label: 1.0} for e in shown}
+        labels = {item: {label: p for label, p in every.items() if label not in reading.excluded} or every
+                  for item, every in labels.items()}
         ruled_out = {e.id: reason for e in shown if (reason := reading.ruled_out(scene, e))}
         ruled_out |= reading.outdone([e for e in shown if e.id not in ruled_out])  # "the biggest box in the kitchen"
         return Prepared(query, workflow, ids, names, lines, evidence, len(items), show_room, reading, ruled_out,
                         {i: top_label(scene.entity(i)) for i in ids},
-                        {e.id: shown_labels(e) or {e.label: 1.0} for e in shown}, reading.size_order(shown), named,
-                        typos, checks)
+                        labels, reading.size_order(shown), named, typos, checks)
 
     def run(self, prepared: Prepared) -> FoundObjects:
         run = _Run(prepared, self.settings)
@@ -631,21 +635,16 @@ class ObjectFinder:
         names them well, and whether an item's labels are like one of them is a question the
         sentence embeddings answer. So the answer is the items whose fit reaches `kind_threshold`,
         best first; none: nothing fits (with `second_reading`, only when no item's mean fit over a
-        second reading, asked in other words, reaches it either). A workflow that answered from the map (reflection) has its first id count
-        `choice_weight` more."""
+        second reading, asked in other words, reaches it either). A workflow that answered from the
+        map (reflection) has its first id count `choice_weight` more."""
         prepared, settings, similarity = run.prepared, self.settings, self.similarity
         if not settings.kinds or similarity is None:
             return answer
-        # No item fits by a label the query excludes: a fridge the map thinks may be a cabinet is no
-        # "storage unit except a cabinet" (an item most likely excluded is ruled out whole).
-        allowed = {item: {label: p for label, p in shown.items() if label not in prepared.reading.excluded} or shown
-                   for item, shown in prepared.labels.items()}
-
         def read(role: str, prompt: str) -> tuple[KindsReply, dict[str, tuple[float, str]]]:
             messages = [{"role": "system", "content": prompt.format(kinds=settings.kinds)},
                         {"role": "user", "content": REQUEST_PROMPT.format(query=prepared.reading.wanted)}]
             reply = self._ask(run, role, messages, kinds_schema(settings.kinds), KindsReply.model_validate_json)
-            return reply, similarity.fits(allowed, reply.named(), prepared.named, settings.kind_step,
+            return reply, similarity.fits(prepared.labels, reply.named(), prepared.named, settings.kind_step,
                                           settings.share_power, settings.kind_margin)
 
         reply, every = read("kinds", KINDS_PROMPT)
@@ -780,7 +779,7 @@ class Prepared:
     reading: QueryReading     # the room, holder, neighbour and kinds excluded the query names, grounded in the map
     ruled_out: dict[str, str]  # id -> why it breaks one of them
     top_labels: dict[str, str]  # id -> its most likely label
-    labels: dict[str, dict[str, float]]  # id -> the labels shown, with their probabilities
+    labels: dict[str, dict[str, float]]  # id -> the labels shown it may fit by (none excluded), with their probabilities
     size_order: dict[str, float]  # id -> its place by the size a superlative asks for, lowest first (empty: none)
     named: dict[str, float]   # label -> how surely the query's own words name it ("my tub": bathtub)
     typos: dict[str, str] = field(default_factory=dict)  # words of the query mended: as typed -> as meant
