@@ -3,8 +3,10 @@
 import hashlib
 import json
 import math
+import re
 import signal
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -151,8 +153,9 @@ def test_fallbacks_from_the_config_keep_their_own_structured_output_mode(server)
 @pytest.mark.embedded
 @pytest.mark.timeout(600)
 def test_an_embedded_server_that_died_is_started_again_and_the_call_answered():
-    settings = LLMSettings(max_tokens=16, embedded={"n_ctx": 1024}).resolved()  # the model set-up installs
-    policy, server = open_policy(settings)
+    settings = LLMSettings(max_tokens=16, embedded={"n_ctx": 1024, "servers": 1}).resolved()  # the model set-up installs
+    policy, servers = open_policy(settings)
+    server = servers.servers[0]
     try:
         messages = [{"role": "user", "content": "Where should the robot go? Answer with JSON."}]
         assert json.loads(policy.complete(messages, SCHEMA).text) == {"action": "GOTO(kitchen)"}
@@ -161,7 +164,50 @@ def test_an_embedded_server_that_died_is_started_again_and_the_call_answered():
         assert json.loads(policy.complete(messages, SCHEMA).text) == {"action": "GOTO(kitchen)"}
         assert policy.restarts == 1 and server.exit_code() is None
     finally:
-        server.stop()
+        servers.stop()
+
+
+def _prompt_tokens_read(log_file, start: int) -> list[int]:
+    """The prompt tokens llama-cpp-python says it read anew for each call logged after byte `start`
+    (a call that shares nothing with the prompt cached logs no prefix-match line: its whole prompt)."""
+    logged = log_file.read_bytes()[start:].decode(errors="replace")
+    return [int(found) for found in re.findall(r"remaining (\d+) prompt tokens to eval", logged)]
+
+
+@pytest.mark.embedded
+@pytest.mark.timeout(600)
+def test_two_prompts_that_take_turns_each_keep_a_copy_of_the_embedded_server_and_are_not_read_again():
+    settings = LLMSettings(max_tokens=16, embedded={"n_ctx": 1024, "servers": 2}).resolved()
+    policy, servers = open_policy(settings)
+    logs = [server.log_file for server in servers.servers]
+    start = [log.stat().st_size for log in logs]
+    systems = ["You guide a home robot. " * 12 + "Answer with JSON.",
+               "You check what a home robot plans. " * 12 + "Answer with JSON."]
+    try:
+        for request in ["Go to the kitchen.", "The bottle is in the kitchen.", "Fetch the bottle."]:
+            for system in systems:  # the two prompts take turns
+                messages = [{"role": "system", "content": system}, {"role": "user", "content": request}]
+                assert json.loads(policy.complete(messages, SCHEMA).text) == {"action": "GOTO(kitchen)"}
+    finally:
+        servers.stop()
+    read = [_prompt_tokens_read(log, at) for log, at in zip(logs, start)]
+    # Each copy read its system prompt (~100 tokens) once, then only each new request.
+    assert [len(calls) for calls in read] == [2, 2] and all(tokens < 20 for calls in read for tokens in calls), read
+
+
+def test_calls_go_to_the_copy_of_the_embedded_server_that_has_most_of_their_prompt():
+    from planner.adapters.llm import EmbeddedServer, EmbeddedServers
+
+    servers = EmbeddedServers([EmbeddedServer(Path("model.gguf"), 1024, 2, 60, Path(f"server{n}.log")) for n in (1, 2)])
+
+    def call(system: str, *turns: str) -> int:
+        return servers.route([{"role": "system", "content": system}, *({"role": "user", "content": t} for t in turns)])
+
+    finder, checker, judge = "Name the kinds of things. " * 10, "Is it another name? " * 10, "Say yes or no. " * 10
+    assert [call(finder, "a lamp"), call(checker, "lamp"), call(finder, "a cup"), call(checker, "cup")] == [0, 1, 0, 1]
+    assert call(finder, "a cup", "the red one") == 0       # a conversation that goes on stays where it began
+    assert call(judge, "is it red?") == 1                  # a third prompt: the copy used least recently
+    assert call(finder, "a pen") == 0
 
 
 def test_a_server_that_never_answers_ends_the_task_with_a_timeout_instead_of_hanging(skill_planner):

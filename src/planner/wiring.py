@@ -9,7 +9,7 @@ from pathlib import Path
 
 from planner.adapters.embeddings import SentenceEmbedder
 from planner.adapters.lexicon import WordNetLexicon
-from planner.adapters.llm import EmbeddedServer, open_policy, part_policy
+from planner.adapters.llm import EmbeddedServers, open_policy, part_policy
 from planner.config import StackConfig
 from planner.core.case_store import CaseStore
 from planner.core.errors import InputError
@@ -78,15 +78,15 @@ def make_grounder(config: StackConfig, embedder=None) -> Grounder | None:
                     lexicon=WordNetLexicon() if settings.lexicon == "wordnet" else None)
 
 
-def open_llm(config: StackConfig) -> tuple[Policy, EmbeddedServer | None]:
+def open_llm(config: StackConfig) -> tuple[Policy, EmbeddedServers | None]:
     """The configured LLM and the embedded server started for it (stop it when done); raises
     PolicyError, ModelError or InputError saying why there is none."""
     settings = config.llm.resolved()
     return open_policy(settings, config.path(settings.script) if settings.script else None)
 
 
-def open_part_llm(config: StackConfig, part: str, main: Policy, server: EmbeddedServer | None
-                  ) -> tuple[Policy, EmbeddedServer | None]:
+def open_part_llm(config: StackConfig, part: str, main: Policy, server: EmbeddedServers | None
+                  ) -> tuple[Policy, EmbeddedServers | None]:
     """The LLM of one part of the stack (`goal_step`, `object_finder`): the servers configured for
     it, then `main`; with the embedded server now running (shared with `main`'s), if any."""
     settings = config.llm.resolved()
