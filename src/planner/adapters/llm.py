@@ -270,9 +270,9 @@ class FallbackPolicy:
 
 
 class RevivingPolicy:
-    """A copy of the embedded server's policy: a server that died (llama.cpp can crash, e.g. on a grammar it
-    cannot parse) is started again and the call repeated once, so one crash does not end every
-    task that follows."""
+    """The policy of one copy of the embedded server: a server that died (llama.cpp can crash, e.g.
+    on a grammar it cannot parse) is started again and the call repeated once, so one crash does
+    not end every task that follows."""
 
     def __init__(self, policy: OpenAICompatiblePolicy, server: EmbeddedServer):
         self.policy = policy
@@ -299,7 +299,7 @@ class RevivingPolicy:
 
 
 class PromptRoutedPolicy:
-    """The embedded server's policy: each call made by the copy of the server `servers` route it to."""
+    """The embedded server's policy: each call is made by the copy that `servers` routes it to."""
 
     def __init__(self, policies: list[RevivingPolicy], servers: EmbeddedServers):
         self.policies, self.servers = policies, servers
