@@ -195,6 +195,17 @@ def test_two_prompts_that_take_turns_each_keep_a_copy_of_the_embedded_server_and
     assert [len(calls) for calls in read] == [2, 2] and all(tokens < 20 for calls in read for tokens in calls), read
 
 
+def test_when_a_copy_of_the_embedded_server_cannot_be_started_none_is_left_running(tmp_path):
+    from planner.adapters.llm import EmbeddedServer, EmbeddedServers
+
+    (tmp_path / "not-a-folder").write_text("")
+    first = EmbeddedServer(tmp_path / "model.gguf", 1024, 2, 60, tmp_path / "first.log")
+    second = EmbeddedServer(tmp_path / "model.gguf", 1024, 2, 60, tmp_path / "not-a-folder" / "second.log")
+    with pytest.raises(OSError):  # the second copy's log cannot be written, after the first was started
+        EmbeddedServers([first, second]).start()
+    assert first.process is None  # stopped, not left behind
+
+
 def test_calls_go_to_the_copy_of_the_embedded_server_that_has_most_of_their_prompt():
     from planner.adapters.llm import EmbeddedServer, EmbeddedServers
 

@@ -412,7 +412,7 @@ class EmbeddedServers:
                 server.spawn()
             for server in self.servers:
                 server.wait_ready()
-        except PolicyError:
+        except Exception:  # one copy that cannot start (or a process that cannot be made) stops them all
             self.stop()
             raise
 
