@@ -121,6 +121,17 @@ def test_furniture_asked_for_with_nothing_on_it_is_checked_against_what_rests_on
     assert not read_query("somewhere to empty my pockets", home, lambda phrase, labels: set()).constraints
 
 
+def test_the_user_is_told_what_rules_out_an_item_one_reading_took_for_what_is_asked(home, embedder):
+    # The first reading names a desk, which bears a cup; the second, asked as nothing fits, names
+    # something nothing in the map is like, so no item's fit over the two readings reaches the
+    # threshold. The user still hears why the desk is not the answer.
+    work = {"need": "a place to work"}
+    find, _ = finder([{**work, "kinds": ["desk"]}, {**work, "kinds": ["garden hose"]}], embedder=embedder)
+    found = find.find(home, "somewhere to work with nothing on it")
+    assert found.relevant_objects == [] and [r["role"] for r in found.rounds][-3:] == ["kinds", "kinds again", "fit"]
+    assert "cup1 is on desk1" in found.explanation
+
+
 def test_a_place_or_excluded_kind_that_grounds_in_nothing_of_the_map_or_a_place_said_not_to_be_constrains_nothing(home):
     find, _ = finder([answer(["chair1"])] * 3)
     for query in ("a chair on the floor in the garden", "a chair that is not in the office",

@@ -648,11 +648,13 @@ class ObjectFinder:
                                           settings.share_power, settings.kind_margin)
 
         reply, every = read("kinds", KINDS_PROMPT)
+        readings = [every]
         if settings.second_reading and not any(fit >= settings.kind_threshold for item, (fit, _) in every.items()
                                                 if item not in prepared.ruled_out):
             # Nothing fits one reading; an item both readings hold fairly like what is asked may
             # (development homes: the 1.5B named a lifter for carrying shopping, then a basket).
             _, again = read("kinds again", SECOND_KINDS_PROMPT)
+            readings.append(again)
             every = {item: ((fit + again[item][0]) / 2, why if fit >= again[item][0] else again[item][1])
                      for item, (fit, why) in every.items()}
         first = run.id_of[answer.relevant_objects[0]] if answer.relevant_objects else None
@@ -660,8 +662,10 @@ class ObjectFinder:
         for item, (fit, label) in every.items():
             if item not in prepared.ruled_out:
                 fits[item] = (fit + (settings.choice_weight if item == first else 0.0), label)
-            elif fit >= settings.kind_threshold and prepared.ruled_out[item] not in run.ruled_out:
-                run.ruled_out.append(prepared.ruled_out[item])  # what the user is told when nothing fits
+            elif (any(reading[item][0] >= settings.kind_threshold for reading in readings)
+                  and prepared.ruled_out[item] not in run.ruled_out):
+                # What the user is told when nothing fits: an item one reading took for what is asked.
+                run.ruled_out.append(prepared.ruled_out[item])
         kept = sorted((item for item, (fit, _) in fits.items() if fit >= settings.kind_threshold),
                       key=lambda item: -fits[item][0])
         if prepared.size_order and kept:  # "the smallest light": of the things that fit about as well as the best
