@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from planner.adapters.llm import ScriptedPolicy
-from planner.core.object_finder import FinderSettings, ObjectFinder
+from planner.core.object_finder import KINDS_EXAMPLE_TURNS, FinderSettings, ObjectFinder
 from planner.core.scene_graph import SceneGraph
 from planner.core.voxeland import parse_voxeland
 
@@ -104,7 +104,9 @@ def test_the_items_like_a_kind_the_model_names_are_the_answer_and_nothing_fits_w
     # One call: the kinds, asked without the map (a prompt the same for every query), not chosen from it.
     system = policy.prompts[0][0]["content"]
     assert "name the kinds of household things" in system and "chair1" not in system
-    assert policy.prompts[0][1]["content"] == "Request: somewhere to sit"
+    # Worked readings come before the request, as earlier turns of the conversation.
+    assert policy.prompts[0][1:-1] == list(KINDS_EXAMPLE_TURNS)
+    assert policy.prompts[0][-1]["content"] == "Request: somewhere to sit"
     assert found.relevant_objects[:2] == ["chair1", "sofa1"] and "cup1" not in found.relevant_objects
     assert found.calls == 1 and found.inferred_query == "a seat" and found.query_achievable
     assert [r["role"] for r in found.rounds] == ["kinds", "fit"]

@@ -71,7 +71,7 @@ def test_an_excluded_kind_is_dropped_by_the_items_most_likely_label_and_the_kind
     assert found.relevant_objects[:2] == ["chair1", "chair2"]
     assert "stool1" not in found.relevant_objects  # most likely a stool, whatever the kinds
     # The model is asked what kinds of things are meant, without the negation it reads badly.
-    assert policy.prompts[-1][1]["content"] == "Request: Something to sit on, please"
+    assert policy.prompts[-1][-1]["content"] == "Request: Something to sit on, please"
 
 
 def test_each_excluded_kind_the_map_has_is_excluded_and_the_words_of_a_kind_not_grounded_stay_in_the_query(home):
@@ -115,7 +115,7 @@ def test_furniture_asked_for_with_nothing_on_it_is_checked_against_what_rests_on
     assert find.find(home, "an empty refrigerator").relevant_objects == []  # "empty": nothing in it either
     # The kinds are asked of what is meant, without the words about the top; the desk bears a cup.
     assert find.find(home, "a bare desk or a chair with nothing on top of it").relevant_objects == ["chair1", "chair2", "stool1"]
-    assert policy.prompts[-1][1]["content"] == "Request: a desk or a chair"
+    assert policy.prompts[-1][-1]["content"] == "Request: a desk or a chair"
     reading = read_query("a table that's not covered in things", home, lambda phrase, labels: {phrase} & set(labels))
     assert [c.kind for c in reading.constraints] == ["bare"]  # not read as excluding a kind "covered"
     assert not read_query("somewhere to empty my pockets", home, lambda phrase, labels: set()).constraints
