@@ -68,10 +68,10 @@ def example_requests() -> dict[str, str]:
     """Requests the model is shown as past or worked cases: the worked examples' (of the ReAct steps
     and of the object finder's kinds), and the explainer's seed cases' (retrieved by similarity to
     the request at hand)."""
-    examples = {_words(turn["content"].splitlines()[0].removeprefix("Request: ")): "EXAMPLE_TURNS"
-                for turn in prompts.EXAMPLE_TURNS if turn["role"] == "user"}
-    examples.update({_words(turn["content"].removeprefix("Request: ")): "KINDS_EXAMPLE_TURNS"
-                     for turn in object_finder.KINDS_EXAMPLE_TURNS if turn["role"] == "user"})
+    examples = {_words(turn["content"].splitlines()[0].removeprefix("Request: ")): name
+                for name, turns in (("EXAMPLE_TURNS", prompts.EXAMPLE_TURNS),
+                                    ("KINDS_EXAMPLE_TURNS", object_finder.KINDS_EXAMPLE_TURNS))
+                for turn in turns if turn["role"] == "user"}
     for case in yaml.safe_load((REPO / "config" / "failure_cases.yaml").read_text()):
         examples[_words(case["request"])] = f"failure_cases.yaml {case['id']}"
     return examples
