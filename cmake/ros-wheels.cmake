@@ -1,0 +1,25 @@
+# Lets a ROS 2 package build against the ROS 2 wheels from PyPI installed in a Python prefix (a
+# venv): included by our CMakeLists, and injected into upstream packages with
+# -DCMAKE_PROJECT_INCLUDE=<this file> by scripts/install-ros-src.sh. On a normal ROS 2 install it
+# adds a prefix that is already searched and filters nothing.
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+execute_process(
+  COMMAND "${Python3_EXECUTABLE}" -c "import sys; print(sys.prefix)"
+  OUTPUT_VARIABLE ROS_WHEELS_PREFIX OUTPUT_STRIP_TRAILING_WHITESPACE)
+# The ament index and the CMake configs of the wheels live in the Python prefix.
+list(APPEND CMAKE_PREFIX_PATH "${ROS_WHEELS_PREFIX}")
+set(ENV{AMENT_PREFIX_PATH} "${ROS_WHEELS_PREFIX}:$ENV{AMENT_PREFIX_PATH}")
+
+# The wheels' exported targets carry include paths of the machine that built them; CMake's generate
+# step fails on a path that does not exist here. Filtered once every find_package has run.
+function(ros_wheels_drop_foreign_includes)
+  get_property(_targets DIRECTORY "${CMAKE_SOURCE_DIR}" PROPERTY IMPORTED_TARGETS)
+  foreach(_target IN LISTS _targets)
+    get_target_property(_includes ${_target} INTERFACE_INCLUDE_DIRECTORIES)
+    if(_includes)
+      list(FILTER _includes EXCLUDE REGEX "^/opt/python/")
+      set_target_properties(${_target} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${_includes}")
+    endif()
+  endforeach()
+endfunction()
+cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL ros_wheels_drop_foreign_includes)
