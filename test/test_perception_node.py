@@ -43,7 +43,11 @@ def camera_frame(stamp: float, *detections, frame_id="camera_link") -> Detection
 
 
 class Perception:
+    """The perception node fed by hand: camera frames in camera_link, placed with the robot states sent
+    here and the profile's camera mount, as without TF (perception.tf: off; test_tf_frames has TF)."""
+
     def __init__(self, config):
+        config = config.model_copy(update={"perception": config.perception.model_copy(update={"tf": "off"})})
         self.client = RosClient(f"perception_test_{time.monotonic_ns()}")
         self.status = self.client.collect(String, "/planner/status")
         self.node = self.client.add(PerceptionNode(config))

@@ -97,3 +97,34 @@ def test_before_the_first_clock_message_time_limits_run_on_the_wall_clock(sim_ti
     thread, outcome = run_in_background(node, skill, timeout_s=1.0)
     thread.join(timeout=15.0)
     assert not thread.is_alive() and outcome["error"].kind == CallKind.TIMEOUT
+
+
+@pytest.mark.timeout(120)
+def test_with_the_built_in_simulator_the_stack_runs_on_the_clock_it_publishes(ros):
+    """use_sim_time:=true sim:=true: the simulator keeps its own clock and publishes it on /clock; a
+    node on simulated time follows it."""
+    import os
+    import subprocess
+
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from conftest import DATA
+    from planner.cli.stack import node_command
+    from planner.ros.stack import stack_nodes
+
+    nodes = {node.name: node for node in stack_nodes({"use_sim_time": "true", "config": str(DATA / "scripted.yaml")})}
+    assert nodes["simulator"].parameters["use_sim_time"] is False and nodes["simulator"].parameters["publish_clock"]
+    assert all(node.parameters["use_sim_time"] is True for name, node in nodes.items() if name != "simulator")
+    simulator = subprocess.Popen(node_command(nodes["simulator"], "warn"), stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, env={**os.environ, **nodes["simulator"].env})
+    client = RosClient("clock_follower_spinner")
+    follower = client.add(rclpy.create_node("clock_follower", parameter_overrides=[Parameter("use_sim_time", value=True)]))
+    try:
+        assert follower.get_clock().now().nanoseconds == 0   # no /clock yet
+        wait_for(lambda: follower.get_clock().now().nanoseconds > 0, 60)
+        assert abs(follower.get_clock().now().nanoseconds * 1e-9 - time.time()) < 5.0   # the simulator's own clock
+    finally:
+        simulator.terminate()
+        simulator.wait(timeout=30)
+        client.close()

@@ -11,6 +11,8 @@ from pydantic import Field
 
 from planner.core.files import Point3, StrictModel, load_model
 
+OPTICAL_FRAME_SUFFIX = "_optical_frame"   # REP 103's name for a camera frame that looks along +z
+
 
 class ArmProfile(StrictModel):
     """One arm; the MoveIt names are needed only by the MoveIt executor backend."""
@@ -36,6 +38,15 @@ class Camera(StrictModel):
     frame_id: str = Field(default="camera_link", min_length=1)
     mount_xyz: Point3 = Field(default=(0.1, 0.0, 1.3), description="camera position in the base frame")
     mount_rpy: tuple[float, float, float] = Field(default=(0.0, 0.0, 0.0), description="camera orientation in the base frame")
+    optical: bool | None = Field(default=None, description="frame_id is a REP 103 optical frame, looking along +z "
+                                                           "(x right, y down); default: when its name ends in "
+                                                           "_optical_frame, as REP 103 names them")
+
+    def view_axis(self, frame_id: str) -> tuple[float, float, float]:
+        """The axis a camera pose given in `frame_id` looks along: z for an optical frame, else x."""
+        optical = self.optical if frame_id == self.frame_id and self.optical is not None \
+            else frame_id.endswith(OPTICAL_FRAME_SUFFIX)
+        return (0.0, 0.0, 1.0) if optical else (1.0, 0.0, 0.0)
 
 
 class RobotProfile(StrictModel):

@@ -24,7 +24,7 @@ from shapely.geometry import Polygon
 
 from planner.core.errors import PlannerError
 from planner.core.files import bulk_allocation, label_problem, point_problem, size_problem
-from planner.core.frames import FrameTree, to_planar, transform_box
+from planner.core.frames import FrameTree, transform_box
 from planner.core.geometry import Pose2D, free_spot, horizontal_distance, in_field_of_view
 from planner.core.spatial import GridIndex
 from planner.core.voxeland import VoxelandMap, label_distribution
@@ -166,6 +166,8 @@ class SensorFrame:
     range_m: float
     stamp: float
     detections: list[Detection]
+    # The direction the camera looks, in its own axes: x for a body frame, z for an optical one (REP 103).
+    view_axis: tuple[float, float, float] = (1.0, 0.0, 0.0)
 
     def problem(self) -> str | None:
         """What makes the whole frame unusable, naming the field; None when it is fine."""
@@ -185,7 +187,10 @@ class SensorFrame:
         to_map = frames.to_fixed(self.frame_id, self.stamp)
         moved = [Detection(d.labels, *transform_box(to_map, d.center, d.size, d.rotation), state=d.state)
                  for d in self.detections]
-        return DetectionFrame(to_planar(to_map @ self.sensor), self.fov_deg, self.range_m, self.stamp, moved)
+        camera = to_map @ self.sensor
+        looking = camera[:3, :3] @ np.asarray(self.view_axis, dtype=float)
+        sensor = Pose2D(float(camera[0, 3]), float(camera[1, 3]), math.atan2(looking[1], looking[0]))
+        return DetectionFrame(sensor, self.fov_deg, self.range_m, self.stamp, moved)
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Point, Vector3
 from geometry_msgs.msg import Pose2D as Pose2DMsg
@@ -14,6 +15,7 @@ from planner.core.controller import ExecutionEventInfo
 from planner.core.files import point_problem
 from planner.core.frames import from_quaternion
 from planner.core.geometry import Pose2D
+from planner.core.robot_profile import Camera
 from planner.core.scene_graph import Detection, Entity, RobotSnapshot, SceneGraph, SensorFrame
 from planner.core.skills import Command
 from planner.core.types import FailureInfo
@@ -111,6 +113,18 @@ def robot_to_msg(robot: RobotSnapshot, stamp: Time, map_frame: str) -> RobotStat
     return msg
 
 
+def transform_msg(parent: str, child: str, matrix, stamp: Time):
+    """A geometry_msgs/TransformStamped of parent_T_child, as TF carries it."""
+    from geometry_msgs.msg import TransformStamped
+
+    msg = TransformStamped()
+    msg.header.stamp, msg.header.frame_id, msg.child_frame_id = stamp, parent, child
+    translation, rotation = msg.transform.translation, msg.transform.rotation
+    translation.x, translation.y, translation.z = (float(v) for v in matrix[:3, 3])
+    rotation.w, rotation.x, rotation.y, rotation.z = (float(v) for v in mat2quat(matrix[:3, :3]))
+    return msg
+
+
 def robot_state_problem(msg: RobotState) -> str | None:
     """What makes a robot state unusable, naming the field; None when it is fine."""
     pose = msg.base_pose
@@ -149,31 +163,58 @@ def frame_to_msg(frame: SensorFrame, stamp: Time) -> Detection3DArray:
     return msg
 
 
+def _rotation(o):
+    # x = y = z = 0 is no rotation whatever w is (1 by default, 0 when left unset).
+    return None if (o.x, o.y, o.z) == (0.0, 0.0, 0.0) else from_quaternion((0, 0, 0), (o.w, o.x, o.y, o.z))[:3, :3]
+
+
+def _usable(detections: list[Detection], max_detections: int) -> tuple[list[Detection], list[str]]:
+    """At most `max_detections`, the most confident, in their order; unusable ones left out and described."""
+    problems = []
+    items = list(enumerate(detections))
+    if len(items) > max_detections:
+        problems.append(f"{len(items) - max_detections} of {len(items)} detections left out, the least confident: "
+                        f"at most {max_detections} per frame (perception.max_detections_per_frame)")
+        items = sorted(items, key=lambda item: -max(item[1].labels.values(), default=0.0))
+        items = sorted(items[:max_detections], key=lambda item: item[0])
+    usable = []
+    for index, detection in items:
+        problem = detection.problem()
+        if problem is None:
+            usable.append(detection)
+        else:
+            problems.append(f"detection {index} ({detection.label if detection.labels else '?'}): {problem}")
+    return usable, problems
+
+
 def frame_from_msg(msg: Detection3DArray, map_frame: str, max_detections: int) -> tuple[SensorFrame, list[str]]:
     """Detections as they came (in header.frame_id, else the map frame), at most `max_detections`
     of them, the most confident; unusable ones are left out and described. The frame itself may
     still be unusable: see SensorFrame.problem."""
     position, q = msg.sensor_pose.position, msg.sensor_pose.orientation
     sensor = from_quaternion((position.x, position.y, position.z), (q.w, q.x, q.y, q.z))
-    detections, problems = [], []
-    items = list(enumerate(msg.detections))
-    if len(items) > max_detections:
-        problems.append(f"{len(items) - max_detections} of {len(items)} detections left out, the least confident: "
-                        f"at most {max_detections} per frame (perception.max_detections_per_frame)")
-        items = sorted(items, key=lambda item: -max((s.probability for s in item[1].labels), default=0.0))
-        items = sorted(items[:max_detections])
-    for index, item in items:
-        o = item.orientation
-        # x = y = z = 0 is no rotation whatever w is (1 by default, 0 when left unset).
-        rotation = None if (o.x, o.y, o.z) == (0.0, 0.0, 0.0) else from_quaternion((0, 0, 0), (o.w, o.x, o.y, o.z))[:3, :3]
-        detection = Detection({s.label: s.probability for s in item.labels}, (item.center.x, item.center.y, item.center.z),
-                              (item.size.x, item.size.y, item.size.z), rotation, item.state)
-        problem = detection.problem()
-        if problem is None:
-            detections.append(detection)
-        else:
-            problems.append(f"detection {index} ({detection.label if detection.labels else '?'}): {problem}")
+    detections, problems = _usable([
+        Detection({s.label: s.probability for s in item.labels}, (item.center.x, item.center.y, item.center.z),
+                  (item.size.x, item.size.y, item.size.z), _rotation(item.orientation), item.state)
+        for item in msg.detections], max_detections)
     frame = SensorFrame(msg.header.frame_id or map_frame, sensor, msg.fov_deg, msg.range_m, seconds(msg.header.stamp), detections)
+    return frame, problems
+
+
+def frame_from_vision_msg(msg, camera: Camera, map_frame: str, max_detections: int) -> tuple[SensorFrame, list[str]]:
+    """A vision_msgs/Detection3DArray as a camera frame: each detection's hypotheses (class_id: score)
+    are its label distribution, its bbox the box. The message says nothing of the camera, so the
+    robot profile's camera gives the field of view and range when the detections are in its frame;
+    in any other frame nothing is inferred missing for not being seen."""
+    frame_id = msg.header.frame_id or map_frame
+    detections, problems = _usable([
+        Detection({result.hypothesis.class_id: result.hypothesis.score for result in item.results},
+                  (item.bbox.center.position.x, item.bbox.center.position.y, item.bbox.center.position.z),
+                  (item.bbox.size.x, item.bbox.size.y, item.bbox.size.z), _rotation(item.bbox.center.orientation))
+        for item in msg.detections], max_detections)
+    in_camera = frame_id == camera.frame_id
+    frame = SensorFrame(frame_id, np.eye(4), camera.fov_deg if in_camera else 0.0, camera.range_m if in_camera else 0.0,
+                        seconds(msg.header.stamp), detections)
     return frame, problems
 
 

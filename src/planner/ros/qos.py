@@ -8,6 +8,16 @@ from rclpy.qos import DurabilityPolicy, LivelinessPolicy, QoSProfile, Reliabilit
 # Late joiners get the last message (scene graph, status).
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
 RELIABLE = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+# Camera data: best effort as detectors publish it (the sensor-data QoS); a best-effort subscriber hears
+# reliable publishers too. Deeper than the sensor-data QoS's 5, for bursts while a frame is being fused.
+SENSOR_DATA = QoSProfile(depth=50, reliability=ReliabilityPolicy.BEST_EFFORT)
+# Where perception takes vision_msgs/Detection3DArray (where vision_msgs is installed); remap a detector to it.
+VISION_DETECTIONS_TOPIC = "perception/detections_3d"
+# TF's own QoS (tf2_ros): /tf as a stream, /tf_static latched for listeners that start later.
+TF_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+TF_STATIC_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
+# /clock as Gazebo's bridge and rosbag publish it; a late clock tick is superseded by the next.
+CLOCK_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
 # Requests of an action goal service: the default keeps 10, so of 20 goals sent together the rest were
 # never answered, neither accepted nor rejected.
 GOAL_REQUESTS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
@@ -26,3 +36,11 @@ ALIVE = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, liveliness=L
 
 def alive_topic(node_name: str) -> str:
     return f"{node_name}/alive"
+
+
+def vision_msgs_available() -> bool:
+    try:
+        import vision_msgs.msg  # noqa: F401
+    except ImportError:
+        return False
+    return True

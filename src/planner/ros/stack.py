@@ -44,8 +44,9 @@ LAUNCH_ARGUMENTS = (
     ("namespace", "", "the robot's namespace, e.g. robot1 (the explainer and the fleet node stay at the root, shared)"),
     ("config", "", "stack config YAML; default: the installed config/planner.yaml"),
     ("params_file", "", "a ROS parameters file for the nodes (keys: node names or /**)"),
-    ("use_sim_time", "false", "the nodes' clocks follow /clock (Gazebo, bag replay); skill, command and "
-                              "confirmation time limits count simulated seconds"),
+    ("use_sim_time", "false", "the nodes' clocks follow /clock (Gazebo, bag replay; with sim:=true the built-in "
+                              "simulator publishes it); skill, command and confirmation time limits count "
+                              "simulated seconds"),
     ("log_level", "info", "debug, info, warn, error or fatal"),
     ("llm_base_url", "", "an OpenAI-compatible LLM server, e.g. http://gpu-box:8000/v1 (default: the config's)"),
     ("llm_model", "", "the model name on that server (default: the config's)"),
@@ -70,7 +71,11 @@ class NodeLaunch:
     enclave: str = ""   # its SROS2 identity, when the stack runs secured
 
     def ros_arguments(self) -> list[str]:
-        return ["--log-level", self.log_level, *(["--enclave", self.enclave] if self.enclave else [])]
+        # A namespaced robot keeps its TF in its namespace, as Nav2's multi-robot bring-ups do:
+        # two robots' base_link must not meet on one /tf.
+        tf = [argument for topic in ("tf", "tf_static") for argument in ("-r", f"/{topic}:={topic}")] \
+            if self.namespace else []
+        return ["--log-level", self.log_level, *tf, *(["--enclave", self.enclave] if self.enclave else [])]
 
 
 def enclave_for(namespace: str, name: str) -> str:
@@ -135,7 +140,10 @@ def stack_nodes(arguments: dict[str, str]) -> list[NodeLaunch]:
     enclaves = {name: enclave_for(namespaces[name], name) if values["keystore"] else "" for name in names}
     if values["keystore"]:
         env.update(_security(values["keystore"], list(enclaves.values())))
-    return [NodeLaunch(name, namespaces[name], dict(parameters), _existing_file("params_file", values["params_file"]),
+    own = {name: dict(parameters) for name in names}
+    if sim and use_sim_time:   # the built-in simulator is the clock the others follow
+        own["simulator"].update(use_sim_time=False, publish_clock=True)
+    return [NodeLaunch(name, namespaces[name], own[name], _existing_file("params_file", values["params_file"]),
                        env, values["log_level"], enclaves[name])
             for name in names]
 

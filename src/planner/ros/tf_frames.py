@@ -1,14 +1,14 @@
 """TF on a ROS 2 install: frames the robot publishes on /tf and /tf_static, through tf2_ros.
 
-tf2_ros is not on PyPI, so this is used only where a ROS install provides it; the perception
-node then asks TF for every frame its own tree (camera mount + robot state) does not know.
+tf2_ros comes from a ROS 2 install, or on the pip path from scripts/install-ros-src.sh. With it the
+perception node asks TF for the camera and every frame its own tree (the robot state) does not hold.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from planner.core.frames import FrameError, TransformNotReady, from_quaternion
+from planner.core.frames import TransformNotReady, from_quaternion
 
 
 def tf_available() -> bool:
@@ -38,6 +38,8 @@ class TfLookup:
         except self._tf2.ExtrapolationException as error:
             raise TransformNotReady(f"TF: {error}") from None
         except (self._tf2.LookupException, self._tf2.ConnectivityException) as error:
-            raise FrameError(f"TF has no transform from {frame!r} to {self.fixed_frame!r}: {error}") from None
+            # Not yet, as far as anyone can tell: TF fills in as its publishers start, so the caller
+            # waits a while for it like for a late transform, and says why when it gives up.
+            raise TransformNotReady(f"TF has no transform from {frame!r} to {self.fixed_frame!r}: {error}") from None
         translation, rotation = found.transform.translation, found.transform.rotation
         return from_quaternion((translation.x, translation.y, translation.z), (rotation.w, rotation.x, rotation.y, rotation.z))

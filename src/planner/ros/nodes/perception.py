@@ -34,6 +34,7 @@ from planner.ros.convert import (
     entity_to_msg,
     failure_from_msg,
     frame_from_msg,
+    frame_from_vision_msg,
     robot_from_msg,
     robot_state_problem,
     robot_to_msg,
@@ -42,7 +43,7 @@ from planner.ros.convert import (
     to_stamp,
 )
 from planner.ros.node import PlannerNode, main_for
-from planner.ros.qos import LATCHED, RELIABLE
+from planner.ros.qos import LATCHED, RELIABLE, SENSOR_DATA, VISION_DETECTIONS_TOPIC, vision_msgs_available
 from planner.ros.tf_frames import TfLookup, tf_available
 from planner.sim.simulated_world import load_scenario
 from planner.srv import FindObjects, GetObject, GetObjectsInRoom, GetRobotState, GetRooms, GetSceneGraph, Tell
@@ -128,8 +129,10 @@ class PerceptionNode(PlannerNode):
         use_tf = self.settings.tf == "on" or (self.settings.tf == "auto" and tf_available())
         self.frames = FrameTree(self.profile.map_frame, fallback=TfLookup(self, self.profile.map_frame) if use_tf else None)
         camera = self.profile.camera
-        self.frames.set_static(self.profile.base_frame, camera.frame_id, rigid(camera.mount_xyz, camera.mount_rpy))
-        self.pending: list[tuple[float, SensorFrame]] = []   # frames waiting for the robot pose of their stamp
+        if not use_tf:  # with TF the camera is where TF says: the head turns, the mount is only nominal
+            self.frames.set_static(self.profile.base_frame, camera.frame_id, rigid(camera.mount_xyz, camera.mount_rpy))
+        self.pending: list[tuple[float, SensorFrame]] = []   # frames waiting for their transform into the map
+        self.pending_reason = ""                              # why the latest of them waits
         prior, prior_files = self._prior_map(world)
         self.store = SceneStore(self.config.path(self.settings.state_file), fingerprint(prior_files)) \
             if self.settings.state_file else None
@@ -160,7 +163,14 @@ class PerceptionNode(PlannerNode):
         self.graph_pub = self.create_publisher(SceneGraphMsg, "scene_graph", LATCHED)
         self.update_pub = self.create_publisher(SceneGraphUpdate, "scene_graph/updates", RELIABLE)
         self.marker_pub = self.create_publisher(MarkerArray, "scene_graph/markers", LATCHED)
-        self.create_subscription(Detection3DArray, "perception/detections", self._on_detections, RELIABLE, callback_group=own_group())
+        # Camera data as detectors publish it: best effort, a lost frame is replaced by the next.
+        self.create_subscription(Detection3DArray, "perception/detections", self._on_detections, SENSOR_DATA,
+                                 callback_group=own_group())
+        if vision_msgs_available():
+            from vision_msgs.msg import Detection3DArray as VisionDetections
+
+            self.create_subscription(VisionDetections, VISION_DETECTIONS_TOPIC, self._on_vision_detections, SENSOR_DATA,
+                                     callback_group=own_group())
         self.create_subscription(RobotState, "robot/state", self._on_robot_state, RELIABLE, callback_group=own_group())
         self.create_subscription(FailureMessage, "controller/failure", self._on_failure, RELIABLE, callback_group=own_group())
         self.create_service(GetRooms, "perception/get_rooms", self._get_rooms, callback_group=own_group())
@@ -201,12 +211,20 @@ class PerceptionNode(PlannerNode):
 
     # ---- inputs ---------------------------------------------------------------------------------
     def _on_detections(self, msg: Detection3DArray) -> None:
-        frame, problems = frame_from_msg(msg, self.profile.map_frame, self.settings.max_detections_per_frame)
+        self._receive(*frame_from_msg(msg, self.profile.map_frame, self.settings.max_detections_per_frame))
+
+    def _on_vision_detections(self, msg) -> None:
+        self._receive(*frame_from_vision_msg(msg, self.profile.camera, self.profile.map_frame,
+                                             self.settings.max_detections_per_frame))
+
+    def _receive(self, frame: SensorFrame, problems: list[str]) -> None:
+        """A camera frame from either detection type: checked, told which way the camera looks, fused."""
         if (problem := frame.problem()) is not None:
             self.report("error", f"camera frame rejected: {problem}")
             return
         for problem in problems:
             self.report("error", f"detection rejected, the rest of the frame is used: {problem}")
+        frame.view_axis = self.profile.camera.view_axis(frame.frame_id)
         self._fuse(frame, time.monotonic())
 
     def _fuse(self, frame: SensorFrame, received: float) -> bool:
@@ -214,10 +232,11 @@ class PerceptionNode(PlannerNode):
         with self.lock:
             try:
                 placed = frame.in_map(self.frames)
-            except TransformNotReady:
+            except TransformNotReady as waiting:
                 if len(self.pending) >= PENDING_FRAMES_MAX:
                     self.pending.pop(0)
                 self.pending.append((received, frame))
+                self.pending_reason = str(waiting)
                 return False
             except FrameError as error:
                 self.report("error", f"detections rejected: {error}")
@@ -241,6 +260,10 @@ class PerceptionNode(PlannerNode):
             self.frames.set_dynamic(self.profile.map_frame, self.profile.base_frame, seconds(msg.header.stamp),
                                     planar(robot.pose))
             self.scene.set_robot(robot)
+            self._retry_pending()
+
+    def _retry_pending(self) -> None:
+        with self.lock:
             waiting, self.pending = self.pending, []
             for received, frame in waiting:
                 self._fuse(frame, received)
@@ -262,11 +285,13 @@ class PerceptionNode(PlannerNode):
     def _tick(self) -> None:
         now = time.monotonic()
         with self.lock:
+            self._retry_pending()  # TF fills in on its own, not only with a robot state
             stale = [frame for received, frame in self.pending if now - received > self.settings.transform_wait_s]
             self.pending = [(r, f) for r, f in self.pending if now - r <= self.settings.transform_wait_s]
         if stale:
-            self.report("warn", f"{len(stale)} camera frame(s) dropped: no robot pose for their stamp within "
-                                f"{self.settings.transform_wait_s} s (is /robot/state published?)")
+            self.report("warn", f"{len(stale)} camera frame(s) dropped: no transform into {self.profile.map_frame!r} "
+                                f"for their stamp within {self.settings.transform_wait_s} s ({self.pending_reason}; "
+                                f"are /robot/state and TF published?)")
         stamp = stamp_now(self)
         with self.lock:
             changes = self.scene.take_changes()

@@ -1,6 +1,7 @@
 """Simulator node: serves the simulated world's navigation and manipulation as ROS actions with
-realistic durations, publishes robot state and camera detections, and lets an external agent
-move objects (scenario events or the /sim/move_object service)."""
+realistic durations, publishes robot state, TF and camera detections (and /clock when the stack
+runs on simulated time), and lets an external agent move objects (scenario events or the
+/sim/move_object service)."""
 
 from __future__ import annotations
 
@@ -16,17 +17,20 @@ from std_msgs.msg import String
 from planner.action import Manipulate, Navigate
 from planner.core.errors import InputError
 from planner.core.failures import FailureCode
+from planner.core.frames import planar, rigid
 from planner.core.scene_graph import RobotSnapshot
 from planner.msg import Detection3DArray, RobotState
-from planner.ros.convert import frame_to_msg, pose_from_msg, robot_to_msg, seconds, stamp_now
+from planner.ros.convert import frame_to_msg, pose_from_msg, robot_to_msg, seconds, stamp_now, transform_msg
 from planner.ros.node import PlannerNode, main_for
-from planner.ros.qos import LATCHED, RELIABLE
+from planner.ros.qos import CLOCK_QOS, LATCHED, RELIABLE, TF_QOS, TF_STATIC_QOS
 from planner.sim.simulated_world import HANG, MANIPULATION_SECONDS, SimulatedWorld, load_scenario
 from planner.srv import MoveObject
 from planner.wiring import load_robot
 
 NAVIGATION_TICK_S = 0.1   # wall-clock period of navigation updates
 PREEMPT_WAIT_S = 1.0      # for the motion under way to end when a navigation goal arrives
+ODOM_FRAME = "odom"       # REP 105: map -> odom -> base
+CLOCK_PERIOD_S = 0.02     # how often /clock ticks when the stack runs on simulated time
 
 
 class SimulatorNode(PlannerNode):
@@ -54,6 +58,13 @@ class SimulatorNode(PlannerNode):
         ActionServer(self, Manipulate, "sim/manipulate", self._manipulate, callback_group=group,
                      goal_callback=self._accept_if_idle, cancel_callback=lambda _: CancelResponse.ACCEPT)
         self.create_service(MoveObject, "sim/move_object", self._move_object, callback_group=group)
+        self.tf_pub = self._start_tf()
+        if self.declare_parameter("publish_clock", False).value:
+            # The stack's other nodes run on use_sim_time: they follow this node's clock on /clock.
+            from rosgraph_msgs.msg import Clock
+
+            clock = self.create_publisher(Clock, "/clock", CLOCK_QOS)
+            self.create_timer(CLOCK_PERIOD_S, lambda: clock.publish(Clock(clock=stamp_now(self))), callback_group=group)
         self.create_timer(1.0 / self.config.simulator.state_rate_hz, self._publish_state, callback_group=group)
         self.create_timer(1.0 / self.sim.profile.camera.rate_hz, self._publish_detections, callback_group=group)
         self._publish_world()
@@ -61,12 +72,35 @@ class SimulatorNode(PlannerNode):
                                f"{len(self.sim.events)} scripted events, time x{self.time_scale}")
 
     # ---- publishing ---------------------------------------------------------------------------
+    def _start_tf(self):
+        """The frames a robot's drivers would put on TF, where tf2_msgs is installed: map -> odom
+        (localisation is perfect here) and the camera mount on /tf_static, odom -> base on /tf with
+        each robot state. None without tf2_msgs: perception then places the camera from the profile."""
+        try:
+            from tf2_msgs.msg import TFMessage
+        except ImportError:
+            return None
+        profile, stamp = self.sim.profile, stamp_now(self)
+        static = self.create_publisher(TFMessage, "/tf_static", TF_STATIC_QOS)
+        static.publish(TFMessage(transforms=[
+            transform_msg(profile.map_frame, ODOM_FRAME, rigid(), stamp),
+            transform_msg(profile.base_frame, profile.camera.frame_id,
+                          rigid(profile.camera.mount_xyz, profile.camera.mount_rpy), stamp)]))
+        self.tf_static_pub = static   # kept: the latched transforms live as long as their publisher
+        return self.create_publisher(TFMessage, "/tf", TF_QOS)
+
     def _publish_state(self, stamp=None) -> None:
         # The stamp is taken under the lock, with the pose it stamps: the robot moves meanwhile.
         with self.lock:
             robot = RobotSnapshot(self.sim.robot, self.sim.robot_room, list(self.sim.held), dict(self.sim.held),
                                   busy=self.busy.locked())
-            self.state_pub.publish(robot_to_msg(robot, stamp or stamp_now(self), self.sim.profile.map_frame))
+            stamp = stamp or stamp_now(self)
+            if self.tf_pub is not None:   # TF first: a listener has the pose before the frame it places
+                from tf2_msgs.msg import TFMessage
+
+                self.tf_pub.publish(TFMessage(transforms=[
+                    transform_msg(ODOM_FRAME, self.sim.profile.base_frame, planar(robot.pose), stamp)]))
+            self.state_pub.publish(robot_to_msg(robot, stamp, self.sim.profile.map_frame))
 
     def _publish_detections(self) -> None:
         """A camera frame in the camera's own frame, after the robot pose of the same stamp (what
