@@ -1,9 +1,10 @@
-"""What `ros2 launch planner bringup.launch.py` starts for its arguments. `ros2 launch` cannot run
-here (no launch package on PyPI), so the launch file is read as source and the node table it uses
-(planner.ros.stack) is checked directly, and over DDS through `planner bringup`, which starts the
-same table."""
+"""What `ros2 launch planner bringup.launch.py` starts for its arguments: the node table it uses
+(planner.ros.stack) checked directly, the launch run for real with `ros2 launch` (launch and
+launch_ros built from their sources by scripts/install-ros-src.sh), and `planner bringup`, which
+starts the same table."""
 
 import ast
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 from conftest import DATA, PLANNER, RosClient, wait_for
 from planner.cli.stack import Stack, node_command
 from planner.config import deployed, load_config
-from planner.ros.stack import LAUNCH_ARGUMENTS, NODES, SHARED, stack_nodes
+from planner.ros.stack import LAUNCH_ARGUMENTS, NODES, RESPAWN_DELAY_S, RESPAWN_MAX_RETRIES, SHARED, stack_nodes
 
 LAUNCH_FILE = Path(__file__).resolve().parents[1] / "launch" / "bringup.launch.py"
 ROBOT = Path(__file__).resolve().parents[1] / "config" / "robots" / "robee.yaml"
@@ -81,13 +82,14 @@ def test_the_launch_file_declares_the_table_and_starts_its_nodes_without_renamin
     tree = ast.parse(LAUNCH_FILE.read_text())
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
                 and node.module == "planner.ros.stack" for alias in node.names}
-    assert imported == {"LAUNCH_ARGUMENTS", "RESPAWN_DELAY_S", "stack_nodes"}
+    assert imported == {"LAUNCH_ARGUMENTS", "RESPAWN_DELAY_S", "RESPAWN_MAX_RETRIES", "stack_nodes"}
     calls = {node.func.id: node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
     assert {"DeclareLaunchArgument", "OpaqueFunction", "Node", "stack_nodes"} <= set(calls)
     # A launch `name=` renames every node in the process, helper nodes too (the Nav2 commander's).
     node_keywords = {keyword.arg for keyword in calls["Node"].keywords}
     assert "name" not in node_keywords
-    assert {"namespace", "parameters", "additional_env", "ros_arguments", "respawn", "respawn_delay"} <= node_keywords
+    assert {"namespace", "parameters", "additional_env", "ros_arguments", "respawn", "respawn_delay",
+            "respawn_max_retries"} <= node_keywords
     assert len({name for name, _, _ in LAUNCH_ARGUMENTS}) == len(LAUNCH_ARGUMENTS) == 12
 
 
@@ -188,7 +190,7 @@ def test_without_the_simulator_here_the_executor_says_what_the_robot_needs(ros):
     assert "simulator" not in nodes
     run = subprocess.run(node_command(nodes["executor"], "info"), capture_output=True, text=True, timeout=100)
     assert run.returncode == 2
-    assert ("executor.backend robot needs tf2_ros, Nav2's nav2_simple_commander, MoveIt 2's moveit_py (a ROS 2 "
+    assert ("Nav2's nav2_simple_commander, MoveIt 2's moveit_py (a ROS 2 "
             "install with Nav2 and MoveIt 2)") in run.stderr
 
 
@@ -263,3 +265,109 @@ def test_a_node_that_crashes_while_starting_is_started_again_and_one_that_keeps_
             assert failed == ["controller (exit -11, 3 times in a row)"]
     finally:
         stack.stop()
+
+
+# ---- ros2 launch, run ------------------------------------------------------------------------
+ROS2 = str(Path(PLANNER).with_name("ros2"))
+SCRIPTED_REQUEST = "Go to the table in the kitchen, pick up the bottle, and place it on the table in the bedroom"
+
+
+def ros2_launch(*arguments: str) -> subprocess.Popen:
+    """`ros2 launch planner bringup.launch.py ARGUMENTS` in its own session, its output kept. SIGINT
+    reaches it as from a terminal even when these tests run in a background job, which ignores it."""
+    import signal
+
+    return subprocess.Popen([ROS2, "launch", "planner", "bringup.launch.py", *arguments], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def launched(launch: subprocess.Popen, node: str) -> list[psutil.Process]:
+    """The running processes of one of the launch's nodes."""
+    found = []
+    for child in psutil.Process(launch.pid).children():
+        try:
+            if node in child.cmdline()[1:] and child.status() != psutil.STATUS_ZOMBIE:
+                found.append(child)
+        except psutil.NoSuchProcess:
+            continue
+    return found
+
+
+def end(launch: subprocess.Popen) -> str:
+    """Stop a launch still running (SIGINT, as Ctrl-C) and return all it printed."""
+    import signal
+
+    if launch.poll() is None:
+        launch.send_signal(signal.SIGINT)
+    try:
+        output, _ = launch.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(launch.pid, 9)
+        output, _ = launch.communicate()
+    return output
+
+
+def test_ros2_launch_shows_every_argument_with_its_description():
+    shown = subprocess.run([ROS2, "launch", "planner", "bringup.launch.py", "--show-args"], capture_output=True,
+                           text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    for name, default, description in LAUNCH_ARGUMENTS:
+        assert f"'{name}':" in shown.stdout and f"(default: '{default}')" in shown.stdout, name
+        assert description.split(";")[0][:40] in " ".join(shown.stdout.split()), name
+
+
+@pytest.mark.timeout(400)
+def test_ros2_launch_runs_a_request_respawns_a_crashed_node_a_bounded_number_of_times_and_stops_on_sigint(ros):
+    import signal
+
+    from rcl_interfaces.srv import GetParameters
+
+    launch = ros2_launch(f"config:={DATA / 'scripted.yaml'}", "namespace:=robot1")
+    client = RosClient("ros2_launch_test")
+    output = ""
+    try:
+        expected = {(name, "/" if name in SHARED else "/robot1") for name in NODES}
+        wait_for(lambda: expected <= set(client.node.get_node_names_and_namespaces()) or launch.poll() is not None, 180)
+        assert launch.poll() is None
+        parameters = client.call(GetParameters, "/robot1/executor/get_parameters",
+                                 GetParameters.Request(names=["sim", "use_sim_time", "config"]), timeout=30).values
+        assert (parameters[0].bool_value, parameters[1].bool_value, parameters[2].string_value) == (
+            True, False, str(DATA / "scripted.yaml"))
+
+        sent = subprocess.run([PLANNER, "send", SCRIPTED_REQUEST, "--namespace", "robot1", "--wait", "120",
+                               "--timeout", "240"], capture_output=True, text=True, timeout=300)
+        assert sent.returncode == 0, sent.stdout + sent.stderr
+        assert "[done]       succeeded" in sent.stdout
+
+        # The speech node, killed each time it is back: started again RESPAWN_MAX_RETRIES times, then left down.
+        for _ in range(RESPAWN_MAX_RETRIES + 1):
+            wait_for(lambda: launched(launch, "speech"), 60)
+            os.kill(launched(launch, "speech")[0].pid, signal.SIGKILL)
+            wait_for(lambda: not launched(launch, "speech"), 10)
+        time.sleep(RESPAWN_DELAY_S + 3.0)
+        assert not launched(launch, "speech") and launch.poll() is None
+
+        nodes = [process for name in NODES for process in launched(launch, name)]
+        assert len(nodes) == len(NODES) - 1
+        launch.send_signal(signal.SIGINT)
+        _, still_running = psutil.wait_procs(nodes, timeout=5.0)
+        assert not still_running, [process.cmdline() for process in still_running]
+    finally:
+        client.close()
+        output = end(launch)
+    assert output.count("process started") == len(NODES) + RESPAWN_MAX_RETRIES, output[-3000:]
+
+
+@pytest.mark.timeout(200)
+def test_a_node_that_rejects_its_configuration_stops_the_launch_instead_of_respawning():
+    """sim:=false on a machine without Nav2 and MoveIt 2: the executor exits for its configuration, and
+    the launch stops with the reason rather than starting it again and again."""
+    launch = ros2_launch(f"config:={DATA / 'scripted.yaml'}", "sim:=false")
+    try:
+        launch.wait(timeout=150)
+    finally:
+        output = end(launch)
+    assert "stopping the stack, the executor node rejected its configuration (exit 2)" in output, output[-3000:]
+    assert "executor.backend robot needs Nav2's nav2_simple_commander, MoveIt 2's moveit_py" in output
+    assert output.count("process started") == len(NODES) - 1   # no respawn

@@ -16,6 +16,7 @@ from typing import get_args
 
 from planner.adapters.processes import DIE_WITH_PARENT
 from planner.core.planning.task_planner import PlanningMode
+from planner.ros.node import CONFIGURATION_REJECTED
 from planner.ros.stack import LAUNCH_ARGUMENTS, NODES, NodeLaunch, stack_nodes
 
 KIND_WIDTH = 12
@@ -81,16 +82,18 @@ class Stack:
         in a row: a node that crashes once while starting (a CI run saw a segfault in the DDS library
         on a loaded machine) gets another go, one that cannot start is not waited for."""
         self.supervise()
-        return [f"{name} (exit {process.returncode}, {self.deaths[name]} times in a row)"
+        return [f"{name} (exit {process.returncode}, configuration rejected)" if process.returncode == CONFIGURATION_REJECTED
+                else f"{name} (exit {process.returncode}, {self.deaths[name]} times in a row)"
                 for name, process in self.processes.items()
-                if process.poll() is not None and self.deaths.get(name, 0) >= START_ATTEMPTS]
+                if process.poll() is not None and (self.deaths.get(name, 0) >= START_ATTEMPTS
+                                                   or process.returncode == CONFIGURATION_REJECTED)]
 
     def supervise(self) -> None:
         """Restart nodes that died, each after a wait that doubles with every death in a row, so a
         node that cannot start does not spin; the others keep running meanwhile (as respawn does)."""
         now = time.monotonic()
         for name, process in self.processes.items():
-            if process.poll() is None:
+            if process.poll() is None or process.returncode == CONFIGURATION_REJECTED:  # starting it again cannot help
                 continue
             if name not in self.restart_at:
                 stable = now - self.started[name] >= STABLE_S
@@ -133,10 +136,11 @@ def spin_in_background(node) -> Callable[[], None]:
 
 
 def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack | None = None,
-         answer: str | None = None, mode: str = "") -> int:
+         answer: str | None = None, mode: str = "", namespace: str = "") -> int:
     """Send a request to a running stack, print its trace, return 0 when the task succeeded.
     A question from the planner is answered with `answer`, or asked on the terminal; `mode`
-    (react, llm_p, auto) plans this request so, whatever the stack's config says."""
+    (react, llm_p, auto) plans this request so, whatever the stack's config says; `namespace` is
+    the robot's (its launch's namespace:=)."""
     import rclpy
     from rclpy.action import ActionClient
     from std_msgs.msg import String
@@ -148,11 +152,12 @@ def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack |
     from planner.srv import Explain, GetSceneGraph
 
     rclpy.init()
-    node = rclpy.create_node(f"planner_cli_{os.getpid()}")
+    # In the robot's namespace: the names below without a leading / are the robot's own.
+    node = rclpy.create_node(f"planner_cli_{os.getpid()}", namespace=f"/{namespace.strip('/')}")
     printed: set[tuple[str, int]] = set()
     lock = threading.Lock()
 
-    answers = node.create_publisher(String, "/planner/answer", RELIABLE)
+    answers = node.create_publisher(String, "planner/answer", RELIABLE)
 
     def reply_to_question() -> None:
         text = answer if answer is not None else input("your answer> ") if sys.stdin.isatty() else ""
@@ -168,16 +173,16 @@ def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack |
                 if step.kind == "question":
                     threading.Thread(target=reply_to_question, daemon=True).start()
 
-    node.create_subscription(PlanStep, "/planner/trace", show, RELIABLE)
-    node.create_subscription(String, "/sim/events", lambda m: print(format_step("world", m.data), flush=True), RELIABLE)
-    node.create_subscription(String, "/planner/status",
+    node.create_subscription(PlanStep, "planner/trace", show, RELIABLE)
+    node.create_subscription(String, "sim/events", lambda m: print(format_step("world", m.data), flush=True), RELIABLE)
+    node.create_subscription(String, "planner/status",
                              lambda m: print(format_step("status", m.data), flush=True) if "ERROR" in m.data or "WARN" in m.data else None,
                              RELIABLE)
-    client = ActionClient(node, ExecuteTask, "/planner/execute_task")
-    planner_alive = Heartbeat(node, "/task_planner")
+    client = ActionClient(node, ExecuteTask, "planner/execute_task")
+    planner_alive = Heartbeat(node, "task_planner")
     # A fresh stack is ready when its slowest nodes answer: the explainer loads an embedding model.
     readiness = [node.create_client(Explain, "/explainer/explain"),
-                 node.create_client(GetSceneGraph, "/perception/get_scene_graph")] if stack is not None else []
+                 node.create_client(GetSceneGraph, "perception/get_scene_graph")] if stack is not None else []
     stop_spinning = spin_in_background(node)
     try:
         deadline = time.monotonic() + wait_for_stack_s
@@ -186,7 +191,8 @@ def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack |
                 print(f"the stack failed to start: {', '.join(failed)}", file=sys.stderr)
                 return 1
             if time.monotonic() > deadline:
-                print(f"no planner answers on /planner/execute_task after {wait_for_stack_s:.0f} s "
+                print(f"no planner answers on {node.resolve_topic_name('planner/execute_task')} "
+                      f"after {wait_for_stack_s:.0f} s "
                       f"(ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}); is the stack running?", file=sys.stderr)
                 return 1
         time.sleep(1.0)  # let the trace subscription match before the first step
@@ -225,15 +231,18 @@ def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack |
         rclpy.shutdown()
 
 
-def _call_once(service_type, name: str, request, server: str, what: str, wait_s: float, timeout_s: float):
-    """One call of a running stack's service; its response, or None after saying why there is none."""
+def _call_once(service_type, name: str, request, server: str, what: str, wait_s: float, timeout_s: float,
+               namespace: str = ""):
+    """One call of a running stack's service (a name without a leading / is in the robot's
+    `namespace`); its response, or None after saying why there is none."""
     import rclpy
 
     from planner.ros.futures import CallFailed, wait_future
 
     rclpy.init()
-    node = rclpy.create_node(f"planner_cli_{os.getpid()}")
+    node = rclpy.create_node(f"planner_cli_{os.getpid()}", namespace=f"/{namespace.strip('/')}")
     client = node.create_client(service_type, name)
+    name = node.resolve_service_name(name)
     stop_spinning = spin_in_background(node)
     try:
         if not client.wait_for_service(timeout_sec=wait_s):
@@ -251,13 +260,13 @@ def _call_once(service_type, name: str, request, server: str, what: str, wait_s:
         rclpy.shutdown()
 
 
-def tell(sentence: str, wait_s: float, timeout_s: float) -> int:
+def tell(sentence: str, wait_s: float, timeout_s: float, namespace: str = "") -> int:
     """Tell a running stack what changed in the home; print what changed in its map, or why
     nothing did. 0 when the change was applied."""
     from planner.srv import Tell
 
-    answer = _call_once(Tell, "/memory/tell", Tell.Request(sentence=sentence), "perception", "the told change",
-                        wait_s, timeout_s)
+    answer = _call_once(Tell, "memory/tell", Tell.Request(sentence=sentence), "perception", "the told change",
+                        wait_s, timeout_s, namespace)
     if answer is None:
         return 1
     for triplet in answer.removed:
@@ -317,6 +326,11 @@ def demo(args) -> int:
         return send(request, args.timeout, args.startup_timeout, stack, mode=args.mode or "")
     finally:
         stack.stop()
+
+
+def add_namespace_argument(parser) -> None:
+    parser.add_argument("--namespace", default="", help="the robot's namespace, as given to its launch (namespace:=); "
+                                                        "default: none")
 
 
 def add_mode_argument(parser) -> None:
@@ -379,7 +393,8 @@ def add_commands(sub) -> None:
     p.add_argument("sentence")
     p.add_argument("--wait", type=float, default=30, help="seconds to wait for perception to appear")
     p.add_argument("--timeout", type=float, default=120, help="seconds the LLM may take to read it")
-    p.set_defaults(run=lambda a: tell(a.sentence, a.wait, a.timeout))
+    add_namespace_argument(p)
+    p.set_defaults(run=lambda a: tell(a.sentence, a.wait, a.timeout, a.namespace))
 
     p = sub.add_parser("ask", help="ask the robots about the home (\"Is there a mug in the kitchen?\", \"Where is "
                                    "the mug?\"), answered from what each has seen")
@@ -394,4 +409,6 @@ def add_commands(sub) -> None:
     p.add_argument("--wait", type=float, default=30, help="seconds to wait for the planner to appear")
     p.add_argument("--answer", help="the answer if the planner asks which object is meant (default: asked here)")
     add_mode_argument(p)
-    p.set_defaults(run=lambda a: send(a.request, a.timeout, a.wait, answer=a.answer, mode=a.mode or ""))
+    add_namespace_argument(p)
+    p.set_defaults(run=lambda a: send(a.request, a.timeout, a.wait, answer=a.answer, mode=a.mode or "",
+                                      namespace=a.namespace))

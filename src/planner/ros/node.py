@@ -21,6 +21,10 @@ from planner.ros.futures import DISCOVERY_S, ActionCall, Heartbeat, call_service
 from planner.ros.qos import ALIVE, STATUS_QOS, STATUS_TOPIC
 from planner.wiring import open_llm, open_part_llm
 
+# A node's exit status when its configuration (config, robot profile, parameters, what it needs
+# installed) is rejected: starting it again cannot help, so a launch stops with the reason.
+CONFIGURATION_REJECTED = 2
+
 NODE_THREADS = 4  # executor threads of each node process
 # A node this new may not have discovered the others yet: a restarted executor asked for a command
 # ~2 s after it started did not see the controller within 5 s in CI (two loaded cores). Every call a
@@ -191,7 +195,7 @@ def main_for(node_class) -> int:
             node = node_class()
         except (PlannerError, ValueError) as error:
             print(f"{node_class.__name__}: configuration rejected:\n{error}", file=sys.stderr)
-            return 2
+            return CONFIGURATION_REJECTED
         spin_node(node)
     finally:
         if rclpy.ok():

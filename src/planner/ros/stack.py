@@ -16,6 +16,8 @@ from typing import NoReturn
 
 import rclpy
 
+from planner.ros.node import main_for
+
 # Start order: the world and perception first, the planner (which may start the LLM) last.
 NODES = ("simulator", "perception", "executor", "controller", "explainer", "skill_planner", "speech", "task_planner",
          "fleet")
@@ -36,6 +38,7 @@ _CLASSES = {
 
 # Launch arguments: name, default, description. Every value is a string, as `ros2 launch` gives it.
 RESPAWN_DELAY_S = 2.0   # ros2 launch starts a node that died again after this long
+RESPAWN_MAX_RETRIES = 3   # ... this many times; a node that crashes more is broken, not unlucky
 
 LAUNCH_ARGUMENTS = (
     ("sim", "true", "start the built-in simulator; false on a robot or in Gazebo: no simulator node, and the "
@@ -163,8 +166,6 @@ def run_node_main(argv: list[str]) -> int:
         print(f"usage: planner-node NODE [--ros-args ...]; NODE is one of {', '.join(NODES)}", file=sys.stderr)
         return 2
     try:
-        from planner.ros.node import main_for
-
         return main_for(node_class(args[1]))
     except KeyboardInterrupt:  # stopped while still starting up
         return 130
