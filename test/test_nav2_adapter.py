@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from builtin_interfaces.msg import Time
 
-from planner.adapters.nav2 import Nav2Navigation, wait_until_active
+from planner.adapters.nav2 import Nav2Navigation
 from planner.core.geometry import Pose2D
 from planner.core.skills import Command
 
@@ -26,8 +26,15 @@ class FakeNavigator:
     with the next distance remaining; the task ends after the last one with `result`."""
 
     def __init__(self, distances=(3.0, 2.0, 1.0), result=TaskResult.SUCCEEDED, error=(0, ""), accept=True,
-                 old_api=False):
+                 old_api=False, servers_up=True):
         self.distances = list(distances)
+        # The commander's action clients: whether Nav2's servers answer, and how long was waited for them.
+        self.waited = 0.0
+
+        def wait_for_server(timeout_sec):
+            self.waited += timeout_sec
+            return servers_up
+        self.nav_to_pose_client = self.spin_client = SimpleNamespace(wait_for_server=wait_for_server)
         self.result, self.error, self.accept = result, error, accept
         self.now = 0.0
         self.goals, self.canceled = [], 0
@@ -189,10 +196,40 @@ def test_a_drive_that_stops_making_progress_after_a_path_is_still_a_stall():
     assert outcome.detail.startswith("7.45 m still to go")
 
 
-@pytest.mark.parametrize("localizer, waited_for", [("amcl", "amcl"), ("slam_toolbox", "slam_toolbox"),
-                                                   ("none", "bt_navigator")])
-def test_start_up_waits_for_the_configured_localizer_not_always_amcl(localizer, waited_for):
-    calls = []
-    navigator = SimpleNamespace(waitUntilNav2Active=lambda **kwargs: calls.append(kwargs))
-    wait_until_active(navigator, localizer)
-    assert calls == [{"navigator": "bt_navigator", "localizer": waited_for}]
+def test_a_command_waits_for_nav2_only_so_long_and_then_says_it_is_not_up():
+    navigator = FakeNavigator(servers_up=False)
+    _, outcome = navigate(navigator, ready_timeout_s=3.0)
+    assert (outcome.ok, outcome.code, navigator.goals) == (False, "BACKEND_UNAVAILABLE", [])
+    assert "navigate_to_pose action is not up after 3 s (executor.nav2.ready_timeout_s)" in outcome.detail
+    assert navigator.waited == pytest.approx(3.0)
+
+
+def test_a_stop_ends_the_wait_for_nav2_at_once():
+    navigator = FakeNavigator(servers_up=False)
+    stop = threading.Event()
+    stop.set()
+    outcome = Nav2Navigation(navigator, ready_timeout_s=300.0).run(Command("look_around", timeout_s=30.0), stop)
+    assert (outcome.ok, outcome.code, navigator.waited) == (False, "CANCELED", 0.5)
+
+
+def test_start_up_publishes_no_initial_pose_unless_one_is_configured(monkeypatch):
+    import sys
+    import types
+
+    poses = []
+
+    class BasicNavigator(FakeNavigator):
+        def __init__(self, node_name):
+            super().__init__()
+
+        def setInitialPose(self, pose):
+            poses.append(pose)
+    commander = types.ModuleType("nav2_simple_commander.robot_navigator")
+    commander.BasicNavigator = BasicNavigator
+    monkeypatch.setitem(sys.modules, "nav2_simple_commander", types.ModuleType("nav2_simple_commander"))
+    monkeypatch.setitem(sys.modules, "nav2_simple_commander.robot_navigator", commander)
+    Nav2Navigation.connect("planner_navigator", frame_id="map")
+    assert poses == []
+    Nav2Navigation.connect("planner_navigator", initial_pose=(2.0, 1.0, math.pi), frame_id="map")
+    assert [(p.header.frame_id, p.pose.position.x, p.pose.position.y, round(p.pose.orientation.z, 6)) for p in poses] \
+        == [("map", 2.0, 1.0, 1.0)]

@@ -23,7 +23,8 @@ class Robot:
 
     def __init__(self):
         self.pose = None
-        self.nav2_waited_for = None
+        self.initial_poses = []
+        self.finger = 0.02   # the right hand's finger joint, as MoveIt's robot state has it (0: closed)
         self.moveit_options = None
 
 
@@ -54,8 +55,8 @@ def fake_modules(robot: Robot) -> dict[str, types.ModuleType]:
         def __init__(self, node_name):
             pass
 
-        def waitUntilNav2Active(self, **nodes):
-            robot.nav2_waited_for = nodes
+        def setInitialPose(self, pose):
+            robot.initial_poses.append(pose)
     nav2.BasicNavigator = BasicNavigator
 
     moveit = types.ModuleType("moveit.planning")
@@ -104,7 +105,7 @@ def test_robot_state_comes_from_tf_and_the_commands_that_succeeded(ros, robot, t
     try:
         states = client.collect(RobotState, "robot/state")
         executor = client.add(ExecutorNode(config))
-        assert robot.nav2_waited_for == {"navigator": "bt_navigator", "localizer": "amcl"}
+        assert robot.initial_poses == []   # the robot's localizer is not told it stands at the origin
         assert robot.moveit_options == {"node_name": "planner_moveit", "name_space": ""}
 
         # No transform yet: nothing is published rather than a pose at the origin.

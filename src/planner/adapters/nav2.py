@@ -27,9 +27,11 @@ class Nav2Settings(StrictModel):
     stall_window_s: float = Field(default=20.0, gt=0, description="a goal is canceled as stalled when the distance "
                                                                    "to go has not shrunk by stall_min_progress_m in this time")
     stall_min_progress_m: float = Field(default=0.1, gt=0)
-    localizer: str = Field(default="amcl", min_length=1,
-                           description="the lifecycle node that localizes the robot, waited for at start-up: amcl "
-                                       "(then also an initial pose), slam_toolbox, ...; none: wait for the navigator only")
+    ready_timeout_s: float = Field(default=30.0, gt=0, description="how long a command waits for Nav2's action server "
+                                                                   "to be up before it fails as unavailable")
+    initial_pose: tuple[float, float, float] | None = Field(
+        default=None, description="x, y, yaw in the map frame given to the localizer once at start-up (AMCL without "
+                                  "one); none: the robot's localizer is trusted as it is")
 
 # Nav2 error codes (nav2_msgs actions: FollowPath 1xx, ComputePathToPose 2xx,
 # ComputePathThroughPoses 3xx, NavigateToPose 9xxx) → our failure codes.
@@ -66,25 +68,19 @@ def task_error(navigator) -> tuple[int, str]:
     return int(getattr(result, "error_code", 0) or 0), str(getattr(result, "error_msg", "") or "")
 
 
-NAVIGATOR_NODE = "bt_navigator"
-
-
-def wait_until_active(navigator, localizer: str) -> None:
-    """Wait for Nav2's lifecycle nodes. The commander waits for the localizer named, and for AMCL
-    also for an initial pose, so the default would never return with another localizer; with
-    none, the navigator is the only node to wait for."""
-    navigator.waitUntilNav2Active(navigator=NAVIGATOR_NODE,
-                                  localizer=NAVIGATOR_NODE if localizer == "none" else localizer)
+READY_POLL_S = 0.5   # how often a command waiting for Nav2 looks again (and at its stop)
 
 
 class Nav2Navigation:
     """Runs navigate and look_around commands on a BasicNavigator, one goal at a time."""
 
-    def __init__(self, navigator, frame_id: str = "map", stall_window_s: float = 20.0, stall_min_progress_m: float = 0.1):
+    def __init__(self, navigator, frame_id: str = "map", stall_window_s: float = 20.0, stall_min_progress_m: float = 0.1,
+                 ready_timeout_s: float = 30.0):
         self.navigator = navigator
         self.frame_id = frame_id
         self.stall_window_s = stall_window_s
         self.stall_min_progress_m = stall_min_progress_m
+        self.ready_timeout_s = ready_timeout_s
 
     def clock(self) -> float:
         """The navigator node's time: simulated under use_sim_time, so a Gazebo slower than real time
@@ -92,16 +88,39 @@ class Nav2Navigation:
         return self.navigator.get_clock().now().nanoseconds * 1e-9
 
     @classmethod
-    def connect(cls, node_name: str, localizer: str, **settings) -> Nav2Navigation:
+    def connect(cls, node_name: str, initial_pose: tuple[float, float, float] | None = None, **settings) -> Nav2Navigation:
+        """The commander's node, at once: Nav2 is waited for by each command, not here, so the
+        executor starts (and answers, and stops) whether or not Nav2 is up yet. The commander's own
+        start-up wait is not used: for AMCL it publishes an initial pose at the map origin first."""
         from nav2_simple_commander.robot_navigator import BasicNavigator
 
         navigator = BasicNavigator(node_name=node_name)
-        wait_until_active(navigator, localizer)
-        return cls(navigator, **settings)
+        navigation = cls(navigator, **settings)
+        if initial_pose is not None:
+            navigator.setInitialPose(pose_stamped(Pose2D(*initial_pose), navigation.frame_id,
+                                                  navigator.get_clock().now().to_msg()))
+        return navigation
+
+    def ready(self, client, stop: threading.Event) -> bool:
+        """Whether the action server behind `client` answers within ready_timeout_s (False at once on stop)."""
+        waited = 0.0
+        while not client.wait_for_server(timeout_sec=READY_POLL_S):
+            waited += READY_POLL_S
+            if stop.is_set() or waited >= self.ready_timeout_s:
+                return False
+        return True
 
     def run(self, command: Command, stop: threading.Event) -> Outcome:
         """One command; `stop` set at any time, even before it started, cancels it."""
-        if command.name == "look_around":
+        spin = command.name == "look_around"
+        client = self.navigator.spin_client if spin else self.navigator.nav_to_pose_client
+        if not self.ready(client, stop):
+            if stop.is_set():
+                return Outcome(False, FailureCode.CANCELED, "canceled")
+            return Outcome(False, FailureCode.BACKEND_UNAVAILABLE,
+                           f"Nav2's {'spin' if spin else 'navigate_to_pose'} action is not up after "
+                           f"{self.ready_timeout_s:.0f} s (executor.nav2.ready_timeout_s): is Nav2 running and active?")
+        if spin:
             where = "the turn on the spot"
             accepted = self.navigator.spin(spin_dist=2 * math.pi, time_allowance=int(command.timeout_s))
         else:
