@@ -1,6 +1,7 @@
 """The MoveIt 2 adapter against a double of moveit_py's MoveItPy: the goals each manipulation
 command becomes, in the robot's base frame, and how planning and execution failures map."""
 
+import contextlib
 import math
 import sys
 import threading
@@ -26,13 +27,28 @@ class Plan(SimpleNamespace):
         return self.error_code.val == 1
 
 
+# The SRDF's named gripper states of ONE_ARM, by group and name.
+NAMED_STATES = {("left_hand", "open"): {"left_finger_joint": 0.04}, ("left_hand", "closed"): {"left_finger_joint": 0.0}}
+ON_A_CUP = {"left_finger_joint": 0.015}   # the finger stalled on a cup's side
+
+
 class FakeMoveIt:
     """MoveItPy's planning components: every goal set is recorded with its group; plans fail
-    with `plan_error` for the groups in `failing`; execution ends with `execution`."""
+    with `plan_error` for the groups in `failing`; execution ends with `execution`; the robot's
+    current joint positions, as its planning scene monitor has them, are `joints`."""
 
-    def __init__(self, plan_error=-31, failing=(), execution=None):
+    def __init__(self, plan_error=-31, failing=(), execution=None, joints=None):
         self.goals, self.executed = [], 0
         self.plan_error, self.failing, self.execution = plan_error, set(failing), execution
+        self.joints = dict(ON_A_CUP if joints is None else joints)
+
+    def get_planning_scene_monitor(self):
+        scene = SimpleNamespace(current_state=SimpleNamespace(joint_positions=self.joints))
+        return SimpleNamespace(read_only=lambda: contextlib.nullcontext(scene))
+
+    def get_robot_model(self):
+        return SimpleNamespace(get_joint_model_group=lambda group: SimpleNamespace(
+            active_joint_model_names=sorted({j for (g, _), state in NAMED_STATES.items() if g == group for j in state})))
 
     def get_planning_component(self, group):
         moveit = self
@@ -172,6 +188,18 @@ def moveit_py(monkeypatch):
         def get_robot_model(self):
             return "robot model"
 
+        def get_planning_scene_monitor(self):   # TIAGo's fingers stalled on a cup
+            self.joints = {"gripper_left_finger_joint": 0.012, "gripper_right_finger_joint": 0.013}
+            return super().get_planning_scene_monitor()
+
+    monkeypatch.setitem(sys.modules, "moveit.planning", types.ModuleType("moveit.planning"))
+    sys.modules["moveit.planning"].MoveItPy = MoveItPy
+    return given
+
+
+@pytest.fixture(autouse=True)
+def moveit_robot_state(monkeypatch):
+    """moveit.core.robot_state.RobotState: joint positions set, or set to a named state of NAMED_STATES."""
     class RobotState:
         def __init__(self, model):
             self.model, self.joint_positions, self.updated = model, {}, False
@@ -179,14 +207,17 @@ def moveit_py(monkeypatch):
         def update(self):
             self.updated = True
 
-    modules = {"moveit": types.ModuleType("moveit"), "moveit.planning": types.ModuleType("moveit.planning"),
-               "moveit.core": types.ModuleType("moveit.core"),
+        def set_to_default_values(self, group, name):
+            self.group_positions = list(NAMED_STATES[group, name].values())
+
+        def get_joint_group_positions(self, group):
+            return self.group_positions
+
+    modules = {"moveit": types.ModuleType("moveit"), "moveit.core": types.ModuleType("moveit.core"),
                "moveit.core.robot_state": types.ModuleType("moveit.core.robot_state")}
-    modules["moveit.planning"].MoveItPy = MoveItPy
     modules["moveit.core.robot_state"].RobotState = RobotState
     for name, module in modules.items():
         monkeypatch.setitem(sys.modules, name, module)
-    return given
 
 
 def test_moveit_gets_its_parameter_files_and_the_robots_namespace(moveit_py, tmp_path):
@@ -215,3 +246,53 @@ def test_a_robot_whose_srdf_names_no_states_moves_to_the_joint_positions_of_its_
     assert set(rest.joint_positions) == {"torso_lift_joint", *(f"arm_{i}_joint" for i in range(1, 8))}
     poses = [goal["pose_link"] for _, goal in moveit.goals if "pose_link" in goal]
     assert poses == ["gripper_grasping_frame"]
+
+
+def test_a_grasp_holds_only_when_the_fingers_stopped_on_something():
+    cup = (2.0, 1.6, 0.8)
+    outcome = run(FakeMoveIt(joints={"left_finger_joint": 0.0005}), "grasp", object_id="cup_1", point=cup)
+    assert (outcome.ok, outcome.code) == (False, "GRASP_NOT_CONFIRMED")
+    assert "left_hand fingers closed on nothing" in outcome.detail and "cup_1 is not in the hand" in outcome.detail
+    assert run(FakeMoveIt(), "grasp", object_id="cup_1", point=cup).ok
+
+
+def test_fingers_that_stall_on_the_object_are_a_grasp_though_the_controller_calls_the_close_failed():
+    failed = type("ExecutionStatus", (), {"status": "ABORTED", "__bool__": lambda self: False})()
+
+    def gripper_aborts(joints):   # the arm's motion succeeds, the gripper's close is reported ABORTED
+        moveit = FakeMoveIt(joints=joints)
+        moveit.execute = lambda trajectory, controllers: failed if trajectory == "left_hand path" else None
+        return moveit
+    assert run(gripper_aborts(ON_A_CUP), "grasp", object_id="cup_1", point=(2.0, 1.6, 0.8)).ok
+    empty = run(gripper_aborts({"left_finger_joint": 0.0}), "grasp", object_id="cup_1", point=(2.0, 1.6, 0.8))
+    assert empty.code == "GRASP_NOT_CONFIRMED"
+
+
+def test_verify_grasp_reads_the_fingers_again_and_finds_a_slipped_object_lost():
+    moveit = FakeMoveIt()
+    assert run(moveit, "verify_grasp", object_id="cup_1").ok and moveit.executed == 0   # nothing moves
+    moveit.joints["left_finger_joint"] = 0.0
+    outcome = run(moveit, "verify_grasp", object_id="cup_1")
+    assert (outcome.ok, outcome.code) == (False, "GRASP_LOST")
+
+
+def test_a_gripper_joint_the_robot_state_lacks_is_named():
+    outcome = run(FakeMoveIt(joints={"finger": 0.02}), "grasp", object_id="cup_1", point=(2.0, 1.6, 0.8))
+    assert outcome.code == "BACKEND_UNAVAILABLE" and "has no left_finger_joint" in outcome.detail
+
+
+def test_each_arm_grasps_with_the_orientation_of_its_profile():
+    two_arms = RobotProfile(name="two_arms", reach_m=1.0, payload_kg=5.0, standoff_m=0.35, arms={
+        "left": {"group": "left_arm", "tool_link": "left_tool0", "gripper_group": "left_hand"},
+        "right": {"group": "right_arm", "tool_link": "right_tool0", "gripper_group": "right_hand",
+                  "grasp_xyzw": (0.0, 0.7071068, 0.0, 0.7071068)}})
+    moveit = FakeMoveIt()
+    arms = MoveItArms(moveit, SETTINGS, two_arms, lambda: ROBOT)
+    for arm in ("left", "right"):
+        assert arms.run(Command("approach", arm=arm, object_id="cup_1", point=(2.0, 1.6, 0.8)), threading.Event()).ok
+    turns = {group: tuple(round(v, 6) for v in (goal["pose_stamped_msg"].pose.orientation.x,
+                                                goal["pose_stamped_msg"].pose.orientation.y,
+                                                goal["pose_stamped_msg"].pose.orientation.z,
+                                                goal["pose_stamped_msg"].pose.orientation.w))
+             for group, goal in moveit.goals}
+    assert turns == {"left_arm": (1.0, 0.0, 0.0, 0.0), "right_arm": (0.0, 0.707107, 0.0, 0.707107)}

@@ -2,6 +2,7 @@
 from TF, the hands from the commands that succeeded. Over real rclpy/DDS, with doubles of the three
 Python APIs this machine cannot install (tf2_ros, nav2_simple_commander, moveit_py)."""
 
+import contextlib
 import math
 import sys
 import threading
@@ -71,9 +72,32 @@ def fake_modules(robot: Robot) -> dict[str, types.ModuleType]:
 
         def execute(self, trajectory, controllers):
             return None
+
+        def get_planning_scene_monitor(self):
+            scene = types.SimpleNamespace(current_state=types.SimpleNamespace(
+                joint_positions={"right_finger_joint": robot.finger}))
+            return types.SimpleNamespace(read_only=lambda: contextlib.nullcontext(scene))
+
+        def get_robot_model(self):
+            return types.SimpleNamespace(get_joint_model_group=lambda group: types.SimpleNamespace(
+                active_joint_model_names=["right_finger_joint"]))
     moveit.MoveItPy = MoveItPy
+
+    robot_state = types.ModuleType("moveit.core.robot_state")
+
+    class RobotState:   # the SRDF's named states: the hand's finger at 0.0 closed, 0.04 open
+        def __init__(self, model):
+            self.positions = []
+
+        def set_to_default_values(self, group, name):
+            self.positions = [0.0 if name == "closed" else 0.04]
+
+        def get_joint_group_positions(self, group):
+            return self.positions
+    robot_state.RobotState = RobotState
     return {"tf2_ros": tf2, "nav2_simple_commander": types.ModuleType("nav2_simple_commander"),
-            "nav2_simple_commander.robot_navigator": nav2, "moveit": types.ModuleType("moveit"), "moveit.planning": moveit}
+            "nav2_simple_commander.robot_navigator": nav2, "moveit": types.ModuleType("moveit"), "moveit.planning": moveit,
+            "moveit.core": types.ModuleType("moveit.core"), "moveit.core.robot_state": robot_state}
 
 
 class Plan:
@@ -120,6 +144,16 @@ def test_robot_state_comes_from_tf_and_the_commands_that_succeeded(ros, robot, t
 
         point = (1.5, 2.0, 0.8)
         backend = executor.backend
+        robot.finger = 0.0   # the hand closes on nothing: the grasp fails, whatever the controllers said
+        missed = backend.run(Command("grasp", arm="right", object_id="bottle_1", point=point), threading.Event())
+        assert missed.code == "GRASP_NOT_CONFIRMED"
+        robot.finger = 0.02
+        assert backend.run(Command("grasp", arm="right", object_id="bottle_1", point=point), threading.Event()).ok
+        wait_for(lambda: latest(states).held["right"] == "bottle_1", 10)
+        robot.finger = 0.0   # it slipped out: verify_grasp finds the hand empty, and the state says so
+        assert backend.run(Command("verify_grasp", arm="right", object_id="bottle_1"), threading.Event()).code == "GRASP_LOST"
+        wait_for(lambda: latest(states).held["right"] == "", 10)
+        robot.finger = 0.02
         assert backend.run(Command("grasp", arm="right", object_id="bottle_1", point=point), threading.Event()).ok
         wait_for(lambda: latest(states).held["right"] == "bottle_1", 10)
         robot.pose = (3.0, 2.0, math.pi)

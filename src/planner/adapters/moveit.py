@@ -30,8 +30,6 @@ class MoveItSettings(StrictModel):
                                     "description and semantic, kinematics, planning pipelines, controllers); "
                                     "empty: the --params-file files the executor was started with")
     hover_m: float = Field(default=0.10, gt=0, description="above an object before the grasp and after the lift")
-    tool_down_xyzw: tuple[float, float, float, float] = Field(
-        default=(1.0, 0.0, 0.0, 0.0), description="tool orientation for top-down grasps, in the base frame")
 
 
 STOP_POLL_S = 0.05   # how often a running trajectory looks at the stop
@@ -63,11 +61,13 @@ def to_base_frame(point: tuple[float, float, float], base: Pose2D) -> tuple[floa
 
 class MoveItArms:
     """Runs arm and gripper commands: open_gripper; approach (hover above the object), grasp
-    (down, close the gripper), lift (up); place_approach (hover above the place), release (down,
-    open); hand_out (the object held out at the person), wait_for_take (open once they hold it);
-    sweep (over a surface and along it); retreat (the arm's rest state). look_at and verify_grasp
-    move nothing: the camera is fixed to the body, and the controller confirms the grasp from
-    perception after verify_grasp."""
+    (down, close the gripper, and the fingers must have stopped on something), lift (up);
+    place_approach (hover above the place), release (down, open); hand_out (the object held out at
+    the person), wait_for_take (open once they hold it); sweep (over a surface and along it); retreat
+    (the arm's rest state). look_at moves nothing (the camera is fixed to the body); verify_grasp
+    reads the fingers again. Whether a hand holds something is read from its finger joints, never
+    inferred from the close having succeeded: closing on an object stalls the fingers, which a
+    position controller may even report as a failure, while closing on nothing succeeds."""
 
     def __init__(self, moveit, settings: MoveItSettings, robot: RobotProfile, robot_pose: Callable[[], Pose2D]):
         self.moveit = moveit
@@ -101,10 +101,11 @@ class MoveItArms:
                                                                 f"{command.arm or 'unnamed'} arm")
         hover = self.settings.hover_m
         steps = {
-            "look_at": [], "verify_grasp": [],
+            "look_at": [], "verify_grasp": [("grip", arm.gripper_group, arm.closed_state)],
             "open_gripper": [("state", arm.gripper_group, arm.open_state)],
             "approach": [("pose", arm.group, hover)],
-            "grasp": [("pose", arm.group, 0.0), ("state", arm.gripper_group, arm.closed_state)],
+            "grasp": [("pose", arm.group, 0.0), ("close", arm.gripper_group, arm.closed_state),
+                      ("grip", arm.gripper_group, arm.closed_state)],
             "lift": [("pose", arm.group, hover)],
             "place_approach": [("pose", arm.group, hover)],
             "release": [("pose", arm.group, 0.0), ("state", arm.gripper_group, arm.open_state)],
@@ -119,18 +120,47 @@ class MoveItArms:
         for kind, group, value in steps:
             if stop.is_set():
                 return Outcome(False, FailureCode.CANCELED, "canceled")
-            outcome = self._move(group, arm, command, kind, value, stop)
+            outcome = self._grip(arm, command, value) if kind == "grip" else self._move(group, arm, command, kind,
+                                                                                        value, stop)
             if not outcome.ok:
                 return outcome
         return Outcome(True)
 
-    def pose_goal(self, point: tuple[float, float, float], above_m: float) -> PoseStamped:
+    def _grip(self, arm: ArmProfile, command: Command, closed) -> Outcome:
+        """Whether the hand holds something: its fingers stopped short of their closed state."""
+        closed = closed if isinstance(closed, dict) else self._named_state(arm.gripper_group, closed)
+        with self.moveit.get_planning_scene_monitor().read_only() as scene:
+            now = scene.current_state.joint_positions
+        missing = [joint for joint in closed if joint not in now]
+        if missing:
+            return Outcome(False, FailureCode.BACKEND_UNAVAILABLE, f"MoveIt's robot state has no {', '.join(missing)}: "
+                                                                f"check the gripper's joints in the robot profile")
+        opening = max(abs(float(now[joint]) - float(position)) for joint, position in closed.items())
+        if opening > arm.empty_grip_tolerance:
+            return Outcome(True)
+        what = command.object_id or "the object"
+        code = FailureCode.GRASP_LOST if command.name == "verify_grasp" else FailureCode.GRASP_NOT_CONFIRMED
+        return Outcome(False, code, f"the {arm.gripper_group} fingers closed on nothing ({opening * 1000:.1f} mm or "
+                                    f"mrad from closed, at most {arm.empty_grip_tolerance * 1000:.1f} counts as empty): "
+                                    f"{what} is not in the hand")
+
+    def _named_state(self, group: str, name: str) -> dict[str, float]:
+        """The joint positions of the SRDF's named state of a group."""
+        from moveit.core.robot_state import RobotState
+
+        model = self.moveit.get_robot_model()
+        state = RobotState(model)
+        state.set_to_default_values(group, name)
+        joints = model.get_joint_model_group(group).active_joint_model_names
+        return dict(zip(joints, (float(v) for v in state.get_joint_group_positions(group))))
+
+    def pose_goal(self, arm: ArmProfile, point: tuple[float, float, float], above_m: float) -> PoseStamped:
         x, y, z = to_base_frame(point, self.robot_pose())
         goal = PoseStamped()
         goal.header.frame_id = self.robot.base_frame
         goal.pose.position.x, goal.pose.position.y, goal.pose.position.z = x, y, z + above_m
         q = goal.pose.orientation
-        q.x, q.y, q.z, q.w = self.settings.tool_down_xyzw
+        q.x, q.y, q.z, q.w = arm.grasp_xyzw
         return goal
 
     def _move(self, group: str, arm: ArmProfile, command: Command, kind: str, value,
@@ -140,7 +170,7 @@ class MoveItArms:
         if kind == "pose":
             if command.point is None:
                 return Outcome(False, FailureCode.BACKEND_UNAVAILABLE, f"{command.name} has no point to move to")
-            component.set_goal_state(pose_stamped_msg=self.pose_goal(command.point, value), pose_link=arm.tool_link)
+            component.set_goal_state(pose_stamped_msg=self.pose_goal(arm, command.point, value), pose_link=arm.tool_link)
             goal = f"{arm.tool_link} to {command.object_id or command.target_id or 'the point'}"
         elif isinstance(value, dict):
             component.set_goal_state(robot_state=self._joint_state(value))
@@ -156,6 +186,8 @@ class MoveItArms:
         status = self._execute(plan.trajectory, stop)
         if status is not None and not status:  # Humble returns nothing; later an ExecutionStatus
             name = str(getattr(status, "status", status))
+            if kind == "close" and name not in ("TIMED_OUT", "PREEMPTED") and not stop.is_set():
+                return Outcome(True)   # fingers stalled on the object: the grip check that follows decides
             code = {"TIMED_OUT": FailureCode.TIMEOUT, "PREEMPTED": FailureCode.CANCELED}.get(name, FailureCode.ARM_EXECUTION_FAILED)
             return Outcome(False, code, f"moving {goal} ended {name}")
         return Outcome(True)

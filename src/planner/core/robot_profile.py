@@ -25,6 +25,11 @@ class ArmProfile(StrictModel):
                                                                               "{joint: position}")
     rest_state: str | dict[str, float] = Field(default="home", description="arm state it retreats to: SRDF state or "
                                                                           "{joint: position}")
+    grasp_xyzw: tuple[float, float, float, float] = Field(
+        default=(1.0, 0.0, 0.0, 0.0), description="the tool link's orientation (x, y, z, w) in the base frame when it "
+                                                   "grasps from above; the default points a tool link's z axis down")
+    empty_grip_tolerance: float = Field(default=0.002, ge=0, description="fingers this close to their closed state "
+                                        "(m or rad, each joint) hold nothing: a grasp that ends so has missed")
 
     def missing_moveit_names(self) -> list[str]:
         return [name for name in ("group", "tool_link", "gripper_group") if not getattr(self, name)]

@@ -1,6 +1,7 @@
 """What a real robot knows about itself, where no simulator reports it: its base pose from the map →
 base transform, and what each hand holds, from the commands that succeeded and what the skill
-library says they make true (`holding(arm, object)`, `not holding_any(arm)`)."""
+library says they make true (`holding(arm, object)`, `not holding_any(arm)`). The backend makes a
+grasp succeed only when the hand's fingers stopped on something, and reports a hand found empty."""
 
 from __future__ import annotations
 
@@ -31,6 +32,12 @@ class HeldObjects:
                     self._held[arm] = slots.get(effect.params[1], "")
                 elif effect.fact in ("holding_any", "holding") and effect.negated:
                     self._held[arm] = ""
+
+    def emptied(self, arm: str) -> None:
+        """The hand was found holding nothing (the object slipped or was taken)."""
+        with self._lock:
+            if arm in self._held:
+                self._held[arm] = ""
 
     def held(self) -> dict[str, str]:
         with self._lock:

@@ -1,7 +1,8 @@
 """Executor backend for a real robot: navigate and look_around commands go to Nav2, arm and gripper commands to
 MoveIt 2. With no simulator to say it, this backend also publishes /robot/state: the base pose from TF
-(map → the profile's base frame), what each hand holds (from the commands that succeeded), whether a
-command runs; perception places the pose in its rooms."""
+(map → the profile's base frame), what each hand holds (from the commands that succeeded: a grasp
+succeeds only on fingers that stopped on something), whether a command runs; perception places the
+pose in its rooms."""
 
 from __future__ import annotations
 
@@ -83,4 +84,6 @@ class RobotBackend:
             self.busy.clear()
         if outcome.ok:
             self.held.record(command)
+        elif outcome.code == FailureCode.GRASP_LOST:
+            self.held.emptied(command.arm)
         return outcome
