@@ -1,8 +1,11 @@
 """What can be checked of docker/ on a machine without a container engine or ROS 2: the compose
-file's shape, the files the image and services use, the Dockerfile's apt names, and that the pip
-pins for a ROS install are the ones the tests run with."""
+file against Compose's own schema (Debian's docker-compose, which set-up installs) and its shape,
+the stop signal and shared memory of the ROS services, what the build context leaves out, the files
+the image and services use, the Dockerfile's apt names, and that the pip pins for a ROS install are
+the ones the tests run with."""
 
 import re
+import subprocess
 from pathlib import Path
 
 import yaml
@@ -60,3 +63,37 @@ def test_a_ros_install_gets_the_versions_the_tests_run_with():
     assert ros and all(stack.get(name) == version for name, version in ros.items()), \
         {name: (version, stack.get(name)) for name, version in ros.items() if stack.get(name) != version}
     assert "numpy" not in ros  # the ROS Python's own numpy stays
+
+
+def compose_config(path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["docker-compose", "-f", str(path), "config", "-q"], capture_output=True, text=True,
+                          timeout=120, cwd=path.parent)
+
+
+def test_compose_validates_the_compose_file_and_refuses_a_broken_one(tmp_path):
+    checked = compose_config(DOCKER / "compose.yaml")
+    assert checked.returncode == 0, checked.stderr
+    compose = yaml.safe_load((DOCKER / "compose.yaml").read_text())
+    compose["services"]["planner"]["stop_signal"] = 2
+    compose["services"]["foxglove"]["ipcc"] = "host"
+    broken = tmp_path / "compose.yaml"
+    broken.write_text(yaml.safe_dump(compose))
+    checked = compose_config(broken)
+    assert checked.returncode != 0
+    assert "Unsupported config option for services.foxglove: 'ipcc'" in checked.stderr
+    assert "services.planner.stop_signal contains an invalid type" in checked.stderr
+
+
+def test_every_ros_service_stops_on_sigint_and_shares_memory_with_the_others():
+    """ros2 launch stops its nodes (and the robot's goals) on SIGINT only; with the host network,
+    Fast DDS talks through shared memory, which a service without the host's IPC cannot reach."""
+    services = yaml.safe_load((DOCKER / "compose.yaml").read_text())["services"]
+    for name in ("gazebo", "planner", "foxglove"):
+        assert services[name].get("ipc") == "host" and services[name].get("stop_signal") == "SIGINT", name
+    assert re.search(r"^STOPSIGNAL SIGINT$", (DOCKER / "Dockerfile").read_text(), re.MULTILINE)
+
+
+def test_the_build_context_leaves_out_environments_builds_and_history():
+    ignored = {line.strip() for line in (REPO / ".dockerignore").read_text().splitlines()
+               if line.strip() and not line.startswith("#")}
+    assert {".venv", "build", "install", "log", ".git"} <= ignored

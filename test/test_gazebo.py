@@ -1,6 +1,7 @@
 """`planner world to-sdf` on the shipped worlds: the SDF read back has every piece of furniture, object
 and person at its pose with its size, walls along the room outlines with a gap at each door, and the
-things inside cupboards clear of the cupboard's boards. (Gazebo itself is not installed here.)"""
+things inside cupboards clear of the cupboard's boards, and SDFormat's own checker (`ign sdf -k`,
+Debian's SDFormat 12, which set-up installs) takes it as valid. Gazebo itself is not to be had here.)"""
 
 import math
 import subprocess
@@ -55,6 +56,24 @@ def extent(boxes) -> tuple[tuple[float, ...], tuple[float, ...]]:
 def overlap(a, b) -> bool:
     (ac, asz, _), (bc, bsz, _) = a, b
     return all(abs(ac[i] - bc[i]) < (asz[i] + bsz[i]) / 2 - 1e-9 for i in range(3))
+
+
+def sdformat_check(sdf: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["ign", "sdf", "-k", str(sdf)], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("world", WORLDS, ids=lambda p: p.stem)
+def test_sdformat_takes_each_exported_world_as_valid_and_a_broken_one_not(world, tmp_path):
+    out = tmp_path / "world.sdf"
+    run = subprocess.run([str(PLANNER), "world", "to-sdf", str(world), "--out", str(out)], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    checked = sdformat_check(out)
+    assert checked.returncode == 0 and "Valid." in checked.stdout, checked.stdout + checked.stderr
+    broken = tmp_path / "broken.sdf"   # two models of one name: Gazebo would refuse the world
+    broken.write_text(out.read_text().replace('<model name="wall_1"', '<model name="wall_0"', 1))
+    checked = sdformat_check(broken)
+    assert checked.returncode != 0 and "model with name[wall_0] already exists" in checked.stdout + checked.stderr
 
 
 @pytest.fixture(params=WORLDS, ids=lambda p: p.stem)
