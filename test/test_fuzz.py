@@ -17,8 +17,9 @@ from planner.action import ExecuteTask
 from planner.config import load_config
 from planner.msg import AudioClip, Detection3DArray, ExecutionEvent, FailureMessage, RobotState, SceneGraphUpdate
 from planner.ros.futures import wait_until
-from planner.ros.qos import RELIABLE
+from planner.ros.qos import RELIABLE, vision_msgs_available
 from planner.ros.stack import NODES, node_class
+from planner.ros.tf_frames import tf_available
 from planner.srv import (
     AskFleet,
     CheckCommand,
@@ -41,6 +42,14 @@ TOPICS = [("/perception/detections", Detection3DArray), ("/robot/state", RobotSt
           ("/scene_graph/updates", SceneGraphUpdate), ("/speech/audio", AudioClip), ("/emergency_stop", Bool),
           ("/planner/command", String), ("/planner/answer", String), ("/planner/question", String),
           ("/memory/tell", String)]
+# Where the ROS packages built from source are installed: vision_msgs detections, and TF, which
+# perception's tf2_ros listener takes from anyone on the graph.
+if vision_msgs_available():
+    from vision_msgs.msg import Detection3DArray as VisionDetections
+    TOPICS.append(("/perception/detections_3d", VisionDetections))
+if tf_available():
+    from tf2_msgs.msg import TFMessage
+    TOPICS += [("/tf", TFMessage), ("/tf_static", TFMessage)]
 SERVICES = [("/sim/move_object", MoveObject), ("/perception/find_objects", FindObjects),
             ("/perception/get_object", GetObject), ("/perception/get_objects_in_room", GetObjectsInRoom),
             ("/perception/get_robot_state", GetRobotState), ("/perception/get_rooms", GetRooms),

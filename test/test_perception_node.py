@@ -42,12 +42,15 @@ def camera_frame(stamp: float, *detections, frame_id="camera_link") -> Detection
     return msg
 
 
-class Perception:
-    """The perception node fed by hand: camera frames in camera_link, placed with the robot states sent
-    here and the profile's camera mount, as without TF (perception.tf: off; test_tf_frames has TF)."""
+def without_tf(config):
+    """Perception fed by hand here: camera frames in camera_link, placed with the robot states sent
+    here and the profile's camera mount, as without TF (test_tf_frames has TF)."""
+    return config.model_copy(update={"perception": config.perception.model_copy(update={"tf": "off"})})
 
+
+class Perception:
     def __init__(self, config):
-        config = config.model_copy(update={"perception": config.perception.model_copy(update={"tf": "off"})})
+        config = without_tf(config)
         self.client = RosClient(f"perception_test_{time.monotonic_ns()}")
         self.status = self.client.collect(String, "/planner/status")
         self.node = self.client.add(PerceptionNode(config))
@@ -105,7 +108,7 @@ def test_on_a_loaded_machine_the_robot_pose_is_still_read_and_questions_answered
     # rclpy serves a callback group's due timers first: with the tick in the group of the pose
     # and the services, the pose sat unread, the frame was dropped and get_object never answered.
     # The node is spun as its process spins it.
-    node = LoadedPerceptionNode(config)
+    node = LoadedPerceptionNode(without_tf(config))
     executor = MultiThreadedExecutor(num_threads=NODE_THREADS)
     executor.add_node(node)
     threading.Thread(target=executor.spin, daemon=True).start()
@@ -152,6 +155,9 @@ def test_broken_and_flooded_camera_frames_are_refused_naming_the_field_and_perce
     far = camera_frame(300.0, ("jar", (1.0, 0.0, -0.5), (0.1, 0.1, 0.1)))
     far.sensor_pose.position.x = 1e30
     frames.append((far, "camera frame rejected: sensor_pose.position: must lie within 10000 m"))
+    before_time = camera_frame(300.0, ("jar", (1.0, 0.0, -0.5), (0.1, 0.1, 0.1)))
+    before_time.header.stamp.sec = -5   # TF raised on it where TF places the camera
+    frames.append((before_time, "camera frame rejected: header.stamp: must be at or after time 0"))
     for field, value in (("range_m", float("inf")), ("fov_deg", nan), ("range_m", -1.0)):
         frame = camera_frame(300.0, ("jar", (1.0, 0.0, -0.5), (0.1, 0.1, 0.1)))
         setattr(frame, field, value)

@@ -171,6 +171,8 @@ class SensorFrame:
 
     def problem(self) -> str | None:
         """What makes the whole frame unusable, naming the field; None when it is fine."""
+        if not (math.isfinite(self.stamp) and self.stamp >= 0):   # ROS time starts at 0; TF refuses earlier
+            return f"header.stamp: must be at or after time 0, got {self.stamp} s"
         if not np.isfinite(self.sensor).all():
             return "sensor_pose: must be finite (and the orientation a quaternion)"
         if (problem := point_problem(tuple(self.sensor[:3, 3]))) is not None:
