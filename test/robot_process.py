@@ -70,9 +70,14 @@ def main(settings):
         from planner.msg import Detection3DArray
         topic, make = "perception/detections", planner_frame
     detections = node.create_publisher(Detection3DArray, topic, qos_profile_sensor_data)
-    broadcaster, static = None, None
+    # Made at once, so discovery is done by the time TF starts: a message sent before a subscriber
+    # matched is not delivered, and a lagging localizer's transforms do arrive.
+    broadcaster, static = TransformBroadcaster(node), StaticTransformBroadcaster(node)
+    tf_topic = node.resolve_topic_name("/tf")
+    while node.count_subscribers(detections.topic_name) == 0 or node.count_subscribers(tf_topic) == 0:
+        rclpy.spin_once(node, timeout_sec=0.05)
     started = time.monotonic()
-    published = 0
+    published, tf_started = 0, False
     late = []   # stamps TF has not sent the base for yet
     x, y, yaw = settings["base"]
     try:
@@ -82,11 +87,11 @@ def main(settings):
                 detections.publish(make(stamp, settings))
                 published += 1
             late.append(stamp)
-            if broadcaster is None and time.monotonic() - started >= settings.get("tf_after_s", 0.0):
-                broadcaster, static = TransformBroadcaster(node), StaticTransformBroadcaster(node)
+            if not tf_started and time.monotonic() - started >= settings.get("tf_after_s", 0.0):
                 static.sendTransform(transform(stamp, settings["base_frame"], settings["camera_frame"],
                                                settings["camera_xyz"], settings["camera_xyzw"]))
-            if broadcaster is not None:  # the base at every stamp so far, as a localizer that lags sends them
+                tf_started = True
+            if tf_started:  # the base at every stamp so far, as a localizer that lags sends them
                 broadcaster.sendTransform([transform(at, "map", settings["base_frame"], (x, y, 0.0),
                                                      (0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2))) for at in late])
                 late = []

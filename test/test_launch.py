@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import DATA, PLANNER, RosClient, wait_for
+from conftest import DATA, PLANNER, RosClient, ros_from_source, wait_for
 from planner.cli.stack import Stack, node_command
 from planner.config import deployed, load_config
 from planner.ros.stack import LAUNCH_ARGUMENTS, NODES, RESPAWN_DELAY_S, RESPAWN_MAX_RETRIES, SHARED, stack_nodes
@@ -308,6 +308,7 @@ def end(launch: subprocess.Popen) -> str:
     return output
 
 
+@ros_from_source("launch_ros", "ros2launch")
 def test_ros2_launch_shows_every_argument_with_its_description():
     shown = subprocess.run([ROS2, "launch", "planner", "bringup.launch.py", "--show-args"], capture_output=True,
                            text=True, timeout=60)
@@ -317,6 +318,7 @@ def test_ros2_launch_shows_every_argument_with_its_description():
         assert description.split(";")[0][:40] in " ".join(shown.stdout.split()), name
 
 
+@ros_from_source("launch_ros", "ros2launch")
 @pytest.mark.timeout(400)
 def test_ros2_launch_runs_a_request_respawns_a_crashed_node_a_bounded_number_of_times_and_stops_on_sigint(ros):
     import signal
@@ -359,6 +361,7 @@ def test_ros2_launch_runs_a_request_respawns_a_crashed_node_a_bounded_number_of_
     assert output.count("process started") == len(NODES) + RESPAWN_MAX_RETRIES, output[-3000:]
 
 
+@ros_from_source("launch_ros", "ros2launch")
 @pytest.mark.timeout(200)
 def test_a_node_that_rejects_its_configuration_stops_the_launch_instead_of_respawning():
     """sim:=false on a machine without Nav2 and MoveIt 2: the executor exits for its configuration, and

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from std_msgs.msg import String
 
-from conftest import CONFIG, RosClient, wait_for, write_config
+from conftest import CONFIG, RosClient, ros_from_source, wait_for, write_config
 from planner.config import load_config
 from planner.core.frames import FrameTree, TransformNotReady, planar, rigid
 from planner.core.geometry import Pose2D, in_field_of_view
@@ -56,7 +56,10 @@ class TiagoPerception:
     def __init__(self, tmp_path):
         from planner.ros.nodes.perception import PerceptionNode
 
-        config = load_config(write_config(tmp_path, robot=str(TIAGO), perception={"tf": "on", "state_file": ""}))
+        # Frames wait for TF for up to 10 s: on two loaded cores, discovering the drivers' TF publisher
+        # alone took longer than the default second.
+        config = load_config(write_config(tmp_path, robot=str(TIAGO), perception={"tf": "on", "state_file": "",
+                                                                                  "transform_wait_s": 10.0}))
         self.client = RosClient(f"tf_test_{time.monotonic_ns()}")
         self.status = self.client.collect(String, "/planner/status")
         self.node = self.client.add(PerceptionNode(config))
@@ -76,6 +79,7 @@ def perception(ros, tmp_path):
     running.close()
 
 
+@ros_from_source("tf2_ros", "vision_msgs.msg")
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("kind", ["planner", "vision_msgs"])
 def test_an_object_2_m_in_front_of_tiagos_optical_camera_lands_where_tf_puts_it(perception, kind):
@@ -91,6 +95,7 @@ def test_an_object_2_m_in_front_of_tiagos_optical_camera_lands_where_tf_puts_it(
     assert not rejected, rejected
 
 
+@ros_from_source("tf2_ros")
 @pytest.mark.timeout(120)
 def test_frames_that_arrive_before_their_transform_wait_for_it(perception):
     """Two camera frames, then TF: the frames wait (perception.transform_wait_s) instead of being
@@ -124,6 +129,7 @@ def test_an_optical_cameras_field_of_view_points_where_it_looks():
     assert camera_in_map[:3, :3] @ np.array(AHEAD_IN_CAMERA) + camera_in_map[:3, 3] == pytest.approx((1.0, 2.22, 1.1))
 
 
+@ros_from_source("tf2_ros")
 @pytest.mark.timeout(60)
 def test_a_frame_tf_does_not_know_is_waited_for_and_then_named(ros):
     from planner.ros.tf_frames import TfLookup
