@@ -76,14 +76,15 @@ needed=()
 for entry in "${packages[@]}"; do
   read -r name kind module <<<"$entry"
   [ -d "$sources/$name" ] || { echo "install-ros-src: $sources has no $name" >&2; exit 1; }
-  if [ "$(cat "$stamps/$name" 2>/dev/null)" = "$(fingerprint "$sources/$name")" ]; then
+  sum=$(fingerprint "$sources/$name")
+  if [ "$(cat "$stamps/$name" 2>/dev/null)" = "$sum" ]; then
     continue
   fi
   if [ ! -f "$stamps/$name" ] && elsewhere=$(provided_elsewhere "$module") && [ -n "$elsewhere" ]; then
     say "$name: already installed ($elsewhere), left alone"
     continue
   fi
-  needed+=("$entry")
+  needed+=("$entry $sum")
 done
 if [ ${#needed[@]} -eq 0 ]; then
   say "ROS 2 packages from $sources up to date"
@@ -93,7 +94,7 @@ fi
 say "building ${#needed[@]} ROS 2 package(s) from $sources into $venv (first time: ~3 min)"
 "$python" -m pip install -q --no-deps -r "$repo/requirements/ros-src.txt"
 for entry in "${needed[@]}"; do
-  read -r name kind module <<<"$entry"
+  read -r name kind module sum <<<"$entry"
   started=$SECONDS
   # A copy: the sources may be read-only, and builds write into the tree they build.
   rm -rf "$work/src/$name" "$work/build/$name"
@@ -119,7 +120,7 @@ for entry in "${needed[@]}"; do
       exit 1
     fi
   fi
-  fingerprint "$sources/$name" >"$stamps/$name"
+  echo "$sum" >"$stamps/$name"
   say "$name installed ($((SECONDS - started)) s)"
 done
 (cd / && "$python" -c "import tf2_ros, tf2_msgs.msg, vision_msgs.msg, launch.action, launch_ros, ros2cli") \

@@ -16,10 +16,10 @@ from conftest import RosClient, wait_for, write_config
 from planner.action import ExecuteTask
 from planner.config import load_config
 from planner.msg import AudioClip, Detection3DArray, ExecutionEvent, FailureMessage, RobotState, SceneGraphUpdate
+from planner.ros.executor_robot import importable
 from planner.ros.futures import wait_until
-from planner.ros.qos import RELIABLE, vision_msgs_available
+from planner.ros.qos import RELIABLE
 from planner.ros.stack import NODES, node_class
-from planner.ros.tf_frames import tf_available
 from planner.srv import (
     AskFleet,
     CheckCommand,
@@ -44,10 +44,10 @@ TOPICS = [("/perception/detections", Detection3DArray), ("/robot/state", RobotSt
           ("/memory/tell", String)]
 # Where the ROS packages built from source are installed: vision_msgs detections, and TF, which
 # perception's tf2_ros listener takes from anyone on the graph.
-if vision_msgs_available():
+if importable("vision_msgs.msg"):
     from vision_msgs.msg import Detection3DArray as VisionDetections
     TOPICS.append(("/perception/detections_3d", VisionDetections))
-if tf_available():
+if importable("tf2_ros"):
     from tf2_msgs.msg import TFMessage
     TOPICS += [("/tf", TFMessage), ("/tf_static", TFMessage)]
 SERVICES = [("/sim/move_object", MoveObject), ("/perception/find_objects", FindObjects),

@@ -119,6 +119,13 @@ class Stack:
                 process.wait()
 
 
+def cli_node(namespace: str):
+    """The command's own node, in the robot's namespace: names without a leading / are the robot's."""
+    import rclpy
+
+    return rclpy.create_node(f"planner_cli_{os.getpid()}", namespace=f"/{namespace.strip('/')}")
+
+
 def spin_in_background(node) -> Callable[[], None]:
     """Spin a command's node on a thread; the function that stops it, to call before the node is
     destroyed (a thread still spinning at exit aborts the process)."""
@@ -152,8 +159,7 @@ def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack |
     from planner.srv import Explain, GetSceneGraph
 
     rclpy.init()
-    # In the robot's namespace: the names below without a leading / are the robot's own.
-    node = rclpy.create_node(f"planner_cli_{os.getpid()}", namespace=f"/{namespace.strip('/')}")
+    node = cli_node(namespace)
     printed: set[tuple[str, int]] = set()
     lock = threading.Lock()
 
@@ -240,7 +246,7 @@ def _call_once(service_type, name: str, request, server: str, what: str, wait_s:
     from planner.ros.futures import CallFailed, wait_future
 
     rclpy.init()
-    node = rclpy.create_node(f"planner_cli_{os.getpid()}", namespace=f"/{namespace.strip('/')}")
+    node = cli_node(namespace)
     client = node.create_client(service_type, name)
     name = node.resolve_service_name(name)
     stop_spinning = spin_in_background(node)

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 from builtin_interfaces.msg import Time
-from geometry_msgs.msg import Point, Vector3
+from geometry_msgs.msg import Point, TransformStamped, Vector3
 from geometry_msgs.msg import Pose2D as Pose2DMsg
 from rclpy.node import Node
 from transforms3d.quaternions import mat2quat
@@ -113,10 +113,8 @@ def robot_to_msg(robot: RobotSnapshot, stamp: Time, map_frame: str) -> RobotStat
     return msg
 
 
-def transform_msg(parent: str, child: str, matrix, stamp: Time):
+def transform_msg(parent: str, child: str, matrix, stamp: Time) -> TransformStamped:
     """A geometry_msgs/TransformStamped of parent_T_child, as TF carries it."""
-    from geometry_msgs.msg import TransformStamped
-
     msg = TransformStamped()
     msg.header.stamp, msg.header.frame_id, msg.child_frame_id = stamp, parent, child
     translation, rotation = msg.transform.translation, msg.transform.rotation

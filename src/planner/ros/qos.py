@@ -36,11 +36,3 @@ ALIVE = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, liveliness=L
 
 def alive_topic(node_name: str) -> str:
     return f"{node_name}/alive"
-
-
-def vision_msgs_available() -> bool:
-    try:
-        import vision_msgs.msg  # noqa: F401
-    except ImportError:
-        return False
-    return True

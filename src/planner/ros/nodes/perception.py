@@ -43,11 +43,16 @@ from planner.ros.convert import (
     to_stamp,
 )
 from planner.ros.node import PlannerNode, main_for
-from planner.ros.qos import LATCHED, RELIABLE, SENSOR_DATA, VISION_DETECTIONS_TOPIC, vision_msgs_available
+from planner.ros.qos import LATCHED, RELIABLE, SENSOR_DATA, VISION_DETECTIONS_TOPIC
 from planner.ros.tf_frames import TfLookup, tf_available
 from planner.sim.simulated_world import load_scenario
 from planner.srv import FindObjects, GetObject, GetObjectsInRoom, GetRobotState, GetRooms, GetSceneGraph, Tell
 from planner.wiring import load_robot, load_skill_planner, make_grounder
+
+try:  # vision_msgs comes from a ROS 2 install, or on the pip path from scripts/install-ros-src.sh
+    from vision_msgs.msg import Detection3DArray as VisionDetections
+except ImportError:
+    VisionDetections = None
 
 TICK_S = 0.1
 PENDING_FRAMES_MAX = 20
@@ -166,9 +171,7 @@ class PerceptionNode(PlannerNode):
         # Camera data as detectors publish it: best effort, a lost frame is replaced by the next.
         self.create_subscription(Detection3DArray, "perception/detections", self._on_detections, SENSOR_DATA,
                                  callback_group=own_group())
-        if vision_msgs_available():
-            from vision_msgs.msg import Detection3DArray as VisionDetections
-
+        if VisionDetections is not None:
             self.create_subscription(VisionDetections, VISION_DETECTIONS_TOPIC, self._on_vision_detections, SENSOR_DATA,
                                      callback_group=own_group())
         self.create_subscription(RobotState, "robot/state", self._on_robot_state, RELIABLE, callback_group=own_group())

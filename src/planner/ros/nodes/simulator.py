@@ -96,9 +96,7 @@ class SimulatorNode(PlannerNode):
                                   busy=self.busy.locked())
             stamp = stamp or stamp_now(self)
             if self.tf_pub is not None:   # TF first: a listener has the pose before the frame it places
-                from tf2_msgs.msg import TFMessage
-
-                self.tf_pub.publish(TFMessage(transforms=[
+                self.tf_pub.publish(self.tf_pub.msg_type(transforms=[
                     transform_msg(ODOM_FRAME, self.sim.profile.base_frame, planar(robot.pose), stamp)]))
             self.state_pub.publish(robot_to_msg(robot, stamp, self.sim.profile.map_frame))
 
