@@ -97,6 +97,12 @@ def write_config(directory: Path, **sections) -> Path:
     return path
 
 
+def without_tf(config):
+    """Perception fed by hand here: camera frames in camera_link, placed with the robot states sent
+    here and the profile's camera mount, as without TF (test_tf_frames has TF)."""
+    return config.model_copy(update={"perception": config.perception.model_copy(update={"tf": "off"})})
+
+
 def config_with_events(directory: Path, events: list[dict], grasp_timeout_s: float, **sections):
     """A stack config over the kitchen_bedroom world with scripted world events (faults) and the
     grasp's command timeout set."""

@@ -80,7 +80,7 @@ def test_the_robot_profile_is_checked_at_start_up_naming_file_and_field(tmp_path
     # MoveIt needs each arm's group and links: said at start-up, not at the first grasp.
     no_links = robot.model_copy(update={"arms": {"left": ArmProfile(group="left_arm")}})
     with pytest.raises(InputError, match="arms.left.tool_link, arms.left.gripper_group: needed by the MoveIt"):
-        MoveItArms.connect(MoveItSettings(), no_links, lambda: Pose2D(0, 0, 0))
+        MoveItArms.connect(MoveItSettings(), no_links, lambda: Pose2D(0, 0, 0), lambda handled: {}, {})
 
 
 def test_a_world_that_describes_the_robot_is_told_where_that_belongs(tmp_path):

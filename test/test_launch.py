@@ -190,7 +190,7 @@ def test_without_the_simulator_here_the_executor_says_what_the_robot_needs(ros):
     assert "simulator" not in nodes
     run = subprocess.run(node_command(nodes["executor"], "info"), capture_output=True, text=True, timeout=100)
     assert run.returncode == 2
-    assert ("Nav2's nav2_simple_commander, MoveIt 2's moveit_py (a ROS 2 "
+    assert ("Nav2's nav2_simple_commander, MoveIt 2's moveit_py, moveit_msgs, shape_msgs (a ROS 2 "
             "install with Nav2 and MoveIt 2)") in run.stderr
 
 

@@ -1,17 +1,17 @@
 """The MoveIt 2 adapter against a double of moveit_py's MoveItPy: the goals each manipulation
 command becomes, in the robot's base frame, and how planning and execution failures map."""
 
-import contextlib
 import math
 import sys
 import threading
-import types
 from types import SimpleNamespace
 
 import pytest
 
+import moveit_doubles
 from conftest import CONFIG
-from planner.adapters.moveit import MoveItArms, MoveItSettings, to_base_frame
+from planner.adapters.moveit import GripReading, MoveItArms, MoveItSettings, to_base_frame
+from planner.core.collision_scene import CollisionBox, obstacles_within_reach
 from planner.core.errors import InputError
 from planner.core.geometry import Pose2D
 from planner.core.robot_profile import RobotProfile, load_robot_profile
@@ -22,59 +22,39 @@ ONE_ARM = RobotProfile(name="one_arm", reach_m=1.0, payload_kg=5.0, standoff_m=0
                        arms={"left": {"group": "left_arm", "tool_link": "left_tool0", "gripper_group": "left_hand"}})
 
 
-class Plan(SimpleNamespace):
-    def __bool__(self):
-        return self.error_code.val == 1
-
-
 # The SRDF's named gripper states of ONE_ARM, by group and name.
 NAMED_STATES = {("left_hand", "open"): {"left_finger_joint": 0.04}, ("left_hand", "closed"): {"left_finger_joint": 0.0}}
 ON_A_CUP = {"left_finger_joint": 0.015}   # the finger stalled on a cup's side
 
 
-class FakeMoveIt:
-    """MoveItPy's planning components: every goal set is recorded with its group; plans fail
-    with `plan_error` for the groups in `failing`; execution ends with `execution`; the robot's
-    current joint positions, as its planning scene monitor has them, are `joints`."""
+def FakeMoveIt(joints=None, **options) -> moveit_doubles.FakeMoveIt:
+    return moveit_doubles.FakeMoveIt(NAMED_STATES, ON_A_CUP if joints is None else joints, **options)
 
-    def __init__(self, plan_error=-31, failing=(), execution=None, joints=None):
-        self.goals, self.executed = [], 0
-        self.plan_error, self.failing, self.execution = plan_error, set(failing), execution
-        self.joints = dict(ON_A_CUP if joints is None else joints)
 
-    def get_planning_scene_monitor(self):
-        scene = SimpleNamespace(current_state=SimpleNamespace(joint_positions=self.joints))
-        return SimpleNamespace(read_only=lambda: contextlib.nullcontext(scene))
+@pytest.fixture(autouse=True)
+def moveit_modules(monkeypatch):
+    """moveit_py's, moveit_msgs' and shape_msgs' modules as doubles; moveit.planning.MoveItPy records
+    what it is given in `given`."""
+    given = {}
 
-    def get_robot_model(self):
-        return SimpleNamespace(get_joint_model_group=lambda group: SimpleNamespace(
-            active_joint_model_names=sorted({j for (g, _), state in NAMED_STATES.items() if g == group for j in state})))
-
-    def get_planning_component(self, group):
-        moveit = self
-
-        class Component:
-            def set_start_state_to_current_state(self):
-                pass
-
-            def set_goal_state(self, **goal):
-                moveit.goals.append((group, goal))
-
-            def plan(self):
-                ok = group not in moveit.failing
-                return Plan(error_code=SimpleNamespace(val=1 if ok else moveit.plan_error), trajectory=f"{group} path")
-        return Component()
-
-    def execute(self, trajectory, controllers):
-        self.executed += 1
-        return self.execution
+    class MoveItPy(moveit_doubles.FakeMoveIt):
+        def __init__(self, **options):
+            super().__init__(NAMED_STATES, ON_A_CUP)
+            given.update(options)
+    for name, module in moveit_doubles.modules(MoveItPy).items():
+        monkeypatch.setitem(sys.modules, name, module)
+    return given
 
 
 ROBOT = Pose2D(2.0, 1.0, math.pi / 2)
 
 
+def no_obstacles(handled):
+    return {}
+
+
 def run(moveit, name, robot=ROBOT, **command):
-    arms = MoveItArms(moveit, SETTINGS, ONE_ARM, lambda: robot)
+    arms = MoveItArms(moveit, SETTINGS, ONE_ARM, lambda: robot, no_obstacles)
     return arms.run(Command(name, arm="left", **command), threading.Event())
 
 
@@ -152,7 +132,7 @@ def test_execution_failures_map_to_reasons(status, code):
 
 
 def test_an_unconfigured_arm_or_motion_is_refused_with_the_reason():
-    arms = MoveItArms(FakeMoveIt(), SETTINGS, ONE_ARM, lambda: Pose2D(0, 0, 0))
+    arms = MoveItArms(FakeMoveIt(), SETTINGS, ONE_ARM, lambda: Pose2D(0, 0, 0), no_obstacles)
     outcome = arms.run(Command("approach", arm="right", point=(1, 0, 1)), threading.Event())
     assert outcome.code == "BACKEND_UNAVAILABLE" and "right arm" in outcome.detail
     outcome = arms.run(Command("open", arm="left", target_id="fridge_1"), threading.Event())
@@ -161,7 +141,7 @@ def test_an_unconfigured_arm_or_motion_is_refused_with_the_reason():
 
 def test_a_stop_ends_the_running_trajectory_and_the_remaining_motions():
     moveit = FakeMoveIt()
-    arms = MoveItArms(moveit, SETTINGS, ONE_ARM, lambda: Pose2D(0, 0, 0))
+    arms = MoveItArms(moveit, SETTINGS, ONE_ARM, lambda: Pose2D(0, 0, 0), no_obstacles)
     stop, stopped = threading.Event(), threading.Event()
     moveit.get_trajectory_execution_manager = lambda: SimpleNamespace(stop_execution=stopped.set)
 
@@ -174,74 +154,29 @@ def test_a_stop_ends_the_running_trajectory_and_the_remaining_motions():
     assert outcome.code == "CANCELED" and moveit.executed == 1  # the gripper never closed
 
 
-@pytest.fixture
-def moveit_py(monkeypatch):
-    """moveit.planning.MoveItPy and moveit.core.robot_state.RobotState doubles that record what they
-    were given."""
-    given = {}
-
-    class MoveItPy(FakeMoveIt):
-        def __init__(self, **options):
-            super().__init__()
-            given.update(options)
-
-        def get_robot_model(self):
-            return "robot model"
-
-        def get_planning_scene_monitor(self):   # TIAGo's fingers stalled on a cup
-            self.joints = {"gripper_left_finger_joint": 0.012, "gripper_right_finger_joint": 0.013}
-            return super().get_planning_scene_monitor()
-
-    monkeypatch.setitem(sys.modules, "moveit.planning", types.ModuleType("moveit.planning"))
-    sys.modules["moveit.planning"].MoveItPy = MoveItPy
-    return given
-
-
-@pytest.fixture(autouse=True)
-def moveit_robot_state(monkeypatch):
-    """moveit.core.robot_state.RobotState: joint positions set, or set to a named state of NAMED_STATES."""
-    class RobotState:
-        def __init__(self, model):
-            self.model, self.joint_positions, self.updated = model, {}, False
-
-        def update(self):
-            self.updated = True
-
-        def set_to_default_values(self, group, name):
-            self.group_positions = list(NAMED_STATES[group, name].values())
-
-        def get_joint_group_positions(self, group):
-            return self.group_positions
-
-    modules = {"moveit": types.ModuleType("moveit"), "moveit.core": types.ModuleType("moveit.core"),
-               "moveit.core.robot_state": types.ModuleType("moveit.core.robot_state")}
-    modules["moveit.core.robot_state"].RobotState = RobotState
-    for name, module in modules.items():
-        monkeypatch.setitem(sys.modules, name, module)
-
-
-def test_moveit_gets_its_parameter_files_and_the_robots_namespace(moveit_py, tmp_path):
+def test_moveit_gets_its_parameter_files_and_the_robots_namespace(moveit_modules, tmp_path):
     params = tmp_path / "moveit.yaml"
     params.write_text("planner_moveit:\n  ros__parameters: {}\n")
-    MoveItArms.connect(SETTINGS, ONE_ARM, lambda: ROBOT, "/robot1", [params])
-    assert moveit_py == {"node_name": "planner_moveit", "name_space": "robot1", "launch_params_filepaths": [str(params)]}
-    moveit_py.clear()
-    MoveItArms.connect(SETTINGS, ONE_ARM, lambda: ROBOT)  # MoveItPy's own default: the process's --params-file
-    assert moveit_py == {"node_name": "planner_moveit", "name_space": ""}
+    MoveItArms.connect(SETTINGS, ONE_ARM, lambda: ROBOT, no_obstacles, {}, "/robot1", [params])
+    assert moveit_modules == {"node_name": "planner_moveit", "name_space": "robot1",
+                              "launch_params_filepaths": [str(params)]}
+    moveit_modules.clear()
+    MoveItArms.connect(SETTINGS, ONE_ARM, lambda: ROBOT, no_obstacles, {})  # MoveItPy's default: its --params-file
+    assert moveit_modules == {"node_name": "planner_moveit", "name_space": ""}
     with pytest.raises(InputError, match="executor.moveit.params_files: .*missing.yaml not found"):
-        MoveItArms.connect(SETTINGS, ONE_ARM, lambda: ROBOT, "", [tmp_path / "missing.yaml"])
+        MoveItArms.connect(SETTINGS, ONE_ARM, lambda: ROBOT, no_obstacles, {}, "", [tmp_path / "missing.yaml"])
 
 
-def test_a_robot_whose_srdf_names_no_states_moves_to_the_joint_positions_of_its_profile(moveit_py):
+def test_a_robot_whose_srdf_names_no_states_moves_to_the_joint_positions_of_its_profile():
     tiago = load_robot_profile(CONFIG / "robots" / "tiago.yaml")
-    arms = MoveItArms.connect(SETTINGS, tiago, lambda: ROBOT)
-    moveit = arms.moveit
+    moveit = FakeMoveIt(joints={"gripper_left_finger_joint": 0.012, "gripper_right_finger_joint": 0.013})
+    arms = MoveItArms(moveit, SETTINGS, tiago, lambda: ROBOT, no_obstacles)
     for name in ("open_gripper", "grasp", "retreat"):
         assert arms.run(Command(name, arm="arm", object_id="cup_1", point=(2.0, 1.6, 0.8)), threading.Event()).ok
     states = [(group, goal["robot_state"]) for group, goal in moveit.goals if "robot_state" in goal]
     assert [group for group, _ in states] == ["gripper", "gripper", "arm_torso"]
     opened, closed, rest = (state for _, state in states)
-    assert opened.joint_positions == tiago.arms["arm"].open_state and opened.updated and opened.model == "robot model"
+    assert opened.joint_positions == tiago.arms["arm"].open_state and opened.updated
     assert closed.joint_positions == {"gripper_left_finger_joint": 0.0, "gripper_right_finger_joint": 0.0}
     assert set(rest.joint_positions) == {"torso_lift_joint", *(f"arm_{i}_joint" for i in range(1, 8))}
     poses = [goal["pose_link"] for _, goal in moveit.goals if "pose_link" in goal]
@@ -252,7 +187,8 @@ def test_a_grasp_holds_only_when_the_fingers_stopped_on_something():
     cup = (2.0, 1.6, 0.8)
     outcome = run(FakeMoveIt(joints={"left_finger_joint": 0.0005}), "grasp", object_id="cup_1", point=cup)
     assert (outcome.ok, outcome.code) == (False, "GRASP_NOT_CONFIRMED")
-    assert "left_hand fingers closed on nothing" in outcome.detail and "cup_1 is not in the hand" in outcome.detail
+    assert "left_hand fingers stopped 0.5 mm or mrad from closed, on nothing" in outcome.detail
+    assert "cup_1 is not in the hand" in outcome.detail
     assert run(FakeMoveIt(), "grasp", object_id="cup_1", point=cup).ok
 
 
@@ -287,7 +223,7 @@ def test_each_arm_grasps_with_the_orientation_of_its_profile():
         "right": {"group": "right_arm", "tool_link": "right_tool0", "gripper_group": "right_hand",
                   "grasp_xyzw": (0.0, 0.7071068, 0.0, 0.7071068)}})
     moveit = FakeMoveIt()
-    arms = MoveItArms(moveit, SETTINGS, two_arms, lambda: ROBOT)
+    arms = MoveItArms(moveit, SETTINGS, two_arms, lambda: ROBOT, no_obstacles)
     for arm in ("left", "right"):
         assert arms.run(Command("approach", arm=arm, object_id="cup_1", point=(2.0, 1.6, 0.8)), threading.Event()).ok
     turns = {group: tuple(round(v, 6) for v in (goal["pose_stamped_msg"].pose.orientation.x,
@@ -296,3 +232,139 @@ def test_each_arm_grasps_with_the_orientation_of_its_profile():
                                                 goal["pose_stamped_msg"].pose.orientation.w))
              for group, goal in moveit.goals}
     assert turns == {"left_arm": (1.0, 0.0, 0.0, 0.0), "right_arm": (0.0, 0.707107, 0.0, 0.707107)}
+
+
+# A table in front of the robot at ROBOT, a cup on it, a chair beside it.
+TABLE = CollisionBox("table_1", (2.0, 1.8, 0.4), (1.0, 0.6, 0.8))
+CUP = CollisionBox("cup_1", (2.0, 1.6, 0.85), (0.08, 0.08, 0.1))
+CHAIR = CollisionBox("chair_1", (2.8, 1.5, 0.45), (0.45, 0.45, 0.9))
+
+
+def test_the_obstacles_go_into_the_planning_scene_and_a_grasped_object_travels_with_the_hand():
+    moveit = FakeMoveIt()
+    around = {box.id: box for box in (TABLE, CUP, CHAIR)}
+    arms = MoveItArms(moveit, SETTINGS, ONE_ARM, lambda: ROBOT, lambda handled: dict(around))
+
+    def do(name, **command):
+        moveit.worlds.clear()
+        assert arms.run(Command(name, arm="left", **command), threading.Event()).ok
+        return moveit.worlds
+
+    assert do("approach", object_id="cup_1", point=CUP.center) == [["chair_1", "cup_1", "table_1"]]
+    cup = moveit.scene.world["cup_1"]
+    assert cup.header.frame_id == "base_link" and cup.primitives[0].dimensions == [0.08, 0.08, 0.1]
+    # The robot at (2, 1) faces +y: the cup is 0.6 m straight ahead, the box turned back by the base's yaw.
+    position, turn = cup.primitive_poses[0].position, cup.primitive_poses[0].orientation
+    assert (position.x, position.y, position.z) == pytest.approx((0.6, 0.0, 0.85))
+    assert (turn.z, turn.w) == pytest.approx((-math.sqrt(0.5), math.sqrt(0.5)))
+
+    # Down to the cup with the cup out of the world (the fingers close on it), then it goes with the hand.
+    assert do("grasp", object_id="cup_1", point=CUP.center) == [["chair_1", "table_1"]] * 2
+    attached = moveit.scene.attached["left_tool0"]
+    assert attached.object.id == "cup_1" and set(attached.touch_links) == {"left_tool0", "left_hand_link"}
+    del around["chair_1"]   # the chair was moved away
+    assert do("lift", object_id="cup_1", point=CUP.center) == [["table_1"]]
+    assert "cup_1" not in moveit.scene.world
+    # Down onto the table with the table out of the world; let go, the cup is in the world again.
+    assert do("release", object_id="cup_1", target_id="table_1", point=(2.0, 1.9, 0.85)) == [[], []]
+    assert moveit.scene.attached == {} and set(moveit.scene.world) == {"cup_1"}
+    assert do("retreat") == [["cup_1", "table_1"]]
+
+
+def test_a_hand_that_loses_its_object_lets_it_go_in_the_planning_scene_too():
+    moveit = FakeMoveIt()
+    arms = MoveItArms(moveit, SETTINGS, ONE_ARM, lambda: ROBOT, lambda handled: {"cup_1": CUP})
+    assert arms.run(Command("grasp", arm="left", object_id="cup_1", point=CUP.center), threading.Event()).ok
+    assert set(moveit.scene.attached) == {"left_tool0"}
+    moveit.joints["left_finger_joint"] = 0.0
+    assert arms.run(Command("verify_grasp", arm="left", object_id="cup_1"), threading.Event()).code == "GRASP_LOST"
+    assert moveit.scene.attached == {}
+
+
+def test_an_arm_that_cannot_know_its_obstacles_does_not_move():
+    def unknown(handled):
+        raise RuntimeError("service perception/get_scene_graph is not available")
+    moveit = FakeMoveIt()
+    arms = MoveItArms(moveit, SETTINGS, ONE_ARM, lambda: ROBOT, unknown)
+    outcome = arms.run(Command("approach", arm="left", object_id="cup_1", point=CUP.center), threading.Event())
+    assert outcome.code == "BACKEND_UNAVAILABLE" and "perception/get_scene_graph is not available" in outcome.detail
+    assert moveit.goals == [] and moveit.executed == 0
+
+
+def test_down_up_and_along_a_surface_are_straight_lines():
+    moveit = FakeMoveIt()
+    for name in ("approach", "grasp", "lift", "place_approach", "release", "retreat", "sweep"):
+        assert run(moveit, name, object_id="cup_1", target_id="table_1", point=CUP.center).ok
+    free, line = ("ompl", ""), ("pilz_industrial_motion_planner", "LIN")
+    assert moveit.pipelines == [free, line, free, line, free, line, free, free, free, line, line]
+
+    moveit = FakeMoveIt(plan_error=-1, failing={"left_arm"})
+    outcome = run(moveit, "lift", object_id="cup_1", point=CUP.center)
+    assert outcome.code == "ARM_PLANNING_FAILED" and "in a straight line with pilz_industrial_motion_planner's LIN " \
+                                                      "(executor.moveit.straight_pipeline)" in outcome.detail
+    moveit = FakeMoveIt()
+    arms = MoveItArms(moveit, MoveItSettings(straight_pipeline=""), ONE_ARM, lambda: ROBOT, no_obstacles)
+    assert arms.run(Command("lift", arm="left", object_id="cup_1", point=CUP.center), threading.Event()).ok
+    assert moveit.pipelines == [free]
+
+
+class ScriptedGripper:
+    """A GripperCommand action server's results, in turn; a string is the action failing with that reason."""
+
+    def __init__(self, *results):
+        self.results, self.goals = list(results), []
+
+    def move(self, position, max_effort, timeout_s, stop):
+        self.goals.append((position, max_effort))
+        result = self.results.pop(0)
+        if isinstance(result, str):
+            raise RuntimeError(result)
+        return result
+
+
+ACTION_HAND = RobotProfile(name="action_hand", reach_m=1.0, payload_kg=5.0, standoff_m=0.35, arms={
+    "left": {"group": "left_arm", "tool_link": "left_tool0",
+             "gripper_action": {"action": "/gripper_controller/gripper_cmd", "open_position": 0.08,
+                                "closed_position": 0.0, "max_effort": 40.0}}})
+
+
+def test_a_gripper_command_hand_that_stalls_on_the_object_holds_it_and_one_that_closes_fully_missed():
+    gripper = ScriptedGripper(GripReading(0.08, False, True), GripReading(0.031, True, False),
+                              GripReading(0.0004, False, True), GripReading(0.031, True, False),
+                              "action /gripper_controller/gripper_cmd: no answer within 5 s")
+    moveit = FakeMoveIt()
+    arms = MoveItArms(moveit, SETTINGS, ACTION_HAND, lambda: ROBOT, lambda handled: {"cup_1": CUP}, {"left": gripper})
+
+    def do(name):
+        return arms.run(Command(name, arm="left", object_id="cup_1", point=CUP.center, timeout_s=5.0),
+                        threading.Event())
+    assert do("open_gripper").ok
+    assert do("grasp").ok and set(moveit.scene.attached) == {"left_tool0"}
+    missed = do("verify_grasp")   # verifying closes the hand again: it closed fully, the cup is gone
+    assert missed.code == "GRASP_LOST" and "the gripper stopped at 0.0004" in missed.detail
+    assert moveit.scene.attached == {}
+    assert do("verify_grasp").ok
+    failed = do("grasp")
+    assert failed.code == "ARM_EXECUTION_FAILED" and failed.detail == ("the gripper: action "
+                                                                      "/gripper_controller/gripper_cmd: no answer within 5 s")
+    assert gripper.goals == [(0.08, 40.0)] + [(0.0, 40.0)] * 4
+    assert {group for group, _ in moveit.goals} == {"left_arm"}   # the hand never moved as a MoveIt group
+
+
+def test_obstacles_are_what_the_arm_reaches_and_neither_held_nor_gone(scene):
+    robot = scene.known_robot.pose
+    reach = 1.5
+    obstacles = obstacles_within_reach(scene, robot, reach)
+    assert obstacles and {scene.entity(box_id).kind for box_id in obstacles} <= {"furniture", "object", "person"}
+    for box in obstacles.values():
+        entity = scene.entity(box.id)
+        assert entity.bounds(reach)[0] <= robot.x <= entity.bounds(reach)[2]
+        assert (box.center, box.size) == (entity.center, entity.size)
+    far = [e.id for e in scene.objects() + scene.furniture()
+           if math.dist((e.center[0], e.center[1]), (robot.x, robot.y)) > reach + max(e.size[:2])]
+    assert far and not set(far) & set(obstacles)
+    some_object = next(box_id for box_id in obstacles if scene.entity(box_id).kind == "object")
+    scene.mark_missing(some_object)
+    assert some_object not in obstacles_within_reach(scene, robot, reach)
+    far_object = next(object_id for object_id in far if scene.entity(object_id).kind == "object")
+    assert set(obstacles_within_reach(scene, robot, reach, far_object)) - set(obstacles) == {far_object}

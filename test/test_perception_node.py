@@ -11,7 +11,7 @@ from rclpy.executors import MultiThreadedExecutor
 from std_msgs.msg import String
 from visualization_msgs.msg import MarkerArray
 
-from conftest import RosClient, wait_for, write_config
+from conftest import RosClient, wait_for, without_tf, write_config
 from planner.config import load_config
 from planner.msg import Detection3D, Detection3DArray, LabelScore, RobotState, SceneGraph, SceneGraphUpdate
 from planner.ros.convert import apply_update_msg, scene_from_msg, to_stamp
@@ -40,12 +40,6 @@ def camera_frame(stamp: float, *detections, frame_id="camera_link") -> Detection
         item.size.x, item.size.y, item.size.z = size
         msg.detections.append(item)
     return msg
-
-
-def without_tf(config):
-    """Perception fed by hand here: camera frames in camera_link, placed with the robot states sent
-    here and the profile's camera mount, as without TF (test_tf_frames has TF)."""
-    return config.model_copy(update={"perception": config.perception.model_copy(update={"tf": "off"})})
 
 
 class Perception:

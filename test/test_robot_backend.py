@@ -1,8 +1,8 @@
 """On a real robot (sim:=false) /robot/state comes from the executor's robot backend: the base pose
 from TF, the hands from the commands that succeeded. Over real rclpy/DDS, with doubles of the three
-Python APIs this machine cannot install (tf2_ros, nav2_simple_commander, moveit_py)."""
+Python APIs this machine cannot install (tf2_ros, nav2_simple_commander, moveit_py and its messages),
+with perception's scene graph giving the arm its obstacles."""
 
-import contextlib
 import math
 import sys
 import threading
@@ -11,7 +11,8 @@ import types
 import pytest
 from geometry_msgs.msg import TransformStamped
 
-from conftest import RosClient, wait_for, write_config
+import moveit_doubles
+from conftest import RosClient, wait_for, without_tf, write_config
 from planner.config import deployed, load_config
 from planner.core.scene_graph import RobotSnapshot
 from planner.core.skills import Command
@@ -25,8 +26,17 @@ class Robot:
     def __init__(self):
         self.pose = None
         self.initial_poses = []
-        self.finger = 0.02   # the right hand's finger joint, as MoveIt's robot state has it (0: closed)
+        self.moveit = None       # the MoveItPy double the backend made
         self.moveit_options = None
+
+    @property
+    def finger(self) -> float:
+        """The right hand's finger joint, as MoveIt's robot state has it (0: closed)."""
+        return self.moveit.joints["right_finger_joint"]
+
+    @finger.setter
+    def finger(self, position: float) -> None:
+        self.moveit.joints["right_finger_joint"] = position
 
 
 def fake_modules(robot: Robot) -> dict[str, types.ModuleType]:
@@ -60,53 +70,16 @@ def fake_modules(robot: Robot) -> dict[str, types.ModuleType]:
             robot.initial_poses.append(pose)
     nav2.BasicNavigator = BasicNavigator
 
-    moveit = types.ModuleType("moveit.planning")
-
-    class MoveItPy:
+    class MoveItPy(moveit_doubles.FakeMoveIt):
         def __init__(self, **options):
-            robot.moveit_options = options
-
-        def get_planning_component(self, group):
-            return types.SimpleNamespace(set_start_state_to_current_state=lambda: None,
-                                         set_goal_state=lambda **goal: None, plan=Plan)
-
-        def execute(self, trajectory, controllers):
-            return None
-
-        def get_planning_scene_monitor(self):
-            scene = types.SimpleNamespace(current_state=types.SimpleNamespace(
-                joint_positions={"right_finger_joint": robot.finger}))
-            return types.SimpleNamespace(read_only=lambda: contextlib.nullcontext(scene))
-
-        def get_robot_model(self):
-            return types.SimpleNamespace(get_joint_model_group=lambda group: types.SimpleNamespace(
-                active_joint_model_names=["right_finger_joint"]))
-    moveit.MoveItPy = MoveItPy
-
-    robot_state = types.ModuleType("moveit.core.robot_state")
-
-    class RobotState:   # the SRDF's named states: the hand's finger at 0.0 closed, 0.04 open
-        def __init__(self, model):
-            self.positions = []
-
-        def set_to_default_values(self, group, name):
-            self.positions = [0.0 if name == "closed" else 0.04]
-
-        def get_joint_group_positions(self, group):
-            return self.positions
-    robot_state.RobotState = RobotState
+            super().__init__(NAMED_STATES, {"right_finger_joint": 0.02})
+            robot.moveit, robot.moveit_options = self, options
     return {"tf2_ros": tf2, "nav2_simple_commander": types.ModuleType("nav2_simple_commander"),
-            "nav2_simple_commander.robot_navigator": nav2, "moveit": types.ModuleType("moveit"), "moveit.planning": moveit,
-            "moveit.core": types.ModuleType("moveit.core"), "moveit.core.robot_state": robot_state}
+            "nav2_simple_commander.robot_navigator": nav2, **moveit_doubles.modules(MoveItPy)}
 
 
-class Plan:
-    """A plan MoveIt found."""
-    error_code = types.SimpleNamespace(val=1)
-    trajectory = "path"
-
-    def __bool__(self):
-        return True
+# The SRDF's named states of robee's right hand: the finger at 0.0 closed, 0.04 open.
+NAMED_STATES = {("right_hand", "open"): {"right_finger_joint": 0.04}, ("right_hand", "closed"): {"right_finger_joint": 0.0}}
 
 
 @pytest.fixture
@@ -123,6 +96,7 @@ def latest(states):
 
 def test_robot_state_comes_from_tf_and_the_commands_that_succeeded(ros, robot, tmp_path):
     from planner.ros.nodes.executor import ExecutorNode
+    from planner.ros.nodes.perception import PerceptionNode
 
     config = deployed(load_config(write_config(tmp_path)), sim=False)
     client = RosClient("robot_state_test")
@@ -142,24 +116,33 @@ def test_robot_state_comes_from_tf_and_the_commands_that_succeeded(ros, robot, t
         assert state.held == {"left": "", "right": ""} and state.room == "" and not state.busy
         assert states[-1].header.frame_id == "map"
 
-        point = (1.5, 2.0, 0.8)
-        backend = executor.backend
+        # In front of the kitchen table with the bottle on it (perception's scene graph, from the map).
+        client.add(PerceptionNode(without_tf(config)))
+        robot.pose = (4.3, 0.9, math.pi / 2)
+        wait_for(lambda: latest(states).pose.x == pytest.approx(4.3), 10)
+        point = (4.3, 1.6, 0.875)
+        backend, scene = executor.backend, robot.moveit.scene
         robot.finger = 0.0   # the hand closes on nothing: the grasp fails, whatever the controllers said
         missed = backend.run(Command("grasp", arm="right", object_id="bottle_1", point=point), threading.Event())
         assert missed.code == "GRASP_NOT_CONFIRMED"
+        assert set(scene.world) == {"table_1"} and scene.attached == {}   # the bottle out while the hand closes
         robot.finger = 0.02
         assert backend.run(Command("grasp", arm="right", object_id="bottle_1", point=point), threading.Event()).ok
+        assert scene.attached["right_tool0"].object.id == "bottle_1"
         wait_for(lambda: latest(states).held["right"] == "bottle_1", 10)
         robot.finger = 0.0   # it slipped out: verify_grasp finds the hand empty, and the state says so
         assert backend.run(Command("verify_grasp", arm="right", object_id="bottle_1"), threading.Event()).code == "GRASP_LOST"
+        assert scene.attached == {}
         wait_for(lambda: latest(states).held["right"] == "", 10)
         robot.finger = 0.02
         assert backend.run(Command("grasp", arm="right", object_id="bottle_1", point=point), threading.Event()).ok
         wait_for(lambda: latest(states).held["right"] == "bottle_1", 10)
-        robot.pose = (3.0, 2.0, math.pi)
-        wait_for(lambda: latest(states).pose.x == pytest.approx(3.0), 10)
-        assert backend.run(Command("release", arm="right", object_id="bottle_1", target_id="table_1", point=point),
-                           threading.Event()).ok
+        # At the other kitchen table, with an apple on it: the first table is out of reach, out of the world.
+        robot.pose = (2.0, 3.2, math.pi / 2)
+        wait_for(lambda: latest(states).pose.x == pytest.approx(2.0), 10)
+        assert backend.run(Command("release", arm="right", object_id="bottle_1", target_id="table_2",
+                                   point=(2.0, 4.0, 0.875)), threading.Event()).ok
+        assert scene.attached == {} and set(scene.world) == {"apple_1", "bottle_1"}
         wait_for(lambda: latest(states).held == {"left": "", "right": ""}, 10)
     finally:
         client.close()

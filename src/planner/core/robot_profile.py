@@ -14,6 +14,16 @@ from planner.core.files import Point3, StrictModel, load_model
 OPTICAL_FRAME_SUFFIX = "_optical_frame"   # REP 103's name for a camera frame that looks along +z
 
 
+class GripperAction(StrictModel):
+    """A hand driven through its controller's control_msgs/GripperCommand action rather than as a
+    MoveIt group: the result's finger position says whether it holds something."""
+    action: str = Field(min_length=1, description="the action's name, e.g. /gripper_controller/gripper_cmd")
+    open_position: float = Field(description="fingers open, in the controller's unit (m or rad)")
+    closed_position: float = Field(description="fingers fully closed on nothing")
+    max_effort: float = Field(gt=0, description="the force a close may use (N, or Nm for a revolute gripper): "
+                                                "enough to hold, little enough not to crush")
+
+
 class ArmProfile(StrictModel):
     """One arm; the MoveIt names are needed only by the MoveIt executor backend."""
     group: str = Field(default="", description="MoveIt planning group of the arm, e.g. left_arm")
@@ -30,9 +40,16 @@ class ArmProfile(StrictModel):
                                                    "grasps from above; the default points a tool link's z axis down")
     empty_grip_tolerance: float = Field(default=0.002, ge=0, description="fingers this close to their closed state "
                                         "(m or rad, each joint) hold nothing: a grasp that ends so has missed")
+    gripper_action: GripperAction | None = Field(default=None, description="the hand's GripperCommand action; "
+                                                 "none: the hand moves as the MoveIt group gripper_group")
 
     def missing_moveit_names(self) -> list[str]:
-        return [name for name in ("group", "tool_link", "gripper_group") if not getattr(self, name)]
+        needed = ("group", "tool_link") if self.gripper_action else ("group", "tool_link", "gripper_group")
+        return [name for name in needed if not getattr(self, name)]
+
+    def holds_something(self, opening: float) -> bool:
+        """Whether fingers that ended `opening` short of their closed state (m or rad) stopped on something."""
+        return opening > self.empty_grip_tolerance
 
 
 class Camera(StrictModel):

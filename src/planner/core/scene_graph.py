@@ -517,16 +517,18 @@ class SceneGraph:
 
     def furniture_near(self, x: float, y: float, distance: float) -> list[str]:
         """Furniture whose footprint edge is within `distance` of (x, y), nearest first."""
+        return [entity.id for entity in self.near(x, y, distance) if entity.kind == "furniture"]
+
+    def near(self, x: float, y: float, distance: float) -> list[Entity]:
+        """Furniture, objects and people whose footprint edge is within `distance` of (x, y), nearest first."""
         gaps = []
         for item_id in self._grid.query((x - distance, y - distance, x + distance, y + distance)):
             item = self.entity(item_id)
-            if item.kind != "furniture":
-                continue
             dx = max(abs(x - item.center[0]) - item.size[0] / 2, 0.0)
             dy = max(abs(y - item.center[1]) - item.size[1] / 2, 0.0)
             if (gap := math.hypot(dx, dy)) <= distance:
                 gaps.append((gap, item.id))
-        return [item_id for _, item_id in sorted(gaps)]
+        return [self.entity(item_id) for _, item_id in sorted(gaps)]
 
     def support(self, object_id: str) -> tuple[str, str] | None:
         """(relation, reference) of where an object is, e.g. ("on", "table_1"): in / on / under
