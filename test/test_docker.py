@@ -16,7 +16,7 @@ DOCKER = REPO / "docker"
 # The Jazzy binary packages the image installs (ros-jazzy-<name>); names as released for Jazzy
 # (the robostack-jazzy channel, which rebuilds the releases, lists each under the same name).
 JAZZY_PACKAGES = {"navigation2", "nav2-bringup", "nav2-simple-commander", "moveit", "moveit-py", "ros-gz",
-                  "foxglove-bridge", "tf2-ros"}
+                  "foxglove-bridge", "tf2-ros", "vision-msgs", "control-msgs"}
 
 
 def pins(path: Path) -> dict[str, str]:
