@@ -114,8 +114,6 @@ def test_a_scripted_run_scores_every_query_and_writes_results_report_and_plot(be
 
 
 def test_generated_homes_are_reproducible_and_their_queries_and_truth_load_per_map(tmp_path, capsys):
-    from planner.bench.generate import TEST_SEEDS_FROM
-
     # Each run in its own process with its own order of sets (string hashes differ between processes).
     for folder, seeds, hash_seed in (("a", "7-8", "1"), ("b", "7,8", "2")):
         subprocess.run([sys.executable, "-c", "import sys; from planner.cli import main; sys.exit(main(sys.argv[1:]))",
@@ -125,19 +123,19 @@ def test_generated_homes_are_reproducible_and_their_queries_and_truth_load_per_m
         assert (tmp_path / "a" / relative).read_text() == (tmp_path / "b" / relative).read_text()
     assert (tmp_path / "a" / "maps" / "home-7.json").read_text() != (tmp_path / "a" / "maps" / "home-8.json").read_text()
     assert main(["bench", "generate", "objects", "--seeds", "8", "--out", str(tmp_path / "e")]) == 0
-    assert "home-8 (development)" in capsys.readouterr().err
+    assert "[1/1] home-8:" in capsys.readouterr().err
     maps = load_bench(tmp_path / "a" / "maps", tmp_path / "a" / "queries", tmp_path / "a" / "truth", pytest.fail)
     assert [m.name for m in maps] == ["home-7", "home-8"]
     for bench_map in maps:
         types = [q.type for q in bench_map.queries]
         assert all(types.count(t) == 8 for t in ("descriptive", "affordance", "negation"))
         assert sum(not bench_map.truth[q.id] for q in bench_map.queries) / len(types) >= 0.3
-        assert "development range" in (tmp_path / "a" / "queries" / f"{bench_map.name}.yaml").read_text()
-    assert main(["bench", "generate", "objects", "--seeds", f"{TEST_SEEDS_FROM}", "--items", "220",
+        assert "development data" in (tmp_path / "a" / "queries" / f"{bench_map.name}.yaml").read_text()
+    assert main(["bench", "generate", "objects", "--seeds", "1000", "--items", "220",
                  "--out", str(tmp_path / "c")]) == 0
     large = load_bench(tmp_path / "c" / "maps", tmp_path / "c" / "queries", tmp_path / "c" / "truth", pytest.fail)[0]
     assert len(large.scene.furniture()) + len(large.scene.objects()) >= 200
-    assert len(large.scene.rooms()) >= 10 and "test range" in (tmp_path / "c" / "truth" / f"{large.name}.yaml").read_text()
+    assert len(large.scene.rooms()) >= 10
     assert main(["bench", "generate", "objects", "--seeds", "x-2", "--out", str(tmp_path / "d")]) == 2
     assert "'x-2' is not a seed" in capsys.readouterr().err
 

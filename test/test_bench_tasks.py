@@ -260,26 +260,19 @@ def test_generated_homes_and_tasks_load_as_a_suite_in_three_tiers_with_refusals(
     requests = " ".join(t.request.lower() for t in tasks if t.world == "home-3")
     # Things go by what people call them, which is often not the map's label.
     assert any(label not in requests for label in labels if "_" in label)
-    assert "development range" in (tmp_path / "a" / "worlds" / "home-3.yaml").read_text()
-    assert not suite.suite.test_range
+    assert "development data" in (tmp_path / "a" / "worlds" / "home-3.yaml").read_text()
 
 
-def test_a_run_on_the_test_range_reports_counts_without_the_requests_that_failed(tmp_path):
-    from planner.bench.tasks import report
-
-    assert main(["bench", "generate", "tasks", "--seeds", "999-1000", "--out", str(tmp_path / "homes"),
-                 "--config", str(CONFIG / "planner.yaml")]) == 0
-    assert load_suite(tmp_path / "homes" / "tasks.yaml", ROBOT).suite.test_range  # a held-out home is in it
-    assert main(["bench", "tasks", "--suite", "smoke", "--llm", "scripted", "--faults", "task", "--explainer", "off",
-                 "--out", str(tmp_path)]) == 0
-    results = json.loads((tmp_path / "tasks-smoke-scripted-task-faults.json").read_text())
-    assert results["test_range"] is False
-    failed = results["episodes"][0]
-    failed["success"] = False
-    assert failed["request"] in report(results)
-    held_out = report({**results, "test_range": True})
-    assert failed["request"] not in held_out and failed["task"] not in held_out
-    assert "1 episodes failed" in held_out
+def test_test_seeds_are_not_generated_into_a_folder_anyone_reads(tmp_path, capsys):
+    for seeds in ("999-1000", "1019"):   # development data, 1000-1019 included
+        assert main(["bench", "generate", "tasks", "--seeds", seeds, "--out", str(tmp_path / seeds),
+                     "--config", str(CONFIG / "planner.yaml")]) == 0
+    assert main(["bench", "generate", "tasks", "--seeds", "1019-2000", "--out", str(tmp_path / "x")]) == 2
+    assert "2000 is a test seed (from 2000 on); a test block is drawn and run only by planner bench test" \
+        in capsys.readouterr().err
+    assert main(["bench", "generate", "tasks", "--seeds", "1500", "--out", str(tmp_path / "x")]) == 2
+    assert "1500 is neither development data (0–1019) nor a test seed" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
 
 
 def test_no_generated_task_is_met_before_the_robot_acts():

@@ -5,7 +5,8 @@ and central answer models turn their answers into one, with and without a robot 
 Homes come from `planner world generate`'s generator at several sizes; the questions and their
 truth come from the simulated home at the time they are asked: as many yes as no, the no ones
 about a thing the home has but not in that room, and first of all those whose answer changed after
-some robot looked (a thing moved in or out). Seeds from 1000 on are the test range.
+some robot looked (a thing moved in or out). Which seeds are development data and which test data:
+planner.bench.seeds.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ memory and scores each update (the memory is the home on every fact it touched) 
 from memory, carried out in the true home, the request met).
 
 The phrasings are the generator's own (drawn from the household vocabulary, which no prompt or
-rule of the stack reads); seeds from 1000 on are the test range.
+rule of the stack reads). Which seeds are development data and which test data: planner.bench.seeds.
 """
 
 from __future__ import annotations

@@ -133,7 +133,7 @@ def generate(skills: SkillPlanner, seeds: list[int], out: Path, progress: Callab
         words, problem = make_task(skills, domain, seed)
         (tasks / f"task-{seed}.nl").write_text(words)
         (tasks / f"task-{seed}.pddl").write_text(problem)
-        # Counts only: the test range is run and reported, not read task by task.
+        # Counts only: nothing of a task to read off the progress line.
         progress(f"[{number}/{len(seeds)}] task-{seed}: {problem.count(chr(10))} lines of PDDL")
     return out / "domain.pddl"
 

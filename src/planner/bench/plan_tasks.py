@@ -4,7 +4,7 @@ reference plans with PG2S and KAS.
 The tasks are our own, made from generated homes (`planner bench generate plans`): a request in
 the generator's words, the home's scene table, and a reference plan that the classical planner
 found for the request's goals in that home, written out as steps ("Go to the fridge.", "Open the
-fridge.", ...). Seeds from 1000 on are the test range.
+fridge.", ...). Which seeds are development data and which test data: planner.bench.seeds.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import statistics
 from collections.abc import Callable
 from pathlib import Path
 
-from planner.bench.generate import TEST_SEEDS_FROM
 from planner.bench.generate_tasks import make_home
 from planner.bench.memory import ATTEMPTS, Words
+from planner.bench.seeds import kind_of
 from planner.core.errors import PolicyError
 from planner.core.goals import Goal
 from planner.core.plan_score import PlanScorer
@@ -101,7 +101,7 @@ def write_tasks(seeds: list[int], skills: SkillPlanner, per_home: int, out: Path
     lines = []
     for seed in seeds:
         for task in make_plan_tasks(seed, skills, per_home):
-            lines.append(json.dumps({**task, "split": "test" if seed >= TEST_SEEDS_FROM else "development"}))
+            lines.append(json.dumps({**task, "split": kind_of(seed)}))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines) + "\n")
     return len(lines)

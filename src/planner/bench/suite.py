@@ -74,8 +74,6 @@ class Task(SuiteModel):
 class Suite(SuiteModel):
     name: str
     description: str = ""
-    test_range: bool = Field(default=False, description="held-out homes (generated from the test seeds): reported as "
-                             "counts, their requests not listed")
     worlds: dict[str, str] = Field(min_length=1, description="name -> world file, relative to the suite file")
     tasks: list[Task] = Field(min_length=1)
 

@@ -289,7 +289,7 @@ def bench_plans(args) -> int:
 def bench_fleet(args) -> int:
     from planner.bench import fleet
     from planner.bench.common import machine_info
-    from planner.bench.generate import parse_seeds
+    from planner.bench.seeds import development_seeds
     from planner.config import load_config
     from planner.core.answer_model import load_examples, make_learner
     from planner.core.errors import InputError
@@ -311,7 +311,11 @@ def bench_fleet(args) -> int:
         seeds = sorted({home.get("seed") for home in rescoring["homes"] if isinstance(home, dict)})
         confidence = bool(rescoring.get("setup", {}).get("confidence", False))
     else:
-        seeds = parse_seeds(args.seeds)
+        try:
+            seeds = development_seeds(args.seeds)
+        except ValueError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
     shipped, trained_on = None, []
     if args.train_on:
         # Before the model loads: files that cannot be learnt from are said at once.
@@ -394,6 +398,7 @@ def bench_memory(args) -> int:
     from planner.adapters.embeddings import SentenceEmbedder
     from planner.bench import memory
     from planner.bench.common import machine_info
+    from planner.bench.seeds import development_seeds
     from planner.config import load_config
     from planner.core.files import write_json_atomic
     from planner.wiring import load_skill_planner, make_grounder
@@ -403,6 +408,11 @@ def bench_memory(args) -> int:
         return 2
     if bool(args.domain) != bool(args.episode):
         print("error: --domain and --episode go together", file=sys.stderr)
+        return 2
+    try:
+        development_seeds(str(args.seed))
+    except ValueError as error:
+        print(f"error: --seed {error}", file=sys.stderr)
         return 2
     config = load_config(args.config)
     skills = load_skill_planner(config)
@@ -480,13 +490,28 @@ def _bench_memory_files(args, config) -> int:
     return _run_then_write(server, run, Path(args.out), name, memory_files.plot, memory_files.report)
 
 
-def bench_objects(args) -> int:
+def _object_finder(args, config):
+    """The object finder a benchmark asked for (the LLM of --llm / --replies, after the config's
+    object_finder servers), its embedded server or None, and the LLM's description; None after
+    saying why there is none."""
     from planner.adapters.embeddings import SentenceEmbedder
+    from planner.core.object_finder import ObjectFinder
+    from planner.wiring import make_grounder
+
+    opened = _replies_or_llm(args, config)
+    if opened is None:
+        return None
+    policy, server, llm = opened
+    policy, server = _part_llm(config, "object_finder", policy, server, llm)
+    embedder = SentenceEmbedder()
+    return ObjectFinder(policy, config.object_finder, embedder, make_grounder(config, embedder)), server, llm
+
+
+def bench_objects(args) -> int:
     from planner.bench import objects
     from planner.bench.common import machine_info
     from planner.config import load_config
-    from planner.core.object_finder import WORKFLOWS, ObjectFinder
-    from planner.wiring import make_grounder
+    from planner.core.object_finder import WORKFLOWS
 
     workflows = list(WORKFLOWS) if args.workflow == ["all"] else args.workflow
     if unknown := [w for w in workflows if w not in WORKFLOWS]:
@@ -494,10 +519,10 @@ def bench_objects(args) -> int:
         return 2
     config = load_config(args.config)
     maps = objects.load_bench(Path(args.maps), Path(args.queries), Path(args.truth), _progress)
-    opened = _replies_or_llm(args, config)
+    opened = _object_finder(args, config)
     if opened is None:
         return 1
-    policy, server, llm = opened
+    finder, server, llm = opened
     name = args.name or f"objects-{llm['backend']}-{llm['model'].replace('/', '_')}"
     out = Path(args.out)
     previous = out / f"{name}.json"
@@ -505,9 +530,6 @@ def bench_objects(args) -> int:
     results.update({"benchmark": "objects", "machine": machine_info(), "llm": llm, "workflows": workflows,
                     "settings": config.object_finder.model_dump(),
                     "maps": {m.name: len(m.scene.furniture()) + len(m.scene.objects()) for m in maps}})
-    policy, server = _part_llm(config, "object_finder", policy, server, llm)
-    embedder = SentenceEmbedder()
-    finder = ObjectFinder(policy, config.object_finder, embedder, make_grounder(config, embedder))
     return _run_then_write(server, lambda: objects.run(finder, workflows, maps, results, previous, _progress),
                            out, name, objects.plot, objects.report)
 
@@ -574,9 +596,10 @@ def bench_context(args) -> int:
 
 def bench_generate(args) -> int:
     from planner.bench import generate
+    from planner.bench.seeds import development_seeds
 
     try:
-        seeds = generate.parse_seeds(args.seeds)
+        seeds = development_seeds(args.seeds)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -616,11 +639,86 @@ def bench_generate(args) -> int:
         return 0
     for number, seed in enumerate(seeds, 1):
         counts = generate.write_home(generate.make_home(seed, args.items), out)
-        split = "test" if seed >= generate.TEST_SEEDS_FROM else "development"
-        _progress(f"[{number}/{len(seeds)}] home-{seed} ({split}): {counts['rooms']} rooms, {counts['items']} items, "
+        _progress(f"[{number}/{len(seeds)}] home-{seed}: {counts['rooms']} rooms, {counts['items']} items, "
                   f"{counts['queries']} queries ({counts['no_answer']} with no answer)")
     print(f"wrote {len(seeds)} homes to {out}; run: planner bench objects --maps {out}/maps --queries {out}/queries "
           f"--truth {out}/truth")
+    return 0
+
+
+def bench_test(args) -> int:
+    """A test measurement: the next block of test seeds, generated out of sight, run once, kept as
+    aggregates, and recorded in the ledger (planner.bench.seeds)."""
+    import shlex
+    import tempfile
+    from dataclasses import replace
+
+    from planner.bench import objects, seeds, tasks, test_block
+    from planner.bench.common import machine_info, write_results
+    from planner.config import load_config
+    from planner.core.errors import InputError
+    from planner.core.object_finder import WORKFLOWS
+    from planner.wiring import load_robot
+
+    ledger = seeds.Ledger(Path(args.ledger))
+    try:
+        commit = seeds.clean_commit(Path(args.repo))
+        block = ledger.next_block()   # a damaged ledger is said before anything is spent
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.what == "tasks" and args.llm == "scripted":
+        print("error: a test block of tasks needs a model: generated tasks have no scripts", file=sys.stderr)
+        return 2
+    if unknown := [w for w in args.workflow if w not in WORKFLOWS]:
+        print(f"error: unknown workflow {', '.join(unknown)}; use {', '.join(WORKFLOWS)}", file=sys.stderr)
+        return 2
+    config = load_config(args.config)
+    command = shlex.join(["planner", *sys.argv[1:]])
+    name = f"test-block-{block.first}-{args.what}"
+    with tempfile.TemporaryDirectory(prefix="planner-test-block-") as hidden:
+        where = test_block.generate_block(args.what, block, Path(hidden) / "homes", load_robot(config))
+        _progress(f"test block {block}: {args.what} generated where the run alone reads them")
+        if args.what == "tasks":
+            args.suite, args.faults, args.seed = str(where), "none", 0
+            prepared = _bench_setup(args)
+            if prepared is None:
+                return 1
+            config, setup, server, llm, _ = prepared
+            setup = replace(setup, memory=_open_memory(config, ":memory:"))   # the explainer with its seed cases
+            header = {"llm": llm, "explainer": "on", "mode": setup.settings.mode}
+        else:
+            try:
+                maps = objects.load_bench(where / "maps", where / "queries", where / "truth", _progress)
+            except InputError as error:
+                print(f"error: {error}", file=sys.stderr)
+                return 1
+            opened = _object_finder(args, config)
+            if opened is None:
+                return 1
+            finder, server, llm = opened
+        ledger.draw(commit, args.what, command)   # from here on the block is spent
+        _progress(f"test block {block} drawn and recorded in {ledger.path}; only counts are shown as it runs")
+        blind = test_block.counts_only(_progress)
+        try:
+            if args.what == "tasks":
+                results = tasks.run(setup, Path(hidden) / "run", name, 1, header, progress=blind)
+                figures, line = test_block.task_figures(results["summary"])
+            else:
+                results = objects.run(finder, args.workflow, maps, {}, Path(hidden) / "run.json", blind)
+                figures, line = test_block.object_figures(results["summary"])
+        except KeyboardInterrupt:
+            print(f"interrupted: block {block} is spent; its row in {ledger.path} stays 'running'", file=sys.stderr)
+            return 130
+        finally:
+            if server is not None:
+                server.stop()
+    ledger.report(block, line)
+    kept = {"benchmark": "test-block", "what": args.what, "block": str(block), "commit": commit, "llm": llm,
+            "machine": machine_info(), "figures": figures}
+    written = write_results(kept, Path(args.out), name, test_block.plot, test_block.report)
+    print(written[-1].read_text())
+    print(f"ledger: {ledger.path}: block {block}: {line}")
     return 0
 
 
@@ -757,7 +855,8 @@ def add_commands(sub) -> None:
     pddl_parser.set_defaults(run=bench_pddl)
     memory_parser = bench_sub.add_parser("memory", help="a lifelong episode in a generated home: changes people tell, "
                                                         "each update scored against the true home, per variant")
-    memory_parser.add_argument("--seed", type=int, default=1000, help="the home and its story (1000 on: test range)")
+    memory_parser.add_argument("--seed", type=int, default=1000, help="the home and its story (development data: "
+                               "0-1019)")
     memory_parser.add_argument("--changes", type=int, default=100)
     memory_parser.add_argument("--tasks", type=int, default=20, help="requests between the changes")
     memory_parser.add_argument("--variants", nargs="+", default=["full", "full+verify", "selected", "selected+verify",
@@ -830,20 +929,36 @@ def add_commands(sub) -> None:
                               help="score a finished run again from the answers it kept, asking no model: answer "
                                    "models (--learners, --train-on) on the very answers its robots gave")
     fleet_parser.set_defaults(run=bench_fleet)
-    generate_parser = bench_sub.add_parser("generate", help="make benchmark homes and queries from seeds (seeds from "
-                                           "1000 on are the test range: report them, do not tune on them)")
+    generate_parser = bench_sub.add_parser("generate", help="make benchmark homes and queries from development seeds "
+                                           "(0-1019); test blocks are drawn by planner bench test")
     generate_parser.add_argument("what", choices=["objects", "tasks", "pddl", "plans"], help="objects: Voxeland maps, "
                                  "queries and truth for planner bench objects; tasks: worlds and a task suite for planner "
                                  "bench tasks; pddl: a domain and tasks in words with their problems for planner bench "
                                  "pddl; plans: tasks.jsonl with scene tables and reference plans for planner bench plans")
     generate_parser.add_argument("--per-home", type=int, default=3, help="plans: tasks per home")
-    generate_parser.add_argument("--seeds", required=True, help="a seed, a range (1000-1009) or a list (1,5,9)")
+    generate_parser.add_argument("--seeds", required=True, help="a seed, a range (300-309) or a list (1,5,9)")
     generate_parser.add_argument("--items", type=int, default=25, help="furniture and things per home: each home has "
                                  "60-120%% of this many")
     generate_parser.add_argument("--out", required=True, help="folder for maps/, queries/ and truth/ (objects) or "
                                  "worlds/ and tasks.yaml (tasks)")
     generate_parser.add_argument("--config", help="stack config: the robot the homes are furnished for (tasks)")
     generate_parser.set_defaults(run=bench_generate)
+    test_parser = bench_sub.add_parser("test", help="a test measurement: the next never-used block of test seeds, "
+                                       "generated out of sight, run once, kept as aggregates and recorded in the "
+                                       "ledger")
+    test_parser.add_argument("what", choices=["tasks", "objects"], help="tasks: a generated task suite (planner bench "
+                             "tasks); objects: generated maps and queries (planner bench objects)")
+    _llm_arguments(test_parser)
+    _replies_argument(test_parser)
+    test_parser.add_argument("--mode", choices=["react", "llm_p", "auto"], help="tasks: planning mode (default: the "
+                             "config's planner.mode)")
+    test_parser.add_argument("--workflow", nargs="+", default=["base"], help="objects: the finder's workflows")
+    test_parser.add_argument("--config", help="stack config")
+    test_parser.add_argument("--ledger", default=str(Path("bench") / "TEST-SEEDS.md"),
+                             help="the ledger of test blocks (default: bench/TEST-SEEDS.md)")
+    test_parser.add_argument("--repo", default=".", help="the checkout measured: it must have no uncommitted changes")
+    test_parser.add_argument("--out", default="bench/results", help="folder for the aggregates (JSON, report, plot)")
+    test_parser.set_defaults(run=bench_test)
     explainer_parser = bench_sub.add_parser("explainer", help="case retrieval latency and memory at growing case counts")
     explainer_parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     explainer_parser.add_argument("--queries", type=int, default=200, help="retrievals timed per size")
