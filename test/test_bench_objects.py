@@ -155,3 +155,28 @@ def test_the_truth_follows_what_things_are_not_what_the_map_labels_them():
         if query["type"] == "affordance" and query["answer"]:
             uses = [set(by_id[i].kind.uses) for i in query["answer"]]
             assert set.intersection(*uses)  # one need, met by every thing in the answer
+
+
+def test_the_second_sources_homes_are_large_reproducible_labelled_several_ways_and_answerable(tmp_path, capsys):
+    from planner.bench.scan_homes import make_queries, make_scan_home
+    from planner.bench.scan_vocabulary import CATEGORIES
+
+    said = [name for category in CATEGORIES for name in category.said]
+    assert len(said) == len(set(said))   # a name people use picks one category: the truth is not a guess
+    assert main(["bench", "generate", "objects", "--source", "scan", "--seeds", "5-6", "--out", str(tmp_path)]) == 0
+    maps = load_bench(tmp_path / "maps", tmp_path / "queries", tmp_path / "truth", pytest.fail)
+    assert [m.name for m in maps] == ["scan-5", "scan-6"]
+    for bench_map in maps:
+        assert len(bench_map.scene.objects()) + len(bench_map.scene.furniture()) >= 90   # most of 100-300 placed
+        assert len(bench_map.scene.rooms()) >= 4
+        types = [q.type for q in bench_map.queries]
+        assert all(types.count(t) >= 7 for t in ("descriptive", "affordance", "negation"))
+        assert sum(not bench_map.truth[q.id] for q in bench_map.queries) >= 6
+    home = make_scan_home(5)
+    assert make_queries(home) == make_queries(make_scan_home(5))
+    # One category under several spellings in one map, and instances with several labels.
+    raw = json.loads((tmp_path / "maps" / "scan-5.json").read_text())["instances"]
+    chairs = [i for i in home.items if i.category.name == "chair"]
+    labels = {max(raw[i.id]["results"], key=raw[i.id]["results"].get) for i in home.items
+              if i.category.name in ("chair", "trash can", "tv", "couch", "nightstand")}
+    assert len(labels) >= 4 and all(len(raw[i.id]["results"]) >= 2 for i in chairs)

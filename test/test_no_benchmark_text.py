@@ -12,6 +12,8 @@ from conftest import ROBOT
 from planner.bench.generate import make_home, make_queries
 from planner.bench.generate_tasks import make_home as make_task_home
 from planner.bench.generate_tasks import make_tasks
+from planner.bench.scan_homes import make_queries as make_scan_queries
+from planner.bench.scan_homes import make_scan_home
 from planner.core import object_finder
 from planner.core.planning import goal_reading, prompts, recoveries
 
@@ -33,7 +35,7 @@ def _clauses(text: str) -> list[str]:
 
 def benchmark_requests() -> list[tuple[str, str]]:
     """Every request and query of the committed suites and object benchmark, and of generated
-    homes from both seed ranges, with where it comes from."""
+    homes of both sources, with where it comes from."""
     requests = [(task["request"], f"{suite.name} {task['id']}")
                 for suite in sorted((REPO / "config" / "tasks").glob("*.yaml"))
                 for task in yaml.safe_load(suite.read_text())["tasks"]]
@@ -41,6 +43,8 @@ def benchmark_requests() -> list[tuple[str, str]]:
                  for query in yaml.safe_load((REPO / "bench" / "objects" / "queries.yaml").read_text())["queries"]]
     requests += [(query["text"], f"generated home-{seed} {query['id']}")
                  for seed in (0, 1, 1000, 1001) for query in make_queries(make_home(seed, 25))]
+    requests += [(query["text"], f"scan home-{seed} {query['id']}")
+                 for seed in (0, 1, 1000, 1001) for query in make_scan_queries(make_scan_home(seed))]
     requests += [(task["request"], f"generated tasks {task['id']}")
                  for seed in (0, 1, 1000, 1001) for task in make_tasks(make_task_home(seed, ROBOT))]
     return requests

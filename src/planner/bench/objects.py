@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import yaml
 from pydantic import Field, field_validator
 
 from planner.core.errors import InputError
@@ -52,6 +53,21 @@ class QueryFile(StrictModel):
                 raise ValueError(f"query id {query.id!r} appears twice")
             seen.add(query.id)
         return queries
+
+
+def write_bench_files(out: Path, name: str, semantic_map: dict, rooms: dict[str, tuple[float, float, float, float]],
+                      queries: list[dict], header: str) -> None:
+    """One map in the layout `load_bench` reads: maps/NAME.json (Voxeland) with maps/NAME.rooms.yaml,
+    queries/NAME.yaml and truth/NAME.yaml (each query's answer), the last two under `header`."""
+    for folder in ("maps", "queries", "truth"):
+        (out / folder).mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out / "maps" / f"{name}.json", semantic_map, indent=1)
+    polygons = {room: [[x0, y0], [x1, y0], [x1, y1], [x0, y1]] for room, (x0, y0, x1, y1) in rooms.items()}
+    (out / "maps" / f"{name}.rooms.yaml").write_text(yaml.safe_dump(polygons, default_flow_style=None))
+    (out / "queries" / f"{name}.yaml").write_text(header + yaml.safe_dump(
+        {"queries": [{k: q[k] for k in ("id", "type", "text")} for q in queries]}, sort_keys=False, width=120))
+    (out / "truth" / f"{name}.yaml").write_text(header + yaml.safe_dump(
+        {q["id"]: q["answer"] for q in queries}, default_flow_style=None, sort_keys=False))
 
 
 def load_queries(path: Path) -> list[Query]:

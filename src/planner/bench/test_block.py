@@ -14,7 +14,6 @@ from planner.bench.seeds import Block
 from planner.bench.tasks import TIERS
 from planner.core.robot_profile import RobotProfile
 
-ITEMS_PER_HOME = 25   # objects: furniture and things per home, as `planner bench generate objects` makes them
 COUNTER = re.compile(r"^\[\s*(\d+)/(\d+)\].*(\(about \d+ min left\))$")
 
 
@@ -24,7 +23,7 @@ def generate_block(what: str, block: Block, out: Path, robot: RobotProfile) -> P
         generate_tasks.write_suite([generate_tasks.make_home(seed, robot) for seed in block.seeds], out)
         return out / "tasks.yaml"
     for seed in block.seeds:
-        generate.write_home(generate.make_home(seed, ITEMS_PER_HOME), out)
+        generate.write_home(generate.make_home(seed, generate.DEFAULT_ITEMS), out)
     return out
 
 

@@ -638,8 +638,14 @@ def bench_generate(args) -> int:
               f"tasks --suite {out}/tasks.yaml")
         return 0
     for number, seed in enumerate(seeds, 1):
-        counts = generate.write_home(generate.make_home(seed, args.items), out)
-        _progress(f"[{number}/{len(seeds)}] home-{seed}: {counts['rooms']} rooms, {counts['items']} items, "
+        if args.source == "scan":
+            from planner.bench import scan_homes
+
+            counts = scan_homes.write_scan_home(scan_homes.make_scan_home(seed, args.items), out)
+        else:
+            counts = generate.write_home(generate.make_home(seed, args.items or generate.DEFAULT_ITEMS), out)
+        home = f"{'scan' if args.source == 'scan' else 'home'}-{seed}"
+        _progress(f"[{number}/{len(seeds)}] {home}: {counts['rooms']} rooms, {counts['items']} items, "
                   f"{counts['queries']} queries ({counts['no_answer']} with no answer)")
     print(f"wrote {len(seeds)} homes to {out}; run: planner bench objects --maps {out}/maps --queries {out}/queries "
           f"--truth {out}/truth")
@@ -937,8 +943,12 @@ def add_commands(sub) -> None:
                                  "pddl; plans: tasks.jsonl with scene tables and reference plans for planner bench plans")
     generate_parser.add_argument("--per-home", type=int, default=3, help="plans: tasks per home")
     generate_parser.add_argument("--seeds", required=True, help="a seed, a range (300-309) or a list (1,5,9)")
-    generate_parser.add_argument("--items", type=int, default=25, help="furniture and things per home: each home has "
-                                 "60-120%% of this many")
+    generate_parser.add_argument("--items", type=int, help="objects: furniture and things per home (household: "
+                                 "60-120%% of this many, default 25; scan: this many, default 100-300 at random)")
+    generate_parser.add_argument("--source", choices=["household", "scan"], default="household",
+                                 help="objects: household, the first generator (planner.bench.generate), or scan, "
+                                      "the second source built apart from it (planner.bench.scan_homes): larger homes "
+                                      "labelled as 3D scans are, other phrasings")
     generate_parser.add_argument("--out", required=True, help="folder for maps/, queries/ and truth/ (objects) or "
                                  "worlds/ and tasks.yaml (tasks)")
     generate_parser.add_argument("--config", help="stack config: the robot the homes are furnished for (tasks)")
