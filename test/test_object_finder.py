@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from planner.adapters.llm import ScriptedPolicy
-from planner.core.object_finder import KINDS_EXAMPLE_TURNS, FinderSettings, ObjectFinder
+from planner.core.object_finder import KINDS_EXAMPLE_TURNS, FinderSettings, FitEvidence, ObjectFinder
 from planner.core.scene_graph import SceneGraph
 from planner.core.voxeland import parse_voxeland
 
@@ -160,6 +160,28 @@ def test_before_nothing_fits_the_kinds_are_read_again_and_an_item_fits_by_its_me
     find, _ = matcher([kinds("basket")], embedder, second_reading=True)
     found = find.find(hall, "a basket")
     assert found.relevant_objects == ["basket1"] and found.calls == 1
+
+
+def test_a_calibrating_finder_reads_twice_and_its_evidence_gives_the_answer_at_any_threshold(embedder):
+    """Calibration sweeps the threshold over evidence kept once: the answer it scores at a threshold
+    is the one the finder gives at that threshold."""
+    hall = SceneGraph.from_voxeland(parse_voxeland({"instances": {
+        "basket1": _instance([1.0, 1.0, 0.2], [0.5, 0.4, 0.4], {"basket": 60.0, "box": 30.0}),
+        "bag1": _instance([2.0, 1.0, 0.3], [0.4, 0.2, 0.4], {"bag": 90.0}),
+        "orange1": _instance([3.0, 1.0, 0.8], [0.08, 0.08, 0.08], {"orange": 90.0}),
+    }}))
+    replies = [kinds("hand truck", "crate", need="a lifter"), kinds("basket", "bag")]
+    find, _ = matcher(list(replies), embedder, second_reading=True)
+    calibrating = ObjectFinder(ScriptedPolicy(list(replies) * 2), find.settings, embedder, calibrating=True)
+    kept = calibrating.find(hall, "help me bring the laundry downstairs")
+    assert kept.calls == 2 and len(kept.evidence.readings) == 2
+    record = FitEvidence.from_record(json.loads(json.dumps(kept.evidence.as_record())))
+    for threshold in (0.3, 0.45, 0.6, 0.75, 0.9):
+        settings = find.settings.model_copy(update={"kind_threshold": threshold})
+        live = ObjectFinder(ScriptedPolicy(list(replies)), settings, embedder).find(hall, "help me bring the laundry "
+                                                                                          "downstairs")
+        assert record.answer(threshold, settings) == live.relevant_objects, threshold
+    assert find.find(hall, "help me bring the laundry downstairs").evidence is None   # kept only when calibrating
 
 
 def test_no_item_fits_by_a_label_the_query_excludes(embedder):

@@ -14,6 +14,8 @@ from planner.config import StackConfig
 from planner.core.case_store import CaseStore
 from planner.core.errors import InputError
 from planner.core.explainer import CaseMemory, load_cases, sync_seeds
+from planner.core.files import load_yaml
+from planner.core.object_finder import FinderSettings
 from planner.core.plan_check import PlanChecker, PlanCheckSettings
 from planner.core.plan_score import PlanScorer
 from planner.core.planning.grounding import Grounder
@@ -91,3 +93,43 @@ def open_part_llm(config: StackConfig, part: str, main: Policy, server: Embedded
     it, then `main`; with the embedded server now running (shared with `main`'s), if any."""
     settings = config.llm.resolved()
     return part_policy(settings, getattr(settings, part), main, server)
+
+
+CALIBRATION_DIR = "calibration"   # beside the config file: calibration/<model>.yaml, written by planner calibrate
+
+
+def finder_model(config: StackConfig) -> str:
+    """The model the object finder asks first: its own first server's, else the stack's."""
+    llm = config.llm.resolved()
+    endpoints = llm.object_finder
+    if endpoints and endpoints[0].base_url != "embedded":
+        return endpoints[0].model
+    return llm.embedded.model if llm.provider == "embedded" or endpoints else llm.model
+
+
+def calibration_file(config: StackConfig, model: str) -> Path:
+    return config.path(CALIBRATION_DIR) / f"{model.replace('/', '_')}.yaml"
+
+
+def finder_settings(config: StackConfig, model: str | None = None) -> tuple[FinderSettings, str]:
+    """The object finder's settings for `model` (default: the one it asks first), with what that
+    model's calibration file sets in place of every setting the config leaves at its default; and
+    where they come from, for the log and the results."""
+    model = model or finder_model(config)
+    path = calibration_file(config, model)
+    if not path.is_file():
+        return config.object_finder, f"no calibration for {model} ({path}): the settings' defaults"
+    data = load_yaml(path)
+    calibrated = data.get("object_finder") if isinstance(data, dict) else None
+    if not isinstance(calibrated, dict):
+        raise InputError(f"{path}: no object_finder section (write it with planner calibrate objects)")
+    unknown = sorted(set(calibrated) - set(FinderSettings.model_fields))
+    if unknown:
+        raise InputError(f"{path}: object_finder.{unknown[0]} is no object finder setting")
+    chosen = {key: value for key, value in calibrated.items() if key not in config.object_finder.model_fields_set}
+    try:
+        settings = FinderSettings.model_validate({**config.object_finder.model_dump(), **chosen})
+    except ValueError as error:
+        raise InputError(f"{path}: {error}") from None
+    return settings, f"{path} ({', '.join(f'{k} {v}' for k, v in chosen.items()) or 'overridden by the config'})"
+

@@ -170,7 +170,8 @@ def run(finder: ObjectFinder, workflows: list[str], maps: list[BenchMap], result
                           "achievable": found.query_achievable, "inferred_query": found.inferred_query,
                           "explanation": found.explanation, "candidates": found.candidates, "calls": found.calls,
                           "prompt_tokens": found.prompt_tokens, "completion_tokens": found.completion_tokens,
-                          "seconds": round(found.seconds, 3), "error": found.error, "rounds": found.rounds}
+                          "seconds": round(found.seconds, 3), "error": found.error, "rounds": found.rounds,
+                          **({"evidence": found.evidence.as_record()} if found.evidence is not None else {})}
                 records.append(record)
                 ran += 1
                 write_json_atomic(out_path, results, indent=1)
@@ -192,10 +193,10 @@ def _rates(records: list[dict]) -> dict:
                 r["calls"] for r in records), 2),
             "mean_prompt_tokens": round(statistics.mean(r["prompt_tokens"] for r in records)),
             "mean_completion_tokens": round(statistics.mean(r["completion_tokens"] for r in records)),
-            "errors": sum(bool(r["error"]) for r in records), **_abstention(records)}
+            "errors": sum(bool(r["error"]) for r in records), **abstention(records)}
 
 
-def _abstention(records: list[dict]) -> dict:
+def abstention(records: list[dict]) -> dict:
     """How the "nothing fits" answers went: precision (of the empty answers, the share where
     nothing fits), recall (of the queries nothing fits, the share answered empty), and Top-1 on
     the queries that have an answer."""

@@ -1,8 +1,10 @@
-"""`planner bench …`: the benchmarks, each writing results, a report and a plot."""
+"""`planner bench …` and `planner calibrate`: the benchmarks, each writing results, a report and a plot, and
+the calibration of a model's tuned settings on development data."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -83,7 +85,7 @@ def _bench_setup(args):
     from planner.bench.suite import load_suite
     from planner.config import load_config
     from planner.core.object_finder import ObjectFinder
-    from planner.wiring import load_skill_planner, make_grounder
+    from planner.wiring import finder_settings, load_skill_planner, make_grounder
 
     config = load_config(args.config)
     skills = load_skill_planner(config)
@@ -99,7 +101,8 @@ def _bench_setup(args):
     if policy is not None:
         goal_policy, server = _part_llm(config, "goal_step", policy, server, llm)
         finder_policy, server = _part_llm(config, "object_finder", policy, server, llm)
-        finder = ObjectFinder(finder_policy, config.object_finder, embedder, grounder)
+        settings, llm["object_finder_settings"] = finder_settings(config, llm["model"])
+        finder = ObjectFinder(finder_policy, settings, embedder, grounder)
     setup = tasks.BenchSetup(suite, skills, _bench_settings(config, getattr(args, "mode", None)), policy, None, args.faults, args.seed,
                              finder=finder, grounder=grounder,
                              goal_policy=goal_policy if goal_policy is not policy else None)
@@ -490,13 +493,13 @@ def _bench_memory_files(args, config) -> int:
     return _run_then_write(server, run, Path(args.out), name, memory_files.plot, memory_files.report)
 
 
-def _object_finder(args, config):
+def _object_finder(args, config, calibrating: bool = False):
     """The object finder a benchmark asked for (the LLM of --llm / --replies, after the config's
     object_finder servers), its embedded server or None, and the LLM's description; None after
     saying why there is none."""
     from planner.adapters.embeddings import SentenceEmbedder
     from planner.core.object_finder import ObjectFinder
-    from planner.wiring import make_grounder
+    from planner.wiring import finder_settings, make_grounder
 
     opened = _replies_or_llm(args, config)
     if opened is None:
@@ -504,7 +507,8 @@ def _object_finder(args, config):
     policy, server, llm = opened
     policy, server = _part_llm(config, "object_finder", policy, server, llm)
     embedder = SentenceEmbedder()
-    return ObjectFinder(policy, config.object_finder, embedder, make_grounder(config, embedder)), server, llm
+    settings, llm["object_finder_settings"] = finder_settings(config, llm["model"])
+    return ObjectFinder(policy, settings, embedder, make_grounder(config, embedder), calibrating), server, llm
 
 
 def bench_objects(args) -> int:
@@ -725,6 +729,71 @@ def bench_test(args) -> int:
     written = write_results(kept, Path(args.out), name, test_block.plot, test_block.report)
     print(written[-1].read_text())
     print(f"ledger: {ledger.path}: block {block}: {line}")
+    return 0
+
+
+def calibrate_objects(args) -> int:
+    """The object finder's threshold for the model, chosen on development data of both sources and
+    written to its calibration file (planner.bench.calibrate)."""
+    import re
+
+    from planner.bench import calibrate, objects
+    from planner.bench.common import machine_info, write_results
+    from planner.bench.seeds import development_seeds
+    from planner.config import load_config
+    from planner.wiring import calibration_file
+
+    config = load_config(args.config)
+    maps = [m for folder in args.data
+            for m in objects.load_bench(Path(folder) / "maps", Path(folder) / "queries", Path(folder) / "truth", _progress)]
+    for bench_map in maps:
+        if seed := re.fullmatch(r"(?:home|scan)-(\d+)", bench_map.name):
+            try:
+                development_seeds(seed.group(1))
+            except ValueError as error:
+                print(f"error: map {bench_map.name}: {error}", file=sys.stderr)
+                return 2
+    opened = _object_finder(args, config, calibrating=True)
+    if opened is None:
+        return 1
+    finder, server, llm = opened
+    model = llm["model"]
+    results_dir = Path(args.results)
+    name = f"calibration-objects-{model.replace('/', '_')}"
+    records = {"benchmark": "calibration", "machine": machine_info(), "llm": llm}
+    try:
+        objects.run(finder, ["base"], maps, records, results_dir / f"{name}-records.json", _progress)
+    except KeyboardInterrupt:
+        print(f"interrupted; the answers so far are in {results_dir / (name + '-records.json')}", file=sys.stderr)
+        return 130
+    finally:
+        if server is not None:
+            server.stop()
+    by_source: dict[str, list[dict]] = {}
+    for record in records["records"]:
+        by_source.setdefault(calibrate.source_of(record["map"]), []).append(record)
+    data = {source: f"{len(names)} map{'s' * (len(names) > 1)} ({', '.join(names)}), {len(rows)} queries"
+            for source, rows in by_source.items() if (names := sorted({r['map'] for r in rows}))}
+    before = finder.settings.kind_threshold
+    table = calibrate.sweep(by_source, finder.settings)
+    chosen, reached = calibrate.choose(table, args.target)
+    code = Path(calibrate.__file__).parent   # the checkout the code runs from, when it runs from one
+    commit = subprocess.run(["git", "-C", str(code), "rev-parse", "--short=7", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    path = Path(args.out) if args.out else calibration_file(config, model)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(calibrate.calibration_text(model, commit or "unknown", chosen, reached, args.target, before,
+                                               table, data))
+    write_results({"benchmark": "calibration", "model": model, "llm": llm, "machine": records["machine"],
+                   "target": args.target, "before": before, "chosen": chosen, "target_reached": reached,
+                   "data": data, "sweep": {str(t): rows for t, rows in table.items()}},
+                  results_dir, name, calibrate.plot)
+    print(f"{path}: {calibrate.SETTING} {chosen} (was {before}); \"nothing\" precision target {args.target:g}% "
+          f"{'reached' if reached else 'NOT reached on every source'}")
+    for source, row in table[chosen].items():
+        print(f"  {source}: Top-1 {row['top1']} (before {table[before][source]['top1'] if before in table else '?'}), "
+              f"where an answer exists {row['top1_answerable']}, \"nothing\" precision {row['nothing_precision']}, "
+              f"recall {row['nothing_recall']} ({row['queries']} queries)")
     return 0
 
 
@@ -953,6 +1022,22 @@ def add_commands(sub) -> None:
                                  "worlds/ and tasks.yaml (tasks)")
     generate_parser.add_argument("--config", help="stack config: the robot the homes are furnished for (tasks)")
     generate_parser.set_defaults(run=bench_generate)
+    calibrate_parser = sub.add_parser("calibrate", help="choose a model's tuned settings on development data and "
+                                      "write them to its calibration file (calibration/MODEL.yaml beside the config)")
+    calibrate_parser.add_argument("what", choices=["objects"], help="objects: the object finder's threshold for "
+                                  "something fitting, to a stated precision of its \"nothing fits\" answers")
+    calibrate_parser.add_argument("--data", nargs="+", required=True, help="folders of development maps, queries and "
+                                  "truth (planner bench generate objects [--source scan]); use both sources")
+    _llm_arguments(calibrate_parser)
+    _replies_argument(calibrate_parser)
+    calibrate_parser.add_argument("--target", type=float, default=75.0, help="the least share (%%) of \"nothing "
+                                  "fits\" answers that must be right, on each source")
+    calibrate_parser.add_argument("--config", help="stack config (the calibration file goes beside it)")
+    calibrate_parser.add_argument("--out", help="the calibration file (default: calibration/MODEL.yaml beside the "
+                                  "config)")
+    calibrate_parser.add_argument("--results", default="bench/results", help="folder for the sweep (JSON, plot) and "
+                                  "the answers it was computed from")
+    calibrate_parser.set_defaults(run=calibrate_objects)
     test_parser = bench_sub.add_parser("test", help="a test measurement: the next never-used block of test seeds, "
                                        "generated out of sight, run once, kept as aggregates and recorded in the "
                                        "ledger")

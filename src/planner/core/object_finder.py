@@ -74,7 +74,8 @@ class FinderSettings(BaseModel):
     kind_threshold: float = Field(default=0.6, ge=-1, le=1, description="an item fits when its fit to a kind named "
                                   "(the sentence-embedding similarity of a label and the kind, less kind_step for "
                                   "each kind named before it, times the label's share of the most likely label's "
-                                  "probability to the power share_power) is at least this; set on development homes")
+                                  "probability to the power share_power) is at least this. Set per model by planner "
+                                  "calibrate objects (calibration/MODEL.yaml); this default is for a model with none")
     kind_step: float = Field(default=0.05, ge=0, description="each kind named counts this less than the one before")
     kind_margin: float = Field(default=0.3, ge=0, description="a label is taken for a kind only within this similarity "
                                "of the label shown most like that kind: where there are desks, a desk is asked for, "
@@ -408,6 +409,7 @@ class FoundObjects:
     rounds: list[dict] = field(default_factory=list)   # each agent's reply, in order
     unchecked: list[str] = field(default_factory=list)  # the model's ids, before the constraints and the kinds
     error: str = ""            # set when no valid answer came back
+    evidence: FitEvidence | None = None   # a calibrating finder's fit evidence (planner calibrate)
 
 
 class NameChecks:
@@ -448,15 +450,61 @@ class NameChecks:
         return {f"{phrase} = {label}": None if p is None else round(p, 2) for (phrase, label), p in self.asked.items()}
 
 
+@dataclass
+class FitEvidence:
+    """What the kinds readings said of how well each item fits, and what else the answer depends on:
+    enough to give the answer at any threshold, as calibration does."""
+    readings: list[dict[str, tuple[float, str]]]   # first and second reading: id -> (fit, why)
+    ruled_out: dict[str, str]                      # id -> the constraint of the query it breaks
+    size_order: dict[str, float]                   # id -> its place by the size a superlative asks for
+    first: str | None = None                       # the id a workflow that answered from the map put first
+
+    def nothing_fits(self, threshold: float) -> bool:
+        """No item the query allows fits the first reading."""
+        return not any(fit >= threshold for item, (fit, _) in self.readings[0].items() if item not in self.ruled_out)
+
+    def fits(self, threshold: float, settings: FinderSettings) -> dict[str, tuple[float, str]]:
+        """Each allowed item's fit: the first reading's, or its mean with the second when nothing fitted
+        the first (and there is a second)."""
+        every = self.readings[0]
+        if len(self.readings) > 1 and settings.second_reading and self.nothing_fits(threshold):
+            again = self.readings[1]
+            every = {item: ((fit + again[item][0]) / 2, why if fit >= again[item][0] else again[item][1])
+                     for item, (fit, why) in every.items()}
+        return {item: (fit + (settings.choice_weight if item == self.first else 0.0), why)
+                for item, (fit, why) in every.items() if item not in self.ruled_out}
+
+    def answer(self, threshold: float, settings: FinderSettings) -> list[str]:
+        """The ids that fit, best first (by size among those about as good as the best, when the query
+        asks for the biggest or smallest); none: nothing fits."""
+        fits = self.fits(threshold, settings)
+        kept = sorted((item for item, (fit, _) in fits.items() if fit >= threshold), key=lambda item: -fits[item][0])
+        if self.size_order and kept:  # "the smallest light": of the things that fit about as well as the best
+            top = fits[kept[0]][0]
+            kept.sort(key=lambda item: (fits[item][0] < top - SIZE_MARGIN, self.size_order[item]))
+        return kept[:settings.max_answers]
+
+    def as_record(self) -> dict:
+        return {"readings": [{item: round(fit, 4) for item, (fit, _) in reading.items()} for reading in self.readings],
+                "ruled_out": sorted(self.ruled_out), "size_order": self.size_order, "first": self.first}
+
+    @classmethod
+    def from_record(cls, record: dict) -> FitEvidence:
+        return cls([{item: (fit, "") for item, fit in reading.items()} for reading in record["readings"]],
+                   dict.fromkeys(record["ruled_out"], ""), record["size_order"], record["first"])
+
+
 class FinderError(PlannerError, RuntimeError):
     """No valid answer after the allowed repairs."""
 
 
 class ObjectFinder:
     def __init__(self, policy: Policy, settings: FinderSettings | None = None,
-                 embedder: Embedder | None = None, grounder: Grounder | None = None):
+                 embedder: Embedder | None = None, grounder: Grounder | None = None, calibrating: bool = False):
         """`grounder` grounds the neighbours and excluded kinds a query names in the map's labels;
-        without it only a label's own name does."""
+        without it only a label's own name does. A `calibrating` finder reads the kinds twice for
+        every query and returns the fit evidence with each answer."""
+        self.calibrating = calibrating
         self.policy = policy
         self.settings = settings or FinderSettings()
         self.similarity = LabelSimilarity(embedder) if embedder is not None else None
@@ -603,7 +651,7 @@ class ObjectFinder:
                             [run.id_of[name] for name in answer.relevant_objects],
                             run.explanation(answer), prepared.workflow, len(prepared.ids), prepared.map_items, run.calls,
                             run.prompt_tokens, run.completion_tokens, time.monotonic() - started, run.rounds,
-                            [run.id_of[name] for name in unchecked.relevant_objects], error)
+                            [run.id_of[name] for name in unchecked.relevant_objects], error, run.evidence)
 
     def find(self, scene: SceneGraph, query: str, workflow: str | None = None) -> FoundObjects:
         return self.run(self.prepare(scene, query, workflow))
@@ -649,7 +697,8 @@ class ObjectFinder:
         sentence embeddings answer. So the answer is the items whose fit reaches `kind_threshold`,
         best first; none: nothing fits (with `second_reading`, only when no item's mean fit over a
         second reading, asked in other words, reaches it either). A workflow that answered from the
-        map (reflection) has its first id count `choice_weight` more."""
+        map (reflection) has its first id count `choice_weight` more. A finder that is `calibrating`
+        always reads twice and keeps the evidence, so that the answer can be given at any threshold."""
         prepared, settings, similarity = run.prepared, self.settings, self.similarity
         if not settings.kinds or similarity is None:
             return answer
@@ -661,31 +710,22 @@ class ObjectFinder:
             return reply, similarity.fits(prepared.labels, reply.named(), prepared.named, settings.kind_step,
                                           settings.share_power, settings.kind_margin)
 
-        reply, every = read("kinds", KINDS_PROMPT, KINDS_EXAMPLE_TURNS)
-        readings = [every]
-        if settings.second_reading and not any(fit >= settings.kind_threshold for item, (fit, _) in every.items()
-                                                if item not in prepared.ruled_out):
+        reply, first_reading = read("kinds", KINDS_PROMPT, KINDS_EXAMPLE_TURNS)
+        first = run.id_of[answer.relevant_objects[0]] if answer.relevant_objects else None
+        evidence = FitEvidence([first_reading], prepared.ruled_out, prepared.size_order, first)
+        if settings.second_reading and (self.calibrating or evidence.nothing_fits(settings.kind_threshold)):
             # Nothing fits one reading; an item both readings hold fairly like what is asked may
             # (development homes: the 1.5B named a lifter for carrying shopping, then a basket).
-            _, again = read("kinds again", SECOND_KINDS_PROMPT)
-            readings.append(again)
-            every = {item: ((fit + again[item][0]) / 2, why if fit >= again[item][0] else again[item][1])
-                     for item, (fit, why) in every.items()}
-        first = run.id_of[answer.relevant_objects[0]] if answer.relevant_objects else None
-        fits: dict[str, tuple[float, str]] = {}
-        for item, (fit, label) in every.items():
-            if item not in prepared.ruled_out:
-                fits[item] = (fit + (settings.choice_weight if item == first else 0.0), label)
-            elif (any(reading[item][0] >= settings.kind_threshold for reading in readings)
-                  and prepared.ruled_out[item] not in run.ruled_out):
-                # What the user is told when nothing fits: an item one reading took for what is asked.
+            evidence.readings.append(read("kinds again", SECOND_KINDS_PROMPT)[1])
+        if self.calibrating:
+            run.evidence = evidence
+        fits = evidence.fits(settings.kind_threshold, settings)
+        for item in prepared.ruled_out:
+            # What the user is told when nothing fits: an item one reading took for what is asked.
+            if (any(reading[item][0] >= settings.kind_threshold for reading in evidence.readings)
+                    and prepared.ruled_out[item] not in run.ruled_out):
                 run.ruled_out.append(prepared.ruled_out[item])
-        kept = sorted((item for item, (fit, _) in fits.items() if fit >= settings.kind_threshold),
-                      key=lambda item: -fits[item][0])
-        if prepared.size_order and kept:  # "the smallest light": of the things that fit about as well as the best
-            top = fits[kept[0]][0]
-            kept.sort(key=lambda item: (fits[item][0] < top - SIZE_MARGIN, prepared.size_order[item]))
-        kept = kept[:settings.max_answers]
+        kept = evidence.answer(settings.kind_threshold, settings)
         best = sorted(fits, key=lambda item: -fits[item][0])[:3]
         run.rounds.append({"role": "fit", "reply": {
             prepared.names[item]: {"fit": round(fits[item][0], 3), "label": fits[item][1]} for item in best}})
@@ -823,6 +863,7 @@ class _Run:
             self.rounds.append({"role": "name checks", "reply": checks.report(),
                                 **({"invalid": checks.errors} if checks.errors else {})})
         self.ruled_out: list[str] = []  # why items the model chose break the query's constraints
+        self.evidence: FitEvidence | None = None   # kept by a calibrating finder
         self._system = self._system_prompt()
 
     def _system_prompt(self) -> str:

@@ -47,7 +47,7 @@ from planner.ros.qos import LATCHED, RELIABLE, SENSOR_DATA, VISION_DETECTIONS_TO
 from planner.ros.tf_frames import TfLookup, tf_available
 from planner.sim.simulated_world import load_scenario
 from planner.srv import FindObjects, GetObject, GetObjectsInRoom, GetRobotState, GetRooms, GetSceneGraph, Tell
-from planner.wiring import load_robot, load_skill_planner, make_grounder
+from planner.wiring import finder_settings, load_robot, load_skill_planner, make_grounder
 
 try:  # vision_msgs comes from a ROS 2 install, or on the pip path from scripts/install-ros-src.sh
     from vision_msgs.msg import Detection3DArray as VisionDetections
@@ -396,7 +396,9 @@ class PerceptionNode(PlannerNode):
     def _find_described(self, request, response):
         """The objects a request in plain words needs, chosen by the object finder over the map."""
         if self.finder is None:
-            self.finder = ObjectFinder(self.part_llm("object_finder", self._main_llm()), self.config.object_finder,
+            settings, source = finder_settings(self.config)
+            self.get_logger().info(f"object finder settings: {source}")
+            self.finder = ObjectFinder(self.part_llm("object_finder", self._main_llm()), settings,
                                        self._embedder(), make_grounder(self.config, self._embedder()))
         try:
             with self.lock:  # a copy: the finder may ask the model while reading the query in the map

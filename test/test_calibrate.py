@@ -1,0 +1,73 @@
+"""planner calibrate: a model's tuned settings chosen on development data of both sources, written to
+its calibration file, and read by the stack in place of the defaults."""
+
+import json
+
+import pytest
+import yaml
+
+from conftest import write_config
+from planner.bench import calibrate
+from planner.cli import main
+from planner.config import load_config
+from planner.core.errors import InputError
+from planner.wiring import finder_settings
+
+
+def row(top1, precision):
+    return {"top1": top1, "nothing_precision": precision}
+
+
+def test_the_threshold_chosen_has_the_best_top1_where_nothing_is_said_precisely_enough_on_every_source():
+    table = {0.5: {"household": row(60, 90), "scan": row(50, 80)},
+             0.55: {"household": row(70, 80), "scan": row(55, 76)},
+             0.6: {"household": row(75, 85), "scan": row(58, 60)},    # the best Top-1, but too often wrong on scan
+             0.65: {"household": row(65, None), "scan": row(40, 75)}}  # no "nothing" at all counts as precise
+    assert calibrate.choose(table, 75) == (0.55, True)
+    assert calibrate.choose(table, 95) == (0.5, False)   # none reaches it: the most precise in its worst source
+
+
+def test_calibrating_on_both_sources_writes_the_models_file_and_the_stack_reads_it(tmp_path, capsys):
+    for source, seeds, items in (("household", "3", "12"), ("scan", "3", "40")):
+        assert main(["bench", "generate", "objects", "--source", source, "--seeds", seeds, "--items", items,
+                     "--out", str(tmp_path / source)]) == 0
+    config = write_config(tmp_path, object_finder={"name_check": 1.0, "constraints": False})
+    # The scripted model names the same kinds for every query, twice.
+    (tmp_path / "replies.yaml").write_text(json.dumps([{"need": "x", "kinds": ["chair", "cup", "bed"]}] * 400))
+    out = tmp_path / "calibration" / "scripted replies.yaml"
+    assert main(["calibrate", "objects", "--data", str(tmp_path / "household"), str(tmp_path / "scan"),
+                 "--llm", "scripted", "--replies", str(tmp_path / "replies.yaml"), "--config", str(config),
+                 "--results", str(tmp_path / "results")]) == 0
+    said = capsys.readouterr().out
+    written = yaml.safe_load(out.read_text())
+    chosen = written["object_finder"]["kind_threshold"]
+    assert calibrate.THRESHOLDS[0] <= chosen <= calibrate.THRESHOLDS[-1] and f"kind_threshold {chosen}" in said
+    how = written["calibration"]["kind_threshold"]
+    assert set(how["data"]) == set(how["reached"]) == {"household", "scan"}
+    assert "1 map (scan-3), 2" in how["data"]["scan"] and how["before"]["value"] == 0.6
+    sweep = json.loads((tmp_path / "results" / "calibration-objects-scripted replies.json").read_text())
+    assert len(sweep["sweep"]) == len(calibrate.THRESHOLDS)
+    assert (tmp_path / "results" / "calibration-objects-scripted replies.png").stat().st_size > 10_000
+
+    # The stack takes the calibrated value, unless the config sets one itself.
+    settings, source = finder_settings(load_config(config), "scripted replies")
+    assert settings.kind_threshold == chosen and str(out) in source
+    assert finder_settings(load_config(config), "another model")[0].kind_threshold == 0.6
+    (tmp_path / "own" / "calibration").mkdir(parents=True)
+    (tmp_path / "own" / "calibration" / out.name).write_text(out.read_text())
+    explicit = write_config(tmp_path / "own", object_finder={"kind_threshold": 0.7})
+    assert finder_settings(load_config(explicit), "scripted replies")[0].kind_threshold == 0.7
+    out.write_text("object_finder: {kind_treshold: 0.5}\n")
+    with pytest.raises(InputError, match="scripted replies.yaml: object_finder.kind_treshold is no object finder"):
+        finder_settings(load_config(config), "scripted replies")
+
+
+def test_test_data_is_refused_for_calibration(tmp_path, capsys):
+    (tmp_path / "d" / "maps").mkdir(parents=True)
+    assert main(["bench", "generate", "objects", "--seeds", "7", "--out", str(tmp_path / "d")]) == 0
+    for folder in ("maps", "queries", "truth"):
+        for path in (tmp_path / "d" / folder).iterdir():
+            path.rename(path.with_name(path.name.replace("home-7", "home-2007")))
+    assert main(["calibrate", "objects", "--data", str(tmp_path / "d"), "--llm", "scripted", "--replies",
+                 str(tmp_path / "none.yaml")]) == 2
+    assert "map home-2007: seeds: 2007 is a test seed" in capsys.readouterr().err
