@@ -163,7 +163,7 @@ def _labels(rng: random.Random, item: Item) -> dict[str, float]:
     views = rng.uniform(15, 300)
     raw = rng.choices(category.raw, weights=[4, *([1] * (len(category.raw) - 1))])[0]
     look_alikes = [c for c in CATEGORIES if c is not category and c.furniture == category.furniture
-                   and (c.generic == category.generic or set(c.groups) & set(category.groups))]
+                   and ((c.generic == category.generic != "object") or set(c.groups) & set(category.groups))]
     scores = {raw: rng.uniform(0.45, 0.9), category.generic: rng.uniform(0.02, 0.25)}
     if look_alikes and rng.random() < 0.5:
         other = rng.choice(look_alikes).raw[0]
@@ -221,9 +221,10 @@ def _descriptive(home: ScanHome, rng: random.Random) -> list[Asked]:
         room = rng.choice(list(home.rooms))
         asked.append(Asked("descriptive", rng.choice(ROOM_STYLES).format(n=said, r=room),
                            _ids(i for i in home.named(name) if i.room == room)))
-    for item in rng.sample(home.items, min(len(home.items), 30)):
-        holder = item.holder if item.holder is not None else rng.choice(
-            [i for i in home.items if i.category.holds] or [item])
+    small = [item for item in home.items if not item.category.furniture]
+    holders = [item for item in home.items if item.category.furniture and item.category.holds]
+    for item in rng.sample(small, min(len(small), 30)):
+        holder = item.holder if item.holder is not None else rng.choice(holders or [item])
         if holder is item:
             continue
         on = "in" if holder.category.holds == "in" else "on"
@@ -270,7 +271,7 @@ def _negation(home: ScanHome, rng: random.Random) -> list[Asked]:
     for name in sorted({i.category.name for i in home.items if i.category.holds == "on"}):
         bare = [i for i in home.items if i.category.name == name and not any(o.holder is i for o in home.items)]
         said = rng.choice(BY_NAME[name].said)
-        style = rng.choice(("{a} with nothing on it", "the {n} that's clear", "a bare {n}"))
+        style = rng.choice(("{a} with nothing on it", "the {n} with nothing on top", "a bare {n}"))
         asked.append(Asked("negation", style.format(a=_a(said), n=said), _ids(bare)))
     return asked
 

@@ -29,7 +29,7 @@ class Category:
 GROUPS: dict[str, tuple[str, ...]] = {
     "seat": ("seat", "place to sit"),
     "screen": ("screen", "display"),
-    "table": ("table", "tabletop"),
+    "table": ("table", "kind of table"),
     "storage": ("storage furniture", "piece of storage furniture"),
     "drinkware": ("drinking vessel", "thing to drink out of"),
     "bedding": ("bedding", "soft furnishing"),
@@ -115,7 +115,7 @@ CATEGORIES: tuple[Category, ...] = (
              groups=("screen", "electronics")),
     Category("keyboard", ("keyboard", "computer keyboard"), ("keyboard",), (0.45, 0.15, 0.03),
              groups=("electronics",)),
-    Category("printer", ("printer",), ("printer",), (0.45, 0.4, 0.25), groups=("electronics", "appliance")),
+    Category("printer", ("printer",), ("printer",), (0.45, 0.4, 0.25), groups=("electronics",)),
     Category("telephone", ("telephone", "phone"), ("phone", "landline", "telephone"), (0.2, 0.2, 0.1),
              groups=("electronics",)),
     Category("remote", ("remote control", "remote"), ("remote", "clicker", "tv remote"), (0.05, 0.18, 0.02),
