@@ -101,10 +101,10 @@ def test_a_test_block_runs_once_out_of_sight_and_leaves_only_aggregates_and_its_
     (tmp_path / "replies.yaml").write_text(json.dumps([{"query": "a thing", "ids": []}] * 2000))
     ledger = tmp_path / "TEST-SEEDS.md"
 
-    def test_run():
+    def test_run(*more):
         return main(["bench", "test", "objects", "--llm", "scripted", "--replies", str(tmp_path / "replies.yaml"),
                      "--config", str(config), "--repo", str(checkout), "--ledger", str(ledger),
-                     "--out", str(tmp_path / "out")])
+                     "--out", str(tmp_path / "out"), *more])
 
     assert test_run() == 0
     shown = capsys.readouterr()
@@ -118,8 +118,10 @@ def test_a_test_block_runs_once_out_of_sight_and_leaves_only_aggregates_and_its_
     assert row["commit"] == results["commit"] and row["figures"].startswith("base: Top-1 ")
     assert (tmp_path / "out" / "test-block-2000-objects.png").stat().st_size > 5_000
 
-    assert test_run() == 0   # the next run draws the next block
-    assert [row["first"] for row in Ledger(ledger).rows()] == ["2000", "2002"]
+    assert test_run("--source", "scan") == 0   # the next run draws the next block, here of the second source
+    assert [(row["first"], row["benchmark"]) for row in Ledger(ledger).rows()] == [("2000", "objects (household)"),
+                                                                                  ("2002", "objects (scan)")]
+    assert json.loads((tmp_path / "out" / "test-block-2002-objects-scan.json").read_text())["source"] == "scan"
     (checkout / "file").write_text("x")
     subprocess.run(["git", "-C", str(checkout), "add", "file"], check=True)
     assert test_run() == 2   # a change not committed: nothing drawn

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from planner.bench import generate, generate_tasks
+from planner.bench import generate, generate_tasks, scan_homes
 from planner.bench.seeds import Block
 from planner.bench.tasks import TIERS
 from planner.core.robot_profile import RobotProfile
@@ -17,13 +17,17 @@ from planner.core.robot_profile import RobotProfile
 COUNTER = re.compile(r"^\[\s*(\d+)/(\d+)\].*(\(about \d+ min left\))$")
 
 
-def generate_block(what: str, block: Block, out: Path, robot: RobotProfile) -> Path:
-    """The block's homes in `out`: a task suite (its file is returned) or object maps, queries and truth."""
+def generate_block(what: str, block: Block, out: Path, robot: RobotProfile, source: str = "household") -> Path:
+    """The block's homes in `out`: a task suite (its file is returned) or object maps, queries and truth
+    from the `source` generator (household or scan)."""
     if what == "tasks":
         generate_tasks.write_suite([generate_tasks.make_home(seed, robot) for seed in block.seeds], out)
         return out / "tasks.yaml"
     for seed in block.seeds:
-        generate.write_home(generate.make_home(seed, generate.DEFAULT_ITEMS), out)
+        if source == "scan":
+            scan_homes.write_scan_home(scan_homes.make_scan_home(seed), out)
+        else:
+            generate.write_home(generate.make_home(seed, generate.DEFAULT_ITEMS), out)
     return out
 
 

@@ -685,9 +685,9 @@ def bench_test(args) -> int:
         return 2
     config = load_config(args.config)
     command = shlex.join(["planner", *sys.argv[1:]])
-    name = f"test-block-{block.first}-{args.what}"
+    name = f"test-block-{block.first}-{args.what}" + ("-scan" if args.what == "objects" and args.source == "scan" else "")
     with tempfile.TemporaryDirectory(prefix="planner-test-block-") as hidden:
-        where = test_block.generate_block(args.what, block, Path(hidden) / "homes", load_robot(config))
+        where = test_block.generate_block(args.what, block, Path(hidden) / "homes", load_robot(config), args.source)
         _progress(f"test block {block}: {args.what} generated where the run alone reads them")
         if args.what == "tasks":
             args.suite, args.faults, args.seed = str(where), "none", 0
@@ -707,7 +707,8 @@ def bench_test(args) -> int:
             if opened is None:
                 return 1
             finder, server, llm = opened
-        ledger.draw(commit, args.what, command)   # from here on the block is spent
+        benchmark = f"{args.what} ({args.source})" if args.what == "objects" else args.what
+        ledger.draw(commit, benchmark, command)   # from here on the block is spent
         _progress(f"test block {block} drawn and recorded in {ledger.path}; only counts are shown as it runs")
         blind = test_block.counts_only(_progress)
         try:
@@ -724,7 +725,8 @@ def bench_test(args) -> int:
             if server is not None:
                 server.stop()
     ledger.report(block, line)
-    kept = {"benchmark": "test-block", "what": args.what, "block": str(block), "commit": commit, "llm": llm,
+    kept = {"benchmark": "test-block", "what": args.what, "source": args.source, "block": str(block), "commit": commit,
+            "llm": llm,
             "machine": machine_info(), "figures": figures}
     written = write_results(kept, Path(args.out), name, test_block.plot, test_block.report)
     print(written[-1].read_text())
@@ -1048,6 +1050,8 @@ def add_commands(sub) -> None:
     test_parser.add_argument("--mode", choices=["react", "llm_p", "auto"], help="tasks: planning mode (default: the "
                              "config's planner.mode)")
     test_parser.add_argument("--workflow", nargs="+", default=["base"], help="objects: the finder's workflows")
+    test_parser.add_argument("--source", choices=["household", "scan"], default="household",
+                             help="objects: which generator makes the block's homes (see bench generate --source)")
     test_parser.add_argument("--config", help="stack config")
     test_parser.add_argument("--ledger", default=str(Path("bench") / "TEST-SEEDS.md"),
                              help="the ledger of test blocks (default: bench/TEST-SEEDS.md)")
