@@ -79,6 +79,9 @@ def test_task_figures_keep_the_rates_per_tier_and_the_two_worst_outcomes():
 def test_a_block_of_tasks_is_a_suite_of_its_seeds(tmp_path):
     suite = load_suite(test_block.generate_block("tasks", Block(2000), tmp_path, ROBOT), ROBOT)
     assert len(suite.worlds) == 20 and "test data" in (tmp_path / "worlds" / "home-2000.yaml").read_text()
+    tiers = [task.tier for task in suite.suite.tasks]   # a request of each tier a home, drawn by its seed
+    assert {tier: tiers.count(tier) for tier in tiers} == {"simple": 20, "moderate": 20, "complex": 20}
+    assert sum(task.success.gave_up for task in suite.suite.tasks) < 20   # not each home's refusal first
 
 
 @pytest.fixture
@@ -127,3 +130,12 @@ def test_a_test_block_runs_once_out_of_sight_and_leaves_only_aggregates_and_its_
     assert test_run() == 2   # a change not committed: nothing drawn
     assert "a test block measures a commit" in capsys.readouterr().err
     assert len(Ledger(ledger).rows()) == 2
+
+
+def test_no_block_is_spent_on_a_model_that_does_not_answer(tmp_path, checkout, monkeypatch, capsys):
+    monkeypatch.setattr(seeds, "TEST_BLOCK", 2)
+    ledger = tmp_path / "TEST-SEEDS.md"
+    config = write_config(tmp_path, llm={"provider": "openai", "max_retries": 0, "timeout_s": 5})
+    assert main(["bench", "test", "objects", "--llm", "openai", "--base-url", "http://127.0.0.1:9/v1",
+                 "--config", str(config), "--repo", str(checkout), "--ledger", str(ledger)]) == 1
+    assert "the LLM does not answer" in capsys.readouterr().err and Ledger(ledger).rows() == []
