@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROBOT, write_config
+from conftest import ROBOT, chat_server, write_config
 from planner.bench import seeds, test_block
 from planner.bench.seeds import Block, Ledger, development_seeds
 from planner.bench.suite import load_suite
@@ -139,3 +139,27 @@ def test_no_block_is_spent_on_a_model_that_does_not_answer(tmp_path, checkout, m
     assert main(["bench", "test", "objects", "--llm", "openai", "--base-url", "http://127.0.0.1:9/v1",
                  "--config", str(config), "--repo", str(checkout), "--ledger", str(ledger)]) == 1
     assert "the LLM does not answer" in capsys.readouterr().err and Ledger(ledger).rows() == []
+
+
+def test_a_test_block_of_tasks_keeps_the_rates_per_tier_and_nothing_of_the_requests(tmp_path, checkout, monkeypatch):
+    monkeypatch.setattr(seeds, "TEST_BLOCK", 1)   # one home: the mechanism, not a measurement
+    sent = []
+
+    def reply(body):   # a model that answers every request with the same empty object
+        sent.append(body)
+        return {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"], "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": '{"ok": true}'}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}}
+    server = chat_server(reply)
+    try:
+        config = write_config(tmp_path, llm={"provider": "openai", "max_retries": 0, "timeout_s": 5})
+        assert main(["bench", "test", "tasks", "--llm", "openai", "--base-url",
+                     f"http://127.0.0.1:{server.server_port}/v1", "--config", str(config), "--repo", str(checkout),
+                     "--ledger", str(tmp_path / "TEST-SEEDS.md"), "--out", str(tmp_path / "out")]) == 0
+    finally:
+        server.shutdown()
+    results = json.loads((tmp_path / "out" / "test-block-2000-tasks.json").read_text())
+    assert results["figures"]["all"]["episodes"] == 3 and "episodes" not in results
+    assert set(results["figures"]) == {"all", "simple", "moderate", "complex"}
+    row = Ledger(tmp_path / "TEST-SEEDS.md").rows()[0]
+    assert row["benchmark"] == "tasks" and "said done, was not" in row["figures"] and len(sent) > 3

@@ -722,7 +722,7 @@ class ObjectFinder:
         fits = evidence.fits(settings.kind_threshold, settings)
         for item in prepared.ruled_out:
             # What the user is told when nothing fits: an item one reading took for what is asked.
-            if (any(reading[item][0] >= settings.kind_threshold for reading in evidence.readings)
+            if (any(reading.get(item, (-1.0, ""))[0] >= settings.kind_threshold for reading in evidence.readings)
                     and prepared.ruled_out[item] not in run.ruled_out):
                 run.ruled_out.append(prepared.ruled_out[item])
         kept = evidence.answer(settings.kind_threshold, settings)
