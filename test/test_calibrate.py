@@ -23,8 +23,12 @@ def test_the_threshold_chosen_has_the_best_top1_where_nothing_is_said_precisely_
              0.55: {"household": row(70, 80), "scan": row(55, 76)},
              0.6: {"household": row(75, 85), "scan": row(58, 60)},    # the best Top-1, but too often wrong on scan
              0.65: {"household": row(65, None), "scan": row(40, 75)}}  # no "nothing" at all counts as precise
-    assert calibrate.choose(table, 75) == (0.55, True)
-    assert calibrate.choose(table, 95) == (0.5, False)   # none reaches it: the most precise in its worst source
+    assert calibrate.choose(table, 75, 0.6) == (0.55, True)
+    # None reaches 95: only a value at least as good as the one before on every source and in both is taken.
+    assert calibrate.choose(table, 95, 0.6) == (0.6, False)
+    table[0.62] = {"household": row(76, 85), "scan": row(58, 61)}
+    assert calibrate.choose(table, 95, 0.6) == (0.62, False)
+    assert calibrate.choose(table, 95, 0.575) == (0.5, False)   # a value not swept: the most precise
 
 
 def test_calibrating_on_both_sources_writes_the_models_file_and_the_stack_reads_it(tmp_path, capsys):
@@ -48,6 +52,14 @@ def test_calibrating_on_both_sources_writes_the_models_file_and_the_stack_reads_
     sweep = json.loads((tmp_path / "results" / "calibration-objects-scripted replies.json").read_text())
     assert len(sweep["sweep"]) == len(calibrate.THRESHOLDS)
     assert (tmp_path / "results" / "calibration-objects-scripted replies.png").stat().st_size > 10_000
+
+    # Chosen again from the answers kept, without the model.
+    assert main(["calibrate", "objects", "--records", str(tmp_path / "results" / "calibration-objects-scripted "
+                                                                                 "replies-records.json"),
+                 "--config", str(config), "--out", str(tmp_path / "again.yaml"), "--results", str(tmp_path / "r2")]) == 0
+    again = yaml.safe_load((tmp_path / "again.yaml").read_text())
+    assert again["calibration"]["kind_threshold"]["reached"] == how["reached"]
+    assert main(["calibrate", "objects", "--config", str(config)]) == 2
 
     # The stack takes the calibrated value, unless the config sets one itself.
     settings, source = finder_settings(load_config(config), "scripted replies")

@@ -54,10 +54,12 @@ def sweep(by_source: dict[str, list[dict]], settings: FinderSettings) -> dict[fl
             for threshold in THRESHOLDS}
 
 
-def choose(table: dict[float, dict[str, dict]], target: float) -> tuple[float, bool]:
+def choose(table: dict[float, dict[str, dict]], target: float, before: float) -> tuple[float, bool]:
     """The threshold with the best mean Top-1 over the sources among those whose "nothing" precision
-    reaches `target` (%) on each (no "nothing" answer at all counts as precise); when none does, the
-    one whose worst "nothing" precision is highest. Whether the target was reached."""
+    reaches `target` (%) on each (no "nothing" answer at all counts as precise). When none does, no
+    trade is made on the sources' behalf: of the thresholds at least as good as `before` in Top-1 and
+    in "nothing" precision on every source, the best in mean Top-1 (`before` itself when none is
+    better). Whether the target was reached."""
     def precision(row: dict) -> float:
         return _precise(row["nothing_precision"])
 
@@ -67,7 +69,12 @@ def choose(table: dict[float, dict[str, dict]], target: float) -> tuple[float, b
     meeting = [t for t, rows in table.items() if all(precision(row) >= target for row in rows.values())]
     if meeting:
         return max(meeting, key=top1), True
-    return max(table, key=lambda t: (min(precision(row) for row in table[t].values()), top1(t))), False
+    if before not in table:
+        return max(table, key=lambda t: (min(precision(row) for row in table[t].values()), top1(t))), False
+    no_worse = [t for t, rows in table.items()
+                if all(row["top1"] >= table[before][source]["top1"]
+                       and precision(row) >= precision(table[before][source]) for source, row in rows.items())]
+    return max(no_worse, key=lambda t: (top1(t), t == before)), False
 
 
 def _precise(precision: float | None) -> float:

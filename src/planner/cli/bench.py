@@ -754,18 +754,15 @@ def bench_test(args) -> int:
     return 0
 
 
-def calibrate_objects(args) -> int:
-    """The object finder's threshold for the model, chosen on development data of both sources and
-    written to its calibration file (planner.bench.calibrate)."""
+def _calibration_run(args, config):
+    """The calibrating finder over the maps of --data: (the run's records, its settings, the results
+    folder, the results' name), or an exit status after saying why not."""
     import re
 
-    from planner.bench import calibrate, objects
-    from planner.bench.common import machine_info, write_results
+    from planner.bench import objects
+    from planner.bench.common import machine_info
     from planner.bench.seeds import development_seeds
-    from planner.config import load_config
-    from planner.wiring import calibration_file
 
-    config = load_config(args.config)
     maps = [m for folder in args.data
             for m in objects.load_bench(Path(folder) / "maps", Path(folder) / "queries", Path(folder) / "truth", _progress)]
     for bench_map in maps:
@@ -779,9 +776,8 @@ def calibrate_objects(args) -> int:
     if opened is None:
         return 1
     finder, server, llm = opened
-    model = llm["model"]
     results_dir = Path(args.results)
-    name = f"calibration-objects-{model.replace('/', '_')}"
+    name = f"calibration-objects-{llm['model'].replace('/', '_')}"
     records = {"benchmark": "calibration", "machine": machine_info(), "llm": llm}
     try:
         objects.run(finder, ["base"], maps, records, results_dir / f"{name}-records.json", _progress)
@@ -791,14 +787,47 @@ def calibrate_objects(args) -> int:
     finally:
         if server is not None:
             server.stop()
+    return records, finder.settings, results_dir, name
+
+
+def calibrate_objects(args) -> int:
+    """The object finder's threshold for the model, chosen on development data of both sources and
+    written to its calibration file (planner.bench.calibrate)."""
+    from planner.bench import calibrate
+    from planner.bench.common import write_results
+    from planner.config import load_config
+    from planner.wiring import calibration_file, finder_settings
+
+    config = load_config(args.config)
+    if bool(args.data) == bool(args.records):
+        print("error: give --data (run the finder) or --records (the answers of an earlier run), one of them",
+              file=sys.stderr)
+        return 2
+    if args.records:
+        try:
+            records = json.loads(Path(args.records).read_text())
+            if not all("evidence" in record for record in records["records"]):
+                raise ValueError("not the answers of planner calibrate (a record has no evidence)")
+            model = records["llm"]["model"]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            print(f"error: --records {args.records}: {error}", file=sys.stderr)
+            return 2
+        settings = finder_settings(config, model)[0]
+        results_dir, name = Path(args.results), f"calibration-objects-{model.replace('/', '_')}"
+    else:
+        ran = _calibration_run(args, config)
+        if isinstance(ran, int):
+            return ran
+        records, settings, results_dir, name = ran
+    llm, model = records["llm"], records["llm"]["model"]
     by_source: dict[str, list[dict]] = {}
     for record in records["records"]:
         by_source.setdefault(calibrate.source_of(record["map"]), []).append(record)
     data = {source: f"{len(names)} map{'s' * (len(names) > 1)} ({', '.join(names)}), {len(rows)} queries"
             for source, rows in by_source.items() if (names := sorted({r['map'] for r in rows}))}
-    before = finder.settings.kind_threshold
-    table = calibrate.sweep(by_source, finder.settings)
-    chosen, reached = calibrate.choose(table, args.target)
+    before = settings.kind_threshold
+    table = calibrate.sweep(by_source, settings)
+    chosen, reached = calibrate.choose(table, args.target, before)
     code = Path(calibrate.__file__).parent   # the checkout the code runs from, when it runs from one
     commit = subprocess.run(["git", "-C", str(code), "rev-parse", "--short=7", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
@@ -1048,8 +1077,10 @@ def add_commands(sub) -> None:
                                       "write them to its calibration file (calibration/MODEL.yaml beside the config)")
     calibrate_parser.add_argument("what", choices=["objects"], help="objects: the object finder's threshold for "
                                   "something fitting, to a stated precision of its \"nothing fits\" answers")
-    calibrate_parser.add_argument("--data", nargs="+", required=True, help="folders of development maps, queries and "
-                                  "truth (planner bench generate objects [--source scan]); use both sources")
+    calibrate_parser.add_argument("--data", nargs="+", help="folders of development maps, queries and truth "
+                                  "(planner bench generate objects [--source scan]); use both sources")
+    calibrate_parser.add_argument("--records", help="instead of --data: the answers an earlier run kept "
+                                  "(RESULTS/calibration-objects-MODEL-records.json), chosen from again without the model")
     _llm_arguments(calibrate_parser)
     _replies_argument(calibrate_parser)
     calibrate_parser.add_argument("--target", type=float, default=75.0, help="the least share (%%) of \"nothing "
