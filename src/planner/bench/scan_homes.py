@@ -208,7 +208,7 @@ NAME_STYLES = ("{n}?", "the {n}", "would you mind showing me the {n}", "um, wher
                "any idea where {a} is", "{a}, please")
 ROOM_STYLES = ("the {n} in the {r}", "{n} in the {r}?", "which {n} is in the {r}", "the {r} {n}")
 HOLDER_STYLES = ("the {n} {on} the {h}", "{a} sitting {on} the {h}", "the {n} that's {on} the {h}")
-CLAUSE_STYLES = ("the {n}, the one {on} the {h}, in the {r}", "in the {r} there's {a} {on} the {h}, that one")
+CLAUSE_STYLES = ("the {n}, the one {on} the {h} over in the {r}", "in the {r} there's {a} {on} the {h}, that one")
 
 
 def _descriptive(home: ScanHome, rng: random.Random) -> list[Asked]:
