@@ -180,3 +180,21 @@ def test_the_second_sources_homes_are_large_reproducible_labelled_several_ways_a
     labels = {max(raw[i.id]["results"], key=raw[i.id]["results"].get) for i in home.items
               if i.category.name in ("chair", "trash can", "tv", "couch", "nightstand")}
     assert len(labels) >= 4 and all(len(raw[i.id]["results"]) >= 2 for i in chairs)
+
+
+def test_a_run_logged_with_log_llm_is_answered_again_from_its_log_without_a_model(bench):
+    queries = load_queries(bench / "queries.yaml")
+    (bench / "replies.yaml").write_text(yaml.safe_dump([{"need": q.text, "kinds": ["lamp", "cup"]} for q in queries]))
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "planner.yaml").read_text())
+    config["object_finder"].update(constraints=False, name_check=1.0, second_reading=False)
+    (bench / "planner.yaml").write_text(yaml.safe_dump(config))
+    common = ["bench", "objects", "--maps", str(bench / "maps"), "--queries", str(bench / "queries.yaml"),
+              "--truth", str(bench / "truth"), "--config", str(bench / "planner.yaml"), "--name", "run"]
+    log = bench / "calls.jsonl"
+    assert main([*common, "--llm", "scripted", "--replies", str(bench / "replies.yaml"), "--out", str(bench / "first"),
+                 "--log-llm", str(log)]) == 0
+    assert len(log.read_text().splitlines()) == len(queries)
+    assert main([*common, "--llm", "replay", "--replay", str(log), "--out", str(bench / "again")]) == 0
+    first, again = (json.loads((bench / out / "run.json").read_text()) for out in ("first", "again"))
+    assert [r["answer"] for r in again["records"]] == [r["answer"] for r in first["records"]]
+    assert again["llm"]["backend"] == "replay"

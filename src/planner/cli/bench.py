@@ -28,6 +28,52 @@ def bench_perception(args) -> int:
 def _bench_llm(args, config):
     """The LLM a benchmark asked for: (policy or None for scripted, embedded server or None, the
     results header's description of it), or None after saying why there is none."""
+    if args.llm == "replay":
+        if not getattr(args, "replay", None):
+            print("error: --llm replay needs --replay LOG (a call log written with --log-llm)", file=sys.stderr)
+            return None
+        try:
+            model = _logged_model(args.replay)
+        except ValueError as error:
+            print(f"error: --replay: {error}", file=sys.stderr)
+            return None
+        opened: tuple | None = (None, None, {"backend": "replay", "model": model, "base_url": ""})
+    else:
+        opened = _open_bench_llm(args, config)
+    if opened is None:
+        return None
+    return _logged(args, *opened)
+
+
+def _logged_model(logs: list[str]) -> str:
+    """The model that answered the calls of the logs, as the first of them names it."""
+    from planner.adapters.llm_log import read_log
+
+    for path in logs:
+        for call in read_log(Path(path)).values():
+            return call.source.split(" at ")[0].removeprefix("embedded ") or "unknown"
+    return "unknown"
+
+
+def _logged(args, policy, server, header: dict):
+    """The policy with --replay's recorded calls answered from their logs and every call written to
+    --log-llm's; (policy, server, header), or None after saying what is wrong with a log."""
+    from planner.adapters.llm_log import LoggingPolicy, ReplayPolicy
+
+    if getattr(args, "replay", None):
+        try:
+            policy = ReplayPolicy([Path(path) for path in args.replay], live=policy)
+        except ValueError as error:
+            print(f"error: --replay: {error}", file=sys.stderr)
+            return None
+        header["replay"] = list(args.replay)
+    if getattr(args, "log_llm", None):
+        policy = LoggingPolicy(policy, Path(args.log_llm))
+        header["calls_log"] = args.log_llm
+    return policy, server, header
+
+
+def _open_bench_llm(args, config):
     from planner.adapters.llm import open_policy
     from planner.adapters.model_store import MODELS, ModelError
     from planner.core.errors import PolicyError
@@ -224,7 +270,8 @@ def _replies_or_llm(args, config):
     if not args.replies:
         print("error: --llm scripted needs --replies FILE (a YAML list of replies, in order)", file=sys.stderr)
         return None
-    return ScriptedPolicy(load_yaml(Path(args.replies))), None, {"backend": "scripted", "model": "scripted replies"}
+    return _logged(args, ScriptedPolicy(load_yaml(Path(args.replies))), None,
+                   {"backend": "scripted", "model": "scripted replies"})
 
 
 def bench_pddl(args) -> int:
@@ -854,12 +901,18 @@ def _suite_path(suite: str, config) -> Path:
     return path if path.suffix in (".yaml", ".yml") else config.path(f"tasks/{suite}.yaml")
 
 
-def _llm_arguments(parser) -> None:
-    parser.add_argument("--llm", choices=["embedded", "openai", "scripted"], default="embedded",
-                        help="embedded llama.cpp model, an OpenAI-compatible endpoint, or each task's script")
+def _llm_arguments(parser, logs: bool = True) -> None:
+    parser.add_argument("--llm", choices=["embedded", "openai", "scripted", *(["replay"] if logs else [])],
+                        default="embedded", help="embedded llama.cpp model, an OpenAI-compatible endpoint, each "
+                        "task's script" + (", or only the calls --replay recorded" if logs else ""))
     parser.add_argument("--base-url", help="endpoint for --llm openai (default: config / OPENAI_BASE_URL)")
     parser.add_argument("--model", help="model name: for --llm embedded one of the embedded models "
                                         "(qwen2.5-coder-1.5b, qwen2.5-coder-0.5b), for --llm openai the server's")
+    if logs:  # not for a test block: its calls would keep what the test must not show
+        parser.add_argument("--log-llm", metavar="FILE", help="append every model call (messages, schema, reply, "
+                            "tokens, seconds) to FILE as JSON lines")
+        parser.add_argument("--replay", metavar="LOG", nargs="+", help="answer the calls these --log-llm files "
+                            "recorded as they were answered; any other goes to the model of --llm")
 
 
 def _replies_argument(parser) -> None:
@@ -1096,7 +1149,7 @@ def add_commands(sub) -> None:
                                        "ledger")
     test_parser.add_argument("what", choices=["tasks", "objects"], help="tasks: a generated task suite (planner bench "
                              "tasks); objects: generated maps and queries (planner bench objects)")
-    _llm_arguments(test_parser)
+    _llm_arguments(test_parser, logs=False)
     _replies_argument(test_parser)
     test_parser.add_argument("--mode", choices=["react", "llm_p", "auto"], help="tasks: planning mode (default: the "
                              "config's planner.mode)")
