@@ -6,7 +6,8 @@ import yaml
 
 from conftest import CONFIG, DATA
 from planner.adapters.llm import ScriptedPolicy
-from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
+from planner.core.planning.settings import PlannerSettings
+from planner.core.planning.task_planner import TaskPlanner
 from planner.core.types import SuggestionInfo
 from planner.sim.in_process import SimulatedRobot
 from planner.sim.simulated_world import load_scenario

@@ -8,7 +8,8 @@ from planner.adapters.llm import ScriptedPolicy
 from planner.config import load_config
 from planner.core.ambiguity import ambiguous_goals, chosen_candidate, pin_named_objects
 from planner.core.goals import Goal
-from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
+from planner.core.planning.settings import PlannerSettings
+from planner.core.planning.task_planner import TaskPlanner
 from planner.core.world import load_world
 from planner.sim.in_process import SimulatedRobot
 from planner.wiring import load_skill_planner

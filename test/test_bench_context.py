@@ -42,7 +42,8 @@ def test_a_step_prompt_stays_the_same_size_in_a_home_with_ten_times_the_objects(
     from conftest import CONFIG
     from planner.adapters.llm import ScriptedPolicy
     from planner.config import load_config
-    from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
+    from planner.core.planning.settings import PlannerSettings
+    from planner.core.planning.task_planner import TaskPlanner
     from planner.sim.in_process import SimulatedRobot
     from planner.wiring import load_skill_planner
 

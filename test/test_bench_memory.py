@@ -8,7 +8,7 @@ import pytest
 from conftest import CONFIG, ROBOT
 from planner.adapters.llm import ScriptedPolicy
 from planner.bench import memory
-from planner.core.planning.task_planner import PlannerSettings
+from planner.core.planning.settings import PlannerSettings
 from planner.core.skills import SkillPlanner, load_skill_library
 from planner.sim.in_process import SimulatedRobot
 

@@ -204,7 +204,8 @@ def test_the_command_line_prints_the_domain_the_problem_and_the_plan(tmp_path, c
 # ---- the task planner in llm_p and auto mode ----------------------------------------------------
 def planner_in(robot, skills, replies, **settings):
     from planner.adapters.llm import ScriptedPolicy
-    from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
+    from planner.core.planning.settings import PlannerSettings
+    from planner.core.planning.task_planner import TaskPlanner
 
     trace = []
     policy = ScriptedPolicy(replies)
@@ -357,6 +358,19 @@ def test_llm_p_reads_the_request_again_when_no_plan_reaches_its_reading(skills):
     assert "no sequence of skills reaches the goal" in policy.prompts[1][-1]["content"]
     assert ("goal", "read again: the robot holds a mug") in trace
     assert robot.log.skills[-1].startswith("PICK(mug_")
+
+
+def test_a_reading_read_again_that_the_checks_doubt_is_not_carried_out(skills):
+    # As above, but the need check doubts the mug read the second time: the robot does not act on it.
+    weak = profile_with(skills, payload_kg=0.5)
+    robot = robot_in(APARTMENT, weak, at="counter_1")
+    kettle, mug = ({"goals": [{"kind": "holding", "object": label}]} for label in ("kettle", "mug"))
+    planner, trace, policy = planner_in(robot, weak, [kettle, {"fits": True, "p": 0.9}, mug, {"fits": False, "p": 0.1}],
+                                        mode="llm_p")
+    result = planner.run("Hold something I can pour water into")
+    assert result.outcome == "impossible" and "no sequence of skills reaches the goal" in result.summary, trace
+    assert not any(step == ("goal", "read again: the robot holds a mug") for step in trace)
+    assert robot.log.skills == []
 
 
 def test_a_failure_and_its_advice_are_told_to_the_model_when_no_plan_is_left(skills):

@@ -13,7 +13,8 @@ from planner.core.case_store import CaseStore
 from planner.core.explainer import CaseMemory
 from planner.core.plan_check import PlanChecker, PlanCheckSettings
 from planner.core.plan_score import PlanScorer
-from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
+from planner.core.planning.settings import PlannerSettings
+from planner.core.planning.task_planner import TaskPlanner
 from planner.core.skills import SkillPlanner, load_skill_library
 from planner.core.types import EpisodeOutcome
 from planner.core.world import load_world

@@ -12,7 +12,8 @@ from planner.core.errors import PolicyError
 from planner.core.goals import Goal
 from planner.core.planning.action_space import ASK_USER, GIVE_UP
 from planner.core.planning.goal_reading import final_goals
-from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
+from planner.core.planning.settings import PlannerSettings
+from planner.core.planning.task_planner import TaskPlanner
 from planner.core.types import Outcome, PolicyReply
 from planner.core.world import load_world
 from planner.sim.in_process import SimulatedRobot

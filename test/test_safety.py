@@ -8,7 +8,8 @@ from fakes import FixedSuggestion
 from planner.adapters.llm import ScriptedPolicy
 from planner.core.errors import InputError
 from planner.core.geometry import Pose2D
-from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
+from planner.core.planning.settings import PlannerSettings
+from planner.core.planning.task_planner import TaskPlanner
 from planner.core.skills import SkillRefused, load_skill_library
 from planner.core.world import load_world
 from planner.sim.in_process import SimulatedRobot

@@ -21,7 +21,7 @@ from planner.core.explainer import ExplainerSettings
 from planner.core.files import StrictModel, load_model
 from planner.core.fleet import FleetSettings
 from planner.core.object_finder import FinderSettings
-from planner.core.planning.task_planner import PlannerSettings
+from planner.core.planning.settings import PlannerSettings
 from planner.core.telling import TellSettings
 from planner.sim.simulated_world import SimulatorSettings
 

@@ -25,7 +25,8 @@ from planner.core.knowledge import TELLABLE, knowledge
 from planner.core.planning.classical import plan_goals
 from planner.core.planning.grounding import Grounder
 from planner.core.planning.pddl import Domain, make_domain, make_problem
-from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
+from planner.core.planning.settings import PlannerSettings
+from planner.core.planning.task_planner import TaskPlanner
 from planner.core.ports import Embedder, Policy
 from planner.core.scene_graph import SceneGraph
 from planner.core.skills import SkillPlanner

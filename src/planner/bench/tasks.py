@@ -30,7 +30,8 @@ from planner.core.files import load_yaml, write_json_atomic
 from planner.core.object_finder import ObjectFinder
 from planner.core.plan_check import PlanChecker
 from planner.core.planning.grounding import Grounder
-from planner.core.planning.task_planner import PlannerSettings, TaskPlanner
+from planner.core.planning.settings import PlannerSettings
+from planner.core.planning.task_planner import TaskPlanner
 from planner.core.ports import JUDGEMENT_SCHEMA, Policy, fits_of, judged
 from planner.core.skills import SkillPlanner
 from planner.core.types import PolicyReply, TraceStep

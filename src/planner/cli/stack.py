@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import get_args
 
 from planner.adapters.processes import DIE_WITH_PARENT
-from planner.core.planning.task_planner import PlanningMode
+from planner.core.planning.settings import PlanningMode
 from planner.ros.node import CONFIGURATION_REJECTED
 from planner.ros.stack import LAUNCH_ARGUMENTS, NODES, NodeLaunch, stack_nodes
 

@@ -20,133 +20,29 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
-from pydantic import Field
-
-from planner.core.ambiguity import Question, ambiguous_goals, chosen_candidate, words_of
-from planner.core.asking import LABELS_OFFERED, NONE, LLMUsage, ask_validated, choose_one, label_options, room_options, words
+from planner.core.ambiguity import Question, ambiguous_goals, chosen_candidate
+from planner.core.asking import LLMUsage, ask_validated, words
 from planner.core.calls import format_call, parse_call
 from planner.core.errors import PolicyError, RequestImpossible, TaskCanceled
 from planner.core.failures import FailureCode
-from planner.core.files import StrictModel
-from planner.core.goals import Goal, GoalReply, goal_lacks, goal_met, goal_objects, goal_status
-from planner.core.plan_check import PlanCheckSettings
+from planner.core.goals import Goal, goal_lacks, goal_met, goal_objects, goal_status
 from planner.core.planning.action_space import ASK_USER, GIVE_UP, PERCEPTION_ACTIONS, SEARCH_MAP, action_schema, allowed_actions
-from planner.core.planning.goal_reading import (
-    GOAL_CHECK_PROMPT,
-    GOAL_DOUBT,
-    GOAL_NO_PLAN,
-    GoalReader,
-    chosen_for_need,
-    confirmed,
-    final_goals,
-    joined_halves,
-    missing_words,
-    name_question,
-    named_otherwise,
-    names_only_its_modifier,
-    need_question,
-    reading_of,
-    room_places,
-    source_places,
-)
-from planner.core.planning.grounding import Grounder, Grounding, Match
-from planner.core.planning.pddl import Engine, make_domain
+from planner.core.planning.goal_reading import GOAL_NO_PLAN, confirmed, reading_of
+from planner.core.planning.grounding import Grounder, Grounding
+from planner.core.planning.pddl import make_domain
 from planner.core.planning.prompts import EXAMPLE_TURNS, SYSTEM_PROMPT, PromptHistory, StepReply, robot_line, spoken_outcome, user_message
 from planner.core.planning.recoveries import ActionRecord, ComposedSuggestion, compose_messages, compose_schema, find_recoveries
+from planner.core.planning.request_reading import RequestReader
 from planner.core.planning.scene_plans import call_sentence
-from planner.core.planning.spelling import Speller
-from planner.core.ports import Policy, Tools, judged, yes_probability_of
+from planner.core.planning.settings import PlannerSettings
+from planner.core.ports import Policy, Tools
 from planner.core.scene_graph import SceneGraph
 from planner.core.skills import SkillPlanner
 from planner.core.types import EpisodeOutcome, EpisodeResult, FailureInfo, PlanVerdict, PolicyReply, SuggestionInfo, TraceStep
-
-PlanningMode = Literal["react", "llm_p", "auto"]
-
-
-class PlannerSettings(StrictModel):
-    mode: PlanningMode = Field(default="react", description="react: the LLM chooses every "
-                                                   "step; llm_p: it reads the goals and a classical planner plans; "
-                                                   "auto: llm_p, and ReAct when no plan is found")
-    plan_engine: Engine = Field(default="optimal", description="optimal: the fewest skills, or the first plan "
-                                "found when the fewest take longer than plan_timeout_s; satisficing: the first plan "
-                                "found")
-    plan_timeout_s: float = Field(default=10.0, gt=0, description="time each classical search may take")
-    replan_limit: int = Field(default=3, ge=0, description="plans made again after a failure before llm_p gives up "
-                              "(auto: hands over to ReAct)")
-    step_budget: int = Field(default=30, ge=1)
-    max_repairs: int = Field(default=2, ge=0, description="retries of a reply that fails validation")
-    history_steps: int = Field(default=12, ge=1, description="most recent actions listed in the prompt")
-    confirm_timeout_s: float = Field(default=3.0, ge=0, description="wait for perception to confirm goals")
-    robot_state_wait_s: float = Field(default=5.0, ge=0, description="wait for a first robot state at task start")
-    repeat_failure_limit: int = Field(default=2, ge=1, description="an action failing this often in a row is withdrawn")
-    question_timeout_s: float = Field(default=30.0, ge=0, description="wait for the user to say which object they "
-                                                                       "mean; then the nearest is taken")
-    mend_typos: bool = Field(default=True, description="a typed word no word list nor map label has, one typo "
-                             "from a common word with its first letter, is read as that word ('cpuboard': cupboard)")
-    grounding_threshold: float = Field(default=0.8, ge=0, le=1, description="a phrase of the request names a map "
-                                       "label of another wording (fridge: refrigerator) when the sentence embeddings "
-                                       "are at least this similar; 1 turns grounding off")
-    goal_check_threshold: float = Field(default=0.0, ge=0, le=1, description="the goals read are checked by a yes/no "
-                                        "question to the model and, when its probability of yes is below this, read "
-                                        "again with the doubt said, then put to the user, and declined without an "
-                                        "answer; 0: no check")
-    need_check_threshold: float = Field(default=0.45, ge=0, le=1, description="a thing the model chose to meet a "
-                                        "need the request states ('I'm cold': a blanket) is checked by a yes/no "
-                                        "question to the model, and handled as a doubted reading below this "
-                                        "probability of yes; 0: no check")
-    name_check_threshold: float = Field(default=0.45, ge=0, le=1, description="a thing the model took for one the "
-                                        "request names by a word the map does not use ('the jumper': the sweater) "
-                                        "is checked by a yes/no question to the model, and handled as a doubted "
-                                        "reading below this probability of yes; 0: no check")
-    name_check_margin: float = Field(default=0.1, ge=0, le=1, description="... and, for a thing, this much more "
-                                     "likely than any other of the things most like the word (on development homes "
-                                     "a thing the home lacks got at most 0.07 over the next, its other names 0.14 "
-                                     "and more) ...")
-    name_check_backing: float = Field(default=0.6, ge=0, le=1, description="... unless the sentence embeddings hold "
-                                      "the word at least this similar to it ('computer': a laptop 0.71, where the "
-                                      "1.5B held a notebook likelier; what the home lacked was at most 0.49 similar "
-                                      "to the thing taken for it)")
-    grounding_part_threshold: float = Field(default=0.6, ge=0, le=1, description="... or this similar when the "
-                                            "phrase is part of the label's name (milk: milk_carton)")
-    source_place_similarity: float = Field(default=0.6, ge=0, le=1, description="a place things are taken from "
-                                           "that names no furniture ('the book from the bedside table') is the "
-                                           "furniture it is this similar to and clearly most like (nightstand 0.68), "
-                                           "to pick which thing is meant; 1: never")
-    lexicon: Literal["wordnet", "none"] = Field(default="wordnet", description="... and, whatever its similarity, "
-                                                "when WordNet holds it a name of exactly one label or room of the map "
-                                                "and it is no part of a name the map has ('chest of drawers': dresser, "
-                                                "'sitting room': living_room); in a sense WordNet has not seen used "
-                                                "('jumper': sweater) only where the name check passes "
-                                                "name_check_threshold")
-    other_name_similarity: float = Field(default=0.4, ge=0, le=1, description="before a request is given up as "
-                                         "asking for what the home lacks, or a reading doubted twice is put to the "
-                                         "user, each phrase at least this similar to a map label is put to the model "
-                                         "as a yes/no name check; 1: no check")
-    other_name_threshold: float = Field(default=0.6, ge=0, le=1, description="... and names that label from this "
-                                        "probability of yes, and the request is read again in the map's words (a "
-                                        "word the map lacks, less alike to every label, is a choice of the model "
-                                        "among the labels most like it, checked the same; so is a label a word "
-                                        "names better than the one the model read, by the name check)")
-    other_name_agreement: float = Field(default=0.35, ge=0, le=1, description="... or, for a thing (not "
-                                        "furniture), from this probability of yes when the label the model chose "
-                                        "is also the one the name check singles out among those offered (by "
-                                        "name_check_margin; on development homes other names the home had got "
-                                        "0.39-0.50 there, and no thing the home lacked stood out so); 1: never")
-    room_name_threshold: float = Field(default=0.5, ge=0, le=1, description="a place named where only a room "
-                                       "can be ('the counter in the scullery', 'go to the den') that is no "
-                                       "room of the map is the room the model chooses for it among the map's, when "
-                                       "the name check gives that room at least this probability of yes (on the 42 "
-                                       "other names of rooms and 10 rooms a home lacked of `planner bench checks`: "
-                                       "62% read as their room, 7% as another, no lacking room read); 1: never")
-    plan_check: PlanCheckSettings = Field(default_factory=PlanCheckSettings, description="a plan (in "
-                                          "ReAct, its first steps) is scored against the plans that worked for "
-                                          "similar requests before it runs")
-
 
 _IDS = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)*_\d+\b")
 
@@ -166,19 +62,6 @@ def foreign_names(text: str, scene: SceneGraph, skills: SkillPlanner) -> list[st
              *(code.name for code in FailureCode)}
     names = [name for name in _CALL_NAMES.findall(text) if name not in known]
     return list(dict.fromkeys(names + [token for token in _IDS.findall(text) if not scene.has(token)]))
-
-
-def thing_labels(scene: SceneGraph) -> list[str]:
-    """The labels of the map's objects and furniture, each once."""
-    return sorted({e.label for e in [*scene.objects(), *scene.furniture()]})
-
-
-def rooms_furnished(scene: SceneGraph) -> dict[str, list[str]]:
-    """Each room of the map and the labels of its furniture, each once, those fewest rooms hold first
-    (a washing machine tells a room more than a chair)."""
-    held = {room: list(dict.fromkeys(f.label for f in scene.furniture(room))) for room in scene.rooms()}
-    rooms_holding = Counter(label for labels in held.values() for label in labels)
-    return {room: sorted(labels, key=rooms_holding.__getitem__) for room, labels in held.items()}
 
 
 SATISFIED = "the world state satisfies the request"
@@ -271,9 +154,6 @@ class TaskPlanner:
                  on_step: Callable[[TraceStep], None] | None = None, grounder: Grounder | None = None,
                  goal_policy: Policy | None = None):
         self.policy = policy
-        self.goal_policy = goal_policy or policy  # reading the request may be given to a larger model
-        self.grounder = grounder
-        self.speller = Speller()
         self.tools = tools
         self.skills = skills
         self.system_prompt = SYSTEM_PROMPT.format(skills="\n".join(
@@ -284,10 +164,8 @@ class TaskPlanner:
         self.on_step = on_step or (lambda step: None)
         self.cancel_event = threading.Event()
         self.cancel_reason = "canceled by the user"
-        # A task's yes/no checks by prompt: a reading read again, or widened, asks some of them again,
-        # and the model's answer to the same words is the same.
-        self._judgements: dict[str, float] = {}
-        self._rooms_chosen: dict[str, str | None] = {}  # a place said -> the map's room the model chose for it
+        # Reading the request may be given to a larger model (goal_policy).
+        self.reader = RequestReader(goal_policy or policy, tools, self.settings, grounder, self._call, self._emit)
 
     def _emit(self, kind: str, text: str) -> None:
         self.on_step(TraceStep(kind, text))
@@ -300,8 +178,7 @@ class TaskPlanner:
     def run(self, request: str) -> EpisodeResult:
         started = time.monotonic()
         usage = LLMUsage()
-        self._judgements.clear()
-        self._rooms_chosen.clear()
+        self.reader.new_task()
         self._emit("request", request)
         acted: list[ActionRecord] = []
         state: LoopState | Ending | None = None  # None: canceled before the goals were read
@@ -337,9 +214,9 @@ class TaskPlanner:
                                      self.cancel_event):
             self._emit("error", "the robot state is not known (nothing received on /robot/state)")
             return Ending(EpisodeOutcome.ERROR, "the robot state is unknown", 0)
-        request = self._mended(request)
+        request = self.reader.mended(request)
         try:
-            goals, grounding = self._extract_goals(request, self._ground(request, usage), usage)
+            goals, grounding = self.reader.goals(request, usage)
         except RequestImpossible as why:
             return Ending(EpisodeOutcome.IMPOSSIBLE, str(why), 0)
         except PolicyError as error:
@@ -508,9 +385,9 @@ class TaskPlanner:
             record, failure = failed[-1]
             told = f" The robot's last failure: {record.action} failed: {failure.reason}."
             told += f' Past cases advise: "{record.suggestion}".' if record.suggestion else ""
-        reader, goals = self._read_again(state.request, state.grounding, state.goals,
-                                         GOAL_NO_PLAN.format(why=why, failure=told), usage)
-        if goals == state.goals or not self._goals_fit(reader, goals, usage):
+        reader, goals = self.reader.read_again(state.request, state.grounding, state.goals,
+                                               GOAL_NO_PLAN.format(why=why, failure=told), usage)
+        if goals == state.goals or not self.reader.goals_fit(reader, goals, usage)[0]:
             return False
         state.goals = goals
         state.focus = frozenset(g.object for g in goals if g.object)
@@ -682,387 +559,16 @@ class TaskPlanner:
             raise errors[0]
         return replies[0]
 
-    def _validated(self, messages: list[dict], schema: dict, usage: LLMUsage, parse: Callable[[str], object],
-                   policy: Policy | None = None):
+    def _validated(self, messages: list[dict], schema: dict, usage: LLMUsage, parse: Callable[[str], object]):
         """Ask, validate, and on an invalid reply tell the model what was wrong, a bounded number of times."""
-        return ask_validated(lambda m: self._call(m, schema, usage, policy), messages, parse, self.settings.max_repairs,
+        return ask_validated(lambda m: self._call(m, schema, usage), messages, parse, self.settings.max_repairs,
                              lambda problem, text: self._emit("error", f"invalid reply ({problem}): {text[:200]}"))
 
     def read_goals(self, request: str, usage: LLMUsage | None = None) -> list[Goal]:
         """The goals the request is read into, checked as at the start of a task (the calls counted
         in `usage`); RequestImpossible says why there are none, PolicyError why the model gave none."""
-        self._judgements.clear()
-        self._rooms_chosen.clear()
-        request = self._mended(request)
-        usage = usage or LLMUsage()
-        return self._extract_goals(request, self._ground(request, usage), usage)[0]
-
-    def _ground(self, request: str, usage: LLMUsage, loose: bool = False) -> Grounding | None:
-        """The request's phrases that name map labels in other words, and its places where only a
-        room can be that name a room of the map in other words; None without a grounder. `loose`:
-        also the phrases less alike to a label that the model says name it. Each model call is
-        counted in `usage`."""
-        if self.grounder is None:
-            return None
-        scene = self.tools.scene()
-        # Things by their similarity: room names share "room" and little else ("utility room" came out as
-        # the living room). Rooms are few, and read where only a room can be (_rooms_read).
-        labels = thing_labels(scene)
-        places = room_places(request, [f.label for f in scene.furniture()], scene.rooms())
-        settings = self.settings
-        said = words_of(request)
-
-        def accept(match: Match) -> bool:
-            # A name the lexicon gives the label in a rare sense ("jumper": sweater, "settee": sofa) has two
-            # readings that agree at the name check's own threshold, from the first reading on (the 1.5B took
-            # the settee for a chair, 0.76 likely one), except where a room may be said ("clear the piano in
-            # the lounge": no sofa, 0.66 to the 1.5B); a phrase only alike to a label, asked only before a
-            # request is given up, needs the surer one. A place where only a room can be names no thing
-            # ("I'm in the office": no desk, 0.65 to the 1.5B).
-            if not loose and re.search(rf" in (?:the|my|your|our) {re.escape(match.phrase)} ", said):
-                return False
-            return not any(f" {match.phrase} " in f" {place} " for place in places) and self._named(
-                match.phrase, match.label,
-                settings.name_check_threshold if match.rare_sense else settings.other_name_threshold, usage,
-                unjudged=False)  # no answer grounds nothing
-
-        grounding = self.grounder.ground(request, labels, scene.rooms(), settings.other_name_similarity if loose else None,
-                                         accept)
-        grounding = self._rooms_read(self._sources_grounded(grounding, scene), places, rooms_furnished(scene), usage)
-        if grounding.matches:
-            self._emit("perception", f"the request in the map's words: {grounding.note()}")
-        return grounding
-
-    def _rooms_read(self, grounding: Grounding, places: list[str], rooms: dict[str, list[str]],
-                    usage: LLMUsage) -> Grounding:
-        """`grounding` and each of the `places` the request names where only a room can be that is no
-        room of the map (`room_places`), read as the room the model chooses for it among the `rooms`
-        (each shown with the furniture it holds) when the name check gives that room
-        `room_name_threshold` ("the counter in the scullery": in the kitchen). Chosen among a home's
-        few rooms, the room was right for 86% of the other names of rooms in `planner bench checks`
-        (79% without their furniture, at 63bf1a1); the check kept 69% right, 5% wrong, and none of
-        the rooms the home lacked."""
-        assert self.grounder is not None
-        if self.settings.room_name_threshold >= 1 or len(rooms) < 2:
-            return grounding
-        grounded = {word for match in grounding.matches for word in match.phrase.split()}
-        for place in places:
-            said = grounding.written(place)  # "children's room", as the model is asked about it
-            if grounded & set(said.split()):
-                continue
-            if said not in self._rooms_chosen:
-                self._rooms_chosen[said] = self._chosen_room(grounding.request, said, rooms, usage)
-            if (room := self._rooms_chosen[said]) is not None:
-                grounding = grounding.with_match(self.grounder.nearest(said, [room], 1)[0])
-        return grounding
-
-    def _chosen_room(self, request: str, place: str, rooms: dict[str, list[str]], usage: LLMUsage) -> str | None:
-        """The room of the map the model chooses for a place said ("none of these" allowed), when the
-        yes/no name check agrees it is another name for it."""
-        if (picked := self._choice(request, place, room_options(rooms), "room", usage)) is None:
-            return None
-        p_yes = self._name_p(place, picked, usage)
-        return picked if p_yes is not None and p_yes >= self.settings.room_name_threshold else None
-
-    def _choice(self, request: str, words_said: str, options: dict[str, str], what: str, usage: LLMUsage) -> str | None:
-        """The option (a key of `options`, `NONE` among them) the model says `words_said` means in the
-        request, None when it says none of them or gives no valid answer (the words then stay as the
-        model read them)."""
-        try:
-            picked = choose_one(lambda messages, schema: self._call(messages, schema, usage, self.goal_policy),
-                                request, words_said, options, self.settings.max_repairs)
-        except PolicyError as error:
-            self._emit("error", f"could not ask which {what} {words_said!r} is: {error}")
-            return None
-        picked = picked if picked in options and picked != NONE else None
-        self._emit("check", f'which of {", ".join(o for o in options if o != NONE)} is "{words_said}": '
-                            f'{picked or "none"}, the model chose')
-        return picked
-
-    def _sources_grounded(self, grounding: Grounding, scene: SceneGraph) -> Grounding:
-        """`grounding` and each place things are taken from that names no furniture of the map, read
-        as the furniture it is most like when that is close (`source_place_similarity`) and clearly
-        closest: a wrong one only picks which of several things is taken, where otherwise the nearest
-        is ("the book from the bedside table": the one on the nightstand, 0.68)."""
-        assert self.grounder is not None
-        furniture = sorted({f.label for f in scene.furniture()})
-        if len(furniture) < 2:
-            return grounding
-        room_words = {word for room in scene.rooms() for word in words(room).split()}
-        for place in source_places(grounding.text):
-            # "The kitchen table" names a table, and "the table" each table there is (the side table is
-            # only the nearest in meaning); "the bedside table" names none.
-            if any(place == words(label) or place.endswith(f" {words(label)}")
-                   and set(place[:-len(words(label))].split()) <= room_words or words(label).endswith(f" {place}")
-                   for label in [*furniture, *scene.rooms()]):
-                continue
-            best, second = self.grounder.nearest(place, furniture, 2)
-            if (best.similarity >= self.settings.source_place_similarity
-                    and best.similarity - second.similarity >= self.grounder.margin):
-                grounding = grounding.with_match(best)
-        return grounding
-
-    def _mended(self, request: str) -> str:
-        """The request with its typos mended, when that is configured."""
-        if not self.settings.mend_typos:
-            return request
-        scene = self.tools.scene()
-        mended, fixes = self.speller.mended(request, [*thing_labels(scene), *scene.rooms()])
-        if fixes:
-            self._emit("perception", "typed words read as " + ", ".join(f'"{meant}" ("{typed}")'
-                                                                     for typed, meant in fixes.items()))
-        return mended
-
-    def _extract_goals(self, request: str, grounding: Grounding | None, usage: LLMUsage, widen: bool = True,
-                       part: bool = False) -> tuple[list[Goal], Grounding | None]:
-        """The goals checked, and the grounding they were read with: when the model holds that the
-        home lacks what the request asks for, or its reading is doubted twice, phrases that may
-        name map labels in other words are checked first (`widen`), and the request is read again
-        with those found."""
-        reader = GoalReader(request, self.tools.scene(), grounding, part)
-        halves = joined_halves(request)
-        try:
-            goals = reader.settle(self._validated(reader.messages(), reader.schema(), usage, reader.parse,
-                                                  self.goal_policy))
-        except RequestImpossible as why:
-            if halves is not None:
-                return self._read_halves(halves, grounding, usage)
-            if (wider := self._wider(request, grounding, usage, widen, str(why))) is None:
-                raise
-            return self._extract_goals(request, wider, usage, widen=False, part=part)
-        if halves is not None and len({goal.object for goal in goals if goal.object}) < 2:
-            return self._read_halves(halves, grounding, usage)
-        fits, renamed = self._goals_fit(reader, goals, usage)
-        if fits:
-            return goals, grounding
-        if widen and renamed:
-            # A thing taken for a word the map does not use, where another label fits the word better
-            # ("the paper" read as the book, beside a newspaper): read again with the better one.
-            wider = grounding or Grounding(request, request, ())
-            for match in renamed:
-                wider = wider.with_match(match)
-            self._emit("perception", f"the request in the map's words: {wider.note()}")
-            return self._extract_goals(request, wider, usage, widen=False, part=part)
-        # Doubted: read again with the doubt said; a reading that is still doubted is put to the user.
-        again, goals = self._read_again(request, grounding, goals, GOAL_DOUBT.format(reading=reading_of(goals)), usage,
-                                         part)
-        if self._goals_fit(again, goals, usage)[0]:
-            return goals, grounding
-        if (wider := self._wider(request, grounding, usage, widen)) is not None:
-            return self._extract_goals(request, wider, usage, widen=False, part=part)
-        return self._asked(goals), grounding
-
-    def _read_halves(self, halves: tuple[str, str], grounding: Grounding | None, usage: LLMUsage
-                     ) -> tuple[list[Goal], Grounding | None]:
-        """A request for two things read as two requests for one thing each, when read whole it gave
-        goals for one thing or none: the 1.5B kept one of "the notebook and the novel" through every
-        repair, and the robot said Done. with the novel where it was; asked for one thing at a time it
-        reads each."""
-        self._emit("check", f'the request asks for two things: read as "{halves[0]}" and "{halves[1]}"')
-        goals: list[Goal] = []
-        for half in halves:
-            goals += [goal for goal in self._extract_goals(half, self._ground(half, usage), usage, part=True)[0]
-                      if goal not in goals]
-        return final_goals(goals), grounding
-
-    def _wider(self, request: str, grounding: Grounding | None, usage: LLMUsage, widen: bool, why: str = ""
-               ) -> Grounding | None:
-        """Before the request is given up or put to the user: the request grounded again with the
-        phrases the model says are other names for map labels ("the paper": the newspaper), when
-        that finds more than the first grounding did; else with the words the map lacks (those the
-        reason `why` says the home has not, and things to move no label has a word of) each the
-        label the model chooses among those most like it, when the name check agrees ("the throw":
-        the blanket, less alike than any grounding would take)."""
-        if not widen or self.settings.other_name_similarity >= 1 or self.grounder is None:
-            return None
-        wider = self._ground(request, usage, loose=True)
-        before = len(grounding.matches if grounding else ())
-        if wider is not None and len(wider.matches) > before:
-            return wider
-        chosen = wider or grounding or Grounding(request, request, ())
-        scene = self.tools.scene()
-        for word in missing_words(request, why, scene):
-            if any(word in match.phrase.split() for match in chosen.matches):
-                continue
-            if (match := self._chosen_label(request, word, scene, usage)) is not None:
-                chosen = chosen.with_match(match)
-        if len(chosen.matches) > before:
-            self._emit("perception", f"the request in the map's words: {chosen.note()}")
-            return chosen
-        return None
-
-    def _chosen_label(self, request: str, word: str, scene: SceneGraph, usage: LLMUsage) -> Match | None:
-        """The map label the model chooses for `word` among those most like it ("none of these"
-        allowed), when the yes/no name check agrees that it is another name for it."""
-        assert self.grounder is not None
-        nearest = {m.label: m for m in self.grounder.nearest(word, thing_labels(scene), LABELS_OFFERED)}
-        if (picked := self._choice(request, word, label_options(nearest), "label", usage)) is None:
-            return None
-        # The request is read in the map's words from here on: as sure as grounding ("the throw" was
-        # taken for a sink at 0.47 in a home whose blanket the model gave 0.24), or, for a thing (the
-        # 1.5B's yes ranks furniture badly: that sink led the next label by 0.20), two readings agree:
-        # the choice is the label the name check singles out among those offered ("the pot plant": a
-        # houseplant 0.50, the next 0.22).
-        if (p_yes := self._name_p(word, picked, usage)) is None:
-            return None
-        if p_yes >= self.settings.other_name_threshold:
-            return nearest[picked]
-        if p_yes < self.settings.other_name_agreement or picked not in {o.label for o in scene.objects()}:
-            return None
-        agreed = self._best_named(word, list(nearest), usage, margin=self.settings.name_check_margin,
-                                  threshold=self.settings.other_name_agreement)
-        return nearest[picked] if agreed is not None and agreed[0].label == picked else None
-
-    def _asked(self, goals: list[Goal]) -> list[Goal]:
-        """A reading doubted twice, put to the user: the goals when they confirm it."""
-        # Doubted twice: only the user can say. Without an answer the robot does not act on a reading it
-        # doubts (on development homes every reading doubted twice was wrong: a laptop for "something to eat").
-        question = f"Do you want this: {reading_of(goals)}?"
-        self._emit("question", question)
-        answer = self.tools.ask(question, self.settings.question_timeout_s)
-        self._emit("answer", answer or "no answer")
-        if not answer:
-            raise RequestImpossible(f"I am not sure what you want: I read it as {reading_of(goals)}, which may not "
-                                    "be it, and no answer came; please say it another way")
-        if not confirmed(answer):
-            raise RequestImpossible(f"you said that is not what you asked ({answer!r}); please say it another way")
-        return goals
-
-    def _read_again(self, request: str, grounding: Grounding | None, goals: list[Goal], why: str, usage: LLMUsage,
-                    part: bool = False) -> tuple[GoalReader, list[Goal]]:
-        """The request read again in the map as it is now, the model told why its reading `goals`
-        will not do."""
-        reader = GoalReader(request, self.tools.scene(), grounding, part)
-        messages = [*reader.messages(), {"role": "assistant", "content": GoalReply(goals=goals).model_dump_json()},
-                    {"role": "user", "content": why}]
-        return reader, reader.settle(self._validated(messages, reader.schema(), usage, reader.parse, self.goal_policy))
-
-    def _goals_fit(self, reader: GoalReader, goals: list[Goal], usage: LLMUsage) -> tuple[bool, list[Match]]:
-        """Whether the goals read ask for a change and pass the checks configured: the reading as a
-        whole, each thing chosen to meet a need, and each thing taken for one the request calls by
-        another name, each a narrow yes/no to the model against its threshold. A thing the request
-        names by another word must also be the object or room that word names best; when it is not,
-        the better ones come beside the verdict."""
-        settings, reading = self.settings, reading_of(goals)
-        if all(goal_met(goal, reader.scene) for goal in goals) and not reader.part:
-            # Only goals the model kept to through every repair can hold already (they are sent back):
-            # on development homes each such reading was a misreading told as done ("make your way to the
-            # home office" as nothing left on an empty desk), so the user is asked first. A part of a
-            # request read a thing at a time is not the whole request: other parts are still to be met.
-            self._emit("check", f"{reading}: so already, as the model kept reading it")
-            return False, []
-        checks = [(GOAL_CHECK_PROMPT.format(request=reader.said, reading=reading), reading, "what was asked",
-                   settings.goal_check_threshold)] if settings.goal_check_threshold > 0 else []
-        if settings.need_check_threshold > 0:
-            checks += [(need_question(reader.said, label), f"a {label}", "to meet the request", settings.need_check_threshold)
-                       for label in chosen_for_need(reader.request, goals)]
-        if not all(self._judged_yes(prompt, what, purpose, threshold, usage) for prompt, what, purpose, threshold in checks):
-            return False, []
-        if settings.name_check_threshold <= 0:
-            return True, []
-        for label, said in named_otherwise(reader.request, goals, reader.scene).items():
-            # Furniture keeps an absolute check: "the worktop" names the counter, yet the model and the
-            # embeddings both rank a desk above it.
-            alike = next((labels for labels in (reader.object_labels, reader.rooms) if label in labels), None)
-            if alike is None or self.grounder is None:
-                # "The table" read as a desk (0.62 a table to the model) or a chair where a dining table
-                # stands: furniture whose name has the word is what it names, the one it names best;
-                # when none has, the one it names best of all ("the bedside table": a nightstand).
-                having = {word: [f for f in reader.furniture_labels if f" {word} " in f" {words(f)} "] for word in said}
-                if not any(not having[word] and not names_only_its_modifier(word, label)
-                           and self._named(word, label, settings.name_check_threshold, usage) for word in said):
-                    return False, self._renames(label, [self._best_named(word, having[word] or [
-                        f for f in reader.furniture_labels if f != label], usage) for word in said])
-                if better := [match for word in said if not having[word]
-                              and (match := self._better_furniture(word, label, reader.furniture_labels, usage))]:
-                    return False, better
-                continue
-            # Things are told apart from the model's yes to most things for a word no label fits ("the
-            # apple" in a home without one: a juice carton 0.48, a basket 0.41), rooms are not (0.73 the
-            # living room for "the lounge", 0.65 the dining room).
-            margin = settings.name_check_margin if alike is reader.object_labels else 0.0
-            best = [self._best_named(word, alike, usage, label, margin) for word in said]
-            if not any(named is not None and named[0].label == label for named in best):
-                return False, self._renames(label, best)
-        return True, []
-
-    def _better_furniture(self, word: str, label: str, furniture_labels: list[str], usage: LLMUsage) -> Match | None:
-        """Other furniture that `word` names rather than the `label` the model took it for: the
-        embeddings hold it closer, and alike enough to back it, and the model's yes to it is no lower
-        ("the bedside table": a cabinet, 0.50 to the 1.5B, where a nightstand is 0.68 alike)."""
-        others = [f for f in furniture_labels if f != label]
-        if self.grounder is None or not others:
-            return None
-        nearest, own = self.grounder.nearest(word, others, 1)[0], self.grounder.nearest(word, [label], 1)[0]
-        if nearest.similarity < self.settings.name_check_backing or nearest.similarity <= own.similarity:
-            return None
-        p_other, p_own = self._name_p(word, nearest.label, usage), self._name_p(word, label, usage)
-        return nearest if p_other is not None and p_own is not None and p_other >= p_own else None
-
-    def _renames(self, label: str, best: list[tuple[Match, float] | None]) -> list[Match]:
-        """The labels other than `label` that words name best, as sure as grounding must be to read
-        the request in the map's words: at the name check's threshold a word no label fits is as
-        likely taken for the nearest one ("the apple" for a juice carton, 0.49, in a home without
-        apples) as for what it names."""
-        return [match for named in best if named is not None and (match := named[0]).label != label
-                and named[1] >= self.settings.other_name_threshold]
-
-    def _best_named(self, word: str, labels: list[str], usage: LLMUsage, also: str = "", margin: float = 0.0,
-                    threshold: float | None = None) -> tuple[Match, float] | None:
-        """The label among the `labels` most like `word` (and `also`) that `word` names best, and the
-        model's probability that it is another name for it: that probability plus the embeddings'
-        similarity ranks them, and it must pass `threshold` (the name check's unless given) and be
-        `margin` above the probability of any other label asked, unless the embeddings back it; none
-        when a label asked gets no answer, as that one may be the best. On nine other names
-        (five from development homes), each against two or three near labels, the sum put the right
-        label first for 8, the model's yes alone for 7 and the embeddings alone for 5 ("cushion" is
-        nearer a sofa than a pillow)."""
-        if self.grounder is None or not labels:
-            return None
-        nearest = self.grounder.nearest(word, labels, LABELS_OFFERED)
-        if also and all(match.label != also for match in nearest):
-            nearest += self.grounder.nearest(word, [also], 1)
-        asked = [(self._name_p(word, match.label, usage), match) for match in nearest]
-        scored = [(p_yes + match.similarity, p_yes, match) for p_yes, match in asked if p_yes is not None]
-        if len(scored) < len(asked):
-            return None
-        _, p_yes, best = max(scored, key=lambda score: score[0])
-        runner_up = max((p for _, p, match in scored if match is not best), default=0.0)
-        # The yes must single the thing out, or the embeddings must: the model says yes 0.4 or so to
-        # most things for a word no label fits.
-        stands_out = p_yes - runner_up >= margin or best.similarity >= self.settings.name_check_backing
-        needed = self.settings.name_check_threshold if threshold is None else threshold
-        return (best, p_yes) if p_yes >= needed and stands_out else None
-
-    def _named(self, word: str, label: str, threshold: float, usage: LLMUsage, unjudged: bool = True) -> bool:
-        """The yes/no name check: whether the model holds `word` another name for a `label`."""
-        p_yes = self._name_p(word, label, usage)
-        return unjudged if p_yes is None else p_yes >= threshold
-
-    def _name_p(self, word: str, label: str, usage: LLMUsage) -> float | None:
-        """The name check's probability that `word` is another name for a `label`, None unanswered."""
-        return self._p_yes(name_question(word, label), f"a {label}", f'called "{word}"', usage)
-
-    def _judged_yes(self, prompt: str, what: str, purpose: str, threshold: float, usage: LLMUsage) -> bool:
-        """The model's probability of yes to `prompt` against `threshold`; yes when the model gives no
-        answer (a reading of goals stands as it did: no check is no doubt)."""
-        p_yes = self._p_yes(prompt, what, purpose, usage)
-        return p_yes is None or p_yes >= threshold
-
-    def _p_yes(self, prompt: str, what: str, purpose: str, usage: LLMUsage) -> float | None:
-        """The model's probability of yes to `prompt`, None when it gives no answer; the trace says
-        how likely `what` is `purpose`. (Labels come from perception, so no text of theirs is a
-        format string.)"""
-        if (p_yes := self._judgements.get(prompt)) is None:
-            try:
-                reply = judged(self.goal_policy, [{"role": "user", "content": prompt}])
-                usage.add(reply)
-                p_yes = self._judgements[prompt] = yes_probability_of(reply)
-            except (PolicyError, ValueError) as error:
-                self._emit("error", f"could not check the goals: {error}")
-                return None
-            self._emit("check", f"{what}: {p_yes:.2f} likely {purpose}")
-        return p_yes
+        self.reader.new_task()
+        return self.reader.goals(self.reader.mended(request), usage or LLMUsage())[0]
 
     def _decide(self, prompt: str, actions: list[str], usage: LLMUsage) -> StepReply | None:
         messages = [{"role": "system", "content": self.system_prompt}, *EXAMPLE_TURNS,

@@ -21,7 +21,8 @@ from std_msgs.msg import Bool, String
 from planner.action import ExecuteSkill, ExecuteTask, Say
 from planner.core.failures import FailureCode
 from planner.core.perception_actions import perceive
-from planner.core.planning.task_planner import PlanningMode, TaskPlanner
+from planner.core.planning.settings import PlanningMode
+from planner.core.planning.task_planner import TaskPlanner
 from planner.core.scene_graph import Entity, RobotSnapshot, SceneGraph
 from planner.core.task_queue import TaskQueue
 from planner.core.types import EpisodeResult, FailureInfo, Observation, PlanVerdict, Recovery, SkillResult, SuggestionInfo, TraceStep
