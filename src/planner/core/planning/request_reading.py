@@ -10,9 +10,10 @@ from collections import Counter
 from collections.abc import Callable
 
 from planner.core.ambiguity import words_of
-from planner.core.asking import LABELS_OFFERED, NONE, LLMUsage, ask_validated, choose_one, label_options, room_options, words
+from planner.core.asking import LABELS_OFFERED, NONE, LLMUsage, choose_one, label_options, room_options, words
 from planner.core.errors import PolicyError, RequestImpossible
 from planner.core.goals import Goal, GoalReply, goal_met
+from planner.core.planning.conversation import Conversation
 from planner.core.planning.goal_reading import (
     GOAL_CHECK_PROMPT,
     GOAL_DOUBT,
@@ -31,14 +32,11 @@ from planner.core.planning.goal_reading import (
     source_places,
 )
 from planner.core.planning.grounding import Grounder, Grounding, Match
+from planner.core.planning.model_calls import ModelCalls
 from planner.core.planning.settings import PlannerSettings
 from planner.core.planning.spelling import Speller
 from planner.core.ports import Policy, Tools, judged, yes_probability_of
 from planner.core.scene_graph import SceneGraph
-from planner.core.types import PolicyReply
-
-# How the reader asks the model: (messages, schema, usage, policy) -> the reply, counted in usage.
-ModelCall = Callable[[list[dict], dict, LLMUsage, Policy], PolicyReply]
 
 
 def thing_labels(scene: SceneGraph) -> list[str]:
@@ -55,17 +53,18 @@ def rooms_furnished(scene: SceneGraph) -> dict[str, list[str]]:
 
 
 class RequestReader:
-    """Reads requests in the map the `tools` show, asking `policy` through `call` (which the task
-    planner makes cancellable) and saying what it found through `emit(kind, text)`."""
+    """Reads requests in the map the `tools` show, asking `policy` through the task's `calls` (and
+    the user through its `conversation`) and saying what it found through `emit(kind, text)`."""
 
     def __init__(self, policy: Policy, tools: Tools, settings: PlannerSettings, grounder: Grounder | None,
-                 call: ModelCall, emit: Callable[[str, str], None]):
+                 calls: ModelCalls, conversation: Conversation, emit: Callable[[str, str], None]):
         self.policy = policy
         self.tools = tools
         self.settings = settings
         self.grounder = grounder
         self.speller = Speller()
-        self._call_model = call
+        self.calls = calls
+        self.conversation = conversation
         self._emit = emit
         # A task's yes/no checks by prompt: a reading read again, or widened, asks some of them again,
         # and the model's answer to the same words is the same.
@@ -81,12 +80,6 @@ class RequestReader:
         """The goals a (mended) request is read into, checked, and the grounding they were read with;
         RequestImpossible says why there are none, PolicyError why the model gave none."""
         return self._extract_goals(request, self._ground(request, usage), usage)
-
-    def _validated(self, messages: list[dict], schema: dict, usage: LLMUsage, parse: Callable[[str], object]):
-        """Ask, validate, and on an invalid reply tell the model what was wrong, a bounded number of times."""
-        return ask_validated(lambda m: self._call_model(m, schema, usage, self.policy), messages, parse,
-                             self.settings.max_repairs,
-                             lambda problem, text: self._emit("error", f"invalid reply ({problem}): {text[:200]}"))
 
     def _ground(self, request: str, usage: LLMUsage, loose: bool = False) -> Grounding | None:
         """The request's phrases that name map labels in other words, and its places where only a
@@ -160,7 +153,7 @@ class RequestReader:
         request, None when it says none of them or gives no valid answer (the words then stay as the
         model read them)."""
         try:
-            picked = choose_one(lambda messages, schema: self._call_model(messages, schema, usage, self.policy),
+            picked = choose_one(lambda messages, schema: self.calls.call(messages, schema, usage, self.policy),
                                 request, words_said, options, self.settings.max_repairs)
         except PolicyError as error:
             self._emit("error", f"could not ask which {what} {words_said!r} is: {error}")
@@ -213,7 +206,7 @@ class RequestReader:
         reader = GoalReader(request, self.tools.scene(), grounding, part)
         halves = joined_halves(request)
         try:
-            goals = reader.settle(self._validated(reader.messages(), reader.schema(), usage, reader.parse))
+            goals = reader.settle(self.calls.validated(reader.messages(), reader.schema(), usage, reader.parse, self.policy))
         except RequestImpossible as why:
             if halves is not None:
                 return self._read_halves(halves, grounding, usage)
@@ -307,10 +300,7 @@ class RequestReader:
         """A reading doubted twice, put to the user: the goals when they confirm it."""
         # Doubted twice: only the user can say. Without an answer the robot does not act on a reading it
         # doubts (on development homes every reading doubted twice was wrong: a laptop for "something to eat").
-        question = f"Do you want this: {reading_of(goals)}?"
-        self._emit("question", question)
-        answer = self.tools.ask(question, self.settings.question_timeout_s)
-        self._emit("answer", answer or "no answer")
+        answer = self.conversation.ask(f"Do you want this: {reading_of(goals)}?")
         if not answer:
             raise RequestImpossible(f"I am not sure what you want: I read it as {reading_of(goals)}, which may not "
                                     "be it, and no answer came; please say it another way")
@@ -325,7 +315,7 @@ class RequestReader:
         reader = GoalReader(request, self.tools.scene(), grounding, part)
         messages = [*reader.messages(), {"role": "assistant", "content": GoalReply(goals=goals).model_dump_json()},
                     {"role": "user", "content": why}]
-        return reader, reader.settle(self._validated(messages, reader.schema(), usage, reader.parse))
+        return reader, reader.settle(self.calls.validated(messages, reader.schema(), usage, reader.parse, self.policy))
 
     def goals_fit(self, reader: GoalReader, goals: list[Goal], usage: LLMUsage) -> tuple[bool, list[Match]]:
         """Whether the goals read ask for a change and pass the checks configured: the reading as a

@@ -17,138 +17,33 @@ what the map shows, such as a thing not seen yet) or the replans run out.
 
 from __future__ import annotations
 
-import re
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import NamedTuple
 
-from planner.core.ambiguity import Question, ambiguous_goals, chosen_candidate
-from planner.core.asking import LLMUsage, ask_validated, words
+from planner.core.ambiguity import ambiguous_goals
+from planner.core.asking import LLMUsage, words
 from planner.core.calls import format_call, parse_call
 from planner.core.errors import PolicyError, RequestImpossible, TaskCanceled
 from planner.core.failures import FailureCode
-from planner.core.goals import Goal, goal_lacks, goal_met, goal_objects, goal_status
+from planner.core.goals import Goal, goal_lacks, goal_met, goal_objects
 from planner.core.planning.action_space import ASK_USER, GIVE_UP, PERCEPTION_ACTIONS, SEARCH_MAP, action_schema, allowed_actions
-from planner.core.planning.goal_reading import GOAL_NO_PLAN, confirmed, reading_of
-from planner.core.planning.grounding import Grounder, Grounding
+from planner.core.planning.advice import Advice
+from planner.core.planning.conversation import Conversation
+from planner.core.planning.goal_reading import GOAL_NO_PLAN, reading_of
+from planner.core.planning.grounding import Grounder
+from planner.core.planning.loop_state import Ending, LoopState, final_ending, may_satisfy, mentioned_ids
+from planner.core.planning.model_calls import ModelCalls
 from planner.core.planning.pddl import make_domain
-from planner.core.planning.prompts import EXAMPLE_TURNS, SYSTEM_PROMPT, PromptHistory, StepReply, robot_line, spoken_outcome, user_message
-from planner.core.planning.recoveries import ActionRecord, ComposedSuggestion, compose_messages, compose_schema, find_recoveries
+from planner.core.planning.plan_checking import PlanChecking
+from planner.core.planning.prompts import EXAMPLE_TURNS, SYSTEM_PROMPT, StepReply, spoken_outcome, user_message
+from planner.core.planning.recoveries import ActionRecord, find_recoveries
 from planner.core.planning.request_reading import RequestReader
-from planner.core.planning.scene_plans import call_sentence
 from planner.core.planning.settings import PlannerSettings
 from planner.core.ports import Policy, Tools
-from planner.core.scene_graph import SceneGraph
 from planner.core.skills import SkillPlanner
-from planner.core.types import EpisodeOutcome, EpisodeResult, FailureInfo, PlanVerdict, PolicyReply, SuggestionInfo, TraceStep
-
-_IDS = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)*_\d+\b")
-
-
-def mentioned_ids(text: str, scene: SceneGraph) -> set[str]:
-    return {token for token in _IDS.findall(text) if scene.has(token)}
-
-
-# Names a suggestion may use: skills, planner actions, failure codes; any other call or CONSTANT_NAME is foreign.
-_CALL_NAMES = re.compile(r"\b[A-Za-z][A-Za-z0-9_]*(?=\()|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b")
-
-
-def foreign_names(text: str, scene: SceneGraph, skills: SkillPlanner) -> list[str]:
-    """What a case's suggestion names that is no skill or action here, no failure code and no id in
-    this map: a case store anyone on the network can write to must not steer the robot."""
-    known = {*skills.library.skills, *PERCEPTION_ACTIONS, *(call.split("(")[0] for call in (GIVE_UP, ASK_USER, SEARCH_MAP)),
-             *(code.name for code in FailureCode)}
-    names = [name for name in _CALL_NAMES.findall(text) if name not in known]
-    return list(dict.fromkeys(names + [token for token in _IDS.findall(text) if not scene.has(token)]))
-
+from planner.core.types import EpisodeOutcome, EpisodeResult, FailureInfo, TraceStep
 
 SATISFIED = "the world state satisfies the request"
-CANCEL_POLL_S = 0.05   # how often a wait for the model looks whether the task was canceled
-STACK_MISSING = (FailureCode.SKILL_PLANNER_UNAVAILABLE, FailureCode.CONTROLLER_UNAVAILABLE,
-                 FailureCode.EXECUTOR_UNAVAILABLE, FailureCode.ROBOT_UNAVAILABLE)
-
-
-class Ending(NamedTuple):
-    """How a task ended: its outcome, why, and after how many steps."""
-    outcome: EpisodeOutcome
-    summary: str
-    steps: int
-
-
-def _final(failure: FailureInfo | None, steps: int) -> Ending | None:
-    """How a task ends on a failure no other action works around, in either mode."""
-    if failure is None:
-        return None
-    if failure.code == FailureCode.HAZARD:
-        # Not a failure to work around: what the request leads to is forbidden.
-        return Ending(EpisodeOutcome.REFUSED, failure.reason, steps)
-    if failure.code in STACK_MISSING:
-        # No other action can do better while a part of the stack is down.
-        return Ending(EpisodeOutcome.ERROR, failure.reason, steps)
-    return None
-
-
-@dataclass
-class LoopState:
-    """What the loop knows of a task besides the world: the goals, what it has seen and tried,
-    and what it has withdrawn from the model's choice."""
-    request: str
-    goals: list[Goal]
-    focus: frozenset[str]               # the goals' object labels, listed first in a crowded room
-    acted: list[ActionRecord]           # every action taken, with failures and the cases suggested then
-    seen_room: str
-    explored: set[str]
-    history: PromptHistory = field(default_factory=PromptHistory)
-    known: set[str] = field(default_factory=set)                  # ids the robot has perceived
-    failures_in_row: dict[str, int] = field(default_factory=dict)
-    failures: dict[str, int] = field(default_factory=dict)  # of each action in the whole task
-    skill_failing: bool = False          # the last skill failed; looking around since does not change that
-    looked: set[str] = field(default_factory=set)  # perception calls since the last skill: asking again tells nothing new
-    suggested: bool = False              # the last failure came with a suggestion
-    asked: bool = False
-    asked_fleet: set[str] = field(default_factory=set)   # labels the other robots were asked about
-    grounding: Grounding | None = None   # the request's phrases in the map's words
-    reread: bool = False                 # LLM+P read the goals again once, after finding no plan
-    verdict: PlanVerdict | None = None   # the plan check of the first plan checked
-    first_steps_checked: bool = False    # ReAct's first steps were put to the plan check
-    # A skill that led from a situation back to one the robot was in before goes round in a
-    # circle: it is not offered in that situation again. The move that closes the circle is
-    # withdrawn, not the first one, which often was right ("go to the table" before "go back"
-    # without picking anything up).
-    circular: dict[tuple, set[str]] = field(default_factory=dict)
-    visited: set[tuple] = field(default_factory=set)
-    last_move: tuple[tuple, str] | None = None
-
-    def arrive(self, scene: SceneGraph, reach_m: float) -> tuple:
-        """The situation the robot is in now (where it is, how each goal stands), noted as
-        visited; a move that led back to a situation seen before closes a circle."""
-        status = [goal_status(goal, scene) for goal in self.goals]
-        for _, ids in status:
-            self.known |= set(ids)
-        situation = (robot_line(scene, reach_m), tuple(line for line, _ in status))
-        if self.last_move and situation in self.visited:
-            self.circular.setdefault(self.last_move[0], set()).add(self.last_move[1])
-        self.visited.add(situation)
-        self.last_move = None
-        return situation
-
-    def withdrawn(self, situation: tuple, lacking: bool, repeat_failure_limit: int) -> set[str]:
-        """Actions not offered now: failed too often in a row, looked at already, closing a circle.
-        Giving up is for a request the map cannot meet or after a failure, and a suggestion is
-        tried first; a question only when the map cannot tell, once per task: a robot that keeps
-        asking is no help."""
-        withdrawn = {a for a, n in self.failures_in_row.items() if n >= repeat_failure_limit} | self.looked
-        withdrawn |= self.circular.get(situation, set())
-        if self.suggested or not (self.skill_failing or lacking):
-            withdrawn.add(GIVE_UP)
-        if self.asked or not lacking:
-            withdrawn.add(ASK_USER)
-        return withdrawn
-
-
-
 class TaskPlanner:
     def __init__(self, policy: Policy, tools: Tools, skills: SkillPlanner, settings: PlannerSettings | None = None,
                  on_step: Callable[[TraceStep], None] | None = None, grounder: Grounder | None = None,
@@ -162,18 +57,21 @@ class TaskPlanner:
         self.settings = settings or PlannerSettings()
         self.domain = make_domain(skills.library) if self.settings.mode != "react" else None
         self.on_step = on_step or (lambda step: None)
-        self.cancel_event = threading.Event()
-        self.cancel_reason = "canceled by the user"
+        self.calls = ModelCalls(policy, self.settings.max_repairs, self._emit)
+        self.cancel_event = self.calls.cancel_event
         # Reading the request may be given to a larger model (goal_policy).
-        self.reader = RequestReader(goal_policy or policy, tools, self.settings, grounder, self._call, self._emit)
+        self.conversation = Conversation(tools, self.settings.question_timeout_s, self._emit)
+        self.plan_checks = PlanChecking(tools, skills, self.settings.plan_check, self._emit)
+        self.advice = Advice(tools, skills, self.calls, self._emit)
+        self.reader = RequestReader(goal_policy or policy, tools, self.settings, grounder, self.calls, self.conversation,
+                                    self._emit)
 
     def _emit(self, kind: str, text: str) -> None:
         self.on_step(TraceStep(kind, text))
 
     def cancel(self, reason: str = "canceled by the user") -> None:
         """Stop at the next step, from any thread; the task ends canceled with `reason`."""
-        self.cancel_reason = reason
-        self.cancel_event.set()
+        self.calls.cancel(reason)
 
     def run(self, request: str) -> EpisodeResult:
         started = time.monotonic()
@@ -198,13 +96,13 @@ class TaskPlanner:
         if recoveries:
             self.tools.learn(request, recoveries)
         if success:
-            self._record_plan(request, acted)
+            self.plan_checks.record(request, acted)
         result = EpisodeResult(success, ending.outcome, ending.summary, ending.steps, usage.calls, usage.prompt_tokens,
                                usage.completion_tokens, time.monotonic() - started,
                                state.verdict if isinstance(state, LoopState) else None)
         self._emit("result", f"{ending.outcome}: {ending.summary} ({ending.steps} steps, {result.llm_calls} LLM calls, "
                              f"{result.prompt_tokens}+{result.completion_tokens} tokens, {result.seconds:.1f} s)")
-        self._say(spoken_outcome(ending.outcome, ending.summary, ending.steps))
+        self.conversation.say(spoken_outcome(ending.outcome, ending.summary, ending.steps))
         return result
 
     def _begin(self, request: str, usage: LLMUsage, acted: list[ActionRecord]) -> LoopState | Ending:
@@ -225,7 +123,7 @@ class TaskPlanner:
         # Read in the map's words, as the goals were: "the desk lamp from the side table" is a table lamp
         # there, not one on the desk (a development home fetched the one on the desk and said Done.).
         for question in ambiguous_goals(grounding.text if grounding else request, goals, self.tools.scene()):
-            goals[question.goal] = goals[question.goal].model_copy(update={"object_id": self._settle(question)})
+            goals[question.goal] = goals[question.goal].model_copy(update={"object_id": self.conversation.which(question)})
         self._emit("goal", "; ".join(str(g) for g in goals))
         # The robot looks around where it stands before the first step.
         room = self.tools.scene().known_robot.room
@@ -259,7 +157,7 @@ class TaskPlanner:
         from planner.core.planning.classical import plan_goals
         for attempt in range(self.settings.replan_limit + 1):
             if self.cancel_event.is_set():
-                return Ending(EpisodeOutcome.CANCELED, self.cancel_reason, len(state.acted))
+                return Ending(EpisodeOutcome.CANCELED, self.calls.cancel_reason, len(state.acted))
             scene = self.tools.scene()
             if all(goal_met(goal, scene) for goal in state.goals):
                 return self._done(state)
@@ -295,7 +193,7 @@ class TaskPlanner:
                 if outcome.shortest_timed_out else ""
             self._emit("plan", f"{'replanned' if attempt else 'planned'}{whole} in {outcome.seconds:.2f} s "
                                f"({outcome.engine}): {'; '.join(outcome.calls) or 'nothing to do'}")
-            ending = self._check_plan(state, outcome.calls, scene) or self._carry_out(state, outcome.calls, usage)
+            ending = self.plan_checks.check(state, outcome.calls, scene) or self._carry_out(state, outcome.calls, usage)
             if ending is not None:
                 return ending
             if self._confirm(state.goals):
@@ -316,62 +214,14 @@ class TaskPlanner:
                     else [record.action]
         return calls
 
-    def _check_plan(self, state: LoopState, calls: list[str], scene: SceneGraph, first_steps: bool = False
-                    ) -> Ending | None:
-        """The plan (`first_steps`: the first steps ReAct has chosen) scored against those that
-        worked for similar requests: said in the trace and, when it is unlike them and the config
-        says so, put to the user. An Ending when they decline."""
-        check = self.settings.plan_check
-        if check.mode == "off" or len(calls) < check.min_steps:
-            return None
-        verdict = self.tools.check_plan(state.request, [call_sentence(call, scene) for call in calls], first_steps)
-        if verdict is None:
-            return None
-        state.verdict = state.verdict or verdict
-        said = f"the first {len(calls)} steps: {verdict.describe()}" if first_steps else verdict.describe()
-        self._emit("warning" if verdict.low else "check", said)
-        if not verdict.low or check.mode != "confirm":
-            return None
-        answer = self.tools.ask(f"{said[0].upper()}{said[1:]}. Shall I carry {'on' if first_steps else 'it out'}?",
-                                check.confirm_timeout_s)
-        if answer is not None and confirmed(answer):
-            return None
-        return Ending(EpisodeOutcome.CANCELED, "the plan was unlike those that worked before and the user did not "
-                                               "confirm it", len(state.acted))
-
-    def _check_first_steps(self, state: LoopState, action: str) -> Ending | None:
-        """ReAct chooses a step at a time, so there is no plan to check before the robot moves: the
-        skills that worked so far and the one chosen now are checked once, when they are as many
-        as the check's shortest plan."""
-        if state.first_steps_checked or parse_call(action)[0] not in self.skills.library.skills:
-            return None
-        steps = [*self._skills_done(state.acted), action]
-        if len(steps) < self.settings.plan_check.min_steps:
-            return None
-        state.first_steps_checked = True
-        return self._check_plan(state, steps, self.tools.scene(), first_steps=True)
-
-    def _skills_done(self, acted: list[ActionRecord]) -> list[str]:
-        """The skills that worked, in order: the task's plan as carried out."""
-        return [record.action for record in acted
-                if record.failure is None and parse_call(record.action)[0] in self.skills.library.skills]
-
-    def _record_plan(self, request: str, acted: list[ActionRecord]) -> None:
-        """The skills that worked, in order, kept for checking later plans."""
-        if self.settings.plan_check.mode == "off":
-            return
-        scene = self.tools.scene()
-        if skills := self._skills_done(acted):
-            self.tools.record_plan(request, [call_sentence(call, scene) for call in skills])
-
     def _carry_out(self, state: LoopState, calls: list[str], usage: LLMUsage) -> Ending | None:
         """A plan's calls one by one up to the first failure; how the task ends if it must end now."""
         for call in calls:
             if self.cancel_event.is_set():
-                return Ending(EpisodeOutcome.CANCELED, self.cancel_reason, len(state.acted))
+                return Ending(EpisodeOutcome.CANCELED, self.calls.cancel_reason, len(state.acted))
             failure = self._act_observed(state, call, usage)
             if failure is not None:
-                return _final(failure, len(state.acted))
+                return final_ending(failure, len(state.acted))
         return None
 
     def _read_goals_again(self, state: LoopState, why: str, usage: LLMUsage) -> bool:
@@ -419,7 +269,7 @@ class TaskPlanner:
     def _step(self, state: LoopState, step: int, usage: LLMUsage) -> Ending | None:
         """One thought and action; how the task ended, or None while it goes on."""
         if self.cancel_event.is_set():
-            return Ending(EpisodeOutcome.CANCELED, self.cancel_reason, step - 1)
+            return Ending(EpisodeOutcome.CANCELED, self.calls.cancel_reason, step - 1)
         scene = self.tools.scene()
         goals = state.goals
         if all(goal_met(goal, scene) for goal in goals):
@@ -450,119 +300,41 @@ class TaskPlanner:
         if reply.action == GIVE_UP:
             return Ending(EpisodeOutcome.IMPOSSIBLE, reply.thought, step)
         if reply.action == ASK_USER:
-            history.latest = [self._ask_user(reply.question)]
+            answer = self.conversation.ask(reply.question)
+            history.latest = [f"The user answered: {answer}" if answer else "The user did not answer."]
             history.done.append(f"{ASK_USER}: asked")
             state.asked = True
             return None
         # The query travels in the call, so the trace and the history show what was searched for.
         action = format_call("search_map", [reply.query.strip() or state.request]) if reply.action == SEARCH_MAP \
             else reply.action
-        declined = self._check_first_steps(state, action)
+        declined = self.plan_checks.check_first_steps(state, action)
         if declined is not None:
             return declined
         observation, failed = self._act(action, state.focus, state.request, usage, state.acted)
-        final = _final(state.acted[-1].failure, step)
+        final = final_ending(state.acted[-1].failure, step)
         if final is not None:
             return final
         self._observe(state, situation, reply.action, observation, failed)
-        if not failed and self._may_satisfy(reply.action, goals) and self._confirm(goals):
+        if not failed and may_satisfy(reply.action, goals, self.tools.scene()) and self._confirm(goals):
             return Ending(EpisodeOutcome.SUCCEEDED, SATISFIED, step)
         return None
 
     def _observe(self, state: LoopState, situation: tuple, action: str, observation: str, failed: bool) -> None:
-        """What an action's outcome changes in what the loop knows and tells the model next."""
-        history = state.history
-        state.suggested = failed and "Suggestion:" in observation
-        history.latest = [observation]
-        is_perception = parse_call(action)[0] in PERCEPTION_ACTIONS
-        if is_perception:
-            state.looked.add(action)
-        else:
-            state.looked.clear()
-            state.skill_failing = failed
-            if not failed:
-                state.last_move = (situation, action)
+        """What an action's outcome changes in what the loop knows and tells the model next; arriving
+        in a room, the robot sees what is there."""
+        state.note(situation, action, observation, failed, self.settings.repeat_failure_limit)
         scene = self.tools.scene()
         room = scene.known_robot.room
         if not failed and room != state.seen_room:
-            # Arriving in a room, the robot sees what is there.
             view = self.tools.perceive("get_objects_in_room", [room], state.focus)
             self._emit("observation", view.text)
-            history.latest.append(view.text)
+            state.history.latest.append(view.text)
             state.known |= set(view.entities)
             state.seen_room = room
             state.explored.add(room)
         state.known |= mentioned_ids(observation, scene)
-        if failed:
-            state.failures[action] = state.failures.get(action, 0) + 1
-            failures = state.failures_in_row[action] = state.failures_in_row.get(action, 0) + 1
-            history.done.append(f"{action}: FAILED")
-            if failures >= self.settings.repeat_failure_limit:
-                history.latest.append(f"{action} failed {failures} times in a row; it is withdrawn, try something else.")
-        else:
-            state.failures_in_row.clear()
-            history.done.append(f"{action}: {'looked' if is_perception else 'done'}")
         self._ask_fleet(state)
-
-    def _ask_user(self, question: str) -> str:
-        self._emit("question", question)
-        answer = self.tools.ask(question, self.settings.question_timeout_s)
-        self._emit("answer", answer or "no answer")
-        return f"The user answered: {answer}" if answer else "The user did not answer."
-
-    def _say(self, text: str) -> None:
-        self._emit("say", text)
-        self.tools.say(text)
-
-    def _settle(self, question: Question) -> str:
-        """Ask which object the user means; without a clear answer in time, take the nearest."""
-        self._emit("question", question.text)
-        answer = self.tools.ask(question.text, self.settings.question_timeout_s)
-        choice = chosen_candidate(answer, question, self.tools.scene()) if answer else None
-        if choice is None:
-            choice, place = question.candidates[0], question.places[0]
-            why = f"{answer!r} did not say which one" if answer else "no answer"
-            self._emit("answer", f"{why}; taking the nearest {question.label}, the one {place} ({choice})")
-            self._say(f"I will take the {question.label} {place}.")
-        else:
-            self._emit("answer", f"{answer!r}: {choice}")
-        return choice
-
-    # ---- one model call, validated --------------------------------------------------------
-    def _call(self, messages: list[dict], schema: dict, usage: LLMUsage, policy: Policy | None = None) -> PolicyReply:
-        reply = self._unless_canceled(lambda: (policy or self.policy).complete(messages, schema))
-        usage.add(reply)
-        if reply.prompt_tokens or reply.seconds:  # scripted replies have neither
-            self._emit("llm", f"{reply.prompt_tokens}+{reply.completion_tokens} tokens, {reply.seconds:.2f} s"
-                              + (f" ({reply.source})" if reply.source else ""))
-        return reply
-
-    def _unless_canceled(self, call: Callable[[], PolicyReply]) -> PolicyReply:
-        """The call's reply, awaited on a thread of its own so that a cancel ends the wait at once (a
-        small model on a CPU takes many seconds a reply); an abandoned call finishes unheard."""
-        done = threading.Event()
-        replies: list[PolicyReply] = []
-        errors: list[Exception] = []
-
-        def run() -> None:
-            try:
-                replies.append(call())
-            except Exception as error:  # noqa: BLE001 - raised again in the caller's thread
-                errors.append(error)
-            finally:
-                done.set()
-        threading.Thread(target=run, name="model-call", daemon=True).start()
-        while not done.wait(CANCEL_POLL_S):
-            if self.cancel_event.is_set():
-                raise TaskCanceled(self.cancel_reason)
-        if errors:
-            raise errors[0]
-        return replies[0]
-
-    def _validated(self, messages: list[dict], schema: dict, usage: LLMUsage, parse: Callable[[str], object]):
-        """Ask, validate, and on an invalid reply tell the model what was wrong, a bounded number of times."""
-        return ask_validated(lambda m: self._call(m, schema, usage), messages, parse, self.settings.max_repairs,
-                             lambda problem, text: self._emit("error", f"invalid reply ({problem}): {text[:200]}"))
 
     def read_goals(self, request: str, usage: LLMUsage | None = None) -> list[Goal]:
         """The goals the request is read into, checked as at the start of a task (the calls counted
@@ -583,7 +355,7 @@ class TaskPlanner:
                 raise ValueError(f"{ASK_USER} needs a \"question\" to the user that ends with '?'")
             return reply
 
-        return self._validated(messages, action_schema(actions), usage, parse)
+        return self.calls.validated(messages, action_schema(actions), usage, parse)
 
     # ---- acting -----------------------------------------------------------------------------
     def _act(self, action: str, focus: frozenset[str], request: str, usage: LLMUsage, acted: list[ActionRecord]
@@ -604,15 +376,8 @@ class TaskPlanner:
         acted[-1].failure = failure
         self._emit("failure", f"{failure.skill} failed at {failure.command or 'start'} [{failure.code}]: {failure.reason}")
         observation = f"{action} FAILED [{failure.code}]: {failure.reason}"
-        suggestion = self.tools.explain(failure)
+        suggestion = self.advice.for_failure(failure, request, usage)
         if suggestion is not None:
-            if suggestion.fit == "compose":
-                suggestion = self._compose(failure, request, suggestion, usage)
-            foreign = foreign_names(suggestion.text, self.tools.scene(), self.skills)
-            if foreign:
-                self._emit("error", f"suggestion of cases {', '.join(suggestion.case_ids)} ignored: it names "
-                                    f"{', '.join(foreign)}, which is no action or thing here")
-                return observation, True
             acted[-1].case_ids = list(suggestion.case_ids)
             acted[-1].suggestion = suggestion.text
             self._emit("suggestion", f"{suggestion.text} (cases {', '.join(suggestion.case_ids)})")
@@ -620,43 +385,6 @@ class TaskPlanner:
             observation += f' Suggestion: "{suggestion.text}"'
 
         return observation, True
-
-    def _compose(self, failure: FailureInfo, request: str, suggestion: SuggestionInfo, usage: LLMUsage) -> SuggestionInfo:
-        """One suggestion made by the LLM of several cases that fit about equally; if it cannot,
-        the best case's suggestion stands."""
-        ids = [case_id for case_id, _, _ in suggestion.options]
-        scores = dict(zip(suggestion.case_ids, suggestion.scores))
-
-        def parse(text: str) -> ComposedSuggestion:
-            reply = ComposedSuggestion.model_validate_json(text)
-            unknown = [i for i in reply.case_ids if i not in ids]
-            if unknown:
-                raise ValueError(f"case_ids: {', '.join(unknown)} were not among the cases given ({', '.join(ids)})")
-            return reply
-
-        try:
-            composed = self._validated(compose_messages(failure, request, suggestion.options),
-                                       compose_schema(ids), usage, parse)
-        except PolicyError as error:
-            self._emit("error", f"could not compose a suggestion from cases {', '.join(ids)}: {error}")
-            composed = None
-        if composed is None:
-            return suggestion
-        used = list(dict.fromkeys(composed.case_ids))
-        return SuggestionInfo(composed.suggestion, used, [scores[i] for i in used], fit="compose",
-                              options=suggestion.options)
-
-    def _may_satisfy(self, action: str, goals: list[Goal]) -> bool:
-        """A skill that acted on what a goal names, or moved the robot when a goal is about where
-        it is, may have finished the task."""
-        name, args = parse_call(action)
-        if name in PERCEPTION_ACTIONS:
-            return False
-        scene = self.tools.scene()
-        labels = {scene.entity(a).label for a in args if scene.has(a)} | set(args)
-        moved = name == "GOTO"
-        return any(labels & {goal.object, goal.target, goal.room} - {""}
-                   or (moved and goal.kind in ("robot_in_room", "bring_to_user")) for goal in goals)
 
     def _confirm(self, goals: list[Goal]) -> bool:
         """Goals are met once perception shows them; give it a moment to see the result of a skill."""

@@ -1,0 +1,38 @@
+"""What the robot asks and tells the user during a task, each said in the trace."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from planner.core.ambiguity import Question, chosen_candidate
+from planner.core.ports import Tools
+
+
+class Conversation:
+    def __init__(self, tools: Tools, timeout_s: float, emit: Callable[[str, str], None]):
+        self.tools, self.timeout_s, self._emit = tools, timeout_s, emit
+
+    def ask(self, question: str) -> str | None:
+        """The user's answer, or None when none came within the timeout."""
+        self._emit("question", question)
+        answer = self.tools.ask(question, self.timeout_s)
+        self._emit("answer", answer or "no answer")
+        return answer
+
+    def say(self, text: str) -> None:
+        self._emit("say", text)
+        self.tools.say(text)
+
+    def which(self, question: Question) -> str:
+        """Which object the user means; without a clear answer in time, the nearest."""
+        self._emit("question", question.text)
+        answer = self.tools.ask(question.text, self.timeout_s)
+        choice = chosen_candidate(answer, question, self.tools.scene()) if answer else None
+        if choice is None:
+            choice, place = question.candidates[0], question.places[0]
+            why = f"{answer!r} did not say which one" if answer else "no answer"
+            self._emit("answer", f"{why}; taking the nearest {question.label}, the one {place} ({choice})")
+            self.say(f"I will take the {question.label} {place}.")
+        else:
+            self._emit("answer", f"{answer!r}: {choice}")
+        return choice
