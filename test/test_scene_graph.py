@@ -370,3 +370,19 @@ def test_a_thing_stacked_on_another_rests_on_the_furniture_below():
     assert scene.support("mug_2") == ("on", "magazine_1")
     assert scene.furniture_support("mug_2") == ("on", "coffee_table_1")
     assert goal_met(Goal(kind="object_on", object="mug", object_id="mug_2", target="coffee_table"), scene)
+
+
+def test_map_labels_are_read_as_the_stack_writes_labels_and_a_kind_of_furniture_is_furniture():
+    from planner.core.voxeland import parse_voxeland
+
+    box = {"center": [1.0, 1.0, 0.4], "size": [0.8, 0.5, 0.8]}
+    semantic_map = parse_voxeland({"instances": {
+        "a": {"bbox": box, "n_observations": 5, "results": {"Picture Frame": 3.0, "picture-frame": 2.0, "vase": 4.0}},
+        "b": {"bbox": {**box, "center": [3.0, 1.0, 0.4]}, "n_observations": 5, "results": {"kitchen cabinet": 9.0}},
+        "c": {"bbox": {**box, "center": [5.0, 1.0, 0.4]}, "n_observations": 5, "results": {"Table_Lamp": 9.0}}}})
+    assert semantic_map.errors == []
+    scene = SceneGraph.from_voxeland(semantic_map)
+    assert scene.entity("a").labels == pytest.approx({"picture_frame": 5 / 9, "vase": 4 / 9})
+    # "kitchen_cabinet" is a cabinet, so furniture; a "table_lamp" is no table.
+    assert [e.id for e in scene.furniture()] == ["b"] and scene.entity("c").label == "table_lamp"
+    assert parse_voxeland({"instances": {"d": {"bbox": box, "n_observations": 1, "results": {" - ": 1.0}}}}).errors

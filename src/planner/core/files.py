@@ -6,6 +6,8 @@ import gc
 import json
 import math
 import os
+import re
+import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -134,6 +136,20 @@ def size_problem(values: tuple[float, ...]) -> str | None:
     if min(values) <= 0 or max(values) > MAX_SIZE_M:
         return f"must be positive and at most {MAX_SIZE_M:.0f} m in every axis, got {list(values)}"
     return None
+
+
+def stack_label(label: str) -> str:
+    """A label as the stack writes labels: Unicode-normalised, lower case, words joined by "_"
+    ("Picture Frame", "picture-frame" -> picture_frame), whatever the mapper or detector wrote."""
+    return "_".join(re.split(r"[\s_-]+", unicodedata.normalize("NFKC", label).casefold().strip(" \t_-")))
+
+
+def stack_labels(scores: dict[str, float]) -> dict[str, float]:
+    """Label scores under stack labels, the scores of labels that become one added up."""
+    merged: dict[str, float] = {}
+    for label, score in scores.items():
+        merged[stack_label(label)] = merged.get(stack_label(label), 0.0) + score
+    return merged
 
 
 def label_problem(label: str) -> str | None:

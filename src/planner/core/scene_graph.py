@@ -356,6 +356,10 @@ class SceneGraph:
                          for person in world.people])
         return scene
 
+    def is_furniture(self, label: str) -> bool:
+        """A furniture label, or a kind of one named by it ("kitchen_cabinet", "dining_table")."""
+        return label in self.furniture_labels or label.rsplit("_", 1)[-1] in self.furniture_labels
+
     @classmethod
     def from_voxeland(cls, semantic_map: VoxelandMap, rooms: dict[str, list[tuple[float, float]]] | None = None,
                       furniture_labels: frozenset[str] = DEFAULT_FURNITURE_LABELS) -> SceneGraph:
@@ -369,7 +373,7 @@ class SceneGraph:
         for name, polygon in rooms.items():
             scene.add_room(name, polygon)
         with bulk_allocation():
-            scene.add_items([Entity(id=inst.id, kind="furniture" if inst.label in furniture_labels else "object",
+            scene.add_items([Entity(id=inst.id, kind="furniture" if scene.is_furniture(inst.label) else "object",
                                     label=inst.label, labels=dict(inst.labels), evidence=dict(inst.evidence),
                                     center=inst.center, size=inst.size, n_observations=inst.n_observations)
                              for inst in semantic_map.instances])
@@ -807,7 +811,7 @@ class SceneGraph:
 
     def _create(self, detection: Detection, stamp: float, report: FusionReport) -> str:
         label = detection.label
-        kind = "furniture" if label in self.furniture_labels else "person" if label in PERSON_LABELS else "object"
+        kind = "furniture" if self.is_furniture(label) else "person" if label in PERSON_LABELS else "object"
         new_id = self._new_id(label)
         self._created.add(new_id)
         self.add_item(Entity(id=new_id, kind=kind, label=label, labels=label_distribution(detection.labels),

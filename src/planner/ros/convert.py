@@ -12,7 +12,7 @@ from rclpy.node import Node
 from transforms3d.quaternions import mat2quat
 
 from planner.core.controller import ExecutionEventInfo
-from planner.core.files import point_problem
+from planner.core.files import point_problem, stack_labels
 from planner.core.frames import from_quaternion
 from planner.core.geometry import Pose2D
 from planner.core.robot_profile import Camera
@@ -206,7 +206,7 @@ def frame_from_vision_msg(msg, camera: Camera, map_frame: str, max_detections: i
     in any other frame nothing is inferred missing for not being seen."""
     frame_id = msg.header.frame_id or map_frame
     detections, problems = _usable([
-        Detection({result.hypothesis.class_id: result.hypothesis.score for result in item.results},
+        Detection(stack_labels({result.hypothesis.class_id: result.hypothesis.score for result in item.results}),
                   (item.bbox.center.position.x, item.bbox.center.position.y, item.bbox.center.position.z),
                   (item.bbox.size.x, item.bbox.size.y, item.bbox.size.z), _rotation(item.bbox.center.orientation))
         for item in msg.detections], max_detections)
