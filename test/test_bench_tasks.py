@@ -374,3 +374,41 @@ def test_two_modes_compared_side_by_side_per_tier_and_per_successful_task(tmp_pa
     assert main(["bench", "compare", str(tmp_path / "react.json"), str(tmp_path / "slip.json"), "--labels", "all",
                  "slip"]) == 2
     assert "slip: other tasks than all" in capsys.readouterr().err
+
+
+def test_the_second_source_makes_task_suites_of_scan_homes_in_its_own_words(tmp_path, capsys):
+    """Scan homes made into worlds as a real map is (labels as the mapper left them), and requests
+    that call things and rooms what people call them; every predicate names what its world has,
+    none holds before the robot acts, and the same seeds give the same suite."""
+    from planner.bench.generate_tasks import holds_already, make_tasks
+    from planner.bench.scan_tasks import TaskMaker, make_plan
+
+    for out in ("a", "b"):
+        assert main(["bench", "generate", "tasks", "--source", "scan", "--seeds", "3-4", "--per-home", "2",
+                     "--out", str(tmp_path / out), "--config", str(CONFIG / "planner.yaml")]) == 0
+    assert (tmp_path / "a" / "tasks.yaml").read_text() == (tmp_path / "b" / "tasks.yaml").read_text()
+    assert "12 tasks" in capsys.readouterr().out
+    suite = load_suite(tmp_path / "a" / "tasks.yaml", ROBOT)
+    assert {t.tier for t in suite.suite.tasks} == {"simple", "moderate", "complex"}
+    assert "--source scan (seed 3, development data)" in (tmp_path / "a" / "worlds" / "scan-3.yaml").read_text()
+
+    plan = make_plan(3, ROBOT)
+    assert len(plan.world.rooms) >= 4 and len(plan.world.objects) >= 15
+    # Labels as the stack writes them, however the mapper spelled them, and some that say nothing.
+    labels = {o.label for o in plan.world.objects}
+    assert all(" " not in label and label == label.lower() for label in labels) and labels & {"object", "unknown"}
+    tasks = make_tasks(plan, maker_class=TaskMaker)
+    assert all(not holds_already(t, plan) for t in tasks if t["success"] != {"gave_up": True})
+    # A room goes by its type's common name; any room of that type will do.
+    goes = [t for t in TaskMaker(plan, random.Random(0)).simple() if "robot_in" in json.dumps(t["success"])]
+    for task in goes:
+        rooms = [p["robot_in"] for p in task["success"].get("any_of", [task["success"]])]
+        assert {plan.room_type[room] for room in rooms} == {plan.room_type[rooms[0]]}
+    # What a request asks to fetch is labelled as what it is by the map, and within the arms' reach.
+    fetches = [t for t in TaskMaker(plan, random.Random(0)).simple() if "holding" in json.dumps(t["success"])]
+    assert fetches
+    for task in fetches:
+        for way in task["success"].get("any_of", [task["success"]]):
+            thing = next(o for o in plan.world.objects if o.id == way["holding"])
+            assert thing.label not in ("object", "unknown")
+            assert ROBOT.works_at(plan.world.furniture_by_id(thing.placed_on).size[2])

@@ -276,7 +276,7 @@ def _negation(home: ScanHome, rng: random.Random) -> list[Asked]:
     return asked
 
 
-def _typo(rng: random.Random, text: str) -> str:
+def typo(rng: random.Random, text: str) -> str:
     """A letter dropped or doubled in a longer word, as a hurried typist leaves it."""
     words = text.split(" ")
     long = [i for i, word in enumerate(words) if len(word) >= 5 and word.isalpha()]
@@ -305,7 +305,7 @@ def make_queries(home: ScanHome) -> list[dict]:
             if candidate.text in seen:
                 continue
             seen.add(candidate.text)
-            text = _typo(rng, candidate.text) if rng.random() < 0.15 else candidate.text
+            text = typo(rng, candidate.text) if rng.random() < 0.15 else candidate.text
             queries.append({"id": f"{query_type[:3]}-{len(queries) + 1}", "type": query_type, "text": text,
                             "answer": list(candidate.answer)})
     return queries

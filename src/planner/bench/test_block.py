@@ -22,10 +22,9 @@ TASKS_PER_TIER = 1   # tasks of each tier a home of a test block gives: 20 homes
 
 def generate_block(what: str, block: Block, out: Path, robot: RobotProfile, source: str = "household") -> Path:
     """The block's homes in `out`: a task suite of TASKS_PER_TIER tasks of each tier a home (its file is
-    returned), or object maps, queries and truth from the `source` generator (household or scan)."""
+    returned) or object maps, queries and truth, from the `source` generator (household or scan)."""
     if what == "tasks":
-        generate_tasks.write_suite([generate_tasks.make_home(seed, robot) for seed in block.seeds], out,
-                                   TASKS_PER_TIER)
+        generate_tasks.write_source_suite(source, list(block.seeds), robot, out, TASKS_PER_TIER)
         return out / "tasks.yaml"
     for seed in block.seeds:
         if source == "scan":

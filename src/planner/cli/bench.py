@@ -670,7 +670,8 @@ def bench_generate(args) -> int:
         from planner.wiring import load_skill_planner
 
         tasks_file = out / "tasks.jsonl"
-        count = plan_tasks.write_tasks(seeds, load_skill_planner(load_config(args.config)), args.per_home, tasks_file)
+        count = plan_tasks.write_tasks(seeds, load_skill_planner(load_config(args.config)), args.per_home or 3,
+                                       tasks_file)
         print(f"wrote {count} tasks from {len(seeds)} homes to {tasks_file}; run: planner bench plans --tasks {tasks_file}")
         return 0
     if args.what == "tasks":
@@ -678,14 +679,9 @@ def bench_generate(args) -> int:
         from planner.config import load_config
         from planner.wiring import load_robot
 
-        robot = load_robot(load_config(args.config))
-        plans = []
-        for number, seed in enumerate(seeds, 1):
-            plans.append(generate_tasks.make_home(seed, robot))
-            _progress(f"[{number}/{len(seeds)}] home-{seed}: {', '.join(plans[-1].rooms)}; "
-                      f"{len(plans[-1].world.objects)} objects")
-        counts = generate_tasks.write_suite(plans, out)
-        print(f"wrote {len(plans)} homes and {sum(counts.values())} tasks ({counts}) to {out}; run: planner bench "
+        counts = generate_tasks.write_source_suite(args.source, seeds, load_robot(load_config(args.config)), out,
+                                                   args.per_home, _progress)
+        print(f"wrote {len(seeds)} homes and {sum(counts.values())} tasks ({counts}) to {out}; run: planner bench "
               f"tasks --suite {out}/tasks.yaml")
         return 0
     for number, seed in enumerate(seeds, 1):
@@ -747,7 +743,7 @@ def bench_test(args) -> int:
         return 2
     config = load_config(args.config)
     command = shlex.join(["planner", *sys.argv[1:]])
-    name = f"test-block-{block.first}-{args.what}" + ("-scan" if args.what == "objects" and args.source == "scan" else "")
+    name = f"test-block-{block.first}-{args.what}" + ("-scan" if args.source == "scan" else "")
     with tempfile.TemporaryDirectory(prefix="planner-test-block-") as hidden:
         where = test_block.generate_block(args.what, block, Path(hidden) / "homes", load_robot(config), args.source)
         _progress(f"test block {block}: {args.what} generated where the run alone reads them")
@@ -769,7 +765,7 @@ def bench_test(args) -> int:
             if opened is None:
                 return 1
             finder, server, llm = opened
-        benchmark = f"{args.what} ({args.source})" if args.what == "objects" else args.what
+        benchmark = f"{args.what} ({args.source})"
         if problem := _silent_llm(setup.policy if args.what == "tasks" else finder.policy):
             print(f"error: the LLM does not answer ({problem}); no block was drawn", file=sys.stderr)
             if server is not None:
@@ -1114,14 +1110,16 @@ def add_commands(sub) -> None:
                                  "queries and truth for planner bench objects; tasks: worlds and a task suite for planner "
                                  "bench tasks; pddl: a domain and tasks in words with their problems for planner bench "
                                  "pddl; plans: tasks.jsonl with scene tables and reference plans for planner bench plans")
-    generate_parser.add_argument("--per-home", type=int, default=3, help="plans: tasks per home")
+    generate_parser.add_argument("--per-home", type=int, help="plans: tasks per home (default 3); tasks: tasks of each "
+                                 "tier per home, drawn by the home's seed (default: 6)")
     generate_parser.add_argument("--seeds", required=True, help="a seed, a range (300-309) or a list (1,5,9)")
     generate_parser.add_argument("--items", type=int, help="objects: furniture and things per home (household: "
                                  "60-120%% of this many, default 25; scan: this many, default 100-300 at random)")
     generate_parser.add_argument("--source", choices=["household", "scan"], default="household",
-                                 help="objects: household, the first generator (planner.bench.generate), or scan, "
-                                      "the second source built apart from it (planner.bench.scan_homes): larger homes "
-                                      "labelled as 3D scans are, other phrasings")
+                                 help="objects and tasks: household, the first generator (planner.bench.generate, "
+                                      "generate_tasks), or scan, the second source built apart from it "
+                                      "(planner.bench.scan_homes, scan_tasks): larger homes labelled as 3D scans are, "
+                                      "other phrasings")
     generate_parser.add_argument("--out", required=True, help="folder for maps/, queries/ and truth/ (objects) or "
                                  "worlds/ and tasks.yaml (tasks)")
     generate_parser.add_argument("--config", help="stack config: the robot the homes are furnished for (tasks)")
@@ -1155,7 +1153,7 @@ def add_commands(sub) -> None:
                              "config's planner.mode)")
     test_parser.add_argument("--workflow", nargs="+", default=["base"], help="objects: the finder's workflows")
     test_parser.add_argument("--source", choices=["household", "scan"], default="household",
-                             help="objects: which generator makes the block's homes (see bench generate --source)")
+                             help="which generator makes the block's homes (see bench generate --source)")
     test_parser.add_argument("--config", help="stack config")
     test_parser.add_argument("--ledger", default=str(Path("bench") / "TEST-SEEDS.md"),
                              help="the ledger of test blocks (default: bench/TEST-SEEDS.md)")
