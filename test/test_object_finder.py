@@ -404,3 +404,23 @@ def test_the_embedded_model_finds_seats_reads_a_negation_and_says_when_nothing_f
             assert found.prompt_tokens > 0
     finally:
         server.stop()
+
+
+def test_a_query_that_names_its_thing_is_not_answered_by_the_substitutes_the_model_adds(embedder):
+    from planner.core.object_finder import kinds_asked
+
+    # The model's first kind is what the query's words for the thing say: only kinds said there count.
+    assert kinds_asked(["desk", "chair", "office chair"], "a bare desk") == ["desk"]
+    assert kinds_asked(["cushion", "pillow"], "the cushions on the sofa") == ["cushion"]
+    # A need names no thing, and a kind said only where the query excludes it is no thing asked for.
+    assert kinds_asked(["blanket", "sweater"], "I'm cold") == ["blanket", "sweater"]
+    assert kinds_asked(["cabinet", "dresser"], "any storage unit") == ["cabinet", "dresser"]
+    office = SceneGraph.from_voxeland(parse_voxeland({"instances": {
+        "stool1": _instance([1.0, 1.0, 0.35], [0.4, 0.4, 0.7], {"stool": 90.0}),
+        "shelf1": _instance([3.0, 1.0, 0.6], [0.8, 0.4, 1.2], {"shelf": 90.0}),
+    }}))
+    find, _ = matcher([kinds("desk", "stool"), kinds("desk", "table")], embedder)
+    found = find.find(office, "a bare desk")
+    assert found.relevant_objects == [] and found.calls == 2   # no desk here: the stool is no answer
+    find, _ = matcher([kinds("chair", "stool")], embedder)
+    assert find.find(office, "somewhere I can sit").relevant_objects == ["stool1"]

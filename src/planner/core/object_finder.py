@@ -103,6 +103,25 @@ class FinderSettings(BaseModel):
                                  "~1.4 s more with two copies of the embedded server, 2-4 s with one)")
 
 
+def said_forms(name: list[str]) -> list[list[str]]:
+    """The words of a name as a query may say it: as it is, or its last word plural."""
+    return [name, [*name[:-1], f"{name[-1]}s"], [*name[:-1], f"{name[-1]}es"]] if name else []
+
+
+def kinds_asked(kinds: list[str], subject: str) -> list[str]:
+    """The kinds the model named for a query that count: all of them, unless the first is a thing the
+    query's `subject` (its words for the thing asked for) says, which then names what is wanted; the
+    others are then taken only where the subject says them too. A query for a bare desk wants a desk,
+    not the chair the model names after it."""
+    said = words_in(subject)
+
+    def in_query(kind: str) -> bool:
+        name = words_in(kind)
+        return bool(name) and any(said[i:i + len(name)] in said_forms(name) for i in range(len(said) - len(name) + 1))
+
+    return [kind for kind in kinds if in_query(kind)] if kinds and in_query(kinds[0]) else kinds
+
+
 # ---- the map as the model sees it ------------------------------------------------------------
 def prompt_names(scene: SceneGraph, ids: list[str]) -> dict[str, str]:
     """The name each item goes by in the prompt: its id when that already says what the item is
@@ -562,7 +581,7 @@ class ObjectFinder:
         named: dict[str, float] = {}
         for label in sorted(labels, key=lambda label: -label.count("_")):
             name = label.split("_")
-            forms = [name, [*name[:-1], f"{name[-1]}s"], [*name[:-1], f"{name[-1]}es"]]
+            forms = said_forms(name)
             for start in range(len(words) - len(name) + 1):
                 span = set(range(start, start + len(name)))
                 if not span & taken and words[start:start + len(name)] in forms:
@@ -707,7 +726,8 @@ class ObjectFinder:
             messages = [{"role": "system", "content": prompt.format(kinds=settings.kinds)}, *examples,
                         {"role": "user", "content": REQUEST_PROMPT.format(query=prepared.reading.wanted)}]
             reply = self._ask(run, role, messages, kinds_schema(settings.kinds), KindsReply.model_validate_json)
-            return reply, similarity.fits(prepared.labels, reply.named(), prepared.named, settings.kind_step,
+            return reply, similarity.fits(prepared.labels, kinds_asked(reply.named(), prepared.reading.subject),
+                                          prepared.named, settings.kind_step,
                                           settings.share_power, settings.kind_margin)
 
         reply, first_reading = read("kinds", KINDS_PROMPT, KINDS_EXAMPLE_TURNS)
