@@ -14,6 +14,8 @@ from planner.bench.generate_tasks import make_home as make_task_home
 from planner.bench.generate_tasks import make_tasks
 from planner.bench.scan_homes import make_queries as make_scan_queries
 from planner.bench.scan_homes import make_scan_home
+from planner.bench.scan_tasks import TaskMaker as ScanTaskMaker
+from planner.bench.scan_tasks import make_plan
 from planner.core import object_finder
 from planner.core.planning import goal_reading, prompts, recoveries
 
@@ -35,7 +37,7 @@ def _clauses(text: str) -> list[str]:
 
 def benchmark_requests() -> list[tuple[str, str]]:
     """Every request and query of the committed suites and object benchmark, and of generated
-    homes of both sources, with where it comes from."""
+    homes and task suites of both sources, with where it comes from."""
     requests = [(task["request"], f"{suite.name} {task['id']}")
                 for suite in sorted((REPO / "config" / "tasks").glob("*.yaml"))
                 for task in yaml.safe_load(suite.read_text())["tasks"]]
@@ -47,6 +49,8 @@ def benchmark_requests() -> list[tuple[str, str]]:
                  for seed in (0, 1, 1000, 1001) for query in make_scan_queries(make_scan_home(seed))]
     requests += [(task["request"], f"generated tasks {task['id']}")
                  for seed in (0, 1, 1000, 1001) for task in make_tasks(make_task_home(seed, ROBOT))]
+    requests += [(task["request"], f"scan tasks {task['id']}")
+                 for seed in (0, 1, 1000, 1001) for task in make_tasks(make_plan(seed, ROBOT), maker_class=ScanTaskMaker)]
     return requests
 
 
