@@ -162,4 +162,4 @@ def test_a_test_block_of_tasks_keeps_the_rates_per_tier_and_nothing_of_the_reque
     assert results["figures"]["all"]["episodes"] == 3 and "episodes" not in results
     assert set(results["figures"]) == {"all", "simple", "moderate", "complex"}
     row = Ledger(tmp_path / "TEST-SEEDS.md").rows()[0]
-    assert row["benchmark"] == "tasks" and "said done, was not" in row["figures"] and len(sent) > 3
+    assert row["benchmark"] == "tasks (household)" and "said done, was not" in row["figures"] and len(sent) > 3
