@@ -108,6 +108,11 @@ class ReplayPolicy:
         self.replayed = self.asked = 0
         self._lock = threading.Lock()
 
+    def model(self) -> str:
+        """The model that answered the recorded calls, as the first of them names it."""
+        source = next(iter(self.calls.values())).source if self.calls else ""
+        return source.split(" at ")[0].removeprefix("embedded ") or "unknown"
+
     def _answer(self, kind: CallKind, messages: list[dict], schema: dict) -> PolicyReply:
         recorded = self.calls.get(call_key(kind, messages, schema))
         with self._lock:

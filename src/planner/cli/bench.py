@@ -32,27 +32,12 @@ def _bench_llm(args, config):
         if not getattr(args, "replay", None):
             print("error: --llm replay needs --replay LOG (a call log written with --log-llm)", file=sys.stderr)
             return None
-        try:
-            model = _logged_model(args.replay)
-        except ValueError as error:
-            print(f"error: --replay: {error}", file=sys.stderr)
-            return None
-        opened: tuple | None = (None, None, {"backend": "replay", "model": model, "base_url": ""})
+        opened: tuple | None = (None, None, {"backend": "replay", "model": "", "base_url": ""})
     else:
         opened = _open_bench_llm(args, config)
     if opened is None:
         return None
     return _logged(args, *opened)
-
-
-def _logged_model(logs: list[str]) -> str:
-    """The model that answered the calls of the logs, as the first of them names it."""
-    from planner.adapters.llm_log import read_log
-
-    for path in logs:
-        for call in read_log(Path(path)).values():
-            return call.source.split(" at ")[0].removeprefix("embedded ") or "unknown"
-    return "unknown"
 
 
 def _logged(args, policy, server, header: dict):
@@ -67,6 +52,7 @@ def _logged(args, policy, server, header: dict):
             print(f"error: --replay: {error}", file=sys.stderr)
             return None
         header["replay"] = list(args.replay)
+        header["model"] = header["model"] or policy.model()
     if getattr(args, "log_llm", None):
         policy = LoggingPolicy(policy, Path(args.log_llm))
         header["calls_log"] = args.log_llm

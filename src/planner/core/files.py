@@ -148,7 +148,8 @@ def stack_labels(scores: dict[str, float]) -> dict[str, float]:
     """Label scores under stack labels, the scores of labels that become one added up."""
     merged: dict[str, float] = {}
     for label, score in scores.items():
-        merged[stack_label(label)] = merged.get(stack_label(label), 0.0) + score
+        key = stack_label(label)
+        merged[key] = merged.get(key, 0.0) + score
     return merged
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from planner.core.errors import InputError
-from planner.core.files import Point3, Size3, bulk_allocation, describe_validation_error, label_problem, stack_label, stack_labels
+from planner.core.files import Point3, Size3, bulk_allocation, describe_validation_error, label_problem, stack_labels
 
 TOP_LABELS = 3
 # An instance whose best label is this and that is at least this large is room structure
@@ -39,13 +39,15 @@ class _Instance(BaseModel):
     @classmethod
     def _scores(cls, value):
         for label, score in value.items():
-            if (problem := label_problem(stack_label(label))) is not None:
-                raise ValueError(problem)
             if not math.isfinite(score) or score < 0:
                 raise ValueError(f"score of {label!r} must be a finite number >= 0, got {score}")
         if sum(value.values()) <= 0:
             raise ValueError("all label scores are zero")
-        return stack_labels(value)
+        labels = stack_labels(value)
+        for label in labels:
+            if (problem := label_problem(label)) is not None:
+                raise ValueError(problem)
+        return labels
 
 
 @dataclass

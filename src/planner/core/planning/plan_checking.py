@@ -22,13 +22,11 @@ class PlanChecking:
     def __init__(self, tools: Tools, skills: SkillPlanner, settings: PlanCheckSettings, emit: Callable[[str, str], None]):
         self.tools, self.skills, self.settings, self._emit = tools, skills, settings, emit
 
-    def check(self, state: LoopState, calls: list[str], scene: SceneGraph, first_steps: bool = False
-                    ) -> Ending | None:
+    def check(self, state: LoopState, calls: list[str], scene: SceneGraph, first_steps: bool = False) -> Ending | None:
         """The plan (`first_steps`: the first steps ReAct has chosen) scored against those that
         worked for similar requests: said in the trace and, when it is unlike them and the config
         says so, put to the user. An Ending when they decline."""
-        check = self.settings
-        if check.mode == "off" or len(calls) < check.min_steps:
+        if self.settings.mode == "off" or len(calls) < self.settings.min_steps:
             return None
         verdict = self.tools.check_plan(state.request, [call_sentence(call, scene) for call in calls], first_steps)
         if verdict is None:
@@ -36,10 +34,10 @@ class PlanChecking:
         state.verdict = state.verdict or verdict
         said = f"the first {len(calls)} steps: {verdict.describe()}" if first_steps else verdict.describe()
         self._emit("warning" if verdict.low else "check", said)
-        if not verdict.low or check.mode != "confirm":
+        if not verdict.low or self.settings.mode != "confirm":
             return None
         answer = self.tools.ask(f"{said[0].upper()}{said[1:]}. Shall I carry {'on' if first_steps else 'it out'}?",
-                                check.confirm_timeout_s)
+                                self.settings.confirm_timeout_s)
         if answer is not None and confirmed(answer):
             return None
         return Ending(EpisodeOutcome.CANCELED, "the plan was unlike those that worked before and the user did not "
@@ -51,13 +49,13 @@ class PlanChecking:
         as the check's shortest plan."""
         if state.first_steps_checked or parse_call(action)[0] not in self.skills.library.skills:
             return None
-        steps = [*self.skills_done(state.acted), action]
+        steps = [*self._skills_done(state.acted), action]
         if len(steps) < self.settings.min_steps:
             return None
         state.first_steps_checked = True
         return self.check(state, steps, self.tools.scene(), first_steps=True)
 
-    def skills_done(self, acted: list[ActionRecord]) -> list[str]:
+    def _skills_done(self, acted: list[ActionRecord]) -> list[str]:
         """The skills that worked, in order: the task's plan as carried out."""
         return [record.action for record in acted
                 if record.failure is None and parse_call(record.action)[0] in self.skills.library.skills]
@@ -67,5 +65,5 @@ class PlanChecking:
         if self.settings.mode == "off":
             return
         scene = self.tools.scene()
-        if skills := self.skills_done(acted):
+        if skills := self._skills_done(acted):
             self.tools.record_plan(request, [call_sentence(call, scene) for call in skills])

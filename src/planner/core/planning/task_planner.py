@@ -59,10 +59,10 @@ class TaskPlanner:
         self.on_step = on_step or (lambda step: None)
         self.calls = ModelCalls(policy, self.settings.max_repairs, self._emit)
         self.cancel_event = self.calls.cancel_event
-        # Reading the request may be given to a larger model (goal_policy).
         self.conversation = Conversation(tools, self.settings.question_timeout_s, self._emit)
         self.plan_checks = PlanChecking(tools, skills, self.settings.plan_check, self._emit)
         self.advice = Advice(tools, skills, self.calls, self._emit)
+        # Reading the request may be given to a larger model (goal_policy).
         self.reader = RequestReader(goal_policy or policy, tools, self.settings, grounder, self.calls, self.conversation,
                                     self._emit)
 
