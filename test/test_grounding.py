@@ -95,6 +95,20 @@ def test_names_a_lexicon_knows_are_written_as_the_label_or_room_they_name(ground
     assert all(match.label != "closet" for match in grounding.matches), grounding
 
 
+def test_a_room_said_by_its_kind_is_written_as_the_room_of_the_map_of_that_kind(grounder_with_lexicon):
+    """People call a room by its kind where the map names it otherwise: "the bathroom" is the
+    lavatory, "the bedroom" the master bedroom 2 before the guest room (its name has the word). A
+    more particular name is not read as a more general room, and "the room" names none."""
+    labels, rooms = ["towel", "bathroom_sink", "lamp"], ["master_bedroom_2", "guest_room", "lavatory", "kitchen"]
+    grounding = grounder_with_lexicon.ground("Leave the towel in the bathroom, then carry the lamp into the bedroom",
+                                             labels, rooms)
+    assert grounding.note() == "bathroom = lavatory; bedroom = master_bedroom_2", grounding.note()
+    assert grounding.text == "leave the towel in the lavatory then carry the lamp into the master bedroom 2"
+    assert not grounder_with_lexicon.ground("Carry the lamp into the nursery", labels, ["bedroom", "kitchen"]).matches
+    assert not grounder_with_lexicon.ground("Carry the lamp into the room", labels, rooms).matches
+    assert not grounder_with_lexicon.ground("Hang the towel by the bathroom sink", labels, rooms).matches
+
+
 def test_a_name_a_lexicon_gives_a_label_only_in_a_rare_sense_is_grounded_only_when_a_check_accepts_it(
         grounder_with_lexicon):
     """"Jumper" is a sweater in one of WordNet's eight senses, none of them seen in its tagged texts

@@ -91,6 +91,14 @@ class WordNetLexicon:
         kind_of = self._kinds()
         return frozenset(kind for sense in self.senses(phrase, every=every) for kind in kind_of.get(sense, ()))
 
+    def broader(self, senses: frozenset[str]) -> frozenset[str]:
+        kind_of, found = self._kinds(), set()
+        frontier = set(senses)
+        while frontier:
+            frontier = {kind for sense in frontier for kind in kind_of.get(sense, ())} - found
+            found |= frontier
+        return frozenset(found)
+
     def senses(self, phrase: str, first: int | None = None, every: bool = False) -> frozenset[str]:
         index = self._load()
         which = 1 if every else 0  # all senses, or the usual ones

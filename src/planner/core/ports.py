@@ -106,6 +106,9 @@ class Lexicon(Protocol):
     def kinds(self, phrase: str, every: bool = False) -> frozenset[str]:
         """The senses of which the phrase's usual senses (`every`: all) are a kind (a pullover: a sweater's)."""
 
+    def broader(self, senses: frozenset[str]) -> frozenset[str]:
+        """Every sense the `senses` are a kind of, at any remove (a washroom: a toilet's, a room's)."""
+
 
 def judged(policy: Policy, messages: list[dict], schema: dict = JUDGEMENT_SCHEMA) -> PolicyReply:
     """A yes/no reply from any policy: with the probability of yes where the policy can judge."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,11 +48,47 @@ LABEL_SENSES = 3  # a label is read in its first senses only: WordNet orders the
 # by the margin than to the lexicon's: near grounding's own threshold.
 LEXICON_OVERRULED, LEXICON_OVERRULED_MARGIN = 0.7, 0.1
 CACHED_VECTORS = 4096
+ROOM_NUMBER = re.compile(r"(?: \d+)+$")  # "master bedroom 2": the second of the map's master bedrooms
 
 
 def words_in(text: str) -> list[str]:
     """The text's words, lower case, as phrases are matched and written back."""
     return re.findall(r"[a-z0-9']+", text.lower())
+
+
+def _noun_phrase(words: list[str], start: int, end: int, names: Iterable[str], in_rooms: set[int]) -> bool:
+    """Whether words[start:end] are said as a whole noun phrase: after a function or room word and
+    before a function word or the end, and no part of a longer name of the map."""
+    before, after = words[start - 1] if start else "", words[end] if end < len(words) else ""
+    return not (not before or before in BEFORE_VERBS or after in OBJECT_OPENERS  # a verb, not a noun
+                # part of a longer name: "the pot plant", "the home office", "the chest of drawers"'s "chest"
+                or before not in FUNCTION_WORDS and start - 1 not in in_rooms or after == "of"
+                or after and after not in FUNCTION_WORDS
+                or any(all(word in name.split() for word in words[start:end]) for name in names))
+
+
+def rooms_of_kind(lexicon: Lexicon, phrase: str, rooms: Sequence[str]) -> list[str]:
+    """The `rooms` that `phrase` names by their kind, those whose name has its words first, then the
+    plainest names: each room WordNet holds to be what the phrase names as a room, or a kind of it
+    ("the bathroom": a washroom; "the bedroom": the master bedroom 2, by its name without the
+    number). Never the other way: "the guest room" is not any bedroom; "the room" names none."""
+    said = _room_senses(lexicon, phrase)
+    if not said:
+        return []
+    named = []
+    for room in rooms:
+        name = ROOM_NUMBER.sub("", room.replace("_", " "))
+        senses = _room_senses(lexicon, name) or _room_senses(lexicon, name.split()[-1])
+        if said & (senses | lexicon.broader(senses)):
+            named.append(room)
+    return sorted(named, key=lambda room: (not set(phrase.split()) <= set(room.split("_")), bool(ROOM_NUMBER.search(
+        room.replace("_", " "))), len(room.split("_")), room))
+
+
+def _room_senses(lexicon: Lexicon, phrase: str) -> frozenset[str]:
+    """The senses of `phrase`, any of them, that are a kind of room ("room" itself is none)."""
+    room = lexicon.senses("room", first=1)
+    return frozenset(sense for sense in lexicon.senses(phrase, every=True) if lexicon.broader(frozenset({sense})) & room)
 
 
 @dataclass(frozen=True)
@@ -165,6 +201,8 @@ class Grounder:
         candidates = [(1.0, spans[row], label, not rare, rare) for row, label, rare in self._same_named(
             words, spans, all_names, [*unnamed, *unsaid_rooms], in_rooms)
             if label not in names or not self._elsewhere(similarity[row], labels, label)]
+        candidates += [(1.0, spans[row], room, True, False)
+                       for row, room in self._rooms_by_kind(words, spans, unsaid_rooms, in_rooms)]
         for row, span in enumerate(spans if unnamed else ()):
             order = np.argsort(-similarity[row])
             best = labels[order[0]]
@@ -195,15 +233,9 @@ class Grounder:
         target_senses = {target: self.lexicon.senses(target, LABEL_SENSES) for target in targets}
         found = []
         for row, (start, end) in enumerate(spans):
-            phrase_words = words[start:end]
-            before, after = words[start - 1] if start else "", words[end] if end < len(words) else ""
-            if (not before or before in BEFORE_VERBS or after in OBJECT_OPENERS  # a verb, not a noun
-                    # part of a longer name: "the pot plant", "the home office", "the chest of drawers"'s "chest"
-                    or before not in FUNCTION_WORDS and start - 1 not in in_rooms or after == "of"
-                    or after and after not in FUNCTION_WORDS
-                    or any(all(word in name.split() for word in phrase_words) for name in names.values())):
+            if not _noun_phrase(words, start, end, names.values(), in_rooms):
                 continue
-            phrase = " ".join(phrase_words)
+            phrase = " ".join(words[start:end])
             for rare in (False, True):
                 senses = self.lexicon.senses(phrase, every=rare)
                 same = [target for target, target_sense in target_senses.items() if senses & target_sense]
@@ -215,6 +247,16 @@ class Grounder:
             if len(same) == 1:
                 found.append((row, same[0], rare))
         return found
+
+    def _rooms_by_kind(self, words: list[str], spans: list[tuple[int, int]], rooms: list[str], in_rooms: set[int]) -> list[tuple[int, str]]:
+        """The spans (by their index) that name rooms of the map by their kind, each with the room
+        it names likeliest (`rooms_of_kind`); read as whole noun phrases, as `_same_named` reads them,
+        though things are often named for rooms ("the bathroom" where a bathroom sink stands is a room)."""
+        if self.lexicon is None or not rooms:
+            return []
+        return [(row, named[0]) for row, (start, end) in enumerate(spans)
+                if _noun_phrase(words, start, end, (), in_rooms)
+                and (named := rooms_of_kind(self.lexicon, " ".join(words[start:end]), rooms))]
 
     @staticmethod
     def _elsewhere(similarity: np.ndarray, labels: list[str], label: str) -> bool:
