@@ -123,6 +123,26 @@ def test_the_robot_stops_where_its_arms_reach_what_is_on_the_furniture(skill_pla
                  "PICK(pillow_1, right)").code != "OUT_OF_REACH"
 
 
+def test_where_furniture_stands_in_front_of_a_side_the_robot_stops_at_another(skill_planner, tmp_path):
+    """A real map's room is cluttered: a bench right in front of the table's side that faces the
+    room's middle. The base stops in front of a free side, outside every piece of furniture and
+    inside the room, where the vase is still within reach."""
+    from planner.core.scene_graph import RobotSnapshot, SceneGraph
+    from planner.core.world import load_world
+
+    home = LONG_TABLE_HOME.replace("objects:", "  - {id: bench_1, label: bench, center: [2.0, 1.5, 0.25], "
+                                               "size: [2.6, 0.4, 0.5]}\nobjects:")
+    (tmp_path / "home.yaml").write_text(home)
+    scene = SceneGraph.from_world(load_world(tmp_path / "home.yaml"))
+    scene.set_robot(RobotSnapshot(Pose2D(5.5, 0.4, 0.0), "dining_room", ["left", "right"], {"left": "", "right": ""}))
+    table = skill_planner.navigation_goal("dining_table_1", at(scene, 5.5, 0.4), scene.robot.pose)
+    assert scene.room_at(table.x, table.y) == "dining_room"
+    assert not any(abs(table.x - f.center[0]) <= f.size[0] / 2 and abs(table.y - f.center[1]) <= f.size[1] / 2
+                   for f in scene.furniture())
+    assert table.x == pytest.approx(3.0 - 1.1 - ROBOT.standoff_m)  # the table's free end, nearest the vase
+    assert check(skill_planner, at(scene, table.x, table.y, table.yaw), "PICK(vase_1, right)").ok
+
+
 def names(commands):
     return [c.name for c in commands]
 

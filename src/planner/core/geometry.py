@@ -33,18 +33,25 @@ def approach_pose(center: tuple[float, float, float], size: tuple[float, float, 
     base does not collide with it: at the middle of the side, or along it in front of `facing`
     (a point on or in the box: what the arms must reach on a long table).
     """
+    return approach_poses(center, size, from_x, from_y, standoff, facing)[0]
+
+
+def approach_poses(center: tuple[float, float, float], size: tuple[float, float, float],
+                   from_x: float, from_y: float, standoff: float,
+                   facing: tuple[float, float] | None = None) -> list[Pose2D]:
+    """`approach_pose` in front of each of the box's four sides, the side that faces (from_x,
+    from_y) most first: where furniture stands close to other furniture, another side may be free."""
     cx, cy = center[0], center[1]
     half_x, half_y = size[0] / 2, size[1] / 2
     dx, dy = from_x - cx, from_y - cy
     along_x, along_y = facing if facing is not None else (cx, cy)
-    # Pick the side whose outward normal points most towards the robot, scaled by the box aspect.
-    if abs(dx) * half_y >= abs(dy) * half_x:
-        side = math.copysign(1.0, dx or 1.0)
-        x, y = cx + side * (half_x + standoff), min(max(along_y, cy - half_y), cy + half_y)
-        return Pose2D(x, y, math.atan2(0.0, -side))
-    side = math.copysign(1.0, dy or 1.0)
-    x, y = min(max(along_x, cx - half_x), cx + half_x), cy + side * (half_y + standoff)
-    return Pose2D(x, y, math.atan2(-side, 0.0))
+    along_x, along_y = min(max(along_x, cx - half_x), cx + half_x), min(max(along_y, cy - half_y), cy + half_y)
+    # How much each side's outward normal points towards (from_x, from_y), scaled by the box aspect.
+    sides = [(dx * half_y, Pose2D(cx + half_x + standoff, along_y, math.pi)),
+             (-dx * half_y, Pose2D(cx - half_x - standoff, along_y, 0.0)),
+             (dy * half_x, Pose2D(along_x, cy + half_y + standoff, -math.pi / 2)),
+             (-dy * half_x, Pose2D(along_x, cy - half_y - standoff, math.pi / 2))]
+    return [pose for _, pose in sorted(sides, key=lambda side: -side[0])]
 
 
 def horizontal_distance(a: tuple[float, ...], b: tuple[float, ...]) -> float:

@@ -21,7 +21,7 @@ from planner.core.calls import SkillSyntaxError, format_call, parse_call
 from planner.core.errors import PlannerError
 from planner.core.failures import FailureCode
 from planner.core.files import StrictModel, load_model
-from planner.core.geometry import Pose2D, approach_pose, footprint_contains, free_point_in_room, horizontal_distance
+from planner.core.geometry import Pose2D, approach_poses, footprint_contains, free_point_in_room, horizontal_distance
 from planner.core.htn import (
     Compound,
     Condition,
@@ -364,11 +364,18 @@ class SkillPlanner:
         # In front of the things on or in it, not the middle of a long side.
         things = [o.center[:2] for o in scene.objects() if (scene.furniture_support(o.id) or ("", ""))[1] == target_id]
         facing = (sum(x for x, _ in things) / len(things), sum(y for _, y in things) / len(things)) if things else None
-        pose = approach_pose(target.center, target.size, seen_from.x, seen_from.y, self.robot.standoff_m, facing)
-        if facing is not None and any(footprint_contains(f.center, f.size, pose.x, pose.y)
-                                      for f in scene.furniture() if f.id != target_id):
-            return approach_pose(target.center, target.size, seen_from.x, seen_from.y, self.robot.standoff_m)
-        return pose
+        sides = [approach_poses(target.center, target.size, seen_from.x, seen_from.y, self.robot.standoff_m, at)
+                 for at in ([facing] if facing is not None else []) + [None]]
+        # Where other furniture stands in front of that side (a cluttered room of a real map), the other
+        # sides, nearest the things on it first.
+        near = facing or target.center[:2]
+        poses = [side[0] for side in sides] + sorted((pose for side in sides for pose in side[1:]),
+                                                     key=lambda pose: pose.distance_to(*near))
+        others = [f for f in scene.furniture() if f.id != target_id]
+        mapped = bool(scene.rooms()) and all(scene.entity(room).polygon for room in scene.rooms())
+        clear = (pose for pose in poses if (not mapped or scene.room_at(pose.x, pose.y))
+                 and not any(footprint_contains(f.center, f.size, pose.x, pose.y) for f in others))
+        return next(clear, sides[-1][0])
 
 
 # ---- preconditions ---------------------------------------------------------------------------
