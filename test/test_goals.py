@@ -12,6 +12,8 @@ from planner.config import load_config
 from planner.core.goals import Goal, GoalReply, goal_met, goal_schema, goal_status
 from planner.core.planning.action_space import allowed_actions
 from planner.core.planning.goal_reading import (
+    GOAL_CHECKS,
+    GoalReader,
     chosen_for_need,
     destinations,
     furniture_destinations,
@@ -55,7 +57,9 @@ def test_the_schema_gives_each_kind_only_its_own_fields_and_openable_targets_onl
     assert kinds["is_open"]["properties"]["target"] == {"enum": ["fridge"]}
     assert kinds["object_in"]["properties"]["target"] == {"enum": ["fridge"]}
     assert kinds["object_on"]["properties"]["room"] == {"enum": ["kitchen", ""]}  # a room is optional there
-    assert "" not in kinds["object_on"]["properties"]["target"]["enum"]
+    # A thing put in a room may go on any furniture there; one put inside needs what it goes in.
+    assert "" in kinds["object_on"]["properties"]["target"]["enum"]
+    assert "" not in kinds["object_in"]["properties"]["target"]["enum"]
     nothing_opens = goal_schema(["cup"], ["table"], [], ["kitchen"])
     assert "is_open" not in json.dumps(nothing_opens) and "object_in" not in json.dumps(nothing_opens)
 
@@ -63,6 +67,8 @@ def test_the_schema_gives_each_kind_only_its_own_fields_and_openable_targets_onl
 def test_a_goal_missing_what_its_kind_needs_is_invalid():
     with pytest.raises(ValidationError, match="goal is_open needs target"):
         GoalReply.model_validate({"goals": [{"kind": "is_open", "room": "kitchen"}]})
+    with pytest.raises(ValidationError, match="object_on needs a target, or a room"):
+        GoalReply.model_validate({"goals": [{"kind": "object_on", "object": "cup", "target": "", "room": ""}]})
 
 
 def test_open_closed_clear_and_bring_are_judged_on_the_map():
@@ -459,7 +465,6 @@ def test_something_brought_to_the_user_goes_to_the_room_where_they_asked():
 
 
 def test_a_destination_named_otherwise_than_its_label_is_checked_unless_the_request_is_grounded():
-    from planner.core.planning.goal_reading import GoalReader
     from planner.core.planning.grounding import Grounding, Match
 
     scene = robot_at("sofa_1").scene()
@@ -553,12 +558,18 @@ def test_a_place_said_in_other_words_is_checked_as_another_name_not_refused():
     scene = robot_at("table_2").scene()
     assert "names no furniture for the book to go to" in goal_problems(
         "Grab the book", [Goal(kind="object_on", object="book", target="dresser")], scene)[1][0]
+    # A reading that places nothing anywhere, for a request that names a room, is doubted; where the
+    # user says they are is no place to put things.
+    held = [Goal(kind="holding", object="plate")]
+    assert "names the office, and no goal has a room" in " ".join(
+        goal_problems("The plate is wanted in the office, carry it over", held, scene)[1])
+    assert not any("no goal has a room" in doubt for doubt in goal_problems(
+        "I'm in the office, grab the plate", held, scene)[1])
     assert destinations("Bring the fork from the counter over to the chest of drawers in the kids' room") == [
         "chest of drawers", "kids room"]
 
 
 def test_furniture_named_as_where_a_thing_comes_from_is_not_taken_for_where_it_goes():
-    from planner.core.planning.goal_reading import GoalReader
 
     scene = robot_at("sofa_1").scene()
     request = "Put the pillow from the desk and the book on the worktop"
@@ -707,7 +718,6 @@ def test_two_things_the_model_keeps_reading_as_one_are_read_one_at_a_time():
 
 
 def test_goals_beside_an_impossible_the_map_contradicts_stand():
-    from planner.core.planning.goal_reading import GoalReader
 
     reader = GoalReader("Would you put the book on the counter?", robot_at("sofa_1").scene())
     goal = {"kind": "object_on", "object": "book", "target": "counter", "room": ""}
@@ -1016,7 +1026,6 @@ def test_two_things_one_of_them_called_by_a_word_no_label_has_need_two_goals():
 
 def test_no_thing_is_missing_that_the_request_names_by_a_word_grounded_in_the_map():
     """"There is no loaf" beside goals for the bread the loaf was grounded as: the goals stand."""
-    from planner.core.planning.goal_reading import GoalReader
     from planner.core.planning.grounding import Grounding, Match
 
     request = "Would you put the loaf on the table?"
@@ -1133,3 +1142,62 @@ def test_a_place_things_are_taken_from_named_by_a_word_of_several_labels_is_each
     _, trace, _ = run_grounded("Take the lamp from the table", [
         {"goals": [{"kind": "holding", "object": "lamp"}]}, GIVE_UP], world=DINING_TABLES)
     assert not any(kind == "perception" and "table = " in text for kind, text in trace), trace
+
+
+def test_a_thing_taken_to_a_room_may_go_on_any_furniture_there():
+    """"Take the plate to the office" names no furniture: the model's made-up target (a desk) gives
+    way to any furniture of the office, and the planner puts the plate where it reaches first. Where
+    the request names no room the thing goes to, the made-up place is still a thing taken."""
+    robot = robot_at("counter_1", answers=["the one on the counter"])
+    trace = []
+    reply = {"goals": [{"kind": "object_on", "object": "plate", "target": "desk", "room": "office"}]}
+    planner = TaskPlanner(ScriptedPolicy([reply]), robot, robot.skills, PlannerSettings(confirm_timeout_s=0, mode="llm_p"),
+                          on_step=lambda step: trace.append((step.kind, step.text)))
+    result = planner.run("Take the plate to the office")
+    assert [text for kind, text in trace if kind == "goal"] == ["plate_1 on furniture in the office"]
+    assert result.success and goal_met(Goal(kind="object_on", object="plate", room="office"), robot.scene())
+    scene = robot_at("counter_1").scene()
+    assert GoalReader("Grab the plate", scene).parse(json.dumps(reply)) == [Goal(kind="holding", object="plate")]
+    # Where the thing is already is no room it is taken to: "the plate in the kitchen" says which.
+    kitchen = {"goals": [{"kind": "object_on", "object": "plate", "target": "table", "room": "kitchen"}]}
+    assert GoalReader("Grab the plate in the kitchen", scene).parse(json.dumps(kitchen)) == [
+        Goal(kind="holding", object="plate", object_id="plate_1")]
+
+
+# Each check of a reading, with a reading of a request it finds fault with, and what it says.
+CHECK_CASES = {
+    "unknown names": ("Grab the cup", [Goal(kind="holding", object="unicorn")], "'unicorn' is not a known label"),
+    "furniture not there": ("Put the cup on the sofa in the kitchen",
+                            [Goal(kind="object_on", object="cup", target="sofa", room="kitchen")],
+                            "there is no sofa in the kitchen"),
+    "target not as said": ("Put the cup on the desk", [Goal(kind="object_on", object="cup", target="shelf")],
+                           "the request names no shelf; it names desk"),
+    "brought to no user": ("Put the cup on the desk", [Goal(kind="bring_to_user", object="cup")],
+                           "bring_to_user is for requests to bring something to the user"),
+    "moved thing left out": ("Grab the pillow", [Goal(kind="holding", object="clock")], "the request is about the pillow"),
+    "moved as not said": ("Could you grab the frame of the photo?", [Goal(kind="holding", object="clock")],
+                          "the map's photo frame is called so"),
+    "no place named": ("Grab the book", [Goal(kind="object_on", object="book", target="dresser")],
+                       "names no furniture for the book to go to"),
+    "furniture not named": ("I'm freezing", [Goal(kind="is_open", target="fridge")], "the request names no fridge"),
+    "talked-of thing left out": ("I can't find my keys", [Goal(kind="is_open", target="fridge")],
+                                 "the request is about the keys"),
+    "one of several left out": ("Put the mug and the plate on the shelf",
+                                [Goal(kind="object_on", object="mug", target="shelf")], "no goal has the plate"),
+    "only furniture named": ("Could you tidy everything off the desk?",
+                             [Goal(kind="object_on", object="candle", target="desk")], "only the desk"),
+    "room left out": ("The plate is wanted in the office, carry it over", [Goal(kind="holding", object="plate")],
+                      "names the office, and no goal has a room"),
+    "true already": ("Put the mug on the counter", [Goal(kind="object_on", object="mug", target="counter")],
+                     "is true already"),
+}
+
+
+@pytest.mark.parametrize("name, severity", [(name, severity) for name, severity, _ in GOAL_CHECKS])
+def test_each_check_of_a_reading_finds_its_fault_and_says_it_with_its_severity(name, severity):
+    """Every check in the table has a case: a reading it finds fault with, told to the model as
+    wrong (other goals are needed) or as a doubt (the model may insist)."""
+    assert set(CHECK_CASES) == {check for check, _, _ in GOAL_CHECKS}
+    request, goals, said = CHECK_CASES[name]
+    problems, doubts = goal_problems(request, goals, robot_at("table_3").scene())
+    assert any(said in text for text in (problems if severity == "wrong" else doubts)), (problems, doubts)

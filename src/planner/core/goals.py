@@ -24,7 +24,7 @@ REPLY_FIELDS: dict[str, tuple[str, ...]] = {
     "bring_to_user": ("object",), "robot_in_room": ("room",), "is_open": ("target", "room"),
     "is_closed": ("target", "room"), "clear": ("target", "room")}
 NEEDED: dict[str, tuple[str, ...]] = {
-    "object_on": ("object", "target"), "object_in": ("object", "target"), "holding": ("object",),
+    "object_on": ("object",), "object_in": ("object", "target"), "holding": ("object",),
     "bring_to_user": ("object",), "robot_in_room": ("room",),
     "is_open": ("target",), "is_closed": ("target",), "clear": ("target",)}
 
@@ -41,13 +41,15 @@ class Goal(StrictModel):
         missing = [name for name in NEEDED[self.kind] if not getattr(self, name)]
         if missing:
             raise ValueError(f"goal {self.kind} needs {', '.join(missing)}")
+        if self.kind == "object_on" and not (self.target or self.room):
+            raise ValueError("goal object_on needs a target, or a room where any furniture will do")
         return self
 
     def __str__(self) -> str:
         thing = self.object_id or indefinite(self.object)
         where = f" in the {self.room}" if self.room else ""
         return {
-            "object_on": f"{thing} on {indefinite(self.target)}{where}",
+            "object_on": f"{thing} on {indefinite(self.target) if self.target else 'furniture'}{where}",
             "object_in": f"{thing} inside {indefinite(self.target)}{where}",
             "holding": f"the robot holds {thing}",
             "bring_to_user": f"the robot brings {thing} to the user{where}",
@@ -100,8 +102,9 @@ def goal_schema(object_labels: list[str], furniture_labels: list[str], openable_
 
 
 def goal_furniture(scene: SceneGraph, goal: Goal) -> list[str]:
-    """The furniture a goal names: its target label, in its room when it gives one."""
-    return [f.id for f in scene.furniture(goal.room or None) if f.label == goal.target]
+    """The furniture a goal names: its target label, in its room when it gives one; a thing put in a
+    room without a target may go on any furniture there."""
+    return [f.id for f in scene.furniture(goal.room or None) if f.label == goal.target or not goal.target]
 
 
 def _held(scene: SceneGraph) -> set[str]:
@@ -144,7 +147,7 @@ def goal_met(goal: Goal, scene: SceneGraph) -> bool:
         support = scene.furniture_support(obj.id)
         if support and support[0] in relations:
             surface = scene.entity(support[1])
-            if surface.label == goal.target and (not goal.room or surface.room == goal.room):
+            if (not goal.target or surface.label == goal.target) and (not goal.room or surface.room == goal.room):
                 return True
     return False
 
@@ -186,6 +189,8 @@ def goal_status(goal: Goal, scene: SceneGraph) -> tuple[str, list[str]]:
     ids = list(listed) + [support[1] for o in listed if (support := scene.support(o))]
     if goal.kind in PLACING_KINDS:
         targets = goal_furniture(scene, goal)
+        if not goal.target:  # any furniture of the room: the nearest few
+            targets = scene.nearest_to_robot(targets)[:LISTED_PER_GOAL]
         ids += targets
         inside = goal.kind == "object_in"  # whether it is open matters only for putting something in
         parts.append("target: " + (", ".join(f"{t} in the {scene.entity(t).room}"

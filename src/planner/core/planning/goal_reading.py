@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from typing import Literal
 
 from planner.core.ambiguity import named_object_labels, pin_named_objects, room_furniture_name, words_of
 from planner.core.errors import PolicyError, RequestImpossible
-from planner.core.goals import PLACING_KINDS, Goal, GoalReply, goal_met, goal_schema
+from planner.core.goals import PLACING_KINDS, Goal, GoalReply, goal_met, goal_objects, goal_schema
 from planner.core.planning.grounding import FUNCTION_WORDS, Grounding
 from planner.core.scene_graph import SceneGraph
 
@@ -19,7 +21,8 @@ Kinds of goal:
 - bring_to_user: the robot brings an `object` to the user, who says me, I or my ("hand me the scarf"); a need the
   user states without naming a thing asks for the object in the map that best meets that need.
 - object_on: an `object` ends on the furniture `target`, in `room` when the request names one ("set the jar on the
-  workbench", "carry the scarf to the garage workbench", "move the jar out of the pantry onto the workbench").
+  workbench", "carry the scarf to the garage workbench", "move the jar out of the pantry onto the workbench"); target ""
+  when the request names only the room it goes to ("carry the scarf to the garage").
 - object_in: an `object` ends inside a `target` with a door or drawer ({openable}): "store the jar in the pantry".
 - robot_in_room: the robot ends in `room` ("head over to the garage").
 - is_open / is_closed: the furniture `target` ends open or closed ("shut the pantry").
@@ -192,6 +195,31 @@ def where_user_is(request: str) -> list[str]:
             if (place := _place_from(found[1].split(), 0))]
 
 
+def rooms_said(request: str, rooms: list[str], others: list[str]) -> list[str]:
+    """The rooms of the map a request names, in the order said, but those said as `others` (where
+    the user is, where the robot goes); "the kitchen 2" names that room alone, not the kitchen too."""
+    words = words_of(request)
+    found = [(words.index(f" {_phrase(room)} "), room) for room in rooms if f" {_phrase(room)} " in words
+             and not any(_phrase(room) in place for place in others)]
+    return [room for _, room in sorted(found) if not any(other != room and f" {_phrase(room)} " in f" {_phrase(other)} "
+                                                          for _, other in found)]
+
+
+def robot_destinations(request: str) -> list[str]:
+    """The places a request sends the robot to, as said: "go to the office and get the plant"."""
+    return [phrase for words in clauses(request) for index in range(len(words) - 2)
+            if _robot_sent(words, index) and words[index + 1] in DETERMINERS and (phrase := _place_from(words, index + 2))]
+
+
+def room_sent_to(request: str, goal: Goal, scene: SceneGraph) -> bool:
+    """Whether the request sends the thing of a placing goal to the goal's room: it names the room,
+    not as where the user is or where the robot goes, and none of the things the goal may mean is
+    there now ("grab the mug in the kitchen" names where the mug is)."""
+    others = where_user_is(request) + robot_destinations(request)
+    return bool(goal.room) and goal.room in rooms_said(request, scene.rooms(), others) \
+        and all(scene.entity(o).room != goal.room for o in goal_objects(goal, scene))
+
+
 def room_places(request: str, furniture_labels: list[str], rooms: list[str]) -> list[str]:
     """The places a request names where only a room can be, as said, that are no room of the map:
     where the user says they are, where the robot is sent ("go into the den"), where a
@@ -248,7 +276,7 @@ def furniture_destinations(request: str, rooms: list[str], sent: bool = False) -
     nor where the robot goes ("go to the office and get the plant" puts no plant on a desk);
     `sent`: only those after "to", "onto" or "into"."""
     return [p for p in _places_after(request, SENDING if sent else TOWARDS, robot_too=False)
-            if p.split()[-1] != "room" and p.replace(" ", "_") not in rooms]
+            if p.split()[-1] != "room" and not any(p == _phrase(room) for room in rooms)]
 
 
 def sends_somewhere(request: str, rooms: list[str]) -> list[str] | None:
@@ -292,7 +320,7 @@ def named_otherwise(request: str, goals: list[Goal], scene: SceneGraph) -> dict[
             checks[goal.object] = absent
         # Furniture is named by the whole of a place said, or its last words: "the end table" does not
         # name a dining table, nor "the low table" a side table, though "the table" does.
-        if goal.kind in PLACING_KINDS and furniture_places and not targets_named \
+        if goal.kind in PLACING_KINDS and goal.target and furniture_places and not targets_named \
                 and not any(names_furniture(place, goal.target) for place in furniture_places):
             checks[goal.target] = furniture_places[:1]
         if goal.kind == "robot_in_room" and places and not _room_named(goal.room, said):
@@ -352,8 +380,14 @@ def rooms_from_request(request: str, goals: list[Goal], scene: SceneGraph) -> li
     the object is in now ("go to the bathroom, take the towel and put it on the bed"); a room that
     has no such furniture and that the request does not name for it means any room."""
     words = words_of(request)
+    named_furniture = furniture_destinations(request, scene.rooms())
     fixed = []
     for goal in goals:
+        if goal.kind in PLACING_KINDS and goal.target and not named_furniture and not says_label(words, goal.target) \
+                and room_sent_to(request, goal, scene):
+            # "Take the scarf to the garage" read as the scarf on a bench there: any furniture of the room will do.
+            fixed.append(goal.model_copy(update={"kind": "object_on", "target": ""}))
+            continue
         if goal.target and goal.kind != "bring_to_user":
             named = rooms_named_for(goal.target, words, scene.rooms())
             if named and goal.room not in named:  # where it goes is usually named last
@@ -537,12 +571,12 @@ def missing_words(request: str, why: str, scene: SceneGraph) -> list[str]:
 
 def taken_not_placed(request: str, goals: list[Goal], scene: SceneGraph) -> list[Goal]:
     """"Grab the newspaper" read as the newspaper on the bed, "take the bowl on the end table" as the
-    bowl on a desk: a placing goal in a request that puts nothing anywhere (`sends_somewhere`) is the
-    thing taken, brought to a user who speaks of themselves, when the request names no furniture for
-    it to go to or asks for something taken ("I'm in the kitchen, bring me the candle on the table":
-    the candle on a desk); with no verb of putting, sending or taking, "on the table" is where the
-    thing should be ("make sure the orange is on the table"). Small models keep such a goal however
-    often they are told, so the words decide."""
+    bowl on a desk: a placing goal in a request that puts nothing anywhere (`sends_somewhere`), nor
+    in the goal's room (`room_sent_to`), is the thing taken, brought to a user who speaks of
+    themselves, when the request names no furniture for it to go to or asks for something taken
+    ("I'm in the kitchen, bring me the candle on the table": the candle on a desk); with no verb of
+    putting, sending or taking, "on the table" is where the thing should be ("make sure the orange
+    is on the table"). Small models keep such a goal however often they are told, so the words decide."""
     if sends_somewhere(request, scene.rooms()) is not None:
         return goals
     words = words_of(request)
@@ -552,7 +586,7 @@ def taken_not_placed(request: str, goals: list[Goal], scene: SceneGraph) -> list
     where_user = user_room(request, scene)
     kept: list[Goal] = []
     for goal in goals:
-        if goal.kind in PLACING_KINDS and taken:
+        if goal.kind in PLACING_KINDS and taken and not room_sent_to(request, goal, scene):
             goal = wanted_goal(goal.object, request, where_user)
         if goal not in kept:
             kept.append(goal)
@@ -652,86 +686,178 @@ def target_problems(goal: Goal, destinations_named: list[str], sources: list[str
             f"has the furniture it calls the {destinations[-1]} as its target"] if back else []
 
 
+class ReadingFacts:
+    """What the checks of a reading read off the request and the map, once per reading."""
+
+    def __init__(self, request: str, scene: SceneGraph, part: bool):
+        self.request, self.scene, self.part = request, scene, part
+        self.words = words_of(request)
+        self.furniture = scene.furniture()
+        self.object_labels = {o.label for o in scene.objects()}
+        self.known = (self.object_labels, {f.label for f in self.furniture}, set(scene.rooms()))
+        self.named_furniture = sorted({f.label for f in self.furniture if says_label(self.words, f.label)})
+        self.destinations_named = destination_labels(request, scene)
+        self.destinations_said = furniture_destinations(request, scene.rooms())
+        self.sources_said = source_places(request)
+        # "Empty the table in the kitchen" names the kitchen's dining table, the one table there.
+        self.handled = {called[0][0] for place in handled_furniture(request)
+                        if len(called := furniture_called(place, request, scene)) == 1}
+        self.named_objects = named_object_labels(request, self.object_labels)
+        self.things_said = thing_words(request)
+
+
+Check = Callable[[ReadingFacts, list[Goal]], list[str]]
+
+
+def _unknown_names(facts: ReadingFacts, goals: list[Goal]) -> list[str]:
+    return [f"{value!r} is not a known label or room" for goal in goals
+            for value, allowed in zip((goal.object, goal.target, goal.room), facts.known) if value and value not in allowed]
+
+
+def _furniture_not_there(facts: ReadingFacts, goals: list[Goal]) -> list[str]:
+    found = []
+    for goal in goals:
+        if goal.target and not any(f.label == goal.target for f in facts.scene.furniture(goal.room or None)):
+            rooms_with = sorted({f.room for f in facts.furniture if f.label == goal.target})
+            found.append(f"there is no {goal.target}" + (f" in the {goal.room} (room is where the {goal.target} is; "
+                                                         f"a {goal.target} is in the {', '.join(rooms_with)})"
+                                                         if goal.room and rooms_with else ""))
+    return found
+
+
+def _target_not_as_said(facts: ReadingFacts, goals: list[Goal]) -> list[str]:
+    return [problem for goal in goals if goal.kind in PLACING_KINDS
+            for problem in target_problems(goal, facts.destinations_named, facts.sources_said, facts.destinations_said)]
+
+
+def _no_place_named(facts: ReadingFacts, goals: list[Goal]) -> list[str]:
+    return [f"the request names no {'room' if not goal.target else 'furniture'} for the {goal.object} to go to; "
+            f"{_instead(goal, facts.request, facts.scene)}" for goal in goals
+            if goal.kind in PLACING_KINDS and not goal_met(goal, facts.scene)
+            and (not goal.target and not room_sent_to(facts.request, goal, facts.scene)
+                 or goal.target and not facts.named_furniture and not facts.destinations_said)]
+
+
+def _furniture_not_named(facts: ReadingFacts, goals: list[Goal]) -> list[str]:
+    # "I'm freezing" read as an open fridge: a need is met by a thing brought, not by furniture.
+    return [f"the request names no {_phrase(goal.target)}" + (
+        "; a need the user states asks for the object that meets it, brought to them (bring_to_user)"
+        if mentions_user(facts.request) else "") for goal in goals
+        if goal.kind in FURNITURE_KINDS and goal.target not in facts.named_furniture and goal.target not in facts.handled]
+
+
+def _brought_to_no_user(facts: ReadingFacts, goals: list[Goal]) -> list[str]:
+    return ["bring_to_user is for requests to bring something to the user (me, I, my), and this request does not "
+            "ask that; where it names furniture, use object_on"] \
+        if any(goal.kind == "bring_to_user" for goal in goals) and not mentions_user(facts.request) else []
+
+
+def _thing_left_out(facts: ReadingFacts, goals: list[Goal], moved: bool) -> list[str]:
+    """The thing the request names in no goal, where it is one the request `moved` or not."""
+    named = facts.named_objects
+    if not goals or not named or any(goal.object in named for goal in goals) \
+            or bool(moved_labels(facts.request, named)) != moved:
+        return []
+    who = "brought to the user" if mentions_user(facts.request) else "taken"
+    return [f"the request is about the {', '.join(map(_phrase, named))}, and no goal has "
+            f"{'it' if len(named) == 1 else 'one of them'} as its object; if the {_phrase(named[0])} must be {who}, "
+            f"the goal is {_wanted(named[0], facts.request)}"]
+
+
+def _moved_thing_left_out(facts: ReadingFacts, goals: list[Goal]) -> list[str]:
+    # "Grab the pillow" read as a clock held, through every repair, and the robot said Done.
+    return _thing_left_out(facts, goals, moved=True)
+
+
+def _talked_of_thing_left_out(facts: ReadingFacts, goals: list[Goal]) -> list[str]:
+    # "I can't find my keys" read as an open fridge: the thing the user talks about is lost.
+    return _thing_left_out(facts, goals, moved=False)
+
+
+def _moved_as_not_said(facts: ReadingFacts, goals: list[Goal]) -> list[str]:
+    return _moved_otherwise(facts.request, goals, facts.object_labels)
+
+
+def _one_of_several_left_out(facts: ReadingFacts, goals: list[Goal]) -> list[str]:
+    joined = joined_objects(facts.request, facts.object_labels)
+    if left_out := [label for label in joined if not any(goal.object == label for goal in goals)]:
+        if len(left_out) < len(joined):  # none of them: the check of a thing left out, or the model's reason
+            # "Put the mug and the plate on the shelf" read as the mug alone: half done, reported done.
+            return [f"the request names the {' and the '.join(map(_phrase, joined))}, and no goal has the "
+                    f"{_phrase(left_out[0])}; each thing the request asks about needs a goal of its own"]
+    elif (pair := JOINED_THINGS.search(facts.words)) and len({goal.object for goal in goals if goal.object}) == 1:
+        # The same, with a thing called by a word no label has ("the dish from the counter and the pencil").
+        return [f"the request asks for two things, the {pair[1]} and the {pair[2]}, and the goals have one; "
+                "each thing the request asks about needs a goal of its own"]
+    return []
+
+
+def _only_furniture_named(facts: ReadingFacts, goals: list[Goal]) -> list[str]:
+    # "The fruit on the kitchen table" names what is kept on the furniture it names.
+    named_ids = {f.id for f in facts.furniture if f.label in facts.named_furniture}
+    kept_there = {o.label for o in facts.scene.objects()
+                  if (facts.scene.furniture_support(o.id) or ("", ""))[1] in named_ids}
+    unnamed = [goal.object for goal in goals if goal.object and not _named(goal.object, facts.things_said)
+               and goal.object not in kept_there]
+    if not unnamed or not facts.named_furniture or facts.named_objects or mentions_user(facts.request) \
+            or unknown_things(facts.request, facts.scene):
+        return []
+    # "Tidy everything off the nightstand" read as a candle from elsewhere put on the nightstand.
+    place = facts.named_furniture[0]
+    return [f"the request names no {_phrase(unnamed[0])}, only the {_phrase(place)}; if it asks to take everything "
+            f'off the {_phrase(place)}, the goal is {{"kind": "clear", "target": "{place}"}}']
+
+
+def _room_left_out(facts: ReadingFacts, goals: list[Goal]) -> list[str]:
+    # "The vase belongs in the study" read as the vase held: the request's place is left out ("the vase in
+    # the hall", where a vase is, says which).
+    if not goals or facts.part or any(goal.room or goal.target for goal in goals):
+        return []
+    things_are_in = {facts.scene.entity(o).room for goal in goals for o in goal_objects(goal, facts.scene)}
+    rooms = [room for room in rooms_said(facts.request, facts.scene.rooms(), where_user_is(facts.request))
+             if room not in things_are_in]
+    return [f"the request names the {_phrase(rooms[0])}, and no goal has a room or furniture; if a thing must end "
+            f'there, the goal is {{"kind": "object_on", "object": ..., "target": "", "room": "{rooms[0]}"}}'] if rooms else []
+
+
+def _true_already(facts: ReadingFacts, goals: list[Goal]) -> list[str]:
+    true_now = true_already(goals, facts.scene, facts.things_said, facts.destinations_said, facts.part)
+    return [f"'{goal}' is true already" + (f", so {goal.target or 'the ' + _phrase(goal.room)} is not where the request "
+                                           f"wants the {goal.object}; {_instead(goal, facts.request, facts.scene)}"
+                                           if goal.kind in PLACING_KINDS else "") for goal in true_now] \
+        + (["goals give the state the request asks for"] if true_now else [])
+
+
+# The checks of a reading, each "wrong" (the model must give other goals) or a "doubt" (the model may
+# insist: perhaps the request does mean it), in the order their findings are told to the model.
+GOAL_CHECKS: tuple[tuple[str, Literal["wrong", "doubt"], Check], ...] = (
+    ("unknown names", "wrong", _unknown_names),
+    ("furniture not there", "wrong", _furniture_not_there),
+    ("target not as said", "wrong", _target_not_as_said),
+    ("brought to no user", "wrong", _brought_to_no_user),
+    ("moved thing left out", "wrong", _moved_thing_left_out),
+    ("moved as not said", "wrong", _moved_as_not_said),
+    ("no place named", "doubt", _no_place_named),
+    ("furniture not named", "doubt", _furniture_not_named),
+    ("talked-of thing left out", "doubt", _talked_of_thing_left_out),
+    ("one of several left out", "doubt", _one_of_several_left_out),
+    ("only furniture named", "doubt", _only_furniture_named),
+    ("room left out", "doubt", _room_left_out),
+    ("true already", "doubt", _true_already),
+)
+
+
 def goal_problems(request: str, goals: list[Goal], scene: SceneGraph, part: bool = False
                   ) -> tuple[list[str], list[str]]:
     """What is wrong with goals read from a request (unknown labels, furniture not where the goal
     says, a kind that contradicts the request's words), and what is only doubtful (a goal true
     already, a place the request does not name): the model may insist on doubtful goals. A `part`
     is one thing of a request for several, read apart from the others."""
-    words = words_of(request)
-    furniture = scene.furniture()
-    named_furniture = sorted({f.label for f in furniture if says_label(words, f.label)})
-    destinations_named = destination_labels(request, scene)
-    destinations_said = furniture_destinations(request, scene.rooms())
-    sources_said = source_places(request)
-    # "Empty the table in the kitchen" names the kitchen's dining table, the one table there.
-    handled = {called[0][0] for place in handled_furniture(request)
-               if len(called := furniture_called(place, request, scene)) == 1}
-    known = ({o.label for o in scene.objects()}, {f.label for f in furniture}, set(scene.rooms()))
-    problems, doubts = [], []
-    for goal in goals:
-        for value, allowed in zip((goal.object, goal.target, goal.room), known):
-            if value and value not in allowed:
-                problems.append(f"{value!r} is not a known label or room")
-        if goal.target and not any(f.label == goal.target for f in scene.furniture(goal.room or None)):
-            rooms_with = sorted({f.room for f in furniture if f.label == goal.target})
-            problems.append(f"there is no {goal.target}" + (f" in the {goal.room} (room is where the {goal.target} is; "
-                                                             f"a {goal.target} is in the {', '.join(rooms_with)})"
-                                                             if goal.room and rooms_with else ""))
-        if goal.kind in PLACING_KINDS:
-            problems += target_problems(goal, destinations_named, sources_said, destinations_said)
-        if goal.kind in PLACING_KINDS and not named_furniture and not destinations_said and not goal_met(goal, scene):
-            doubts.append(f"the request names no furniture for the {goal.object} to go to; "
-                          f"{_instead(goal, request, scene)}")
-        if goal.kind in FURNITURE_KINDS and goal.target not in named_furniture and goal.target not in handled:
-            # "I'm freezing" read as an open fridge: a need is met by a thing brought, not by furniture.
-            doubts.append(f"the request names no {_phrase(goal.target)}" + (
-                "; a need the user states asks for the object that meets it, brought to them (bring_to_user)"
-                if mentions_user(request) else ""))
-        if goal.kind == "bring_to_user" and not mentions_user(request):
-            problems.append("bring_to_user is for requests to bring something to the user (me, I, my), and "
-                            "this request does not ask that; where it names furniture, use object_on")
-    named_objects = named_object_labels(request, known[0])
-    if goals and named_objects and not any(goal.object in named_objects for goal in goals):
-        # "I can't find my keys" read as an open fridge: the thing the user talks about is lost.
-        who = "brought to the user" if mentions_user(request) else "taken"
-        # Wrong, not doubtful, where the request moves that thing ("grab the pillow" read as a clock held,
-        # through every repair, and the robot said Done.).
-        (problems if moved_labels(request, named_objects) else doubts).append(
-            f"the request is about the {', '.join(map(_phrase, named_objects))}, and no goal has "
-            f"{'it' if len(named_objects) == 1 else 'one of them'} as its object; if the "
-            f"{_phrase(named_objects[0])} must be {who}, the goal is {_wanted(named_objects[0], request)}")
-    problems += _moved_otherwise(request, goals, known[0])
-    joined = joined_objects(request, known[0])
-    if left_out := [label for label in joined if not any(goal.object == label for goal in goals)]:
-        if len(left_out) < len(joined):  # none of them: the doubt above, or the model's reason
-            # "Put the mug and the plate on the shelf" read as the mug alone: half done, reported done.
-            doubts.append(f"the request names the {' and the '.join(map(_phrase, joined))}, and no goal has the "
-                          f"{_phrase(left_out[0])}; each thing the request asks about needs a goal of its own")
-    elif (pair := JOINED_THINGS.search(words)) and len({goal.object for goal in goals if goal.object}) == 1:
-        # The same, with a thing called by a word no label has ("the dish from the counter and the pencil").
-        doubts.append(f"the request asks for two things, the {pair[1]} and the {pair[2]}, and the goals have one; "
-                      "each thing the request asks about needs a goal of its own")
-    # "The fruit on the kitchen table" names what is kept on the furniture it names.
-    named_ids = {f.id for f in furniture if f.label in named_furniture}
-    kept_there = {o.label for o in scene.objects() if (scene.furniture_support(o.id) or ("", ""))[1] in named_ids}
-    things_said = thing_words(request)
-    unnamed = [goal.object for goal in goals if goal.object and not _named(goal.object, things_said)
-               and goal.object not in kept_there]
-    if unnamed and named_furniture and not named_objects and not mentions_user(request) \
-            and not unknown_things(request, scene):
-        # "Tidy everything off the nightstand" read as a candle from elsewhere put on the nightstand.
-        place = named_furniture[0]
-        doubts.append(f"the request names no {_phrase(unnamed[0])}, only the {_phrase(place)}; if it asks to take "
-                      f'everything off the {_phrase(place)}, the goal is {{"kind": "clear", "target": "{place}"}}')
-    true_now = true_already(goals, scene, things_said, destinations_said, part)
-    doubts += [f"'{goal}' is true already" + (f", so {goal.target} is not where the request wants the {goal.object}; "
-                                              f"{_instead(goal, request, scene)}" if goal.kind in PLACING_KINDS else "")
-               for goal in true_now]
-    if true_now:
-        doubts.append("goals give the state the request asks for")
-    return problems, doubts
-
+    facts = ReadingFacts(request, scene, part)
+    found: dict[str, list[str]] = {"wrong": [], "doubt": []}
+    for _, severity, check in GOAL_CHECKS:
+        found[severity] += check(facts, goals)
+    return found["wrong"], found["doubt"]
 
 
 class GoalReader:
