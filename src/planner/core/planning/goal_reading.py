@@ -211,13 +211,20 @@ def robot_destinations(request: str) -> list[str]:
             if _robot_sent(words, index) and words[index + 1] in DETERMINERS and (phrase := _place_from(words, index + 2))]
 
 
+def goal_room(goal: Goal, scene: SceneGraph) -> str:
+    """The room a goal puts its thing in: its own, or the one room its target furniture stands in."""
+    rooms = {f.room for f in scene.furniture() if f.label == goal.target} if goal.target else set()
+    return goal.room or (rooms.pop() if len(rooms) == 1 else "")
+
+
 def room_sent_to(request: str, goal: Goal, scene: SceneGraph) -> bool:
-    """Whether the request sends the thing of a placing goal to the goal's room: it names the room,
-    not as where the user is or where the robot goes, and none of the things the goal may mean is
-    there now ("grab the mug in the kitchen" names where the mug is)."""
+    """Whether the request sends the thing of a placing goal to the goal's room (`goal_room`): it
+    names the room, not as where the user is or where the robot goes, and none of the things the
+    goal may mean is there now ("grab the mug in the kitchen" names where the mug is)."""
     others = where_user_is(request) + robot_destinations(request)
-    return bool(goal.room) and goal.room in rooms_said(request, scene.rooms(), others) \
-        and all(scene.entity(o).room != goal.room for o in goal_objects(goal, scene))
+    room = goal_room(goal, scene)
+    return bool(room) and room in rooms_said(request, scene.rooms(), others) \
+        and all(scene.entity(o).room != room for o in goal_objects(goal, scene))
 
 
 def room_places(request: str, furniture_labels: list[str], rooms: list[str]) -> list[str]:
@@ -386,7 +393,7 @@ def rooms_from_request(request: str, goals: list[Goal], scene: SceneGraph) -> li
         if goal.kind in PLACING_KINDS and goal.target and not named_furniture and not says_label(words, goal.target) \
                 and room_sent_to(request, goal, scene):
             # "Take the scarf to the garage" read as the scarf on a bench there: any furniture of the room will do.
-            fixed.append(goal.model_copy(update={"kind": "object_on", "target": ""}))
+            fixed.append(goal.model_copy(update={"kind": "object_on", "target": "", "room": goal_room(goal, scene)}))
             continue
         if goal.target and goal.kind != "bring_to_user":
             named = rooms_named_for(goal.target, words, scene.rooms())
