@@ -6,7 +6,8 @@ rather than by their labels, needs said indirectly, hurried typos.
 
 `planner bench generate tasks --source scan --seeds 0-4 --out DIR` writes DIR/worlds/scan-S.yaml and
 DIR/tasks.yaml, which `planner bench tasks --suite DIR/tasks.yaml` runs. A task succeeds by a
-predicate over the final world (any thing of the category asked for will do)."""
+predicate over the final world (any thing of the category asked for will do, wherever it is and
+whatever the map labels it)."""
 
 from __future__ import annotations
 
@@ -90,6 +91,11 @@ class TaskMaker:
     def _of(self, category: Category) -> list[WorldObject]:
         return [o for o in self.movable if self.plan.category[o.id] is category]
 
+    def _meeting(self, categories: set[str]) -> list[WorldObject]:
+        """Every thing of the categories, whatever its label says and wherever it is: any of them
+        meets a request for one (a backpack in a drawer is a backpack)."""
+        return [o for o in self.world.objects if o.id in self.plan.category and self.plan.category[o.id].name in categories]
+
     def _room_said(self, room: str) -> tuple[str, list[str]]:
         """A room as a person calls it, by the common name of its type (the map may call it a lounge,
         a washroom or the master bedroom), and the rooms of the map that name fits."""
@@ -105,7 +111,8 @@ class TaskMaker:
         for category in {self.plan.category[o.id].name: self.plan.category[o.id] for o in self.movable}.values():
             things = self._of(category)
             tasks.append({"request": _styled(rng, rng.choice(FETCH).format(n=_said(rng, category))),
-                          "robot_at": things[0].placed_on, "success": _any([{"holding": o.id} for o in things])})
+                          "robot_at": things[0].placed_on,
+                          "success": _any([{"holding": o.id} for o in self._meeting({category.name})])})
         for room in self.plan.room_type:
             said, rooms = self._room_said(room)
             tasks.append({"request": _styled(rng, rng.choice(GO).format(r=said)),
@@ -117,7 +124,7 @@ class TaskMaker:
         surfaces = self._surfaces()
         for thing in self.movable:
             category = self.plan.category[thing.id]
-            things = self._of(category)
+            things = self._meeting({category.name})
             targets = [f for f in surfaces if self.plan.category[f.id].name != self.plan.category.get(thing.placed_on,
                                                                                                        category).name]
             if targets:
@@ -139,8 +146,8 @@ class TaskMaker:
     def complex(self, user_room: str, user_at: str) -> list[dict]:
         rng, tasks = self.rng, []
         for categories, phrasings in NEEDS.values():
-            meeting = [o for o in self.movable if self.plan.category[o.id].name in categories]
-            if meeting and not any(BY_NAME[name].furniture for name in categories):
+            meeting = self._meeting(set(categories))
+            if any(o in self.movable for o in meeting) and not any(BY_NAME[name].furniture for name in categories):
                 ways = [{"all_of": [{"holding": o.id}, {"robot_in": user_room}]} for o in meeting]
                 ways += [{"object_on": {"object": o.id, "room": user_room}} for o in meeting]
                 tasks.append({"request": _styled(rng, rng.choice(phrasings)), "robot_at": user_at,
@@ -157,7 +164,7 @@ class TaskMaker:
                 tasks.append({"request": _styled(rng, rng.choice(BOTH_ON).format(a=said[0], b=said[1],
                                                                                  h=_said(rng, target))),
                               "success": {"all_of": [_any([{"object_on": {"object": o.id, "target": p}}
-                                                           for o in self._of(self.plan.category[thing.id])
+                                                           for o in self._meeting({self.plan.category[thing.id].name})
                                                            for p in places]) for thing in (first, second)]}})
         present = {c.name for c in self.plan.category.values()} | {i.category.name for i in self.plan.home.items}
         lacking = [c for c in CATEGORIES if not c.furniture and c.name not in present]
