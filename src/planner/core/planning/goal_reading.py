@@ -211,26 +211,20 @@ def robot_destinations(request: str) -> list[str]:
             if _robot_sent(words, index) and words[index + 1] in DETERMINERS and (phrase := _place_from(words, index + 2))]
 
 
-def goal_room(goal: Goal, scene: SceneGraph) -> str:
-    """The room a goal puts its thing in: its own, or the one room its target furniture stands in."""
-    rooms = {f.room for f in scene.furniture() if f.label == goal.target} if goal.target else set()
-    return goal.room or (rooms.pop() if len(rooms) == 1 else "")
-
-
-def room_sent_to(request: str, goal: Goal, scene: SceneGraph) -> bool:
-    """Whether the request sends the thing of a placing goal to the goal's room (`goal_room`): it
-    names the room, not as where the user is or where the robot goes, and none of the things the
-    goal may mean is there now ("grab the mug in the kitchen" names where the mug is)."""
+def room_sent_to(request: str, goal: Goal, scene: SceneGraph) -> str:
+    """The room the request sends the thing of a placing goal to, "" when none: the last room it
+    names, not as where the user is or where the robot goes, that none of the things the goal may
+    mean is in now ("grab the mug in the kitchen" names where the mug is)."""
     others = where_user_is(request) + robot_destinations(request)
-    room = goal_room(goal, scene)
-    return bool(room) and room in rooms_said(request, scene.rooms(), others) \
-        and all(scene.entity(o).room != room for o in goal_objects(goal, scene))
+    now = {scene.entity(o).room for o in goal_objects(goal, scene)}
+    return next((room for room in reversed(rooms_said(request, scene.rooms(), others)) if room not in now), "")
 
 
 def room_places(request: str, furniture_labels: list[str], rooms: list[str]) -> list[str]:
     """The places a request names where only a room can be, as said, that are no room of the map:
     where the user says they are, where the robot is sent ("go into the den"), where a
-    place that ends in "room" is ("the desk in the children's room"), and where furniture a thing
+    place that ends in "room" is or is sent to ("the desk in the children's room", "take it to the
+    sitting room"), and where furniture a thing
     goes to stands ("put it on the counter in the scullery"). After furniture a thing comes from, "in
     the" may say where it goes ("put the plant from the piano in the cupboard")."""
     furniture_ends = {_phrase(label).split()[-1] for label in furniture_labels}
@@ -239,7 +233,7 @@ def room_places(request: str, furniture_labels: list[str], rooms: list[str]) -> 
         for index, word in enumerate(words[:-2]):
             if words[index + 1] not in DETERMINERS or not (place := _place_from(words, index + 2)):
                 continue
-            if _robot_sent(words, index) or word == "in" and (
+            if _robot_sent(words, index) or word in SENDING and place.split()[-1] == "room" or word == "in" and (
                     place.split()[-1] == "room" or index > 0 and words[index - 1] in furniture_ends
                     and _sent_to_place_before(words, index - 1)):
                 places.append(place)
@@ -385,15 +379,17 @@ def rooms_named_for(furniture_label: str, words: str, rooms: list[str]) -> list[
 def rooms_from_request(request: str, goals: list[Goal], scene: SceneGraph) -> list[Goal]:
     """Each goal's furniture in the room the request names for it. The model often gives the room
     the object is in now ("go to the bathroom, take the towel and put it on the bed"); a room that
-    has no such furniture and that the request does not name for it means any room."""
+    has no such furniture and that the request does not name for it means any room. A thing the
+    request sends to a room, naming no furniture, goes on any furniture of that room."""
     words = words_of(request)
     named_furniture = furniture_destinations(request, scene.rooms())
     fixed = []
     for goal in goals:
-        if goal.kind in PLACING_KINDS and goal.target and not named_furniture and not says_label(words, goal.target) \
-                and room_sent_to(request, goal, scene):
-            # "Take the scarf to the garage" read as the scarf on a bench there: any furniture of the room will do.
-            fixed.append(goal.model_copy(update={"kind": "object_on", "target": "", "room": goal_room(goal, scene)}))
+        if goal.kind in PLACING_KINDS and not named_furniture and not (goal.target and says_label(words, goal.target)) \
+                and (room := room_sent_to(request, goal, scene)):
+            # "Take the scarf to the garage" read as the scarf on a bench, there or elsewhere: any furniture of
+            # the room will do.
+            fixed.append(goal.model_copy(update={"kind": "object_on", "target": "", "room": room}))
             continue
         if goal.target and goal.kind != "bring_to_user":
             named = rooms_named_for(goal.target, words, scene.rooms())
@@ -579,7 +575,7 @@ def missing_words(request: str, why: str, scene: SceneGraph) -> list[str]:
 def taken_not_placed(request: str, goals: list[Goal], scene: SceneGraph) -> list[Goal]:
     """"Grab the newspaper" read as the newspaper on the bed, "take the bowl on the end table" as the
     bowl on a desk: a placing goal in a request that puts nothing anywhere (`sends_somewhere`), nor
-    in the goal's room (`room_sent_to`), is the thing taken, brought to a user who speaks of
+    to a room (`room_sent_to`), is the thing taken, brought to a user who speaks of
     themselves, when the request names no furniture for it to go to or asks for something taken
     ("I'm in the kitchen, bring me the candle on the table": the candle on a desk); with no verb of
     putting, sending or taking, "on the table" is where the thing should be ("make sure the orange
@@ -741,7 +737,7 @@ def _no_place_named(facts: ReadingFacts, goals: list[Goal]) -> list[str]:
     return [f"the request names no {'room' if not goal.target else 'furniture'} for the {goal.object} to go to; "
             f"{_instead(goal, facts.request, facts.scene)}" for goal in goals
             if goal.kind in PLACING_KINDS and not goal_met(goal, facts.scene)
-            and (not goal.target and not room_sent_to(facts.request, goal, facts.scene)
+            and (not goal.target and goal.room != room_sent_to(facts.request, goal, facts.scene)
                  or goal.target and not facts.named_furniture and not facts.destinations_said)]
 
 
