@@ -103,7 +103,7 @@ def test_a_room_said_by_its_kind_is_written_as_the_room_of_the_map_of_that_kind(
     grounding = grounder_with_lexicon.ground("Leave the towel in the bathroom, then carry the lamp into the bedroom",
                                              labels, rooms)
     assert grounding.note() == "bathroom = lavatory; bedroom = master_bedroom_2", grounding.note()
-    assert grounding.text == "leave the towel in the lavatory then carry the lamp into the master bedroom 2"
+    assert grounding.text == "leave the towel in the lavatory, then carry the lamp into the master bedroom 2"
     assert not grounder_with_lexicon.ground("Carry the lamp into the nursery", labels, ["bedroom", "kitchen"]).matches
     assert not grounder_with_lexicon.ground("Carry the lamp into the room", labels, rooms).matches
     assert not grounder_with_lexicon.ground("Hang the towel by the bathroom sink", labels, rooms).matches

@@ -51,9 +51,22 @@ CACHED_VECTORS = 4096
 ROOM_NUMBER = re.compile(r"(?: \d+)+$")  # "master bedroom 2": the second of the map's master bedrooms
 
 
+WORD = re.compile(r"[a-z0-9']+")
+
+
 def words_in(text: str) -> list[str]:
     """The text's words, lower case, as phrases are matched and written back."""
-    return re.findall(r"[a-z0-9']+", text.lower())
+    return WORD.findall(text.lower())
+
+
+def with_words_replaced(text: str, spans: list[tuple[int, int, str]]) -> str:
+    """The text in lower case with each span of words (by their index in `words_in`) written as
+    its name; the punctuation between other words stays, so clauses stay apart."""
+    lower = text.lower()
+    places = [m.span() for m in WORD.finditer(lower)]
+    for start, end, name in sorted(spans, reverse=True):
+        lower = lower[:places[start][0]] + name + lower[places[end - 1][1]:]
+    return lower
 
 
 def _noun_phrase(words: list[str], start: int, end: int, names: Iterable[str], in_rooms: set[int]) -> bool:
@@ -102,7 +115,7 @@ class Match:
 @dataclass(frozen=True)
 class Grounding:
     request: str
-    text: str                 # the request with grounded phrases written as map labels (spaces for _)
+    text: str                 # the request in lower case, grounded phrases written as map labels (spaces for _)
     matches: tuple[Match, ...]
 
     def note(self) -> str:
@@ -125,7 +138,7 @@ class Grounding:
         start = next((i for i in range(len(words) - len(phrase) + 1) if words[i:i + len(phrase)] == phrase), None)
         if start is None:
             return self
-        text = " ".join([*words[:start], match.label.replace("_", " "), *words[start + len(phrase):]])
+        text = with_words_replaced(self.text, [(start, start + len(phrase), match.label.replace("_", " "))])
         return Grounding(self.request, text, (*self.matches, match))
 
 
@@ -280,10 +293,6 @@ class Grounder:
                 continue
             taken |= set(range(start, end))
             matches.append(((start, end), match))
-        out, position = [], 0
-        for (start, end), match in sorted(matches, key=lambda m: m[0]):
-            out += [*words[position:start], names[match.label]]
-            position = end
-        text = " ".join([*out, *words[position:]])
+        text = with_words_replaced(request, [(start, end, names[match.label]) for (start, end), match in matches])
         return Grounding(request, text if matches else request,
                          tuple(m for _, m in sorted(matches, key=lambda m: m[0])))
