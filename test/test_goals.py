@@ -21,6 +21,7 @@ from planner.core.planning.goal_reading import (
     named_otherwise,
     names_only_its_modifier,
     room_places,
+    things_asked_about,
     unknown_things,
 )
 from planner.core.planning.settings import PlannerSettings
@@ -662,12 +663,10 @@ def test_a_thing_already_on_the_furniture_the_request_sends_it_to_is_no_doubt_be
 
 def test_two_things_asked_for_and_one_left_out_of_the_goals_is_doubted_and_read_again():
     """"The pillow and the book" read as the pillow alone would end "Done." with the book where it was."""
-    from planner.core.planning.goal_reading import joined_objects
-
     scene = robot_at("sofa_1").scene()
     labels = {o.label for o in scene.objects()}
-    assert joined_objects("Put the pillow from the desk and the book on the counter", labels) == ["pillow", "book"]
-    assert joined_objects("Put the pillow on the desk and bring me the book", labels) == []
+    assert things_asked_about("Put the pillow from the desk and the book on the counter", labels) == ["pillow", "book"]
+    assert things_asked_about("Put the pillow on the desk and bring me the book", labels) == ["pillow", "book"]
     pillow = [Goal(kind="object_on", object="pillow", target="counter")]
     doubts = goal_problems("Put the pillow and the red book on the counter", pillow, scene)[1]
     assert "the request names the pillow and the book, and no goal has the book; each thing the request asks " \
@@ -1207,3 +1206,21 @@ def test_each_check_of_a_reading_finds_its_fault_and_says_it_with_its_severity(n
     request, goals, said = CHECK_CASES[name]
     problems, doubts = goal_problems(request, goals, robot_at("table_3").scene())
     assert any(said in text for text in (problems if severity == "wrong" else doubts)), (problems, doubts)
+
+
+def test_the_things_a_request_asks_about_are_those_it_names_as_things_not_as_places():
+    """However the things are joined ("and", "first ..., then ...", a list), each is asked about;
+    a thing said as where another goes or what it is near is not: a reading that leaves out one of
+    the things asked about is doubted."""
+    labels = {"mug", "plate", "bowl", "apple", "lamp", "book", "candle", "keys"}
+    assert things_asked_about("First the candle, then the keys: both on the desk", labels) == ["candle", "keys"]
+    assert things_asked_about("Bring me the mug, the plate and a bowl", labels) == ["mug", "plate", "bowl"]
+    assert things_asked_about("Put the apple in the bowl", labels) == ["apple"]
+    assert things_asked_about("Fetch the book next to the lamp", labels) == ["book"]
+    assert things_asked_about("Put the coffee mug on the shelf", labels | {"coffee_mug"}) == ["coffee_mug"]
+    scene = robot_at("table_3").scene()
+    one = [Goal(kind="object_on", object="candle", target="desk")]
+    assert "no goal has the keys" in " ".join(goal_problems("First the candle, then the keys: both on the desk", one,
+                                                            scene)[1])
+    assert not any("no goal has" in doubt for doubt in goal_problems("Put the candle by the keys on the desk", one,
+                                                                     scene)[1])

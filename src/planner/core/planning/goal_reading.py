@@ -143,6 +143,11 @@ ROBOT_GOES = frozenset({"go", "head", "walk", "come", "way", "get", "run"})  # "
 THING_GOES = frozenset({"should", "must", "to", "can", "will", "could", "would", "it", "they", "them"})  # "it should go to"
 PLACE_ENDS = frozenset({"in", "on", "onto", "into", "inside", "to", "from", "at", "by", "near", "and", "then",
                         "please", "for", "with", "over"})
+# Words that relate what follows to another thing ("in the bowl", "next to the lamp", "a vase for the
+# flowers", "the bottle of water"): what follows is a place or company, not a thing asked about.
+RELATING_WORDS = (PLACE_ENDS - {"and", "then", "please"}) | {"of", "beside", "under", "behind", "above", "below",
+                                                             "off", "without"}
+THING_DETERMINERS = frozenset({"the", "a", "an", "my", "your", "our", "some", "this", "that", "these", "those"})
 
 
 def destinations(request: str) -> list[str]:
@@ -528,15 +533,24 @@ TAKEN_FROM = r"(?: (?:from|on|in|off) the [a-z]+(?: [a-z]+)?)?"
 JOINED_THINGS = re.compile(rf" (?:{JOINING_VERBS})(?: me)? the ({THING_WORDS}){TAKEN_FROM} and the ([a-z]+) ")
 
 
-def joined_objects(request: str, labels: set[str]) -> list[str]:
-    """Object labels the request names side by side with "and" ("the mug and the plate", "the mug
-    from the desk and the plate"): each is a thing the request asks about."""
-    words = words_of(request)
-    by_words = {words_of(label).strip(): label for label in labels}
-    name = "(" + "|".join(map(re.escape, sorted(by_words, key=len, reverse=True))) + ")s?"
-    article = "(?:the|a|an|my|your|our|some) (?:[a-z]+ )?"
-    joined = re.compile(rf" {article}{name}{TAKEN_FROM} and {article}{name}(?= )")
-    return list(dict.fromkeys(by_words[phrase] for pair in joined.findall(words) for phrase in pair)) if labels else []
+def things_asked_about(request: str, labels: set[str]) -> list[str]:
+    """Object labels the request names as things, not as places or company: with a determiner (and
+    a word of its own between), not after a word that relates it to another thing ("the mug and
+    the plate", "first the basket, then the bowl"; not the bowl of "the apple in the bowl", nor the
+    lamp of "the book next to the lamp"), in the order said."""
+    words = words_of(request).split()
+    found: dict[int, tuple[int, str]] = {}  # a determiner's place -> the longest name said after it
+    for label in labels:
+        name = words_of(label).split()
+        for start in range(len(words)):
+            if words[start] not in THING_DETERMINERS or start and words[start - 1] in RELATING_WORDS:
+                continue
+            for at in (start + 1, start + 2):
+                said = words[at:at + len(name)]
+                if said[:-1] == name[:-1] and said[-1:] in ([name[-1]], [name[-1] + "s"]):
+                    # "the storage box" names a storage box, not a box too.
+                    found[start] = max(found.get(start, (0, "")), (len(name) + (at == start + 1), label))
+    return list(dict.fromkeys(label for _, (_, label) in sorted(found.items())))
 
 
 # "Put the reading lamp and the bowl of soup on the bedside table": the verb, two things, and where both go.
@@ -782,11 +796,11 @@ def _moved_as_not_said(facts: ReadingFacts, goals: list[Goal]) -> list[str]:
 
 
 def _one_of_several_left_out(facts: ReadingFacts, goals: list[Goal]) -> list[str]:
-    joined = joined_objects(facts.request, facts.object_labels)
-    if left_out := [label for label in joined if not any(goal.object == label for goal in goals)]:
-        if len(left_out) < len(joined):  # none of them: the check of a thing left out, or the model's reason
+    things = things_asked_about(facts.request, facts.object_labels)
+    if left_out := [label for label in things if not any(goal.object == label for goal in goals)]:
+        if len(left_out) < len(things):  # none of them: the check of a thing left out, or the model's reason
             # "Put the mug and the plate on the shelf" read as the mug alone: half done, reported done.
-            return [f"the request names the {' and the '.join(map(_phrase, joined))}, and no goal has the "
+            return [f"the request names the {' and the '.join(map(_phrase, things))}, and no goal has the "
                     f"{_phrase(left_out[0])}; each thing the request asks about needs a goal of its own"]
     elif (pair := JOINED_THINGS.search(facts.words)) and len({goal.object for goal in goals if goal.object}) == 1:
         # The same, with a thing called by a word no label has ("the dish from the counter and the pencil").
