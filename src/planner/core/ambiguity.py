@@ -66,12 +66,16 @@ def most_named(words: str, names: dict[str, list[str]]) -> list[str]:
     return [c for c, count in counts.items() if most and count == most]
 
 
+# Words before a thing's name that make it a thing ("the keys", "my glasses", "a cup").
+THING_DETERMINERS = ("the", "a", "an", "my", "your", "our", "some", "this", "that", "these", "those")
+
+
 def named_object_labels(request: str, labels: set[str]) -> list[str]:
     """Object labels the request names with a determiner ("the keys", "my glasses", "a cup"), so
     that a label that is also a common word ("can you help me") does not count."""
     words = words_of(request)
     return sorted(label for label in labels
-                  if re.search(rf" (?:the|a|an|my|your|our|some|this|that|these|those) (?:[a-z]+ )?"
+                  if re.search(rf" (?:{'|'.join(THING_DETERMINERS)}) (?:[a-z]+ )?"
                                rf"{re.escape(words_of(label).strip())}s? ", words))
 
 

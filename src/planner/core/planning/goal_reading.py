@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from typing import Literal
 
-from planner.core.ambiguity import named_object_labels, pin_named_objects, room_furniture_name, words_of
+from planner.core.ambiguity import THING_DETERMINERS, named_object_labels, pin_named_objects, room_furniture_name, words_of
 from planner.core.errors import PolicyError, RequestImpossible
 from planner.core.goals import PLACING_KINDS, Goal, GoalReply, goal_met, goal_objects, goal_schema
 from planner.core.planning.grounding import FUNCTION_WORDS, Grounding
@@ -147,7 +147,6 @@ PLACE_ENDS = frozenset({"in", "on", "onto", "into", "inside", "to", "from", "at"
 # flowers", "the bottle of water"): what follows is a place or company, not a thing asked about.
 RELATING_WORDS = (PLACE_ENDS - {"and", "then", "please"}) | {"of", "beside", "under", "behind", "above", "below",
                                                              "off", "without"}
-THING_DETERMINERS = frozenset({"the", "a", "an", "my", "your", "our", "some", "this", "that", "these", "those"})
 
 
 def destinations(request: str) -> list[str]:
@@ -162,12 +161,13 @@ def source_places(request: str) -> list[str]:
     return _places_after(request, FROM)
 
 
-def _places_after(request: str, markers: frozenset[str], robot_too: bool = True) -> list[str]:
+def _places_after(request: str, markers: frozenset[str], robot: bool | None = None) -> list[str]:
     """The places named after a marker word and a determiner ("to the ..."), clause by clause;
-    without `robot_too`, not where the robot is told to go ("go to the office and get the plant")."""
+    with `robot` False, not where the robot is told to go ("go to the office and get the plant"),
+    with `robot` True, only there."""
     return [phrase for words in clauses(request) for index, word in enumerate(words[:-2])
             if word in markers and words[index + 1] in DETERMINERS
-            and (robot_too or not _robot_sent(words, index)) and (phrase := _place_from(words, index + 2))]
+            and (robot is None or _robot_sent(words, index) == robot) and (phrase := _place_from(words, index + 2))]
 
 
 def _robot_sent(words: list[str], index: int) -> bool:
@@ -212,8 +212,7 @@ def rooms_said(request: str, rooms: list[str], others: list[str]) -> list[str]:
 
 def robot_destinations(request: str) -> list[str]:
     """The places a request sends the robot to, as said: "go to the office and get the plant"."""
-    return [phrase for words in clauses(request) for index in range(len(words) - 2)
-            if _robot_sent(words, index) and words[index + 1] in DETERMINERS and (phrase := _place_from(words, index + 2))]
+    return _places_after(request, SENDING, robot=True)
 
 
 def room_sent_to(request: str, goal: Goal, scene: SceneGraph) -> str:
@@ -281,7 +280,7 @@ def furniture_destinations(request: str, rooms: list[str], sent: bool = False) -
     """The places a request sends something to that are no room ("the kids room", "the garage"),
     nor where the robot goes ("go to the office and get the plant" puts no plant on a desk);
     `sent`: only those after "to", "onto" or "into"."""
-    return [p for p in _places_after(request, SENDING if sent else TOWARDS, robot_too=False)
+    return [p for p in _places_after(request, SENDING if sent else TOWARDS, robot=False)
             if p.split()[-1] != "room" and not any(p == _phrase(room) for room in rooms)]
 
 

@@ -80,22 +80,34 @@ def _noun_phrase(words: list[str], start: int, end: int, names: Iterable[str], i
                 or any(all(word in name.split() for word in words[start:end]) for name in names))
 
 
-def rooms_of_kind(lexicon: Lexicon, phrase: str, rooms: Sequence[str]) -> list[str]:
-    """The `rooms` that `phrase` names by their kind, those whose name has its words first, then the
-    plainest names: each room WordNet holds to be what the phrase names as a room, or a kind of it
-    ("the bathroom": a washroom; "the bedroom": the master bedroom 2, by its name without the
-    number). Never the other way: "the guest room" is not any bedroom; "the room" names none."""
+def plain_room_name(room: str) -> str:
+    """A room's name without the number that tells it from others of its kind: "lounge" for lounge_2."""
+    return ROOM_NUMBER.sub("", room.replace("_", " "))
+
+
+def room_kinds(lexicon: Lexicon, rooms: Sequence[str]) -> dict[str, frozenset[str]]:
+    """Each room's kinds of room: the senses WordNet holds its plain name (or that name's last word)
+    to be, and every sense those are a kind of."""
+    kinds = {}
+    for room in rooms:
+        name = plain_room_name(room)
+        senses = _room_senses(lexicon, name) or _room_senses(lexicon, name.split()[-1])
+        kinds[room] = senses | lexicon.broader(senses)
+    return kinds
+
+
+def rooms_of_kind(lexicon: Lexicon, phrase: str, kinds: dict[str, frozenset[str]]) -> list[str]:
+    """The rooms (of `room_kinds`) that `phrase` names by their kind, those whose name has its words
+    first, then the plainest names: each room WordNet holds to be what the phrase names as a room,
+    or a kind of it ("the bathroom": a washroom; "the bedroom": the master bedroom 2, by its name
+    without the number). Never the other way: "the guest room" is not any bedroom; "the room" names
+    none."""
     said = _room_senses(lexicon, phrase)
     if not said:
         return []
-    named = []
-    for room in rooms:
-        name = ROOM_NUMBER.sub("", room.replace("_", " "))
-        senses = _room_senses(lexicon, name) or _room_senses(lexicon, name.split()[-1])
-        if said & (senses | lexicon.broader(senses)):
-            named.append(room)
-    return sorted(named, key=lambda room: (not set(phrase.split()) <= set(room.split("_")), bool(ROOM_NUMBER.search(
-        room.replace("_", " "))), len(room.split("_")), room))
+    named = [room for room, of_room in kinds.items() if said & of_room]
+    return sorted(named, key=lambda room: (not set(phrase.split()) <= set(room.split("_")),
+                                           plain_room_name(room) != room.replace("_", " "), len(room.split("_")), room))
 
 
 def _room_senses(lexicon: Lexicon, phrase: str) -> frozenset[str]:
@@ -267,9 +279,10 @@ class Grounder:
         though things are often named for rooms ("the bathroom" where a bathroom sink stands is a room)."""
         if self.lexicon is None or not rooms:
             return []
+        kinds = room_kinds(self.lexicon, rooms)
         return [(row, named[0]) for row, (start, end) in enumerate(spans)
                 if _noun_phrase(words, start, end, (), in_rooms)
-                and (named := rooms_of_kind(self.lexicon, " ".join(words[start:end]), rooms))]
+                and (named := rooms_of_kind(self.lexicon, " ".join(words[start:end]), kinds))]
 
     @staticmethod
     def _elsewhere(similarity: np.ndarray, labels: list[str], label: str) -> bool:

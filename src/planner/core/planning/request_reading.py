@@ -31,7 +31,7 @@ from planner.core.planning.goal_reading import (
     room_places,
     source_places,
 )
-from planner.core.planning.grounding import ROOM_NUMBER, Grounder, Grounding, Match
+from planner.core.planning.grounding import Grounder, Grounding, Match, plain_room_name
 from planner.core.planning.model_calls import ModelCalls
 from planner.core.planning.settings import PlannerSettings
 from planner.core.planning.spelling import Speller
@@ -145,7 +145,7 @@ class RequestReader:
         yes/no name check agrees it is another name for it."""
         if (picked := self._choice(request, place, room_options(rooms), "room", usage)) is None:
             return None
-        p_yes = self._name_p(place, ROOM_NUMBER.sub("", picked.replace("_", " ")), usage)  # a lounge, not "lounge 2"
+        p_yes = self._name_p(place, plain_room_name(picked), usage)  # a lounge, not "lounge 2"
         return picked if p_yes is not None and p_yes >= self.settings.room_name_threshold else None
 
     def _choice(self, request: str, words_said: str, options: dict[str, str], what: str, usage: LLMUsage) -> str | None:
