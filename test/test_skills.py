@@ -143,6 +143,36 @@ def test_where_furniture_stands_in_front_of_a_side_the_robot_stops_at_another(sk
     assert check(skill_planner, at(scene, table.x, table.y, table.yaw), "PICK(vase_1, right)").ok
 
 
+DEEP_STOVE_HOME = """
+name: deep_stove
+rooms:
+  - {name: kitchen, polygon: [[0, 0], [6, 0], [6, 5], [0, 5]]}
+furniture:
+  - {id: stove_1, label: stove, center: [5.6, 2.5, 0.55], size: [0.75, 0.6, 1.1]}
+objects:
+  - {id: knife_1, label: knife, placed_on: stove_1, offset: [0.31, 0.0], size: [0.04, 0.29, 0.02], mass_kg: 0.2}
+  - {id: banana_1, label: banana, placed_on: stove_1, offset: [0.0, -0.12], size: [0.07, 0.2, 0.05], mass_kg: 0.2}
+robot:
+  pose: [2.0, 2.5, 0.0]
+"""
+
+
+def test_the_robot_stops_where_its_arms_reach_a_thing_at_the_far_edge_of_deep_furniture(skill_planner, tmp_path):
+    """A knife at the back of a deep stove, out of reach from the side facing the room: the base
+    stops at a side from which it reaches both things on the stove, so the pick after the drive
+    does not fail out of reach again and again."""
+    from planner.core.scene_graph import RobotSnapshot, SceneGraph
+    from planner.core.world import load_world
+
+    (tmp_path / "home.yaml").write_text(DEEP_STOVE_HOME)
+    scene = SceneGraph.from_world(load_world(tmp_path / "home.yaml"))
+    scene.set_robot(RobotSnapshot(Pose2D(2.0, 2.5, 0.0), "kitchen", ["left", "right"], {"left": "", "right": ""}))
+    stove = skill_planner.navigation_goal("stove_1", at(scene, 2.0, 2.5), scene.robot.pose)
+    assert scene.room_at(stove.x, stove.y) == "kitchen"
+    for pick in ("PICK(knife_1, right)", "PICK(banana_1, left)"):
+        assert check(skill_planner, at(scene, stove.x, stove.y, stove.yaw), pick).ok
+
+
 def names(commands):
     return [c.name for c in commands]
 

@@ -365,7 +365,7 @@ class SkillPlanner:
         things = [o.center[:2] for o in scene.objects() if (scene.furniture_support(o.id) or ("", ""))[1] == target_id]
         facing = (sum(x for x, _ in things) / len(things), sum(y for _, y in things) / len(things)) if things else None
         sides = [approach_poses(target.center, target.size, seen_from.x, seen_from.y, self.robot.standoff_m, at)
-                 for at in ([facing] if facing is not None else []) + [None]]
+                 for at in ([facing] if facing is not None else []) + things + [None]]
         # Where other furniture stands in front of that side (a cluttered room of a real map), the other
         # sides, nearest the things on it first.
         near = facing or target.center[:2]
@@ -373,9 +373,12 @@ class SkillPlanner:
                                                      key=lambda pose: pose.distance_to(*near))
         others = [f for f in scene.furniture() if f.id != target_id]
         mapped = bool(scene.rooms()) and all(scene.entity(room).polygon for room in scene.rooms())
-        clear = (pose for pose in poses if (not mapped or scene.room_at(pose.x, pose.y))
-                 and not any(footprint_contains(f.center, f.size, pose.x, pose.y) for f in others))
-        return next(clear, sides[-1][0])
+        clear = [pose for pose in poses if (not mapped or scene.room_at(pose.x, pose.y))
+                 and not any(footprint_contains(f.center, f.size, pose.x, pose.y) for f in others)]
+        # The arms must reach what is on it from where the base stops (a thing at the far edge of deep
+        # furniture is out of reach from the near side): the first pose that reaches the most.
+        return max(clear, key=lambda pose: sum(pose.distance_to(x, y) <= self.robot.reach_m for x, y in things),
+                   default=sides[-1][0])
 
 
 # ---- preconditions ---------------------------------------------------------------------------
