@@ -659,6 +659,13 @@ def test_a_thing_already_on_the_furniture_the_request_sends_it_to_is_no_doubt_be
                                                                   [remote_there], scene)[1])
     # Unless the request is one thing of several read apart, the others still to be met.
     assert goal_problems("Put the remote on the coffee table", [remote_there], scene, part=True) == ([], [])
+    # A place said in other words is the furniture the things still to be moved go to; not furniture
+    # the others do not go to.
+    assert goal_problems("First the remote, then the laptop: both on the footrest", [remote_there, laptop_too],
+                         scene) == ([], [])
+    laptop_to_shelf = Goal(kind="object_on", object="laptop", target="shelf")
+    assert any("true already" in doubt for doubt in goal_problems(
+        "First the remote, then the laptop: both on the footrest", [remote_there, laptop_to_shelf], scene)[1])
 
 
 def test_two_things_asked_for_and_one_left_out_of_the_goals_is_doubted_and_read_again():

@@ -678,13 +678,23 @@ def true_already(goals: list[Goal], scene: SceneGraph, things_said: set[str], de
     """The goals that hold now and are doubted for it, as a request asks for a change. Being back in
     this room at the end is a fair goal beside others; so is a thing the request names on furniture
     it sends it to, while other goals are still to be met ("the pillow and the kit on the desk", the
-    pillow on a desk already), as they are where the request is `part` of one read a thing at a time."""
+    pillow on a desk already), as they are where the request is `part` of one read a thing at a time.
+    A place said in words no furniture of the map is called by ("the tv unit") is the furniture the
+    things still to be moved go to."""
     met = [goal for goal in goals if goal_met(goal, scene)]
     others_to_meet = part or len(met) < len(goals)
+    unmet_targets = {goal.target for goal in goals if goal.kind in PLACING_KINDS and goal not in met}
+    named_otherwise = bool(destinations) and not any(names_furniture(place, f.label) for place in destinations
+                                                     for f in scene.furniture())
+
+    def sent_there(goal: Goal) -> bool:
+        return any(names_furniture(place, goal.target) for place in destinations) \
+            or named_otherwise and goal.target in unmet_targets
+
     return [goal for goal in met
             if not (goal.kind == "robot_in_room" and len(goals) > 1)
             and not (others_to_meet and goal.kind in PLACING_KINDS and _named(goal.object, things_said)
-                     and any(names_furniture(place, goal.target) for place in destinations))]
+                     and sent_there(goal))]
 
 
 def target_problems(goal: Goal, destinations_named: list[str], sources: list[str], destinations: list[str]
