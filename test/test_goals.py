@@ -733,6 +733,70 @@ def test_goals_beside_an_impossible_the_map_contradicts_stand():
         reader.parse(json.dumps({"goals": [goal], "impossible": "the robot cannot reach it"}))
 
 
+def test_a_thing_chosen_for_a_need_that_a_search_of_the_map_does_not_find_is_read_again_with_what_it_found():
+    """"I'm cold" read as the magazine, which the model's yes/no lets pass: the object finder, asked
+    what in the map meets the request, finds the blanket. The reading is doubted and read again
+    with that said; the blanket, found by both, is brought. Without a search the magazine would be."""
+    from planner.adapters.embeddings import SentenceEmbedder
+    from planner.core.object_finder import FinderSettings, ObjectFinder
+
+    finder_policy = ScriptedPolicy([{"need": "warmth", "kinds": ["blanket", "sweater"]}])
+    finder = ObjectFinder(finder_policy, FinderSettings(name_check=1.0), SentenceEmbedder())
+    robot = SimulatedRobot(APARTMENT.with_robot_at("sofa_1", ROBOT.standoff_m), [],
+                           load_skill_planner(load_config(CONFIG / "planner.yaml")), finder=finder)
+    magazine = {"goals": [{"kind": "bring_to_user", "object": "magazine"}]}
+    blanket = {"goals": [{"kind": "bring_to_user", "object": "blanket"}]}
+    result, trace, policy = run(robot, "I'm cold", [
+        magazine, {"fits": True, "p": 0.5}, blanket, {"fits": True, "p": 0.7}, GIVE_UP])
+    assert ("goal", "the robot brings a blanket to the user in the living_room") in trace
+    assert policy.prompts[2][-1]["content"].endswith(
+        "A search of the map for what the request asks finds: blanket.")
+    assert any(kind == "check" and "blanket_1 (blanket)" in text for kind, text in trace)
+    # With the search off, the model's reading stands on the yes/no alone.
+    result, trace, _ = run(robot_at("sofa_1"), "I'm cold", [magazine, {"fits": True, "p": 0.5}, GIVE_UP])
+    assert ("goal", "the robot brings a magazine to the user in the living_room") in trace
+
+
+class AnswersByQuestion(ScriptedPolicy):
+    """The model as a table: the goal step's readings in order, and each yes/no by its question."""
+
+    def __init__(self, readings: list[dict], yes: dict[str, float]):
+        super().__init__(readings)
+        self.yes = yes
+
+    def judge(self, messages, schema=None):
+        from planner.core.ports import PolicyReply
+
+        question = messages[-1]["content"]
+        p = next((p for asked, p in self.yes.items() if asked in question), 0.2)
+        return PolicyReply(json.dumps({"fits": p >= 0.5}), yes_probability=p)
+
+
+def test_another_name_a_search_of_the_map_also_finds_is_grounded_from_the_lower_agreement_threshold():
+    """"Fetch the portable computer" read twice as a book: the object finder finds the laptop for
+    it, and the model's yes that "portable computer" names a laptop (0.5), below what grounding
+    alone needs (other_name_threshold 0.6), is a second reading agreeing: the request is read again
+    as the laptop, and the laptop is taken."""
+    from planner.adapters.embeddings import SentenceEmbedder
+    from planner.core.object_finder import FinderSettings, ObjectFinder
+    from planner.core.planning.grounding import Grounder
+
+    embedder = SentenceEmbedder()
+    finder = ObjectFinder(ScriptedPolicy([{"need": "a computer", "kinds": ["laptop"]}]), FinderSettings(name_check=1.0),
+                          embedder)
+    robot = SimulatedRobot(APARTMENT.with_robot_at("desk_1", ROBOT.standoff_m), [],
+                           load_skill_planner(load_config(CONFIG / "planner.yaml")), finder=finder)
+    book = {"goals": [{"kind": "holding", "object": "book"}]}
+    policy = AnswersByQuestion([book, book, {"goals": [{"kind": "holding", "object": "laptop"}]}, GIVE_UP],
+                               {'"portable computer" another name for a laptop': 0.5})
+    trace = []
+    TaskPlanner(policy, robot, robot.skills, PlannerSettings(confirm_timeout_s=0),
+                on_step=lambda step: trace.append((step.kind, step.text)),
+                grounder=Grounder(embedder)).run("Fetch the portable computer")
+    assert ("perception", "the request in the map's words: portable computer = laptop") in trace
+    assert ("goal", "the robot holds a laptop") in trace
+
+
 def test_a_thing_chosen_for_a_need_is_checked_and_the_request_declined_when_it_does_not_meet_it():
     """'I'm cold' in a home with no blanket: the model takes whatever is there; the narrow check
     that the thing meets the need doubts it, and the model, told so, says it is impossible."""

@@ -69,9 +69,9 @@ def _find(source: MapSource, args: list[str], focus: frozenset[str]) -> Observat
 def _search(source: MapSource, args: list[str], focus: frozenset[str]) -> Observation:
     searched = source.search(args[0])
     if isinstance(searched, str):
-        return Observation(searched)
+        return Observation(searched, answered=False)
     found, explanation, error = searched
-    return Observation(search_text(args[0], found, explanation, error), [e.id for e in found])
+    return Observation(search_text(args[0], found, explanation, error), [e.id for e in found], answered=not error)
 
 
 ANSWERS: dict[str, Callable[[MapSource, list[str], frozenset[str]], Observation]] = {

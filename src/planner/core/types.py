@@ -21,6 +21,7 @@ class Outcome:
 class Observation:
     text: str
     entities: list[str] = field(default_factory=list)
+    answered: bool = True  # False: the map could not be asked (no search here, a search or perception failed)
 
 
 @dataclass

@@ -76,6 +76,10 @@ def name_question(word: str, label: str) -> str:
 GOAL_DOUBT = """A check doubts that this is what the request asks: {reading}. Read the request again: which things
 it means, where they must end, and nothing more; if nothing in the map meets it, say it is impossible."""
 
+# Said after the doubt when the model chose a thing the request does not name.
+SEARCH_FOUND = " A search of the map for what the request asks finds: {found}."
+SEARCH_FOUND_NOTHING = " A search of the map finds nothing in it that meets the request."
+
 # LLM+P found no plan: the reading itself may be wrong (a thing too heavy when a lighter one would do).
 GOAL_NO_PLAN = """No sequence of the robot's skills reaches that reading in the map as it is now: {why}.{failure}
 Read the request again: which things it means, where they must end, and nothing more; if nothing in the map meets

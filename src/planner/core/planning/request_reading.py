@@ -17,6 +17,8 @@ from planner.core.planning.conversation import Conversation
 from planner.core.planning.goal_reading import (
     GOAL_CHECK_PROMPT,
     GOAL_DOUBT,
+    SEARCH_FOUND,
+    SEARCH_FOUND_NOTHING,
     GoalReader,
     chosen_for_need,
     confirmed,
@@ -70,11 +72,13 @@ class RequestReader:
         # and the model's answer to the same words is the same.
         self._judgements: dict[str, float] = {}
         self._rooms_chosen: dict[str, str | None] = {}  # a place said -> the map's room the model chose for it
+        self._searched: dict[str, list[str] | None] = {}  # a request -> the labels a search of the map finds for it
 
     def new_task(self) -> None:
         """Forget the answers of the task before."""
         self._judgements.clear()
         self._rooms_chosen.clear()
+        self._searched.clear()
 
     def goals(self, request: str, usage: LLMUsage) -> tuple[list[Goal], Grounding | None]:
         """The goals a (mended) request is read into, checked, and the grounding they were read with;
@@ -96,6 +100,8 @@ class RequestReader:
         settings = self.settings
         said = words_of(request)
 
+        found = (self._searched.get(request) or []) if loose else []  # a search made for a doubted reading
+
         def accept(match: Match) -> bool:
             # A name the lexicon gives the label in a rare sense ("jumper": sweater, "settee": sofa) has two
             # readings that agree at the name check's own threshold, from the first reading on (the 1.5B took
@@ -105,10 +111,13 @@ class RequestReader:
             # ("I'm in the office": no desk, 0.65 to the 1.5B).
             if not loose and re.search(rf" in (?:the|my|your|our) {re.escape(match.phrase)} ", said):
                 return False
+            # A label the search of the map also finds for the request is two readings agreeing ("the notebook
+            # computer": the laptop).
+            threshold = settings.name_check_threshold if match.rare_sense else settings.other_name_threshold
+            if match.label in found:
+                threshold = min(threshold, settings.other_name_agreement)
             return not any(f" {match.phrase} " in f" {place} " for place in places) and self._named(
-                match.phrase, match.label,
-                settings.name_check_threshold if match.rare_sense else settings.other_name_threshold, usage,
-                unjudged=False)  # no answer grounds nothing
+                match.phrase, match.label, threshold, usage, unjudged=False)  # no answer grounds nothing
 
         grounding = self.grounder.ground(request, labels, scene.rooms(), settings.other_name_similarity if loose else None,
                                          accept)
@@ -227,8 +236,8 @@ class RequestReader:
             self._emit("perception", f"the request in the map's words: {wider.note()}")
             return self._extract_goals(request, wider, usage, widen=False, part=part)
         # Doubted: read again with the doubt said; a reading that is still doubted is put to the user.
-        again, goals = self.read_again(request, grounding, goals, GOAL_DOUBT.format(reading=reading_of(goals)), usage,
-                                         part)
+        doubt = GOAL_DOUBT.format(reading=reading_of(goals)) + self._search_note(reader, goals)
+        again, goals = self.read_again(request, grounding, goals, doubt, usage, part)
         if self.goals_fit(again, goals, usage)[0]:
             return goals, grounding
         if (wider := self._wider(request, grounding, usage, widen)) is not None:
@@ -338,6 +347,11 @@ class RequestReader:
                        for label in chosen_for_need(reader.request, goals)]
         if not all(self._judged_yes(prompt, what, purpose, threshold, usage) for prompt, what, purpose, threshold in checks):
             return False, []
+        # A second reading of the need, by other means: the object finder names kinds of things that meet
+        # it and finds them in the map by their labels. The model's choice must be among them.
+        chosen = chosen_for_need(reader.request, goals)
+        if chosen and (found := self._found(reader)) is not None and not set(chosen) <= set(found):
+            return False, []
         if settings.name_check_threshold <= 0:
             return True, []
         for label, said in named_otherwise(reader.request, goals, reader.scene).items():
@@ -352,7 +366,7 @@ class RequestReader:
                 if not any(not having[word] and not names_only_its_modifier(word, label)
                            and self._named(word, label, settings.name_check_threshold, usage) for word in said):
                     return False, self._renames(label, [self._best_named(word, having[word] or [
-                        f for f in reader.furniture_labels if f != label], usage) for word in said])
+                        f for f in reader.furniture_labels if f != label], usage) for word in said], reader)
                 if better := [match for word in said if not having[word]
                               and (match := self._better_furniture(word, label, reader.furniture_labels, usage))]:
                     return False, better
@@ -363,8 +377,29 @@ class RequestReader:
             margin = settings.name_check_margin if alike is reader.object_labels else 0.0
             best = [self._best_named(word, alike, usage, label, margin) for word in said]
             if not any(named is not None and named[0].label == label for named in best):
-                return False, self._renames(label, best)
+                return False, self._renames(label, best, reader)
         return True, []
+
+    def _found(self, reader: GoalReader) -> list[str] | None:
+        """The labels of the things that can be taken which a search of the map finds for the request,
+        best first; None when searching is not configured or no search answers."""
+        if not self.settings.need_search:
+            return None
+        if reader.said not in self._searched:
+            seen = self.tools.perceive("search_map", [reader.said])
+            scene = reader.scene
+            self._searched[reader.said] = list(dict.fromkeys(
+                scene.entity(i).label for i in seen.entities if scene.has(i) and scene.entity(i).kind == "object")) \
+                if seen.answered else None
+            self._emit("check", seen.text)
+        return self._searched[reader.said]
+
+    def _search_note(self, reader: GoalReader, goals: list[Goal]) -> str:
+        """What a search of the map found for the request, told with a doubted reading whose things the
+        request does not name."""
+        if not chosen_for_need(reader.request, goals) or (found := self._found(reader)) is None:
+            return ""
+        return SEARCH_FOUND.format(found=", ".join(found)) if found else SEARCH_FOUND_NOTHING
 
     def _better_furniture(self, word: str, label: str, furniture_labels: list[str], usage: LLMUsage) -> Match | None:
         """Other furniture that `word` names rather than the `label` the model took it for: the
@@ -379,13 +414,16 @@ class RequestReader:
         p_other, p_own = self._name_p(word, nearest.label, usage), self._name_p(word, label, usage)
         return nearest if p_other is not None and p_own is not None and p_other >= p_own else None
 
-    def _renames(self, label: str, best: list[tuple[Match, float] | None]) -> list[Match]:
+    def _renames(self, label: str, best: list[tuple[Match, float] | None], reader: GoalReader) -> list[Match]:
         """The labels other than `label` that words name best, as sure as grounding must be to read
         the request in the map's words: at the name check's threshold a word no label fits is as
         likely taken for the nearest one ("the apple" for a juice carton, 0.49, in a home without
-        apples) as for what it names."""
+        apples) as for what it names; or from `other_name_agreement` when a search of the map for the
+        request finds it too (two readings agree)."""
+        settings = self.settings
         return [match for named in best if named is not None and (match := named[0]).label != label
-                and named[1] >= self.settings.other_name_threshold]
+                and (named[1] >= settings.other_name_threshold or named[1] >= settings.other_name_agreement
+                     and match.label in (self._found(reader) or []))]
 
     def _best_named(self, word: str, labels: list[str], usage: LLMUsage, also: str = "", margin: float = 0.0,
                     threshold: float | None = None) -> tuple[Match, float] | None:

@@ -45,6 +45,10 @@ class PlannerSettings(StrictModel):
                                         "need the request states ('I'm cold': a blanket) is checked by a yes/no "
                                         "question to the model, and handled as a doubted reading below this "
                                         "probability of yes; 0: no check")
+    need_search: bool = Field(default=True, description="a thing the model chose to bring or take that the request "
+                              "does not name must also be among the things a search of the map "
+                              "(the object finder, where one runs) finds for the request; if not, the reading is "
+                              "doubted and read again with what the search found")
     name_check_threshold: float = Field(default=0.45, ge=0, le=1, description="a thing the model took for one the "
                                         "request names by a word the map does not use ('the jumper': the sweater) "
                                         "is checked by a yes/no question to the model, and handled as a doubted "
@@ -82,7 +86,8 @@ class PlannerSettings(StrictModel):
                                         "furniture), from this probability of yes when the label the model chose "
                                         "is also the one the name check singles out among those offered (by "
                                         "name_check_margin; on development homes other names the home had got "
-                                        "0.39-0.50 there, and no thing the home lacked stood out so); 1: never")
+                                        "0.39-0.50 there, and no thing the home lacked stood out so), or when a "
+                                        "search of the map for the request finds it (need_search); 1: never")
     room_name_threshold: float = Field(default=0.5, ge=0, le=1, description="a place named where only a room "
                                        "can be ('the counter in the scullery', 'go to the den') that is no "
                                        "room of the map is the room the model chooses for it among the map's, when "

@@ -110,7 +110,7 @@ class RosTools:
         try:
             return perceive(self.map, name, args, focus)
         except CallFailed as error:
-            return Observation(f"perception is not answering: {error}")
+            return Observation(f"perception is not answering: {error}", answered=False)
 
     def execute_skill(self, call: str) -> SkillResult:
         self.current = self.node.action_call(self.node.skill_client, "skill_planner/execute_skill",
