@@ -797,6 +797,30 @@ def test_another_name_a_search_of_the_map_also_finds_is_grounded_from_the_lower_
     assert ("goal", "the robot holds a laptop") in trace
 
 
+def test_a_thing_called_otherwise_that_the_name_check_does_not_single_out_stands_when_a_search_finds_it():
+    """"Grab the specs" read as the glasses: the name check gives them 0.5 and the other things most
+    like the word 0.45, too close to single the glasses out, and the reading would be doubted. The
+    object finder finds the glasses for the request: two readings agree, and the reading stands."""
+    from planner.adapters.embeddings import SentenceEmbedder
+    from planner.core.object_finder import FinderSettings, ObjectFinder
+    from planner.core.planning.grounding import Grounder
+
+    embedder = SentenceEmbedder()
+    yes = {'"specs" another name for a glasses': 0.5, '"specs" another name for a': 0.45}
+    glasses = {"goals": [{"kind": "holding", "object": "glasses"}]}
+    for kinds, doubted in ((["eyeglasses"], False), (["loudspeaker"], True)):
+        finder = ObjectFinder(ScriptedPolicy([{"need": "x", "kinds": kinds}]), FinderSettings(name_check=1.0), embedder)
+        robot = SimulatedRobot(APARTMENT.with_robot_at("sofa_1", ROBOT.standoff_m), [],
+                               load_skill_planner(load_config(CONFIG / "planner.yaml")), finder=finder)
+        policy = AnswersByQuestion([glasses, glasses, glasses, glasses, GIVE_UP], yes)
+        trace: list[tuple[str, str]] = []
+        TaskPlanner(policy, robot, robot.skills, PlannerSettings(confirm_timeout_s=0),
+                    on_step=lambda step, trace=trace: trace.append((step.kind, step.text)),
+                    grounder=Grounder(embedder)).run("Grab the specs")
+        assert any("A check doubts" in prompt[-1]["content"] for prompt in policy.prompts) == doubted, kinds
+        assert (("goal", "the robot holds a glasses") in trace) != doubted, kinds
+
+
 def test_a_thing_chosen_for_a_need_is_checked_and_the_request_declined_when_it_does_not_meet_it():
     """'I'm cold' in a home with no blanket: the model takes whatever is there; the narrow check
     that the thing meets the need doubts it, and the model, told so, says it is impossible."""

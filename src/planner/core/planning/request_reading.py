@@ -376,8 +376,15 @@ class RequestReader:
             # living room for "the lounge", 0.65 the dining room).
             margin = settings.name_check_margin if alike is reader.object_labels else 0.0
             best = [self._best_named(word, alike, usage, label, margin) for word in said]
-            if not any(named is not None and named[0].label == label for named in best):
-                return False, self._renames(label, best, reader)
+            if any(named is not None and named[0].label == label for named in best):
+                continue
+            # Not singled out by the name check ("the medicine": a pill bottle 0.50, a tablet 0.45), yet
+            # a thing the search of the map also finds for the request: two readings agree.
+            if alike is reader.object_labels and any(
+                    (p_yes := self._name_p(word, label, usage)) is not None and p_yes >= settings.other_name_agreement
+                    for word in said) and label in (self._found(reader) or []):
+                continue
+            return False, self._renames(label, best, reader)
         return True, []
 
     def _found(self, reader: GoalReader) -> list[str] | None:
@@ -396,8 +403,10 @@ class RequestReader:
 
     def _search_note(self, reader: GoalReader, goals: list[Goal]) -> str:
         """What a search of the map found for the request, told with a doubted reading whose things the
-        request does not name."""
-        if not chosen_for_need(reader.request, goals) or (found := self._found(reader)) is None:
+        request does not name, or calls by words no label has."""
+        things = [*chosen_for_need(reader.request, goals),
+                  *(label for label in named_otherwise(reader.request, goals, reader.scene) if label in reader.object_labels)]
+        if not things or (found := self._found(reader)) is None:
             return ""
         return SEARCH_FOUND.format(found=", ".join(found)) if found else SEARCH_FOUND_NOTHING
 
