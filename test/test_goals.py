@@ -746,13 +746,15 @@ def test_a_thing_chosen_for_a_need_that_a_search_of_the_map_does_not_find_is_rea
                            load_skill_planner(load_config(CONFIG / "planner.yaml")), finder=finder)
     magazine = {"goals": [{"kind": "bring_to_user", "object": "magazine"}]}
     blanket = {"goals": [{"kind": "bring_to_user", "object": "blanket"}]}
-    result, trace, policy = run(robot, "I'm cold", [
-        magazine, {"fits": True, "p": 0.5}, blanket, {"fits": True, "p": 0.7}, GIVE_UP])
-    assert ("goal", "the robot brings a blanket to the user in the living_room") in trace
+    policy, trace = ScriptedPolicy([magazine, {"fits": True, "p": 0.5}, blanket, {"fits": True, "p": 0.7}]), []
+    result = TaskPlanner(policy, robot, robot.skills, PlannerSettings(confirm_timeout_s=0, mode="llm_p"),
+                         on_step=lambda step: trace.append((step.kind, step.text))).run("I'm cold")
+    assert result.success and ("goal", "the robot brings a blanket to the user in the living_room") in trace
     assert policy.prompts[2][-1]["content"].endswith(
         "A search of the map for what the request asks finds: blanket.")
     assert any(kind == "check" and "blanket_1 (blanket)" in text for kind, text in trace)
-    # With the search off, the model's reading stands on the yes/no alone.
+    assert result.llm_calls == len(policy.prompts) + len(finder_policy.prompts) == 5  # the search's call counts too
+    # Without an object finder, the model's reading stands on the yes/no alone.
     result, trace, _ = run(robot_at("sofa_1"), "I'm cold", [magazine, {"fits": True, "p": 0.5}, GIVE_UP])
     assert ("goal", "the robot brings a magazine to the user in the living_room") in trace
 

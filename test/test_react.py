@@ -326,6 +326,7 @@ def test_a_lost_goal_object_lets_the_model_search_the_map_in_plain_words(skill_p
     assert observation == ("observation", "For 'the bottle' the map has, best first: bottle_1 (bottle) in the "
                                           "kitchen (bottle_1: bottle 0.92 | kitchen | on table_2).")
     assert "For 'the bottle' the map has" in policy.prompts[5][-1]["content"]
+    assert result.llm_calls == len(policy.prompts) + 1  # the finder's call is the task's too
 
 
 class PlantedMemory:

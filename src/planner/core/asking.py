@@ -12,7 +12,7 @@ from pydantic import Field, ValidationError
 
 from planner.core.files import StrictModel
 from planner.core.ports import Policy
-from planner.core.types import PolicyReply
+from planner.core.types import Observation, PolicyReply
 
 T = TypeVar("T")
 
@@ -108,6 +108,12 @@ class LLMUsage:
         self.calls += 1
         self.prompt_tokens += reply.prompt_tokens
         self.completion_tokens += reply.completion_tokens
+
+    def add_observed(self, seen: Observation) -> None:
+        """The model calls another part made to answer an observation (a search of the map)."""
+        self.calls += seen.model_calls
+        self.prompt_tokens += seen.prompt_tokens
+        self.completion_tokens += seen.completion_tokens
 
     @property
     def tokens(self) -> int:

@@ -9,6 +9,7 @@ observation for the same map.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 from planner.core.errors import PolicyError
@@ -31,9 +32,20 @@ class MapSource(Protocol):
 
     def robot(self) -> RobotSnapshot | None: ...
 
-    def search(self, query: str) -> tuple[list[Entity], str, str] | str:
-        """The objects a request in plain words asks for, the explanation, and what went wrong;
-        or why there is no search here."""
+    def search(self, query: str) -> Searched | str:
+        """The objects a request in plain words asks for, or why there is no search here."""
+
+
+@dataclass
+class Searched:
+    """What a search of the map in plain words found, best first, why, what went wrong, and the
+    model calls it made (a map that does not say counts none)."""
+    found: list[Entity]
+    explanation: str = ""
+    error: str = ""
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
 
 def unknown_entity_text(entity_id: str) -> str:
@@ -70,8 +82,9 @@ def _search(source: MapSource, args: list[str], focus: frozenset[str]) -> Observ
     searched = source.search(args[0])
     if isinstance(searched, str):
         return Observation(searched, answered=False)
-    found, explanation, error = searched
-    return Observation(search_text(args[0], found, explanation, error), [e.id for e in found], answered=not error)
+    return Observation(search_text(args[0], searched.found, searched.explanation, searched.error),
+                       [e.id for e in searched.found], answered=not searched.error, model_calls=searched.calls,
+                       prompt_tokens=searched.prompt_tokens, completion_tokens=searched.completion_tokens)
 
 
 ANSWERS: dict[str, Callable[[MapSource, list[str], frozenset[str]], Observation]] = {
@@ -115,11 +128,12 @@ class SceneMap:
     def robot(self) -> RobotSnapshot | None:
         return self.graph.robot
 
-    def search(self, query: str) -> tuple[list[Entity], str, str] | str:
+    def search(self, query: str) -> Searched | str:
         if self.finder is None:
             return "searching the map in plain words is not available here"
         try:
             found = self.finder.find(self.graph, query)
         except PolicyError as error:
-            return [], "", str(error)
-        return [self.graph.entity(i) for i in found.relevant_objects], found.explanation, found.error
+            return Searched([], error=str(error))
+        return Searched([self.graph.entity(i) for i in found.relevant_objects], found.explanation, found.error,
+                        found.calls, found.prompt_tokens, found.completion_tokens)

@@ -22,6 +22,10 @@ class Observation:
     text: str
     entities: list[str] = field(default_factory=list)
     answered: bool = True  # False: the map could not be asked (no search here, a search or perception failed)
+    # The model calls made to answer it (a search of the map in plain words), counted with the task's own.
+    model_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
 
 @dataclass

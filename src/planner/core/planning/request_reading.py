@@ -236,7 +236,7 @@ class RequestReader:
             self._emit("perception", f"the request in the map's words: {wider.note()}")
             return self._extract_goals(request, wider, usage, widen=False, part=part)
         # Doubted: read again with the doubt said; a reading that is still doubted is put to the user.
-        doubt = GOAL_DOUBT.format(reading=reading_of(goals)) + self._search_note(reader, goals)
+        doubt = GOAL_DOUBT.format(reading=reading_of(goals)) + self._search_note(reader, goals, usage)
         again, goals = self.read_again(request, grounding, goals, doubt, usage, part)
         if self.goals_fit(again, goals, usage)[0]:
             return goals, grounding
@@ -350,7 +350,7 @@ class RequestReader:
         # A second reading of the need, by other means: the object finder names kinds of things that meet
         # it and finds them in the map by their labels. The model's choice must be among them.
         chosen = chosen_for_need(reader.request, goals)
-        if chosen and (found := self._found(reader)) is not None and not set(chosen) <= set(found):
+        if chosen and (found := self._found(reader, usage)) is not None and not set(chosen) <= set(found):
             return False, []
         if settings.name_check_threshold <= 0:
             return True, []
@@ -366,7 +366,7 @@ class RequestReader:
                 if not any(not having[word] and not names_only_its_modifier(word, label)
                            and self._named(word, label, settings.name_check_threshold, usage) for word in said):
                     return False, self._renames(label, [self._best_named(word, having[word] or [
-                        f for f in reader.furniture_labels if f != label], usage) for word in said], reader)
+                        f for f in reader.furniture_labels if f != label], usage) for word in said], reader, usage)
                 if better := [match for word in said if not having[word]
                               and (match := self._better_furniture(word, label, reader.furniture_labels, usage))]:
                     return False, better
@@ -382,18 +382,20 @@ class RequestReader:
             # a thing the search of the map also finds for the request: two readings agree.
             if alike is reader.object_labels and any(
                     (p_yes := self._name_p(word, label, usage)) is not None and p_yes >= settings.other_name_agreement
-                    for word in said) and label in (self._found(reader) or []):
+                    for word in said) and label in (self._found(reader, usage) or []):
                 continue
-            return False, self._renames(label, best, reader)
+            return False, self._renames(label, best, reader, usage)
         return True, []
 
-    def _found(self, reader: GoalReader) -> list[str] | None:
+    def _found(self, reader: GoalReader, usage: LLMUsage) -> list[str] | None:
         """The labels of the things that can be taken which a search of the map finds for the request,
-        best first; None when searching is not configured or no search answers."""
+        best first; None when searching is not configured or no search answers. The search's model
+        calls are counted in `usage`."""
         if not self.settings.need_search:
             return None
         if reader.said not in self._searched:
             seen = self.tools.perceive("search_map", [reader.said])
+            usage.add_observed(seen)
             scene = reader.scene
             self._searched[reader.said] = list(dict.fromkeys(
                 scene.entity(i).label for i in seen.entities if scene.has(i) and scene.entity(i).kind == "object")) \
@@ -401,12 +403,12 @@ class RequestReader:
             self._emit("check", seen.text)
         return self._searched[reader.said]
 
-    def _search_note(self, reader: GoalReader, goals: list[Goal]) -> str:
+    def _search_note(self, reader: GoalReader, goals: list[Goal], usage: LLMUsage) -> str:
         """What a search of the map found for the request, told with a doubted reading whose things the
         request does not name, or calls by words no label has."""
         things = [*chosen_for_need(reader.request, goals),
                   *(label for label in named_otherwise(reader.request, goals, reader.scene) if label in reader.object_labels)]
-        if not things or (found := self._found(reader)) is None:
+        if not things or (found := self._found(reader, usage)) is None:
             return ""
         return SEARCH_FOUND.format(found=", ".join(found)) if found else SEARCH_FOUND_NOTHING
 
@@ -423,7 +425,8 @@ class RequestReader:
         p_other, p_own = self._name_p(word, nearest.label, usage), self._name_p(word, label, usage)
         return nearest if p_other is not None and p_own is not None and p_other >= p_own else None
 
-    def _renames(self, label: str, best: list[tuple[Match, float] | None], reader: GoalReader) -> list[Match]:
+    def _renames(self, label: str, best: list[tuple[Match, float] | None], reader: GoalReader, usage: LLMUsage
+                 ) -> list[Match]:
         """The labels other than `label` that words name best, as sure as grounding must be to read
         the request in the map's words: at the name check's threshold a word no label fits is as
         likely taken for the nearest one ("the apple" for a juice carton, 0.49, in a home without
@@ -432,7 +435,7 @@ class RequestReader:
         settings = self.settings
         return [match for named in best if named is not None and (match := named[0]).label != label
                 and (named[1] >= settings.other_name_threshold or named[1] >= settings.other_name_agreement
-                     and match.label in (self._found(reader) or []))]
+                     and match.label in (self._found(reader, usage) or []))]
 
     def _best_named(self, word: str, labels: list[str], usage: LLMUsage, also: str = "", margin: float = 0.0,
                     threshold: float | None = None) -> tuple[Match, float] | None:

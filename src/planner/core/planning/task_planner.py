@@ -365,6 +365,7 @@ class TaskPlanner:
         if name in PERCEPTION_ACTIONS:
             self._emit("perception", action)
             seen = self.tools.perceive(name, args, focus)
+            usage.add_observed(seen)
             self._emit("observation", seen.text)
             return seen.text, False
         self._emit("skill", action)

@@ -20,7 +20,7 @@ from std_msgs.msg import Bool, String
 
 from planner.action import ExecuteSkill, ExecuteTask, Say
 from planner.core.failures import FailureCode
-from planner.core.perception_actions import perceive
+from planner.core.perception_actions import Searched, perceive
 from planner.core.planning.settings import PlanningMode
 from planner.core.planning.task_planner import TaskPlanner
 from planner.core.scene_graph import Entity, RobotSnapshot, SceneGraph
@@ -82,11 +82,13 @@ class PerceptionServices:
         state = self.node.call(self.clients["robot"], GetRobotState.Request()).state
         return robot_from_msg(state) if state.arms else None
 
-    def search(self, query: str) -> tuple[list[Entity], str, str]:
-        # The perception node's object finder, with the configured workflow: a few LLM calls.
+    def search(self, query: str) -> Searched:
+        # The perception node's object finder, with the configured workflow: a few LLM calls (their
+        # tokens are not reported).
         reply = self.node.call(self.clients["find"], FindObjects.Request(query=query, workflow="default"),
                                timeout_s=SEARCH_TIMEOUT_S)
-        return [entity_from_msg(o) for o in reply.objects], reply.explanation, "" if reply.success else reply.message
+        return Searched([entity_from_msg(o) for o in reply.objects], reply.explanation,
+                        "" if reply.success else reply.message, reply.llm_calls)
 
 
 class RosTools:
