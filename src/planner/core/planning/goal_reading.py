@@ -688,12 +688,12 @@ def true_already(goals: list[Goal], scene: SceneGraph, things_said: set[str], de
     met = [goal for goal in goals if goal_met(goal, scene)]
     others_to_meet = part or len(met) < len(goals)
     unmet_targets = {goal.target for goal in goals if goal.kind in PLACING_KINDS and goal not in met}
-    named_otherwise = bool(destinations) and not any(names_furniture(place, f.label) for place in destinations
-                                                     for f in scene.furniture())
+    place_called_otherwise = bool(destinations) and not any(names_furniture(place, f.label) for place in destinations
+                                                            for f in scene.furniture())
 
     def sent_there(goal: Goal) -> bool:
         return any(names_furniture(place, goal.target) for place in destinations) \
-            or named_otherwise and goal.target in unmet_targets
+            or place_called_otherwise and goal.target in unmet_targets
 
     return [goal for goal in met
             if not (goal.kind == "robot_in_room" and len(goals) > 1)

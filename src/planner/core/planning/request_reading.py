@@ -100,8 +100,6 @@ class RequestReader:
         settings = self.settings
         said = words_of(request)
 
-        found = (self._searched.get(request) or []) if loose else []  # a search made for a doubted reading
-
         def accept(match: Match) -> bool:
             # A name the lexicon gives the label in a rare sense ("jumper": sweater, "settee": sofa) has two
             # readings that agree at the name check's own threshold, from the first reading on (the 1.5B took
@@ -111,13 +109,13 @@ class RequestReader:
             # ("I'm in the office": no desk, 0.65 to the 1.5B).
             if not loose and re.search(rf" in (?:the|my|your|our) {re.escape(match.phrase)} ", said):
                 return False
-            # A label the search of the map also finds for the request is two readings agreeing ("the notebook
-            # computer": the laptop).
-            threshold = settings.name_check_threshold if match.rare_sense else settings.other_name_threshold
-            if match.label in found:
-                threshold = min(threshold, settings.other_name_agreement)
-            return not any(f" {match.phrase} " in f" {place} " for place in places) and self._named(
-                match.phrase, match.label, threshold, usage, unjudged=False)  # no answer grounds nothing
+            if any(f" {match.phrase} " in f" {place} " for place in places):
+                return False
+            # Only a search already made for a doubted reading counts ("the notebook computer": the laptop).
+            p_yes = self._name_p(match.phrase, match.label, usage)  # no answer grounds nothing
+            return p_yes is not None and (
+                p_yes >= (settings.name_check_threshold if match.rare_sense else settings.other_name_threshold)
+                or loose and self._search_agrees(p_yes, match.label, lambda: self._searched.get(request)))
 
         grounding = self.grounder.ground(request, labels, scene.rooms(), settings.other_name_similarity if loose else None,
                                          accept)
@@ -340,16 +338,16 @@ class RequestReader:
             # request read a thing at a time is not the whole request: other parts are still to be met.
             self._emit("check", f"{reading}: so already, as the model kept reading it")
             return False, []
+        chosen = chosen_for_need(reader.request, goals)
         checks = [(GOAL_CHECK_PROMPT.format(request=reader.said, reading=reading), reading, "what was asked",
                    settings.goal_check_threshold)] if settings.goal_check_threshold > 0 else []
         if settings.need_check_threshold > 0:
             checks += [(need_question(reader.said, label), f"a {label}", "to meet the request", settings.need_check_threshold)
-                       for label in chosen_for_need(reader.request, goals)]
+                       for label in chosen]
         if not all(self._judged_yes(prompt, what, purpose, threshold, usage) for prompt, what, purpose, threshold in checks):
             return False, []
         # A second reading of the need, by other means: the object finder names kinds of things that meet
         # it and finds them in the map by their labels. The model's choice must be among them.
-        chosen = chosen_for_need(reader.request, goals)
         if chosen and (found := self._found(reader, usage)) is not None and not set(chosen) <= set(found):
             return False, []
         if settings.name_check_threshold <= 0:
@@ -381,8 +379,8 @@ class RequestReader:
             # Not singled out by the name check ("the medicine": a pill bottle 0.50, a tablet 0.45), yet
             # a thing the search of the map also finds for the request: two readings agree.
             if alike is reader.object_labels and any(
-                    (p_yes := self._name_p(word, label, usage)) is not None and p_yes >= settings.other_name_agreement
-                    for word in said) and label in (self._found(reader, usage) or []):
+                    (p_yes := self._name_p(word, label, usage)) is not None
+                    and self._search_agrees(p_yes, label, lambda: self._found(reader, usage)) for word in said):
                 continue
             return False, self._renames(label, best, reader, usage)
         return True, []
@@ -432,10 +430,14 @@ class RequestReader:
         likely taken for the nearest one ("the apple" for a juice carton, 0.49, in a home without
         apples) as for what it names; or from `other_name_agreement` when a search of the map for the
         request finds it too (two readings agree)."""
-        settings = self.settings
         return [match for named in best if named is not None and (match := named[0]).label != label
-                and (named[1] >= settings.other_name_threshold or named[1] >= settings.other_name_agreement
-                     and match.label in (self._found(reader, usage) or []))]
+                and (named[1] >= self.settings.other_name_threshold
+                     or self._search_agrees(named[1], match.label, lambda: self._found(reader, usage)))]
+
+    def _search_agrees(self, p_yes: float, label: str, found: Callable[[], list[str] | None]) -> bool:
+        """Whether the name check's yes to `label` reaches `other_name_agreement` and a search of the map
+        for the request (`found`, asked only then) finds the label too: two readings agree."""
+        return p_yes >= self.settings.other_name_agreement and label in (found() or [])
 
     def _best_named(self, word: str, labels: list[str], usage: LLMUsage, also: str = "", margin: float = 0.0,
                     threshold: float | None = None) -> tuple[Match, float] | None:
