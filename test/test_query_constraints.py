@@ -84,6 +84,14 @@ def test_each_excluded_kind_the_map_has_is_excluded_and_the_words_of_a_kind_not_
     assert read_query("any seat, but no chair or stool", home, find._labels_named).wanted == "any seat"
 
 
+def test_a_kind_excluded_in_brackets_or_after_a_colon_is_excluded(home):
+    find, _ = finder([answer(["stool1", "chair1", "sofa1"]), answer(["stool1", "chair1", "sofa1"])])
+    assert find.find(home, "I need to sit down (not the stool)").relevant_objects[0] != "stool1"
+    assert "stool1" not in find.find(home, "somewhere to sit: not a stool").relevant_objects
+    assert read_query("I need to sit down (not the stool) quickly", home, find._labels_named).wanted == \
+        "I need to sit down quickly"
+
+
 def test_what_a_thing_stands_on_or_in_is_read_from_the_map_and_a_refrigerator_holds_things(home):
     assert ("in", "fridge1") in home.relation_edges("milk1")  # no door state in a semantic map: the label says
     find, _ = finder([answer(["cup2"]), answer(["cup2"]), answer(["milk_carton_1"]), answer(["cup1"])])

@@ -36,7 +36,7 @@ ConstraintKind = Literal["room", "on_or_in", "next_to", "not", "bare", "extreme"
 _ARTICLE = r"(?:(?:the|a|an|any|my|some)\s+)?"
 _PLACE_ARTICLE = r"(?:the|a|an|my|your|our|his|her|their)\s+"  # a place is said with one: "sit on that" names none
 _PHRASE = r"([a-z][a-z0-9' -]*?)"  # with a number: "the dining room 2" of a map with two
-_ENDS = r"\s*(?:[.?!;]|$|\b(?:please|that|which|with|in|on|and|but)\b)"
+_ENDS = r"\s*(?:[.?!;:)\]]|$|\b(?:please|that|which|with|in|on|and|but)\b)"
 _PATTERNS: dict[ConstraintKind, re.Pattern] = {
     # One kind or a list: "not a stool", "but no bench or stool", "not a chair, a couch or a stool".
     "not": re.compile(r"\b(?:that is not|that isn't|which is not|not|except(?: for)?|but no|other than|apart from|"
@@ -153,10 +153,11 @@ class QueryReading:
 
 
 def _without(text: str, spans: Sequence[tuple[int, int]]) -> str:
-    """The text with the spans cut out, its spaces and punctuation tidied."""
+    """The text with the spans cut out, its spaces and punctuation tidied (brackets left empty too)."""
     for start, end in sorted(spans, key=lambda span: -span[0]):
         text = text[:start] + " " + text[end:]
-    return re.sub(r"\s+([,.?!])", r"\1", re.sub(r"\s{2,}", " ", text)).strip(" ,")
+    text = re.sub(r"\(\s*\)|\[\s*\]", " ", text)
+    return re.sub(r"\s+([,.?!:])", r"\1", re.sub(r"\s{2,}", " ", text)).strip(" ,:")
 
 
 def top_label(entity: Entity) -> str:
