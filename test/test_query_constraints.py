@@ -57,6 +57,19 @@ def test_a_thing_in_another_room_than_the_one_named_gives_way_to_one_of_its_kind
     assert found.calls == 1 and found.rounds[-1]["reply"]["ruled_out"] == ["chair1 is in the kitchen, not the office"]
 
 
+def test_a_room_said_before_a_thing_is_where_it_is_unless_the_words_make_a_label(home):
+    find, _ = finder([answer(["chair1"]), answer(["cup2"]), answer(["milk_carton_1"])])
+    assert find.find(home, "the office chair, please").relevant_objects == ["chair2"]
+    reading = read_query("the kitchen cup", home, find._labels_named)
+    assert [(c.kind, c.targets) for c in reading.constraints] == [("room", {"kitchen"})]
+    assert reading.wanted == "the cup"
+    assert find.find(home, "the kitchen cup").relevant_objects == ["cup2"]
+    # "the office is ..." names the room, not a thing in it; a label said whole is that label.
+    assert not read_query("the office is cold", home, find._labels_named).constraints
+    assert not read_query("the milk carton", home, find._labels_named).constraints
+    assert find.find(home, "the milk carton").relevant_objects == ["milk1"]
+
+
 def test_next_to_is_measured_between_footprints_and_nothing_fits_when_no_such_neighbour_is_there(home):
     find, _ = finder([answer(["chair1"]), answer(["sofa1"])])
     assert find.find(home, "a chair next to the desk").relevant_objects == ["chair2"]

@@ -1,5 +1,5 @@
 """What a query for things in a map rules out, read from its words and grounded in the map: the
-room it names ("the chair in the bedroom"), what a thing stands on or in ("the mug on the
+room it names ("the chair in the bedroom", "the bedroom chair"), what a thing stands on or in ("the mug on the
 shelf"), the furniture it stands next to ("a chair next to the desk"), the kinds it excludes
 ("something to sit on that is not a stool"), that nothing is on it ("a desk with nothing on it") and
 which of its kind it is by size ("the smallest cupboard").
@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from planner.core.planning.grounding import FUNCTION_WORDS
 from planner.core.scene_graph import Entity, SceneGraph, footprint_gap
 from planner.core.voxeland import STRUCTURE_LABEL
 
@@ -204,6 +205,29 @@ def _room_named(phrase: str, rooms: list[str]) -> str | None:
     return numbered[0] if len(numbered) == 1 else None
 
 
+def _rooms_said_before_things(text: str, rooms: list[str], labels: list[str], taken: list[tuple[int, int]]
+                              ) -> list[Constraint]:
+    """The rooms of the map said before a thing's name, as where it is ("the bathroom towel", "the
+    bedroom 2 lamp"), unless the room's words begin a label's name said there ("the kitchen
+    cabinet" is a kind of cabinet, wherever it stands)."""
+    said_as = {room.replace("_", " "): room for room in rooms}
+    for room in rooms:  # "the bedroom lamp" where the map has one bedroom, bedroom_2
+        plain = re.sub(r"[_ ]?\d+$", "", room).replace("_", " ")
+        if _room_named(plain, rooms) == room:
+            said_as.setdefault(plain, room)
+    names = [label.replace("_", " ") for label in labels]
+    found: list[Constraint] = []
+    for said in sorted(said_as, key=len, reverse=True):
+        for match in re.finditer(rf"\b(?:the|a|an|my|our|your|this|that)\s+({re.escape(said)})\s+([a-z][a-z'-]*)", text):
+            start, end = match.span(1)
+            if (match.group(2) in FUNCTION_WORDS or match.group(2) == "room"
+                    or any(s < end and start < e for s, e in [*taken, *(c.span for c in found)])
+                    or any(name.startswith(f"{said} ") and re.match(rf"{re.escape(name)}s?\b", text[start:]) for name in names)):
+                continue
+            found.append(Constraint("room", said, frozenset({said_as[said]}), (start, end)))
+    return found
+
+
 def read_query(query: str, scene: SceneGraph, labels_named: Callable[[str, list[str]], set[str]],
                excluded_named: Callable[[str, list[str]], set[str]] | None = None) -> QueryReading:
     """The constraints of `query` that ground in the map; `labels_named(phrase, labels)` gives the
@@ -241,4 +265,7 @@ def read_query(query: str, scene: SceneGraph, labels_named: Callable[[str, list[
                 # sweater may be there under a name not grounded, the words stay for the model to read.
                 span = (match.start(), end if all(named) else match.start())
                 constraints.append(Constraint(kind, " or ".join(phrases), targets, span))
+    for constraint in _rooms_said_before_things(text, rooms, labels, [*bare, *asides]):
+        constraints.append(constraint)
+        asides.append(constraint.span)
     return QueryReading(query, tuple(constraints), tuple(asides))
