@@ -180,6 +180,18 @@ def test_other_names_are_grounded_by_meaning_and_the_rest_of_the_query_is_what_t
     assert reading.wanted == "I'm looking for something to sit on"
 
 
+def test_a_holder_or_thing_named_may_be_mapped_under_another_name_or_as_a_kind_of_it(home):
+    grounder = Grounder(SentenceEmbedder(), lexicon=WordNetLexicon())
+    find, _ = finder([answer(["cup2"]), answer(["chair1"])], grounder=grounder)
+    # A desk is a table: the cup on it is "the cup on the table", though the map thinks desk1 a table at 15%.
+    assert find.find(home, "the cup on the table").relevant_objects == ["cup1"]
+    assert find._labels_named("wardrobe", ["closet", "wardrobe", "dresser"]) == {"closet", "wardrobe"}
+    assert find._labels_named("bin", ["trash_can", "basket", "bin"]) == {"trash_can", "bin"}
+    assert find._subject_names("the wardrobe", ["closet", "wardrobe", "dresser"]) == {"wardrobe": 1.0, "closet": 1.0}
+    # Not the other way: a chair is no armchair in particular, so "not an armchair" leaves chairs be.
+    assert find._labels_named("armchair", ["chair", "armchair", "sofa"]) == {"armchair"}
+
+
 def test_constraints_can_be_left_to_the_model(home):
     find, _ = finder([answer(["chair1"])], constraints=False)
     assert find.find(home, "the chair in the office").relevant_objects == ["chair1"]

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from planner.core.asking import ask_validated
 from planner.core.errors import PlannerError, PolicyError
 from planner.core.planning.goal_reading import name_question
-from planner.core.planning.grounding import BEFORE_VERBS, Grounder, Match, words_in
+from planner.core.planning.grounding import BEFORE_VERBS, LABEL_SENSES, Grounder, Match, words_in
 from planner.core.planning.spelling import Speller
 from planner.core.ports import Embedder, Policy, judged, yes_probability_of
 from planner.core.query_constraints import QueryReading, read_query, top_label
@@ -531,6 +531,19 @@ class ObjectFinder:
         self.speller = Speller()
 
     def _labels_named(self, phrase: str, labels: list[str], checks: NameChecks | None = None) -> set[str]:
+        return self._and_kinds(self._labels_said(phrase, labels, checks), labels)
+
+    def _and_kinds(self, named: set[str], labels: list[str]) -> set[str]:
+        """The `named` labels and the labels the lexicon holds to be other names or kinds of one of
+        them in their usual senses: a closet is a wardrobe, a trash can a bin."""
+        lexicon = self.grounder.lexicon if self.grounder is not None else None
+        if lexicon is None or not named:
+            return named
+        senses = frozenset().union(*(lexicon.senses(label, LABEL_SENSES) for label in named))
+        return named | {label for label in labels if label not in named and (own := lexicon.senses(label, LABEL_SENSES))
+                        and (own & senses or lexicon.broader(own) & senses)}
+
+    def _labels_said(self, phrase: str, labels: list[str], checks: NameChecks | None = None) -> set[str]:
         """The labels a phrase of the query names: its own name, another name of it (grounded, or
         alike and put to the name `checks`), or else the label its last words name, as a compound
         names a kind of its last noun ("the writing desk" is a desk, "the bar stool" a stool; the
@@ -587,7 +600,8 @@ class ObjectFinder:
                 if not span & taken and words[start:start + len(name)] in forms:
                     taken |= span
                     named[label] = surely.get(label, 1.0)
-        return named
+        # Another name or a kind of the thing named is that thing: "the wardrobe" may be a closet.
+        return {**dict.fromkeys(self._and_kinds(set(named), labels), min(named.values(), default=1.0)), **named}
 
     # -- one call ---------------------------------------------------------------------------
     def _ask(self, run: _Run, role: str, messages: list[dict], schema: dict, parse: Callable[[str], BaseModel]):
