@@ -192,6 +192,19 @@ def test_a_holder_or_thing_named_may_be_mapped_under_another_name_or_as_a_kind_o
     assert find._labels_named("armchair", ["chair", "armchair", "sofa"]) == {"armchair"}
 
 
+def test_a_question_opened_with_a_verb_that_is_also_a_label_does_not_name_that_thing(home, embedder):
+    with_a_can = SceneGraph.from_voxeland(parse_voxeland({"instances": {
+        "can1": _instance([1.0, 1.0, 0.8], [0.07, 0.07, 0.12], {"can": 90.0}),
+        "cup1": _instance([2.0, 1.0, 0.8], [0.08, 0.08, 0.1], {"cup": 90.0}),
+        "table1": _instance([1.5, 1.0, 0.37], [1.2, 0.7, 0.74], {"table": 90.0})}}), ROOMS)
+    kinds = {"need": "a drink", "kinds": ["cup", "glass"]}
+    find, _ = finder([kinds] * 4, grounder=Grounder(embedder, lexicon=WordNetLexicon()), embedder=embedder,
+                     kind_threshold=0.5)
+    assert find.find(with_a_can, "can you find me something to drink from").relevant_objects == ["cup1"]
+    assert find.find(with_a_can, "where can I get something to drink from?").relevant_objects == ["cup1"]
+    assert find._subject_names("the can you opened", ["can", "cup"]) == {"can": 1.0}
+
+
 def test_constraints_can_be_left_to_the_model(home):
     find, _ = finder([answer(["chair1"])], constraints=False)
     assert find.find(home, "the chair in the office").relevant_objects == ["chair1"]

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from planner.core.asking import ask_validated
 from planner.core.errors import PlannerError, PolicyError
 from planner.core.planning.goal_reading import name_question
-from planner.core.planning.grounding import BEFORE_VERBS, LABEL_SENSES, Grounder, Match, words_in
+from planner.core.planning.grounding import BEFORE_VERBS, LABEL_SENSES, Grounder, Match, asks_with, words_in
 from planner.core.planning.spelling import Speller
 from planner.core.ports import Embedder, Policy, judged, yes_probability_of
 from planner.core.query_constraints import QueryReading, read_query, top_label
@@ -597,7 +597,8 @@ class ObjectFinder:
             forms = said_forms(name)
             for start in range(len(words) - len(name) + 1):
                 span = set(range(start, start + len(name)))
-                if not span & taken and words[start:start + len(name)] in forms:
+                if (not span & taken and words[start:start + len(name)] in forms
+                        and not asks_with(words, start, start + len(name))):
                     taken |= span
                     named[label] = surely.get(label, 1.0)
         # Another name or a kind of the thing named is that thing: "the wardrobe" may be a closet.
