@@ -243,6 +243,18 @@ def test_things_in_furniture_with_a_door_or_drawer_are_in_it_whatever_its_label(
     assert spatial_relation(sock, locker) == "in"
 
 
+def test_a_thing_within_what_may_well_be_a_container_is_in_it_whatever_its_most_likely_label():
+    """A laundry basket the map thinks more likely "unknown", and a kind of basket by its name."""
+    from planner.core.scene_graph import Entity, spatial_relation
+
+    toothbrush = Entity("toothbrush", "object", "toothbrush", center=(0.0, 0.0, 0.05), size=(0.02, 0.15, 0.02))
+    hamper = Entity("hamper", "object", "unknown", labels={"unknown": 0.48, "laundry_basket": 0.32, "lamp": 0.2},
+                    center=(0.0, 0.0, 0.28), size=(0.45, 0.4, 0.56))
+    assert spatial_relation(toothbrush, hamper) == "in"
+    hamper.labels = {"unknown": 0.48, "lamp": 0.32, "laundry_basket": 0.1}  # not likely enough a basket
+    assert spatial_relation(toothbrush, hamper) == "under"
+
+
 def test_rooms_from_polygons_and_objects_outside_every_room_go_to_the_nearest():
     rooms = {"kitchen": [(0, 0), (3, 0), (3, 5), (0, 5)], "hall": [(3, 0), (6, 0), (6, 5), (3, 5)]}
     data = {"instances": {"a": {"bbox": {"center": [1, 1, 0.1], "size": [0.2, 0.2, 0.2]}, "n_observations": 1, "results": {"cup": 1}},

@@ -36,8 +36,8 @@ from planner.core.planning.goal_reading import name_question
 from planner.core.planning.grounding import BEFORE_VERBS, LABEL_SENSES, Grounder, Match, asks_with, words_in
 from planner.core.planning.spelling import Speller
 from planner.core.ports import Embedder, Policy, judged, yes_probability_of
-from planner.core.query_constraints import QueryReading, read_query, top_label
-from planner.core.scene_graph import Entity, SceneGraph
+from planner.core.query_constraints import QueryReading, read_query
+from planner.core.scene_graph import Entity, SceneGraph, top_label
 from planner.core.types import PolicyReply
 from planner.core.voxeland import STRUCTURE_LABEL
 

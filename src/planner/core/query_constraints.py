@@ -25,13 +25,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from planner.core.planning.grounding import FUNCTION_WORDS
-from planner.core.scene_graph import Entity, SceneGraph, footprint_gap
+from planner.core.scene_graph import Entity, SceneGraph, footprint_gap, may_be, top_label
 from planner.core.voxeland import STRUCTURE_LABEL
 
 NEXT_TO_M = 0.5  # footprints at most this far apart stand next to each other
-# A map unsure whether a thing is a counter (0.51) or a dining table (0.39) may be holding the cup
-# "on the dining table": a label at least this share of the item's most likely one is a kind it may be.
-MAY_BE_SHARE = 0.5
 
 ConstraintKind = Literal["room", "on_or_in", "next_to", "not", "bare", "extreme"]
 _ARTICLE = r"(?:(?:the|a|an|any|my|some)\s+)?"
@@ -159,20 +156,6 @@ def _without(text: str, spans: Sequence[tuple[int, int]]) -> str:
         text = text[:start] + " " + text[end:]
     text = re.sub(r"\(\s*\)|\[\s*\]", " ", text)
     return re.sub(r"\s+([,.?!:])", r"\1", re.sub(r"\s{2,}", " ", text)).strip(" ,:")
-
-
-def top_label(entity: Entity) -> str:
-    """The item's most likely label that says what it is (not the mapper's walls-and-floor one)."""
-    return next((label for label in entity.labels if label != STRUCTURE_LABEL), entity.label)
-
-
-def may_be(entity: Entity) -> set[str]:
-    """The kinds a holder or neighbour may be: its labels at least `MAY_BE_SHARE` as likely as its
-    most likely one. (What the query excludes is judged by the most likely label alone: a thing
-    that is probably a stool is still "something to sit on that is not a chair", though it may be one.)"""
-    top = top_label(entity)
-    most = entity.labels.get(top, 0.0)
-    return {top} | {label for label, p in entity.labels.items() if label != STRUCTURE_LABEL and p >= MAY_BE_SHARE * most}
 
 
 def _holders(scene: SceneGraph, entity: Entity) -> set[str]:

@@ -27,7 +27,7 @@ from planner.core.files import bulk_allocation, label_problem, point_problem, si
 from planner.core.frames import FrameTree, transform_box
 from planner.core.geometry import Pose2D, free_spot, horizontal_distance, in_field_of_view
 from planner.core.spatial import GridIndex
-from planner.core.voxeland import VoxelandMap, label_distribution
+from planner.core.voxeland import STRUCTURE_LABEL, VoxelandMap, label_distribution
 from planner.core.world import World, person_box
 
 ON_TOLERANCE_M = 0.06        # an object's bottom within this of a top stands on it
@@ -57,6 +57,9 @@ CONTAINER_LABELS = frozenset({
     "oven", "microwave", "sink", "box", "bowl", "basket", "bin", "bag", "pot",
     "refrigerator", "kitchen_cabinet", "cupboard", "closet", "trash_can", "washing_machine",
 })
+# A map unsure whether a thing is a counter (0.51) or a dining table (0.39) may be holding the cup
+# "on the dining table": a label at least this share of the item's most likely one is a kind it may be.
+MAY_BE_SHARE = 0.5
 SUPPORT_ORDER = ("in", "on", "under", "near")
 PERSON_LABELS = frozenset({"person"})   # detections of people become person nodes, not objects
 ARTICULATION_STATES = ("", "open", "closed")
@@ -237,13 +240,34 @@ def _over_footprint(subject: Entity, reference: Entity) -> bool:
             and abs(subject.center[1] - reference.center[1]) <= reference.size[1] / 2)
 
 
+def top_label(entity: Entity) -> str:
+    """The item's most likely label that says what it is (not the mapper's walls-and-floor one)."""
+    return next((label for label in entity.labels if label != STRUCTURE_LABEL), entity.label)
+
+
+def may_be(entity: Entity) -> set[str]:
+    """The kinds the item may well be: its labels at least `MAY_BE_SHARE` as likely as its most likely
+    one. (What a query excludes is judged by the most likely label alone: a thing that is probably
+    a stool is still "something to sit on that is not a chair", though it may be one.)"""
+    top = top_label(entity)
+    most = entity.labels.get(top, 0.0)
+    return {top} | {label for label, p in entity.labels.items() if label != STRUCTURE_LABEL and p >= MAY_BE_SHARE * most}
+
+
+def _has_inside(entity: Entity) -> bool:
+    """Whether the item may well be a thing with an inside: one of the kinds it may be is a container,
+    or a kind of one by its last word ("laundry_basket"), or it has a door or drawer state."""
+    return bool(entity.state) or any(label in CONTAINER_LABELS or label.rsplit("_", 1)[-1] in CONTAINER_LABELS
+                                     for label in may_be(entity))
+
+
 def spatial_relation(subject: Entity, reference: Entity) -> str | None:
     """in / on / under from two boxes (None when neither holds). Boxes of furniture reach the floor."""
     if not _over_footprint(subject, reference):
         return None
     if abs(subject.bottom - reference.top) <= ON_TOLERANCE_M:
         return "on"
-    container = reference.label in CONTAINER_LABELS or bool(reference.state)
+    container = _has_inside(reference)
     inside = reference.bottom - ON_TOLERANCE_M <= subject.center[2] <= reference.top
     if inside and container and _box_overlap_ratio(subject, reference) >= 0.5:
         return "in"
