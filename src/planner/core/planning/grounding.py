@@ -44,12 +44,6 @@ JOINING_WORDS = frozenset({"and", "or", "then"})  # no thing's name spans them (
 BEFORE_VERBS = frozenset("i i'm im you we they he she to please let's lets".split())
 OBJECT_OPENERS = frozenset("the a an my your our his her their this that these those some any it them me him us".split())
 SUBJECT_PRONOUNS = frozenset("i you we they he she".split())
-
-
-def asks_with(words: list[str], start: int, end: int) -> bool:
-    """Whether words[start:end] are the verb a question opens with, before its subject and with no
-    article before them: "can you ...", "where can I ...", never "the can you opened"."""
-    return end < len(words) and words[end] in SUBJECT_PRONOUNS and (start == 0 or words[start - 1] not in OBJECT_OPENERS)
 LABEL_SENSES = 3  # a label is read in its first senses only: WordNet orders them most used first
 # The embeddings overrule the lexicon where they hold the phrase this close to another label, and closer
 # by the margin than to the lexicon's: near grounding's own threshold.
@@ -59,6 +53,12 @@ ROOM_NUMBER = re.compile(r"(?: \d+)+$")  # "master bedroom 2": the second of the
 
 
 WORD = re.compile(r"[a-z0-9']+")
+
+
+def asks_with(words: list[str], start: int, end: int) -> bool:
+    """Whether words[start:end] are the verb a question opens with, before its subject and with no
+    article before them: "can you ...", "where can I ...", never "the can you opened"."""
+    return end < len(words) and words[end] in SUBJECT_PRONOUNS and (start == 0 or words[start - 1] not in OBJECT_OPENERS)
 
 
 def words_in(text: str) -> list[str]:
