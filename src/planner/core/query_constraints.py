@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from planner.core.planning.grounding import FUNCTION_WORDS
+from planner.core.planning.grounding import FUNCTION_WORDS, plain_room_name
 from planner.core.scene_graph import Entity, SceneGraph, footprint_gap, may_be, top_label
 from planner.core.voxeland import STRUCTURE_LABEL
 
@@ -195,7 +195,7 @@ def _rooms_said_before_things(text: str, rooms: list[str], labels: list[str], ta
     cabinet" is a kind of cabinet, wherever it stands)."""
     said_as = {room.replace("_", " "): room for room in rooms}
     for room in rooms:  # "the bedroom lamp" where the map has one bedroom, bedroom_2
-        plain = re.sub(r"[_ ]?\d+$", "", room).replace("_", " ")
+        plain = plain_room_name(room)
         if _room_named(plain, rooms) == room:
             said_as.setdefault(plain, room)
     names = [label.replace("_", " ") for label in labels]
