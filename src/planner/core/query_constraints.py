@@ -184,7 +184,7 @@ def _room_named(phrase: str, rooms: list[str]) -> str | None:
     exact = [room for room in rooms if room.replace("_", " ") == said]
     if exact:
         return exact[0]
-    numbered = [room for room in rooms if re.sub(r"[_ ]?\d+$", "", room).replace("_", " ") == said]
+    numbered = [room for room in rooms if plain_room_name(room) == said]
     return numbered[0] if len(numbered) == 1 else None
 
 
