@@ -823,6 +823,57 @@ def test_a_thing_called_otherwise_that_the_name_check_does_not_single_out_stands
         assert (("goal", "the robot holds a glasses") in trace) != doubted, kinds
 
 
+def test_a_broader_kind_is_no_rival_of_the_thing_a_word_names():
+    """"The clicker" in a home whose map calls some things only "object", as scanning data sets do:
+    the model, asked which thing the word is, chooses the remote, 0.48 likely another name for it,
+    and says yes 0.57 to "an object", as it does to most words. Every remote is an object, so to the
+    lexicon the object is no rival of the remote, which stands out from the rest, and the request is
+    read in the map's words. Without a lexicon the object outdoes the remote and no thing is named."""
+    from planner.adapters.embeddings import SentenceEmbedder
+    from planner.adapters.lexicon import WordNetLexicon
+    from planner.core.planning.grounding import Grounder
+
+    world = APARTMENT.model_copy(update={"objects": [
+        o.model_copy(update={"label": "object"}) if o.id == "socks_1" else o for o in APARTMENT.objects]})
+    no_clicker = {"goals": [], "impossible": "there is no clicker in this home"}
+    yes = {'"clicker" another name for a remote': 0.48, '"clicker" another name for a object': 0.57}
+    for lexicon, named in ((WordNetLexicon(), True), (None, False)):
+        policy = AnswersByQuestion([no_clicker, no_clicker, {"meaning": "a remote control", "choice": "remote"},
+                                    {"goals": [{"kind": "holding", "object": "remote"}]}, GIVE_UP], yes)
+        trace: list[tuple[str, str]] = []
+        robot = robot_at("table_2", world)
+        result = TaskPlanner(policy, robot, robot.skills, PlannerSettings(confirm_timeout_s=0),
+                             on_step=lambda step, trace=trace: trace.append((step.kind, step.text)),
+                             grounder=Grounder(SentenceEmbedder(), lexicon=lexicon)).run("Could you get the clicker?")
+        assert (("check", 'a object: 0.57 likely called "clicker"') in trace) != named
+        assert (("perception", "the request in the map's words: clicker = remote") in trace) == named
+        assert (("goal", "the robot holds a remote") in trace) == named
+        assert (result.outcome == "impossible") != named
+
+
+def test_a_doubted_reading_the_model_then_gives_up_is_read_again_with_the_map_s_other_names_first():
+    """"The clicker" read as the stapler: the name check doubts it, and the model, told so, says the
+    home has no clicker. Before that is said to the user, the word is put to the model as one of the
+    labels most like it; it chooses the remote, which the name check singles out, and the request is
+    read again in the map's words."""
+    from planner.adapters.embeddings import SentenceEmbedder
+    from planner.core.planning.grounding import Grounder
+
+    no_clicker = {"goals": [], "impossible": "there is no clicker in this home"}
+    policy = AnswersByQuestion([{"goals": [{"kind": "holding", "object": "stapler"}]}, no_clicker, no_clicker,
+                                {"meaning": "a remote control", "choice": "remote"},
+                                {"goals": [{"kind": "holding", "object": "remote"}]}, GIVE_UP],
+                               {'"clicker" another name for a remote': 0.48})
+    trace: list[tuple[str, str]] = []
+    robot = robot_at("table_2")
+    result = TaskPlanner(policy, robot, robot.skills, PlannerSettings(confirm_timeout_s=0),
+                         on_step=lambda step: trace.append((step.kind, step.text)),
+                         grounder=Grounder(SentenceEmbedder())).run("Could you get the clicker?")
+    assert any("A check doubts" in prompt[-1]["content"] for prompt in policy.prompts)
+    assert ("perception", "the request in the map's words: clicker = remote") in trace, trace
+    assert ("goal", "the robot holds a remote") in trace and result.outcome != "impossible"
+
+
 def test_a_thing_chosen_for_a_need_is_checked_and_the_request_declined_when_it_does_not_meet_it():
     """'I'm cold' in a home with no blanket: the model takes whatever is there; the narrow check
     that the thing meets the need doubts it, and the model, told so, says it is impossible."""

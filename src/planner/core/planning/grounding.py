@@ -184,6 +184,17 @@ class Grounder:
             self._vectors.popitem(last=False)
         return np.array([vectors[t] for t in texts])
 
+    def narrowest(self, labels: list[str]) -> list[str]:
+        """The labels no other of them is a kind of, to the lexicon in their usual senses: a word that
+        may name a remote or an object names the remote (every remote is an object)."""
+        if self.lexicon is None:
+            return labels
+        lexicon = self.lexicon
+        senses = {label: lexicon.senses(label, LABEL_SENSES) for label in labels}
+        broader = {label: lexicon.broader(own) for label, own in senses.items()}
+        return [label for label in labels
+                if not any(other != label and senses[label] & broader[other] for other in labels)]
+
     def nearest(self, phrase: str, labels: list[str], count: int) -> list[Match]:
         """The `count` labels most like the phrase, the most like first."""
         similarity = (self._encode([phrase]) @ self._encode([label.replace("_", " ") for label in labels]).T)[0]

@@ -235,7 +235,12 @@ class RequestReader:
             return self._extract_goals(request, wider, usage, widen=False, part=part)
         # Doubted: read again with the doubt said; a reading that is still doubted is put to the user.
         doubt = GOAL_DOUBT.format(reading=reading_of(goals)) + self._search_note(reader, goals, usage)
-        again, goals = self.read_again(request, grounding, goals, doubt, usage, part)
+        try:
+            again, goals = self.read_again(request, grounding, goals, doubt, usage, part)
+        except RequestImpossible as why:  # the doubted reading given up: the map's other names first
+            if (wider := self._wider(request, grounding, usage, widen, str(why))) is None:
+                raise
+            return self._extract_goals(request, wider, usage, widen=False, part=part)
         if self.goals_fit(again, goals, usage)[0]:
             return goals, grounding
         if (wider := self._wider(request, grounding, usage, widen)) is not None:
@@ -454,6 +459,9 @@ class RequestReader:
         nearest = self.grounder.nearest(word, labels, LABELS_OFFERED)
         if also and all(match.label != also for match in nearest):
             nearest += self.grounder.nearest(word, [also], 1)
+        # A broader kind is no rival of a thing of that kind: the model's yes to "an object" says nothing.
+        narrowest = self.grounder.narrowest([match.label for match in nearest])
+        nearest = [match for match in nearest if match.label in narrowest]
         asked = [(self._name_p(word, match.label, usage), match) for match in nearest]
         scored = [(p_yes + match.similarity, p_yes, match) for p_yes, match in asked if p_yes is not None]
         if len(scored) < len(asked):
