@@ -129,3 +129,23 @@ def test_rooms_are_read_as_the_planner_reads_a_place_where_only_a_room_can_be(gr
         ChecksData.model_validate({**DATA, "rooms": ["kitchen"], "room_names": [{"word": "den", "room": "study"}]})
     with pytest.raises(ValueError, match="rooms not in `rooms`: study"):
         ChecksData.model_validate({**DATA, "rooms": ["kitchen"], "room_furniture": {"study": ["desk"]}})
+
+
+def test_the_second_source_s_checks_leave_a_seed_s_things_and_rooms_out_and_ask_about_their_words(tmp_path, capsys):
+    """`planner bench generate checks --source scan` writes a data file per seed from the scan
+    vocabulary: the words for a category the seed leaves out of the home are near misses, never an
+    other name or a label, and its room types left out are rooms the home lacks."""
+    out = tmp_path / "checks"
+    assert main(["bench", "generate", "checks", "--source", "scan", "--seeds", "100-101", "--out", str(out)]) == 0
+    first, second = load_checks(out / "checks-scan-100.yaml"), load_checks(out / "checks-scan-101.yaml")
+    assert first.labels != second.labels                      # each seed leaves other things out
+    for data in (first, second):
+        assert data.names and data.near_misses and data.needs and data.room_names and data.absent_rooms
+        said_as_labels = {label.replace("_", " ") for label in data.labels}
+        assert not said_as_labels & {name.word for name in data.names}
+        assert not said_as_labels & set(data.near_misses)
+        assert not {name.word for name in data.names} & set(data.near_misses)
+        assert not {room.replace("_", " ") for room in data.rooms} & set(data.absent_rooms)
+    assert "run: planner bench checks --data" in capsys.readouterr().out
+    # The household checks are written by hand, not generated.
+    assert main(["bench", "generate", "checks", "--seeds", "100", "--out", str(out)]) == 2

@@ -660,6 +660,17 @@ def bench_generate(args) -> int:
                                        tasks_file)
         print(f"wrote {count} tasks from {len(seeds)} homes to {tasks_file}; run: planner bench plans --tasks {tasks_file}")
         return 0
+    if args.what == "checks":
+        if args.source != "scan":
+            print("error: the household checks are bench/checks/checks.yaml, written by hand; generate --source scan",
+                  file=sys.stderr)
+            return 2
+        from planner.bench import scan_checks
+
+        for seed in seeds:
+            path = scan_checks.write_checks(seed, out)
+            print(f"wrote {path}; run: planner bench checks --data {path}")
+        return 0
     if args.what == "tasks":
         from planner.bench import generate_tasks
         from planner.config import load_config
@@ -1092,10 +1103,12 @@ def add_commands(sub) -> None:
     fleet_parser.set_defaults(run=bench_fleet)
     generate_parser = bench_sub.add_parser("generate", help="make benchmark homes and queries from development seeds "
                                            "(0-1019); test blocks are drawn by planner bench test")
-    generate_parser.add_argument("what", choices=["objects", "tasks", "pddl", "plans"], help="objects: Voxeland maps, "
-                                 "queries and truth for planner bench objects; tasks: worlds and a task suite for planner "
-                                 "bench tasks; pddl: a domain and tasks in words with their problems for planner bench "
-                                 "pddl; plans: tasks.jsonl with scene tables and reference plans for planner bench plans")
+    generate_parser.add_argument("what", choices=["objects", "tasks", "pddl", "plans", "checks"], help="objects: "
+                                 "Voxeland maps, queries and truth for planner bench objects; tasks: worlds and a task "
+                                 "suite for planner bench tasks; pddl: a domain and tasks in words with their problems "
+                                 "for planner bench pddl; plans: tasks.jsonl with scene tables and reference plans for "
+                                 "planner bench plans; checks (--source scan): a data file per seed for planner bench "
+                                 "checks")
     generate_parser.add_argument("--per-home", type=int, help="plans: tasks per home (default 3); tasks: tasks of each "
                                  "tier per home, drawn by the home's seed (default: 6)")
     generate_parser.add_argument("--seeds", required=True, help="a seed, a range (300-309) or a list (1,5,9)")
@@ -1106,8 +1119,8 @@ def add_commands(sub) -> None:
                                       "generate_tasks), or scan, the second source built apart from it "
                                       "(planner.bench.scan_homes, scan_tasks): larger homes labelled as 3D scans are, "
                                       "other phrasings")
-    generate_parser.add_argument("--out", required=True, help="folder for maps/, queries/ and truth/ (objects) or "
-                                 "worlds/ and tasks.yaml (tasks)")
+    generate_parser.add_argument("--out", required=True, help="folder for maps/, queries/ and truth/ (objects), "
+                                 "worlds/ and tasks.yaml (tasks) or checks-scan-SEED.yaml (checks)")
     generate_parser.add_argument("--config", help="stack config: the robot the homes are furnished for (tasks)")
     generate_parser.set_defaults(run=bench_generate)
     calibrate_parser = sub.add_parser("calibrate", help="choose a model's tuned settings on development data and "
