@@ -217,9 +217,9 @@ class RequestReader:
         except RequestImpossible as why:
             if halves is not None:
                 return self._read_halves(halves, grounding, usage)
-            if (wider := self._wider(request, grounding, usage, widen, str(why))) is None:
+            if (read := self._read_wider(request, grounding, usage, widen, part, str(why))) is None:
                 raise
-            return self._extract_goals(request, wider, usage, widen=False, part=part)
+            return read
         if halves is not None and len({goal.object for goal in goals if goal.object}) < 2:
             return self._read_halves(halves, grounding, usage)
         fits, renamed = self.goals_fit(reader, goals, usage)
@@ -238,14 +238,21 @@ class RequestReader:
         try:
             again, goals = self.read_again(request, grounding, goals, doubt, usage, part)
         except RequestImpossible as why:  # the doubted reading given up: the map's other names first
-            if (wider := self._wider(request, grounding, usage, widen, str(why))) is None:
+            if (read := self._read_wider(request, grounding, usage, widen, part, str(why))) is None:
                 raise
-            return self._extract_goals(request, wider, usage, widen=False, part=part)
+            return read
         if self.goals_fit(again, goals, usage)[0]:
             return goals, grounding
-        if (wider := self._wider(request, grounding, usage, widen)) is not None:
-            return self._extract_goals(request, wider, usage, widen=False, part=part)
+        if (read := self._read_wider(request, grounding, usage, widen, part)) is not None:
+            return read
         return self._asked(goals), grounding
+
+    def _read_wider(self, request: str, grounding: Grounding | None, usage: LLMUsage, widen: bool, part: bool,
+                    why: str = "") -> tuple[list[Goal], Grounding | None] | None:
+        """The request read again with its grounding widened (`_wider`, told the reason `why` it was
+        given up, if it was); None when widening finds nothing more."""
+        wider = self._wider(request, grounding, usage, widen, why)
+        return None if wider is None else self._extract_goals(request, wider, usage, widen=False, part=part)
 
     def _read_halves(self, halves: tuple[str, str], grounding: Grounding | None, usage: LLMUsage
                      ) -> tuple[list[Goal], Grounding | None]:
