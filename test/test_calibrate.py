@@ -11,7 +11,7 @@ from planner.bench import calibrate
 from planner.cli import main
 from planner.config import load_config
 from planner.core.errors import InputError
-from planner.wiring import finder_settings
+from planner.wiring import finder_settings, planner_settings
 
 
 def row(top1, precision):
@@ -83,3 +83,58 @@ def test_test_data_is_refused_for_calibration(tmp_path, capsys):
     assert main(["calibrate", "objects", "--data", str(tmp_path / "d"), "--llm", "scripted", "--replies",
                  str(tmp_path / "none.yaml")]) == 2
     assert "map home-2007: seeds: 2007 is a test seed" in capsys.readouterr().err
+
+
+def checks_results(model, names, rooms):
+    return {"benchmark": "checks", "llm": {"model": model}, "data": "checks.yaml",
+            "records": {"needs": [], "names": names, "rooms": rooms}}
+
+
+def test_the_name_and_room_checks_are_calibrated_to_a_stated_rate_of_words_read_as_what_the_home_lacks(tmp_path):
+    """The lowest threshold at which at most 10% of the words for things the home lacks are read as
+    one of its labels, on all sources together and on each with cases enough to tell 10%; written
+    beside the object finder's value, which is kept."""
+    def name(label, **asked):
+        return {"word": "w", "label": label, "asked": asked}
+
+    def room(room, chosen, p_yes):
+        return {"word": "w", "room": room, "chosen": chosen, "p_yes": p_yes}
+    household = checks_results("m", [name("sofa", sofa=0.7, bed=0.2), *[name(None, sofa=0.55)] * 9,
+                                     name(None, sofa=0.62)],
+                               [room("kitchen", "kitchen", 0.8), room(None, "kitchen", 0.3)])
+    scan = checks_results("m", [name("bed", bed=0.66), name(None, bed=0.64, sofa=None), name(None, bed=0.3)],
+                          [room("office", "study", 0.4), room(None, "office", 0.2)])
+    for source, results in (("household", household), ("scan", scan)):
+        (tmp_path / f"{source}.json").write_text(json.dumps(results))
+    out = tmp_path / "calibration" / "m.yaml"
+    out.parent.mkdir()
+    out.write_text("object_finder: {kind_threshold: 0.5}\n")
+    assert main(["calibrate", "checks", "--checks", f"household={tmp_path / 'household.json'}",
+                 f"scan={tmp_path / 'scan.json'}", "--out", str(out), "--results", str(tmp_path / "results")]) == 0
+    written = yaml.safe_load(out.read_text())
+    # From 0.56 one near miss in ten is read on household. Scan's two are too few to tell 10% alone,
+    # so they count with household's: two in twelve are read until 0.63.
+    assert written["planner"]["other_name_threshold"] == 0.63
+    # A room read wrongly (0.4) counts as an error, as a room the home lacks would.
+    assert written["planner"]["room_name_threshold"] == 0.41
+    assert written["object_finder"] == {"kind_threshold": 0.5}      # what calibrate objects wrote is kept
+    how = written["calibration"]["other_name_threshold"]
+    assert how["target_reached"] and how["reached"]["scan"]["other_names_read"] == 100.0
+    assert how["reached"]["all sources"]["near_misses_read"] == 8.3
+    assert how["before"]["value"] == 0.6 and set(how["data"]) == {"household", "scan"}
+    assert (tmp_path / "results" / "calibration-checks-m.png").stat().st_size > 10_000
+    # The stack takes the calibrated values for that model, and the finder's as before; a config that
+    # sets a value itself keeps it.
+    config = load_config(write_config(tmp_path))
+    settings, source = planner_settings(config, "m")
+    assert (settings.other_name_threshold, settings.room_name_threshold) == (0.63, 0.41) and str(out) in source
+    assert finder_settings(config, "m")[0].kind_threshold == 0.5
+    assert planner_settings(config, "another model")[0].other_name_threshold == 0.6
+    explicit = load_config(write_config(tmp_path, planner={"other_name_threshold": 0.7}))
+    assert planner_settings(explicit, "m")[0].other_name_threshold == 0.7
+    # One source is no calibration, nor are two models' results.
+    assert main(["calibrate", "checks", "--checks", f"household={tmp_path / 'household.json'}"]) == 2
+    (tmp_path / "other.json").write_text(json.dumps({**scan, "llm": {"model": "other"}}))
+    assert main(["calibrate", "checks", "--checks", f"household={tmp_path / 'household.json'}",
+                 f"scan={tmp_path / 'other.json'}", "--out", str(out)]) == 2
+    assert main(["calibrate", "checks", "--checks", "scan"]) == 2

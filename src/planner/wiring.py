@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from planner.adapters.embeddings import SentenceEmbedder
 from planner.adapters.lexicon import WordNetLexicon
 from planner.adapters.llm import EmbeddedServers, open_policy, part_policy
@@ -19,6 +21,7 @@ from planner.core.object_finder import FinderSettings
 from planner.core.plan_check import PlanChecker, PlanCheckSettings
 from planner.core.plan_score import PlanScorer
 from planner.core.planning.grounding import Grounder
+from planner.core.planning.settings import PlannerSettings
 from planner.core.ports import Policy
 from planner.core.robot_profile import RobotProfile, load_robot_profile
 from planner.core.skills import SkillPlanner, load_skill_library
@@ -98,10 +101,11 @@ def open_part_llm(config: StackConfig, part: str, main: Policy, server: Embedded
 CALIBRATION_DIR = "calibration"   # beside the config file: calibration/<model>.yaml, written by planner calibrate
 
 
-def finder_model(config: StackConfig) -> str:
-    """The model the object finder asks first: its own first server's, else the stack's."""
+def part_model(config: StackConfig, part: str) -> str:
+    """The model one part of the stack (`goal_step`, `object_finder`) asks first: its own first
+    server's, else the stack's."""
     llm = config.llm.resolved()
-    endpoints = llm.object_finder
+    endpoints = getattr(llm, part)
     if endpoints and endpoints[0].base_url != "embedded":
         return endpoints[0].model
     return llm.embedded.model if llm.provider == "embedded" or endpoints else llm.model
@@ -111,25 +115,39 @@ def calibration_file(config: StackConfig, model: str) -> Path:
     return config.path(CALIBRATION_DIR) / f"{model.replace('/', '_')}.yaml"
 
 
-def finder_settings(config: StackConfig, model: str | None = None) -> tuple[FinderSettings, str]:
-    """The object finder's settings for `model` (default: the one it asks first), with what that
-    model's calibration file sets in place of every setting the config leaves at its default; and
-    where they come from, for the log and the results."""
-    model = model or finder_model(config)
+def _calibrated(config: StackConfig, model: str, section: str, current: BaseModel) -> tuple[BaseModel, str]:
+    """`current` (the config's settings of `section`) with what `model`'s calibration file sets in
+    place of every setting the config leaves at its default; and where they come from."""
     path = calibration_file(config, model)
     if not path.is_file():
-        return config.object_finder, f"no calibration for {model} ({path}): the settings' defaults"
+        return current, f"no calibration for {model} ({path}): the settings' defaults"
     data = load_yaml(path)
-    calibrated = data.get("object_finder") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: not a calibration file (write it with planner calibrate)")
+    calibrated = data.get(section, {})
     if not isinstance(calibrated, dict):
-        raise InputError(f"{path}: no object_finder section (write it with planner calibrate objects)")
-    unknown = sorted(set(calibrated) - set(FinderSettings.model_fields))
+        raise InputError(f"{path}: {section} is no section of settings (write it with planner calibrate)")
+    unknown = sorted(set(calibrated) - set(type(current).model_fields))
     if unknown:
-        raise InputError(f"{path}: object_finder.{unknown[0]} is no object finder setting")
-    chosen = {key: value for key, value in calibrated.items() if key not in config.object_finder.model_fields_set}
+        raise InputError(f"{path}: {section}.{unknown[0]} is no {section.replace('_', ' ')} setting")
+    chosen = {key: value for key, value in calibrated.items() if key not in current.model_fields_set}
     try:
-        settings = FinderSettings.model_validate({**config.object_finder.model_dump(), **chosen})
+        settings = type(current).model_validate({**current.model_dump(), **chosen})
     except ValueError as error:
         raise InputError(f"{path}: {error}") from None
     return settings, f"{path} ({', '.join(f'{k} {v}' for k, v in chosen.items()) or 'overridden by the config'})"
 
+
+def finder_settings(config: StackConfig, model: str | None = None) -> tuple[FinderSettings, str]:
+    """The object finder's settings for `model` (default: the one it asks first), calibrated."""
+    settings, source = _calibrated(config, model or part_model(config, "object_finder"), "object_finder", config.object_finder)
+    assert isinstance(settings, FinderSettings)
+    return settings, source
+
+
+def planner_settings(config: StackConfig, model: str | None = None) -> tuple[PlannerSettings, str]:
+    """The planner's settings for `model` (default: the one the goal step asks first), calibrated:
+    the yes/no checks' thresholds (planner calibrate checks)."""
+    settings, source = _calibrated(config, model or part_model(config, "goal_step"), "planner", config.planner)
+    assert isinstance(settings, PlannerSettings)
+    return settings, source

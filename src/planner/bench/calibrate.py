@@ -82,21 +82,42 @@ def _precise(precision: float | None) -> float:
     return 100.0 if precision is None else precision
 
 
-def calibration_text(model: str, commit: str, chosen: float, reached: bool, target: float, before: float,
-                     table: dict[float, dict[str, dict]], data: dict[str, str]) -> str:
-    """The calibration file: the value the stack reads, then how it was chosen."""
-    header = (f"# Written by planner calibrate objects for {model}: run it again rather than edit this file.\n"
-              f"# The stack reads object_finder; the rest says how the value was chosen.\n")
-    body = {"model": model, "commit": commit, "written": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            "object_finder": {SETTING: chosen},
-            "calibration": {SETTING: {
-                "meaning": MEANING,
-                "rule": f"the best mean Top-1 over the sources whose \"nothing fits\" answers are right at least "
-                        f"{target:g}% of the time on each source",
-                "target_reached": reached, "data": data, "reached": table[chosen],
-                "before": {"value": before, **table.get(before, {})},
-                "swept": f"{THRESHOLDS[0]} to {THRESHOLDS[-1]} by 0.01"}}}
-    return header + yaml.safe_dump(body, sort_keys=False, width=120)
+def calibration_text(existing: str | None, model: str, section: str, values: dict, how: dict[str, dict],
+                     commit: str) -> str:
+    """The calibration file with `section`'s `values` (the settings the stack reads) and how each was
+    chosen (`how`, by setting) written in; what other commands wrote to it is kept."""
+    body = yaml.safe_load(existing) if existing else None
+    body = body if isinstance(body, dict) else {}
+    written = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    # Sections of settings are kept; a single value beside them (what an older writer put there) is not.
+    sections = {key: value for key, value in body.items() if isinstance(value, dict) and key != "calibration"}
+    sections[section] = {**sections.get(section, {}), **values}
+    ordered = {"model": model, **sections,
+               "calibration": {**(body.get("calibration") or {}),
+                               **{setting: {"commit": commit, "written": written, **entry}
+                                  for setting, entry in how.items()}}}
+    header = (f"# Written by planner calibrate for {model}: run it again rather than edit this file.\n"
+              f"# The stack reads the sections before `calibration`, which says how each value was chosen.\n")
+    return header + yaml.dump(ordered, Dumper=_PlainDumper, sort_keys=False, width=120)
+
+
+class _PlainDumper(yaml.SafeDumper):
+    """Writes a value met twice in full each time, not as an anchor and alias a reader must follow."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
+
+
+def objects_calibration(chosen: float, reached: bool, target: float, before: float, table: dict[float, dict[str, dict]],
+                        data: dict[str, str]) -> tuple[dict, dict]:
+    """The object finder's section and how its value was chosen."""
+    return {SETTING: chosen}, {SETTING: {
+        "meaning": MEANING,
+        "rule": f"the best mean Top-1 over the sources whose \"nothing fits\" answers are right at least "
+                f"{target:g}% of the time on each source",
+        "target_reached": reached, "data": data, "reached": table[chosen],
+        "before": {"value": before, **table.get(before, {})},
+        "swept": f"{THRESHOLDS[0]} to {THRESHOLDS[-1]} by 0.01"}}
 
 
 def plot(results: dict, path: Path) -> None:

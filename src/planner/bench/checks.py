@@ -229,17 +229,24 @@ def _rooms_summary(rooms: list[dict], threshold: float) -> dict:
     others = [room for room in rooms if room["room"] is not None]
     absent = [room for room in rooms if room["room"] is None]
 
-    def read(room: dict, t: float) -> bool:
-        return room["chosen"] is not None and room["p_yes"] is not None and room["p_yes"] >= t
-
     def row(t: float) -> dict:
-        return {"right": _share([read(r, t) and r["chosen"] == r["room"] for r in others]),
-                "wrong": _share([read(r, t) and r["chosen"] != r["room"] for r in others]),
-                "absent_read": _share([read(r, t) for r in absent])}
+        return {"right": _share([room_read(r, t) and r["chosen"] == r["room"] for r in others]),
+                "wrong": _share([room_read(r, t) and r["chosen"] != r["room"] for r in others]),
+                "absent_read": _share([room_read(r, t) for r in absent])}
     return {"other_names": len(others), "absent": len(absent), "threshold": threshold,
             "chosen_right": _share([r["chosen"] == r["room"] for r in others]),
             "absent_chosen": _share([r["chosen"] is not None for r in absent]),
             "at_threshold": row(threshold), "sweep": {str(t): row(t) for t in THRESHOLDS}}
+
+
+def room_read(room: dict, threshold: float) -> bool:
+    """Whether a place said is read as the room the model chose for it, at `threshold`."""
+    return room["chosen"] is not None and room["p_yes"] is not None and room["p_yes"] >= threshold
+
+
+def answered_best(asked: dict[str, float | None]) -> float:
+    """The highest probability of yes among the labels asked that got an answer (0 when none did)."""
+    return max(_answered(asked).values(), default=0.0)
 
 
 def _grounding_summary(names: list[dict], name_threshold: float) -> dict:

@@ -98,11 +98,15 @@ def _part_llm(config, part: str, policy, server, llm: dict):
     return open_part_llm(config, part, policy, server)
 
 
-def _bench_settings(config, mode: str | None = None):
-    """Planner settings for simulated time: perception confirms at once, the robot state is there;
-    the planning mode the command line asks for, else the config's."""
-    return config.planner.model_copy(update={"confirm_timeout_s": 0.0, "robot_state_wait_s": 0.0,
-                                             "mode": mode or config.planner.mode})
+def _bench_settings(config, llm: dict, mode: str | None = None):
+    """Planner settings for simulated time, calibrated for the model (where they came from goes to
+    `llm`): perception confirms at once, the robot state is there; the planning mode the command
+    line asks for, else the config's."""
+    from planner.wiring import planner_settings
+
+    settings, llm["planner_settings"] = planner_settings(config, llm["model"])
+    return settings.model_copy(update={"confirm_timeout_s": 0.0, "robot_state_wait_s": 0.0,
+                                       "mode": mode or settings.mode})
 
 
 def _progress(line: str) -> None:
@@ -135,7 +139,7 @@ def _bench_setup(args):
         finder_policy, server = _part_llm(config, "object_finder", policy, server, llm)
         settings, llm["object_finder_settings"] = finder_settings(config, llm["model"])
         finder = ObjectFinder(finder_policy, settings, embedder, grounder)
-    setup = tasks.BenchSetup(suite, skills, _bench_settings(config, getattr(args, "mode", None)), policy, None, args.faults, args.seed,
+    setup = tasks.BenchSetup(suite, skills, _bench_settings(config, llm, getattr(args, "mode", None)), policy, None, args.faults, args.seed,
                              finder=finder, grounder=grounder,
                              goal_policy=goal_policy if goal_policy is not policy else None)
     return config, setup, server, llm, f"{suite.suite.name}-{llm['backend']}{model}"
@@ -464,6 +468,7 @@ def bench_memory(args) -> int:
         return 1
     policy, server, llm = opened
     episode = memory.make_episode(args.seed, skills, args.changes, args.tasks)
+    settings = _bench_settings(config, llm)
     name = args.name or f"memory-{args.seed}-{llm['backend']}-{llm['model'].replace('/', '_').replace(' ', '-')}"
     header = {"benchmark": "memory", "machine": machine_info(), "llm": llm, "seed": args.seed,
               "changes": args.changes, "tasks": args.tasks}
@@ -483,7 +488,7 @@ def bench_memory(args) -> int:
         grounder = make_grounder(config, embedder)
         runs = []
         for variant in args.variants:
-            runs.append(done.get(variant) or memory.run_episode(episode, skills, policy, variant, _bench_settings(config),
+            runs.append(done.get(variant) or memory.run_episode(episode, skills, policy, variant, settings,
                                                                  grounder, _progress, embedder))
             # A variant takes the better part of an hour with the embedded model: each is kept as it ends.
             write_json_atomic(partial, {**header, "runs": runs, "complete": False}, indent=1)
@@ -576,7 +581,7 @@ def bench_checks(args) -> int:
     from planner.bench import checks
     from planner.bench.common import machine_info
     from planner.config import load_config
-    from planner.wiring import make_grounder
+    from planner.wiring import make_grounder, planner_settings
 
     config = load_config(args.config)
     data = checks.load_checks(args.data)
@@ -586,7 +591,7 @@ def bench_checks(args) -> int:
     policy, server, llm = opened
     policy, server = _part_llm(config, "goal_step", policy, server, llm)  # the checks are the goal step's
     name = args.name or f"checks-{llm['backend']}-{llm['model'].replace('/', '_')}"
-    settings = config.planner
+    settings, llm["planner_settings"] = planner_settings(config, llm["model"])
 
     def measure() -> dict:
         records = checks.run(data, policy, make_grounder(config, SentenceEmbedder()), args.wrong, args.seed, _progress)
@@ -618,7 +623,7 @@ def bench_context(args) -> int:
     if opened is None:
         return 1
     policy, server, llm = opened
-    setup = tasks.BenchSetup(suite, skills, _bench_settings(config), policy, None, "none", args.seed)
+    setup = tasks.BenchSetup(suite, skills, _bench_settings(config, llm), policy, None, "none", args.seed)
     name = args.name or f"context-{llm['backend']}-{llm['model'].replace('/', '_')}"
     try:
         context.run(setup, Path(args.out), name, {"llm": llm}, progress=lambda line: print(line, file=sys.stderr, flush=True))
@@ -830,6 +835,70 @@ def _calibration_run(args, config):
     return records, finder.settings, results_dir, name
 
 
+def calibrate_checks(args) -> int:
+    """The name and room checks' thresholds for the model, chosen on the checks results of both
+    sources and written to its calibration file (planner.bench.calibrate_checks)."""
+    from planner.bench import calibrate, calibrate_checks
+    from planner.bench.common import write_results
+    from planner.config import load_config
+    from planner.wiring import calibration_file
+
+    target = 10.0 if args.target is None else args.target
+    by_source: dict[str, dict] = {}
+    models: set[str] = set()
+    data: dict[str, str] = {}
+    try:
+        for pair in args.checks or []:
+            source, sep, path = pair.partition("=")
+            if not sep or not source or not path:
+                raise ValueError(f"{pair!r}: give SOURCE=RESULTS, e.g. scan=checks-scan-100.json")
+            results = json.loads(Path(path).read_text())
+            if results.get("benchmark") != "checks":
+                raise ValueError(f"{path}: not the results of planner bench checks")
+            by_source[source], data[source] = results["records"], f"{results['data']} ({path})"
+            models.add(results["llm"]["model"])
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        print(f"error: --checks {error}", file=sys.stderr)
+        return 2
+    if len(by_source) < 2 or len(models) != 1:
+        print("error: --checks needs the results of one model on at least two sources (household=… scan=…)",
+              file=sys.stderr)
+        return 2
+    model, config = models.pop(), load_config(args.config)
+    settings = config.planner
+    values: dict[str, float] = {}
+    how: dict[str, dict] = {}
+    tables: dict[str, dict[float, dict[str, dict]]] = {}
+    for setting, (_, errors, gain, meaning) in calibrate_checks.CALIBRATED.items():
+        before = getattr(settings, setting)
+        table = tables[setting] = calibrate_checks.sweep(setting, by_source)
+        chosen, reached = calibrate_checks.choose(setting, table, target, before)
+        values[setting] = chosen
+        how[setting] = {"meaning": meaning, "rule": f"the lowest value at which {' and '.join(errors)} is at most "
+                        f"{target:g}% on all sources together and on each with at least {100 / target:g} cases of it "
+                        f"(most {gain})", "target_reached": reached, "data": data,
+                        "reached": table.get(chosen, {}), "before": {"value": before, **table.get(before, {})},
+                        "swept": f"{calibrate_checks.SWEEP[0]} to {calibrate_checks.SWEEP[-1]} by 0.01"}
+    code = Path(calibrate.__file__).parent
+    commit = subprocess.run(["git", "-C", str(code), "rev-parse", "--short=7", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    path = Path(args.out) if args.out else calibration_file(config, model)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(calibrate.calibration_text(path.read_text() if path.is_file() else None, model, "planner", values,
+                                               how, commit or "unknown"))
+    write_results({"benchmark": "calibration-checks", "model": model, "target": target, "data": data,
+                   "chosen": values, "calibration": how,
+                   "sweep": {setting: {str(t): rows for t, rows in table.items()} for setting, table in tables.items()}},
+                  Path(args.results), f"calibration-checks-{model.replace('/', '_')}", calibrate_checks.plot)
+    for setting, chosen in values.items():
+        entry = how[setting]
+        print(f"{path}: {setting} {chosen} (was {entry['before']['value']}); target {target:g}% "
+              f"{'reached' if entry['target_reached'] else 'NOT reached on every source'}")
+        for source, row in entry["reached"].items():
+            print(f"  {source}: {row}")
+    return 0
+
+
 def calibrate_objects(args) -> int:
     """The object finder's threshold for the model, chosen on development data of both sources and
     written to its calibration file (planner.bench.calibrate)."""
@@ -867,19 +936,21 @@ def calibrate_objects(args) -> int:
             for source, rows in by_source.items() if (names := sorted({r['map'] for r in rows}))}
     before = settings.kind_threshold
     table = calibrate.sweep(by_source, settings)
-    chosen, reached = calibrate.choose(table, args.target, before)
+    target = 75.0 if args.target is None else args.target
+    chosen, reached = calibrate.choose(table, target, before)
     code = Path(calibrate.__file__).parent   # the checkout the code runs from, when it runs from one
     commit = subprocess.run(["git", "-C", str(code), "rev-parse", "--short=7", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     path = Path(args.out) if args.out else calibration_file(config, model)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(calibrate.calibration_text(model, commit or "unknown", chosen, reached, args.target, before,
-                                               table, data))
+    values, how = calibrate.objects_calibration(chosen, reached, target, before, table, data)
+    path.write_text(calibrate.calibration_text(path.read_text() if path.is_file() else None, model, "object_finder",
+                                               values, how, commit or "unknown"))
     write_results({"benchmark": "calibration", "model": model, "llm": llm, "machine": records["machine"],
-                   "target": args.target, "before": before, "chosen": chosen, "target_reached": reached,
+                   "target": target, "before": before, "chosen": chosen, "target_reached": reached,
                    "data": data, "sweep": {str(t): rows for t, rows in table.items()}},
                   results_dir, name, calibrate.plot)
-    print(f"{path}: {calibrate.SETTING} {chosen} (was {before}); \"nothing\" precision target {args.target:g}% "
+    print(f"{path}: {calibrate.SETTING} {chosen} (was {before}); \"nothing\" precision target {target:g}% "
           f"{'reached' if reached else 'NOT reached on every source'}")
     for source, row in table[chosen].items():
         print(f"  {source}: Top-1 {row['top1']} (before {table[before][source]['top1'] if before in table else '?'}), "
@@ -1125,22 +1196,30 @@ def add_commands(sub) -> None:
     generate_parser.set_defaults(run=bench_generate)
     calibrate_parser = sub.add_parser("calibrate", help="choose a model's tuned settings on development data and "
                                       "write them to its calibration file (calibration/MODEL.yaml beside the config)")
-    calibrate_parser.add_argument("what", choices=["objects"], help="objects: the object finder's threshold for "
-                                  "something fitting, to a stated precision of its \"nothing fits\" answers")
+    calibrate_parser.add_argument("what", choices=["objects", "checks"], help="objects: the object finder's "
+                                  "threshold for something fitting, to a stated precision of its \"nothing fits\" "
+                                  "answers; checks: the name and room checks' thresholds, to a stated rate of words "
+                                  "read as something the home does not have")
     calibrate_parser.add_argument("--data", nargs="+", help="folders of development maps, queries and truth "
                                   "(planner bench generate objects [--source scan]); use both sources")
     calibrate_parser.add_argument("--records", help="instead of --data: the answers an earlier run kept "
                                   "(RESULTS/calibration-objects-MODEL-records.json), chosen from again without the model")
     _llm_arguments(calibrate_parser)
     _replies_argument(calibrate_parser)
-    calibrate_parser.add_argument("--target", type=float, default=75.0, help="the least share (%%) of \"nothing "
-                                  "fits\" answers that must be right, on each source")
+    calibrate_parser.add_argument("--checks", nargs="+", metavar="SOURCE=RESULTS", help="checks: the results of "
+                                  "planner bench checks on each source's data, e.g. household=checks.json "
+                                  "scan=checks-scan-100.json (bench/checks/checks.yaml; planner bench generate checks "
+                                  "--source scan)")
+    calibrate_parser.add_argument("--target", type=float, help="objects: the least share (%%) of \"nothing fits\" "
+                                  "answers that must be right, on each source (default 75); checks: the most share "
+                                  "(%%) of words for things or rooms the home lacks, or of rooms read wrongly, that "
+                                  "may be read as one, on each source (default 10)")
     calibrate_parser.add_argument("--config", help="stack config (the calibration file goes beside it)")
     calibrate_parser.add_argument("--out", help="the calibration file (default: calibration/MODEL.yaml beside the "
                                   "config)")
     calibrate_parser.add_argument("--results", default="bench/results", help="folder for the sweep (JSON, plot) and "
                                   "the answers it was computed from")
-    calibrate_parser.set_defaults(run=calibrate_objects)
+    calibrate_parser.set_defaults(run=lambda args: (calibrate_checks if args.what == "checks" else calibrate_objects)(args))
     test_parser = bench_sub.add_parser("test", help="a test measurement: the next never-used block of test seeds, "
                                        "generated out of sight, run once, kept as aggregates and recorded in the "
                                        "ledger")

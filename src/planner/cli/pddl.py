@@ -63,12 +63,12 @@ def _goals(text: str):
 def _read_goals(args, config, skills, robot):
     """The goals the configured LLM reads the request into, as the task planner does first."""
     from planner.core.planning.task_planner import TaskPlanner
-    from planner.wiring import make_grounder, open_llm, open_part_llm
+    from planner.wiring import make_grounder, open_llm, open_part_llm, planner_settings
 
     policy, server = open_llm(config)
     try:
         goal_policy, server = open_part_llm(config, "goal_step", policy, server)
-        planner = TaskPlanner(policy, robot, skills, config.planner, grounder=make_grounder(config),
+        planner = TaskPlanner(policy, robot, skills, planner_settings(config)[0], grounder=make_grounder(config),
                               goal_policy=goal_policy)
         return planner.read_goals(args.request)
     finally:

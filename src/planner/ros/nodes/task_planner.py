@@ -44,7 +44,7 @@ from planner.srv import (
     RecordPlan,
     RecordRecovery,
 )
-from planner.wiring import load_skill_planner, make_grounder
+from planner.wiring import load_skill_planner, make_grounder, planner_settings
 
 SAY_TIMEOUT_S = 60.0
 CLOSE_WAIT_S = 10.0  # for a running task to end once canceled (a skill's cancel is answered within seconds)
@@ -224,6 +224,8 @@ class TaskPlannerNode(PlannerNode):
         self.policy = policy or self.open_llm()
         self.goal_policy = policy or self.part_llm("goal_step", self.policy)
         self.grounder = make_grounder(self.config)  # its sentence model loads at the first request
+        self.settings, calibration = planner_settings(self.config)
+        self.get_logger().info(f"planner settings: {calibration}")
         group = ReentrantCallbackGroup()
         self.mirror = SceneMirror(self, group)
         self.clients_ = {
@@ -392,7 +394,7 @@ class TaskPlannerNode(PlannerNode):
                 goal_handle.publish_feedback(ExecuteTask.Feedback(step=msg))
 
         tools = RosTools(self, task_id, request)
-        settings = self.config.planner
+        settings = self.settings
         if goal_handle is not None and goal_handle.request.mode:  # checked when the goal came
             settings = settings.model_copy(update={"mode": goal_handle.request.mode})
         planner = TaskPlanner(self.policy, tools, self.skills, settings, on_step, self.grounder, self.goal_policy)
