@@ -86,7 +86,7 @@ def test_test_data_is_refused_for_calibration(tmp_path, capsys):
 
 
 def checks_results(model, names, rooms):
-    return {"benchmark": "checks", "llm": {"model": model}, "data": "checks.yaml",
+    return {"benchmark": "checks", "llm": {"model": model}, "data": "checks.yaml", "machine": {"source": "abc1234"},
             "records": {"needs": [], "names": names, "rooms": rooms}}
 
 
@@ -122,6 +122,7 @@ def test_the_name_and_room_checks_are_calibrated_to_a_stated_rate_of_words_read_
     assert how["target_reached"] and how["reached"]["scan"]["other_names_read"] == 100.0
     assert how["reached"]["all sources"]["near_misses_read"] == 8.3
     assert how["before"]["value"] == 0.6 and set(how["data"]) == {"household", "scan"}
+    assert how["answers_at"] == "abc1234"      # the code whose answers the value was chosen from
     assert (tmp_path / "results" / "calibration-checks-m.png").stat().st_size > 10_000
     # The stack takes the calibrated values for that model, and the finder's as before; a config that
     # sets a value itself keeps it.

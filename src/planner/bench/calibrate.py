@@ -83,9 +83,10 @@ def _precise(precision: float | None) -> float:
 
 
 def calibration_text(existing: str | None, model: str, section: str, values: dict, how: dict[str, dict],
-                     commit: str) -> str:
+                     answers_at: str) -> str:
     """The calibration file with `section`'s `values` (the settings the stack reads) and how each was
-    chosen (`how`, by setting) written in; what other commands wrote to it is kept."""
+    chosen (`how`, by setting; `answers_at`: the commit of the code whose answers it was chosen
+    from) written in; what other commands wrote to it is kept."""
     body = yaml.safe_load(existing) if existing else None
     body = body if isinstance(body, dict) else {}
     written = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -94,7 +95,7 @@ def calibration_text(existing: str | None, model: str, section: str, values: dic
     sections[section] = {**sections.get(section, {}), **values}
     ordered = {"model": model, **sections,
                "calibration": {**(body.get("calibration") or {}),
-                               **{setting: {"commit": commit, "written": written, **entry}
+                               **{setting: {"answers_at": answers_at, "written": written, **entry}
                                   for setting, entry in how.items()}}}
     header = (f"# Written by planner calibrate for {model}: run it again rather than edit this file.\n"
               f"# The stack reads the sections before `calibration`, which says how each value was chosen.\n")

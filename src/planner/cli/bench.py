@@ -4,7 +4,6 @@ the calibration of a model's tuned settings on development data."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -846,6 +845,7 @@ def calibrate_checks(args) -> int:
     target = 10.0 if args.target is None else args.target
     by_source: dict[str, dict] = {}
     models: set[str] = set()
+    commits: set[str] = set()   # of the code that gave the answers
     data: dict[str, str] = {}
     try:
         for pair in args.checks or []:
@@ -857,6 +857,7 @@ def calibrate_checks(args) -> int:
                 raise ValueError(f"{path}: not the results of planner bench checks")
             by_source[source], data[source] = results["records"], f"{results['data']} ({path})"
             models.add(results["llm"]["model"])
+            commits.add(results.get("machine", {}).get("source") or "unknown")
     except (OSError, ValueError, KeyError, TypeError) as error:
         print(f"error: --checks {error}", file=sys.stderr)
         return 2
@@ -879,13 +880,10 @@ def calibrate_checks(args) -> int:
                         f"(most {gain})", "target_reached": reached, "data": data,
                         "reached": table.get(chosen, {}), "before": {"value": before, **table.get(before, {})},
                         "swept": f"{calibrate_checks.SWEEP[0]} to {calibrate_checks.SWEEP[-1]} by 0.01"}
-    code = Path(calibrate.__file__).parent
-    commit = subprocess.run(["git", "-C", str(code), "rev-parse", "--short=7", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
     path = Path(args.out) if args.out else calibration_file(config, model)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(calibrate.calibration_text(path.read_text() if path.is_file() else None, model, "planner", values,
-                                               how, commit or "unknown"))
+                                               how, ", ".join(sorted(commits)) or "unknown"))
     write_results({"benchmark": "calibration-checks", "model": model, "target": target, "data": data,
                    "chosen": values, "calibration": how,
                    "sweep": {setting: {str(t): rows for t, rows in table.items()} for setting, table in tables.items()}},
@@ -938,14 +936,11 @@ def calibrate_objects(args) -> int:
     table = calibrate.sweep(by_source, settings)
     target = 75.0 if args.target is None else args.target
     chosen, reached = calibrate.choose(table, target, before)
-    code = Path(calibrate.__file__).parent   # the checkout the code runs from, when it runs from one
-    commit = subprocess.run(["git", "-C", str(code), "rev-parse", "--short=7", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
     path = Path(args.out) if args.out else calibration_file(config, model)
     path.parent.mkdir(parents=True, exist_ok=True)
     values, how = calibrate.objects_calibration(chosen, reached, target, before, table, data)
     path.write_text(calibrate.calibration_text(path.read_text() if path.is_file() else None, model, "object_finder",
-                                               values, how, commit or "unknown"))
+                                               values, how, records["machine"].get("source") or "unknown"))
     write_results({"benchmark": "calibration", "model": model, "llm": llm, "machine": records["machine"],
                    "target": target, "before": before, "chosen": chosen, "target_reached": reached,
                    "data": data, "sweep": {str(t): rows for t, rows in table.items()}},
