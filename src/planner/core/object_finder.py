@@ -528,7 +528,7 @@ class ObjectFinder:
         self.settings = settings or FinderSettings()
         self.similarity = LabelSimilarity(embedder) if embedder is not None else None
         self.grounder = grounder
-        self.speller = Speller()
+        self.speller = Speller(grounder.is_noun if grounder else None)
 
     def _labels_named(self, phrase: str, labels: list[str], checks: NameChecks | None = None) -> set[str]:
         return self._and_kinds(self._labels_said(phrase, labels, checks), labels)

@@ -184,6 +184,10 @@ class Grounder:
             self._vectors.popitem(last=False)
         return np.array([vectors[t] for t in texts])
 
+    def is_noun(self, word: str) -> bool:
+        """Whether the lexicon knows the word as a noun (a word a typo check must leave alone)."""
+        return self.lexicon is not None and bool(self.lexicon.senses(word, every=True))
+
     def narrowest(self, labels: list[str]) -> list[str]:
         """The labels no other of them is a kind of, to the lexicon in their usual senses: a word that
         may name a remote or an object names the remote (every remote is an object)."""

@@ -64,7 +64,7 @@ class RequestReader:
         self.tools = tools
         self.settings = settings
         self.grounder = grounder
-        self.speller = Speller()
+        self.speller = Speller(grounder.is_noun if grounder else None)
         self.calls = calls
         self.conversation = conversation
         self._emit = emit

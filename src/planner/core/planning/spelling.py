@@ -1,14 +1,14 @@
 """Typos in a typed request, mended before it is read: "put it on the cpuboard" names nothing the
 goal step or the sentence embeddings know, "put it on the cupboard" does. A word is mended only when
-neither the word list nor the map knows it and a common word with its first letter lies one typo away
-(a letter left out, added, changed or two swapped), so words the list lacks ("countertop") stay as
-they are."""
+neither the word list, the map nor a dictionary of nouns knows it and a common word with its first
+letter lies one typo away (a letter left out, added, changed or two swapped), so words the list
+lacks ("countertop", "landline") stay as they are."""
 
 from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 MIN_LETTERS = 5      # shorter words have too many neighbours one typo away ("tabel", "mgu" are left)
 COMMON_COUNT = 100   # occurrences in the word list a correction needs ("countertype", 50, is no correction)
@@ -16,9 +16,11 @@ WORD = re.compile(r"[A-Za-z]+")
 
 
 class Speller:
-    """pyspellchecker's English word list, loaded on first use (it takes a second)."""
+    """pyspellchecker's English word list, loaded on first use (it takes a second), and the nouns
+    `is_noun` knows (a lexicon's; the list lacks many names of things)."""
 
-    def __init__(self):
+    def __init__(self, is_noun: Callable[[str], bool] | None = None):
+        self.is_noun = is_noun or (lambda word: False)
         self._checker = None
         self._lock = threading.Lock()
 
@@ -36,7 +38,7 @@ class Speller:
         known = {word for name in vocabulary for word in WORD.findall(name.lower())}
         fixes: dict[str, str] = {}
         for word in {w.lower() for w in WORD.findall(text) if len(w) >= MIN_LETTERS} - known:
-            if word in self.checker:
+            if word in self.checker or self.is_noun(word):
                 continue
             # Typos rarely hit the first letter: "hoodie", which the list lacks, is no "goodie".
             count = self.checker.word_frequency
