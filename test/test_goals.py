@@ -1196,6 +1196,13 @@ def test_typos_in_a_typed_request_are_mended_before_it_is_read():
         "Please put the cushion on the countertop", {"plaese": "please", "csuhion": "cushion"})
     assert speller.mended("Bring me my hoodie", []) == ("Bring me my hoodie", {})
     assert speller.mended("Open the cabinett", ["cabinett"]) == ("Open the cabinett", {})
+    # A noun the dictionary knows is no typo of a commoner word one letter away.
+    from planner.adapters.lexicon import WordNetLexicon
+    lexicon = WordNetLexicon()
+    assert Speller().mended("Put the landline on the desk", [])[1] == {"landline": "landmine"}
+    assert Speller(lambda word: bool(lexicon.senses(word, every=True))).mended(
+        "Put the landline on the desk and the cusihon on the bed", []) == (
+        "Put the landline on the desk and the cushion on the bed", {"cusihon": "cushion"})
     book_on_counter = {"goals": [{"kind": "object_on", "object": "book", "target": "counter"}]}
     result, trace, policy = run(robot_at("sofa_1"), "Put the book on the cuonter", [book_on_counter, GIVE_UP])
     assert ("perception", 'typed words read as "counter" ("cuonter")') in trace
@@ -1372,3 +1379,12 @@ def test_the_things_a_request_asks_about_are_those_it_names_as_things_not_as_pla
                                                             scene)[1])
     assert not any("no goal has" in doubt for doubt in goal_problems("Put the candle by the keys on the desk", one,
                                                                      scene)[1])
+
+
+def test_a_request_the_model_never_reads_right_is_read_by_its_words_and_a_room_it_sends_a_thing_to_is_kept():
+    """When no reply passes the checks, "take the kettle to the office" is the kettle on furniture in
+    the office, not the kettle held ("Done." with the kettle in hand); "grab the kettle" is held."""
+    scene = robot_at("sofa_1").scene()
+    assert GoalReader("Take the kettle to the office", scene).settle(None) == [
+        Goal(kind="object_on", object="kettle", room="office")]
+    assert GoalReader("Grab the kettle in the kitchen", scene).settle(None) == [Goal(kind="holding", object="kettle")]

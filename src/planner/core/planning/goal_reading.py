@@ -978,10 +978,15 @@ class GoalReader:
         raise PolicyError("no valid goals after repairs")
 
     def _taken_as_said(self) -> list[Goal]:
-        """The things a request that puts nothing anywhere moves by their map labels ("grab the pillow"),
-        each taken (or brought to a user who speaks of themselves): the reading its words give when
-        the model's never passed the checks."""
+        """The things a request that puts nothing on furniture moves by their map labels ("grab the
+        pillow"), each taken to the room it sends them to ("take the pillow to the bedroom"), else
+        taken (or brought to a user who speaks of themselves): the reading its words give when the
+        model's never passed the checks."""
         if sends_somewhere(self.request, self.rooms) is not None:
             return []
-        return [wanted_goal(label, self.request, self.user_room)
-                for label in moved_labels(self.request, named_object_labels(self.request, set(self.object_labels)))]
+        goals = []
+        for label in moved_labels(self.request, named_object_labels(self.request, set(self.object_labels))):
+            room = room_sent_to(self.request, Goal(kind="holding", object=label), self.scene)
+            goals.append(Goal(kind="object_on", object=label, room=room) if room
+                         else wanted_goal(label, self.request, self.user_room))
+        return goals
