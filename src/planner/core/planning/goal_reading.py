@@ -927,8 +927,13 @@ class GoalReader:
         reply = GoalReply.model_validate(data)
         if reply.impossible:
             self._check_impossible(reply.impossible)
+        return self._checked(reply.goals)
+
+    def _checked(self, goals: list[Goal]) -> list[Goal]:
+        """The goals of a reading, repaired where the request says more than they do, when the
+        checks find nothing wrong or doubtful in them; else a ValueError saying what."""
         goals = final_goals([g.model_copy(update={"room": self.user_room}) if g.kind == "bring_to_user" else g
-                             for g in reply.goals])
+                             for g in goals])
         for repair in (taken_not_placed, rooms_from_request, inside_from_request, cleared_from_request,
                        pin_named_objects):
             goals = repair(self.request, goals, self.scene)
@@ -966,16 +971,36 @@ class GoalReader:
 
     def settle(self, goals: list[Goal] | None) -> list[Goal]:
         """The goals of a valid reply; when none came, what the model insisted on: doubted goals
-        (perhaps there is indeed nothing to do) or an impossible request."""
+        (perhaps there is indeed nothing to do), completed when they leave out things the request
+        names, or an impossible request."""
         if goals is not None:
             return goals
         if self.doubted:
-            return self.doubted
+            return self._completed(self.doubted)
         if self.impossible:
             raise RequestImpossible(self.impossible)
         if wanted := self._taken_as_said():
             return wanted
         raise PolicyError("no valid goals after repairs")
+
+    def _completed(self, goals: list[Goal]) -> list[Goal]:
+        """Goals that send things to one place but leave out a thing the request names with them
+        ("the duvet and the pillow on the desk" read as the duvet through every repair), with a
+        goal sending it there too, when the checks then find nothing to doubt; else as they are."""
+        placing = {(goal.kind, goal.target, goal.room) for goal in goals}
+        if len(placing) != 1 or next(iter(placing))[0] not in PLACING_KINDS:
+            return goals
+        kind, target, room = next(iter(placing))
+        left_out = [label for label in things_asked_about(self.request, set(self.object_labels))
+                    if not any(goal.object == label for goal in goals)]
+        if not left_out:
+            return goals
+        doubted = self.doubted
+        try:
+            return self._checked(goals + [Goal(kind=kind, object=label, target=target, room=room) for label in left_out])
+        except ValueError:
+            self.doubted = doubted
+            return goals
 
     def _taken_as_said(self) -> list[Goal]:
         """The things a request that puts nothing on furniture moves by their map labels ("grab the
