@@ -701,7 +701,6 @@ def test_two_things_the_model_keeps_reading_as_one_are_both_sent_or_read_one_at_
     assert joined_halves("Put the bottle of water and the box of tissues on the desk") == (
         "Put the bottle of water on the desk", "Put the box of tissues on the desk")
     pillow = {"goals": [{"kind": "object_on", "object": "pillow", "target": "counter"}]}
-    book = {"goals": [{"kind": "object_on", "object": "book", "target": "counter"}]}
     result, trace, policy = run(robot_at("sofa_1"), "Put the pillow and the book on the counter, please",
                                 [pillow, pillow, pillow, GIVE_UP])
     assert all("Put the pillow on the counter" not in str(prompt) for prompt in policy.prompts)
