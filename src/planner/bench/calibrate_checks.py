@@ -14,32 +14,25 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from planner.bench.checks import answered_best, room_read
+from planner.bench.checks import answered_best, rooms_read, share
 
 SWEEP = tuple(round(0.30 + 0.01 * step, 2) for step in range(51))   # 0.30 to 0.80
-
-
-def _share(flags: list[bool]) -> float | None:
-    return round(100 * sum(flags) / len(flags), 1) if flags else None
 
 
 def name_row(records: dict, threshold: float) -> dict:
     """Other names read as their label, and near misses read as some label, at `threshold`."""
     others = [name for name in records["names"] if name["label"] is not None]
     misses = [name for name in records["names"] if name["label"] is None]
-    return {"other_names_read": _share([(name["asked"].get(name["label"]) or 0.0) >= threshold for name in others]),
-            "near_misses_read": _share([answered_best(name["asked"]) >= threshold for name in misses]),
+    return {"other_names_read": share([(name["asked"].get(name["label"]) or 0.0) >= threshold for name in others]),
+            "near_misses_read": share([answered_best(name["asked"]) >= threshold for name in misses]),
             "other_names": len(others), "near_misses": len(misses)}
 
 
 def room_row(records: dict, threshold: float) -> dict:
     """Other names of rooms read as their room or as another, and rooms the home lacks read as one."""
-    others = [room for room in records["rooms"] if room["room"] is not None]
-    absent = [room for room in records["rooms"] if room["room"] is None]
-    return {"right": _share([room_read(room, threshold) and room["chosen"] == room["room"] for room in others]),
-            "wrong": _share([room_read(room, threshold) and room["chosen"] != room["room"] for room in others]),
-            "absent_read": _share([room_read(room, threshold) for room in absent]),
-            "other_names": len(others), "absent": len(absent)}
+    rooms = records["rooms"]
+    return {**rooms_read(rooms, threshold), "other_names": sum(room["room"] is not None for room in rooms),
+            "absent": sum(room["room"] is None for room in rooms)}
 
 
 ALL_SOURCES = "all sources"

@@ -160,7 +160,8 @@ def _mean(values: list[float | None]) -> float | None:
     return round(sum(kept) / len(kept), 3) if kept else None
 
 
-def _share(flags: list[bool]) -> float | None:
+def share(flags: list[bool]) -> float | None:
+    """The percentage of the flags set (None when there are none)."""
     return round(100 * sum(flags) / len(flags), 1) if flags else None
 
 
@@ -175,8 +176,8 @@ def summarize(records: dict, need_threshold: float, name_threshold: float, name_
     likeliest_wrong = [max(wrong) for _, wrong in needs]
 
     def need_row(t: float) -> dict:
-        return {"right_pass": _share([p >= t for p in rights]),
-                "likeliest_wrong_pass": _share([p >= t for p in likeliest_wrong])}
+        return {"right_pass": share([p >= t for p in rights]),
+                "likeliest_wrong_pass": share([p >= t for p in likeliest_wrong])}
 
     others, misses, others_singled, others_wrongly, misses_singled = [], [], [], [], []
     aucs = []
@@ -200,23 +201,23 @@ def summarize(records: dict, need_threshold: float, name_threshold: float, name_
     grounding = _grounding_summary(records["names"], name_threshold)
 
     def name_row(t: float) -> dict:
-        return {"other_names_pass": _share([p >= t for p in others]),
-                "near_misses_pass": _share([p >= t for p in misses])}
+        return {"other_names_pass": share([p >= t for p in others]),
+                "near_misses_pass": share([p >= t for p in misses])}
 
     unanswered = sum(p is None for n in records["needs"] for p in [*n["right"].values(), *n["wrong"].values()]) \
         + sum(p is None for n in records["names"] for p in n["asked"].values())
     return {
         "unanswered": unanswered,
         "need": {"needs": len(needs), "auc": _mean([_pairs_ranked(right, wrong) for right, wrong in needs]),
-                 "right_first": _share([max(right) > max(wrong) for right, wrong in needs]),
+                 "right_first": share([max(right) > max(wrong) for right, wrong in needs]),
                  "threshold": need_threshold, "at_threshold": need_row(need_threshold),
                  "sweep": {str(t): need_row(t) for t in THRESHOLDS}},
         "name": {"other_names": len(others), "near_misses": len(misses), "auc": _mean(aucs),
                  "threshold": name_threshold, "margin": name_margin, "at_threshold": name_row(name_threshold),
                  "rename_threshold": rename_threshold, "at_rename_threshold": name_row(rename_threshold),
-                 "singled_out": {"other_names_right": _share(others_singled),
-                                 "other_names_wrong": _share(others_wrongly),
-                                 "near_misses": _share(misses_singled)},
+                 "singled_out": {"other_names_right": share(others_singled),
+                                 "other_names_wrong": share(others_wrongly),
+                                 "near_misses": share(misses_singled)},
                  "sweep": {str(t): name_row(t) for t in THRESHOLDS}},
         "grounding": grounding,
         "room": _rooms_summary(records.get("rooms", []), room_threshold),
@@ -228,20 +229,24 @@ def _rooms_summary(rooms: list[dict], threshold: float) -> dict:
     room, a wrong one, and a room for one the home lacks."""
     others = [room for room in rooms if room["room"] is not None]
     absent = [room for room in rooms if room["room"] is None]
-
-    def row(t: float) -> dict:
-        return {"right": _share([room_read(r, t) and r["chosen"] == r["room"] for r in others]),
-                "wrong": _share([room_read(r, t) and r["chosen"] != r["room"] for r in others]),
-                "absent_read": _share([room_read(r, t) for r in absent])}
     return {"other_names": len(others), "absent": len(absent), "threshold": threshold,
-            "chosen_right": _share([r["chosen"] == r["room"] for r in others]),
-            "absent_chosen": _share([r["chosen"] is not None for r in absent]),
-            "at_threshold": row(threshold), "sweep": {str(t): row(t) for t in THRESHOLDS}}
+            "chosen_right": share([r["chosen"] == r["room"] for r in others]),
+            "absent_chosen": share([r["chosen"] is not None for r in absent]),
+            "at_threshold": rooms_read(rooms, threshold),
+            "sweep": {str(t): rooms_read(rooms, t) for t in THRESHOLDS}}
 
 
-def room_read(room: dict, threshold: float) -> bool:
-    """Whether a place said is read as the room the model chose for it, at `threshold`."""
-    return room["chosen"] is not None and room["p_yes"] is not None and room["p_yes"] >= threshold
+def rooms_read(rooms: list[dict], threshold: float) -> dict:
+    """At `threshold`, the shares of rooms' other names read as their room and as another, and of
+    rooms the home lacks read as one of its rooms."""
+    others = [room for room in rooms if room["room"] is not None]
+    absent = [room for room in rooms if room["room"] is None]
+
+    def read(room: dict) -> bool:
+        return room["chosen"] is not None and room["p_yes"] is not None and room["p_yes"] >= threshold
+    return {"right": share([read(r) and r["chosen"] == r["room"] for r in others]),
+            "wrong": share([read(r) and r["chosen"] != r["room"] for r in others]),
+            "absent_read": share([read(r) for r in absent])}
 
 
 def answered_best(asked: dict[str, float | None]) -> float:
@@ -262,18 +267,18 @@ def _grounding_summary(names: list[dict], name_threshold: float) -> dict:
     def read(name: dict) -> str | None:
         return name["grounded"] or accepted(name)
     return {
-        "before_check": {"other_names_right": _share([n["grounded"] == n["label"] for n in others]),
-                         "other_names_wrong": _share([n["grounded"] not in (None, n["label"]) for n in others]),
-                         "near_misses": _share([n["grounded"] is not None for n in misses])},
+        "before_check": {"other_names_right": share([n["grounded"] == n["label"] for n in others]),
+                         "other_names_wrong": share([n["grounded"] not in (None, n["label"]) for n in others]),
+                         "near_misses": share([n["grounded"] is not None for n in misses])},
         "rare_sense": {"other_names_right": sum(n["rare_sense"] == n["label"] for n in others),
                        "other_names_wrong": sum(n["rare_sense"] not in (None, n["label"]) for n in others),
                        "near_misses": sum(n["rare_sense"] is not None for n in misses),
                        "accepted_right": sum(accepted(n) == n["label"] for n in others),
                        "accepted_wrong": sum(accepted(n) not in (None, n["label"]) for n in others),
                        "accepted_near_misses": sum(accepted(n) is not None for n in misses)},
-        "with_rare_sense": {"other_names_right": _share([read(n) == n["label"] for n in others]),
-                            "other_names_wrong": _share([read(n) not in (None, n["label"]) for n in others]),
-                            "near_misses": _share([read(n) is not None for n in misses])},
+        "with_rare_sense": {"other_names_right": share([read(n) == n["label"] for n in others]),
+                            "other_names_wrong": share([read(n) not in (None, n["label"]) for n in others]),
+                            "near_misses": share([read(n) is not None for n in misses])},
     }
 
 
