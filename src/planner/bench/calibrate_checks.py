@@ -73,6 +73,17 @@ def choose(setting: str, table: dict[float, dict[str, dict]], target: float, bef
     return (meeting[0], True) if meeting else (before, False)
 
 
+def how_chosen(setting: str, table: dict[float, dict[str, dict]], chosen: float, reached: bool, target: float,
+               before: float, data: dict[str, str]) -> dict:
+    """How a setting's value was chosen, for its calibration file: what it means, the rule, the data,
+    and the rows it reached and had before."""
+    _, errors, gain, meaning = CALIBRATED[setting]
+    return {"meaning": meaning, "rule": f"the lowest value at which {' and '.join(errors)} is at most {target:g}% on "
+            f"all sources together and on each with at least {100 / target:g} cases of it (most {gain})",
+            "target_reached": reached, "data": data, "reached": table.get(chosen, {}),
+            "before": {"value": before, **table.get(before, {})}, "swept": f"{SWEEP[0]} to {SWEEP[-1]} by 0.01"}
+
+
 def plot(results: dict, path) -> None:
     """Per setting, each source's errors and gain against the threshold, with the target, the value
     chosen and the one before."""

@@ -870,16 +870,12 @@ def calibrate_checks(args) -> int:
     values: dict[str, float] = {}
     how: dict[str, dict] = {}
     tables: dict[str, dict[float, dict[str, dict]]] = {}
-    for setting, (_, errors, gain, meaning) in calibrate_checks.CALIBRATED.items():
+    for setting in calibrate_checks.CALIBRATED:
         before = getattr(settings, setting)
         table = tables[setting] = calibrate_checks.sweep(setting, by_source)
         chosen, reached = calibrate_checks.choose(setting, table, target, before)
         values[setting] = chosen
-        how[setting] = {"meaning": meaning, "rule": f"the lowest value at which {' and '.join(errors)} is at most "
-                        f"{target:g}% on all sources together and on each with at least {100 / target:g} cases of it "
-                        f"(most {gain})", "target_reached": reached, "data": data,
-                        "reached": table.get(chosen, {}), "before": {"value": before, **table.get(before, {})},
-                        "swept": f"{calibrate_checks.SWEEP[0]} to {calibrate_checks.SWEEP[-1]} by 0.01"}
+        how[setting] = calibrate_checks.how_chosen(setting, table, chosen, reached, target, before, data)
     path = Path(args.out) if args.out else calibration_file(config, model)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(calibrate.calibration_text(path.read_text() if path.is_file() else None, model, "planner", values,
