@@ -927,21 +927,22 @@ class GoalReader:
         reply = GoalReply.model_validate(data)
         if reply.impossible:
             self._check_impossible(reply.impossible)
-        return self._checked(reply.goals)
+        goals, problems, doubts = self._judged(reply.goals)
+        self.doubted = goals if doubts and not problems else []
+        if problems or doubts:
+            raise ValueError("; ".join(dict.fromkeys([*problems, *doubts])))  # one line for goals alike
+        return goals
 
-    def _checked(self, goals: list[Goal]) -> list[Goal]:
-        """The goals of a reading, repaired where the request says more than they do, when the
-        checks find nothing wrong or doubtful in them; else a ValueError saying what."""
+    def _judged(self, goals: list[Goal]) -> tuple[list[Goal], list[str], list[str]]:
+        """The goals of a reading, repaired where the request says more than they do, and what the
+        checks find wrong and doubtful in them."""
         goals = final_goals([g.model_copy(update={"room": self.user_room}) if g.kind == "bring_to_user" else g
                              for g in goals])
         for repair in (taken_not_placed, rooms_from_request, inside_from_request, cleared_from_request,
                        pin_named_objects):
             goals = repair(self.request, goals, self.scene)
         problems, doubts = goal_problems(self.request, goals, self.scene, self.part)
-        self.doubted = goals if doubts and not problems else []
-        if problems or doubts:
-            raise ValueError("; ".join(dict.fromkeys([*problems, *doubts])))  # one line for goals alike
-        return goals
+        return goals, problems, doubts
 
     def _check_impossible(self, why: str) -> None:
         """An 'impossible' is believed when said twice with a reason the map does not contradict."""
@@ -995,12 +996,9 @@ class GoalReader:
                     if not any(goal.object == label for goal in goals)]
         if not left_out:
             return goals
-        doubted = self.doubted
-        try:
-            return self._checked(goals + [Goal(kind=kind, object=label, target=target, room=room) for label in left_out])
-        except ValueError:
-            self.doubted = doubted
-            return goals
+        completed, problems, doubts = self._judged(
+            goals + [Goal(kind=kind, object=label, target=target, room=room) for label in left_out])
+        return goals if problems or doubts else completed
 
     def _taken_as_said(self) -> list[Goal]:
         """The things a request that puts nothing on furniture moves by their map labels ("grab the
