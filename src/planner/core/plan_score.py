@@ -24,30 +24,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from planner.core.errors import InputError
 from planner.core.files import StrictModel, load_jsonl
-from planner.core.ports import Embedder
-
-
-@dataclass(frozen=True)
-class Word:
-    """One token of a parsed step."""
-
-    text: str
-    lemma: str
-    pos: str  # universal part of speech: VERB, NOUN, ADP, ...
-    dep: str  # dependency label: ROOT, dobj, pobj, ...
-    head: int  # index in the step of the word this one depends on (its own index for a root)
-
-
-class Parser(Protocol):
-    def parse(self, texts: list[str]) -> list[list[Word]]:
-        """The words of each text, with parts of speech and dependencies."""
+from planner.core.ports import Embedder, Parser, Word
 
 
 @dataclass(frozen=True)

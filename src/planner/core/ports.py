@@ -1,11 +1,12 @@
-"""The protocols the core talks through: the robot as the planner sees it, the LLM policy and the
-sentence embedder. Implemented in process (sim, tests) and over ROS (nodes) alike."""
+"""The protocols the core talks through: the robot as the planner sees it, the LLM policy, the
+sentence embedder and the parser. Implemented in process (sim, tests) and over ROS (nodes) alike."""
 
 from __future__ import annotations
 
 import json
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -124,3 +125,19 @@ def probability_of_yes(reply: PolicyReply, fits: bool) -> float:
     """How sure a yes/no reply is of yes: the server's token probability where it gave one, else
     1 or 0 as the model answered (`fits`, read from the reply)."""
     return reply.yes_probability if reply.yes_probability is not None else float(fits)
+
+
+@dataclass(frozen=True)
+class Word:
+    """One token of a parsed text."""
+
+    text: str
+    lemma: str
+    pos: str  # universal part of speech: VERB, NOUN, ADP, ...
+    dep: str  # dependency label: ROOT, dobj, pobj, ...
+    head: int  # index in the step of the word this one depends on (its own index for a root)
+
+
+class Parser(Protocol):
+    def parse(self, texts: list[str]) -> list[list[Word]]:
+        """The words of each text, with parts of speech and dependencies."""
