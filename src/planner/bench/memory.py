@@ -27,7 +27,7 @@ from planner.core.planning.grounding import Grounder
 from planner.core.planning.pddl import Domain, make_domain, make_problem
 from planner.core.planning.settings import PlannerSettings
 from planner.core.planning.task_planner import TaskPlanner
-from planner.core.ports import Embedder, Policy
+from planner.core.ports import Embedder, Parser, Policy
 from planner.core.scene_graph import SceneGraph
 from planner.core.skills import SkillPlanner
 from planner.core.telling import TellResult, TellSettings, tell
@@ -269,11 +269,12 @@ def same_change(before_truth: Facts, after_truth: Facts, before_memory: Facts, a
 
 
 def plan_request(step: Step, memory: SimulatedRobot, skills: SkillPlanner, policy: Policy, domain: Domain,
-                 settings: PlannerSettings, grounder: Grounder | None) -> dict:
+                 settings: PlannerSettings, grounder: Grounder | None, parser: Parser | None = None) -> dict:
     """A request read into goals, planned from the robot's memory (LLM+P), and the plan carried
     out in the true home: right when it runs there and meets what was asked."""
     usage = LLMUsage()
-    planner = TaskPlanner(policy, memory, skills, settings.model_copy(update={"mode": "llm_p"}), grounder=grounder)
+    planner = TaskPlanner(policy, memory, skills, settings.model_copy(update={"mode": "llm_p"}), grounder=grounder,
+                          parser=parser)
     record = {"sentence": step.sentence, "ok": False, "why": "", "calls": []}
     started = time.monotonic()
     try:
@@ -302,7 +303,8 @@ def plan_request(step: Step, memory: SimulatedRobot, skills: SkillPlanner, polic
 
 
 def run_episode(episode: Episode, skills: SkillPlanner, policy: Policy, variant: str, settings: PlannerSettings,
-                grounder: Grounder | None, progress: Callable[[str], None], embedder: Embedder | None = None) -> dict:
+                grounder: Grounder | None, progress: Callable[[str], None], embedder: Embedder | None = None,
+                parser: Parser | None = None) -> dict:
     """The episode told, step by step, to a robot whose memory starts as the true home: each
     update scored on what it changed, each request on the plan made from memory."""
     telling = VARIANTS[variant].settings
@@ -316,7 +318,7 @@ def run_episode(episode: Episode, skills: SkillPlanner, policy: Policy, variant:
     number = 0
     for step in episode.steps:
         if step.kind == "task":
-            plans.append(plan_request(step, robot, skills, policy, domain, settings, grounder))
+            plans.append(plan_request(step, robot, skills, policy, domain, settings, grounder, parser))
             progress(f"      {variant:<16} {'ok  ' if plans[-1]['ok'] else 'FAIL'} request: {plans[-1]['why'] or 'met'}")
             continue
         number += 1

@@ -32,7 +32,7 @@ from planner.core.plan_check import PlanChecker
 from planner.core.planning.grounding import Grounder
 from planner.core.planning.settings import PlannerSettings
 from planner.core.planning.task_planner import TaskPlanner
-from planner.core.ports import JUDGEMENT_SCHEMA, Policy, fits_of, judged
+from planner.core.ports import JUDGEMENT_SCHEMA, Parser, Policy, fits_of, judged
 from planner.core.skills import SkillPlanner
 from planner.core.types import PolicyReply, TraceStep
 from planner.sim.faults import GarbledPolicy, fault_events, random_faults
@@ -55,6 +55,7 @@ class BenchSetup:
     finder: ObjectFinder | None = None  # answers search_map (None: not offered an answer)
     record_replies: bool = False     # keep each episode's raw replies (for a replayable suite)
     grounder: Grounder | None = None  # the request in the map's words (None: as said)
+    parser: Parser | None = None  # reads the things a request moves (None: the checks of them are off)
     goal_policy: Policy | None = None  # a model of its own for the goal step (None: `policy`)
     plan_checker: PlanChecker | None = None  # scores plans (ReAct: first steps) against those that worked (None: no check)
 
@@ -131,7 +132,7 @@ def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[T
         if on_step:
             on_step(step)
 
-    planner = TaskPlanner(policy, robot, setup.skills, setup.settings, record, setup.grounder, goal_policy)
+    planner = TaskPlanner(policy, robot, setup.skills, setup.settings, record, setup.grounder, goal_policy, setup.parser)
     started = time.monotonic()
     plan_check = None
     try:

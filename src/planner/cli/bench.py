@@ -116,6 +116,7 @@ def _bench_setup(args):
     """What the task and ablation benches share: the config, suite, skills, the LLM (and its
     server) and a name for the results that says which model made them; None if no LLM."""
     from planner.adapters.embeddings import SentenceEmbedder
+    from planner.adapters.language import SpacyParser
     from planner.bench import tasks
     from planner.bench.suite import load_suite
     from planner.config import load_config
@@ -139,7 +140,7 @@ def _bench_setup(args):
         settings, llm["object_finder_settings"] = finder_settings(config, llm["model"])
         finder = ObjectFinder(finder_policy, settings, embedder, grounder)
     setup = tasks.BenchSetup(suite, skills, _bench_settings(config, llm, getattr(args, "mode", None)), policy, None, args.faults, args.seed,
-                             finder=finder, grounder=grounder,
+                             finder=finder, grounder=grounder, parser=SpacyParser(),
                              goal_policy=goal_policy if goal_policy is not policy else None)
     return config, setup, server, llm, f"{suite.suite.name}-{llm['backend']}{model}"
 
@@ -435,6 +436,7 @@ def bench_compare(args) -> int:
 
 def bench_memory(args) -> int:
     from planner.adapters.embeddings import SentenceEmbedder
+    from planner.adapters.language import SpacyParser
     from planner.bench import memory
     from planner.bench.common import machine_info
     from planner.bench.seeds import development_seeds
@@ -485,10 +487,11 @@ def bench_memory(args) -> int:
     def run() -> dict:
         embedder = SentenceEmbedder()
         grounder = make_grounder(config, embedder)
+        parser = SpacyParser()
         runs = []
         for variant in args.variants:
             runs.append(done.get(variant) or memory.run_episode(episode, skills, policy, variant, settings,
-                                                                 grounder, _progress, embedder))
+                                                                 grounder, _progress, embedder, parser))
             # A variant takes the better part of an hour with the embedded model: each is kept as it ends.
             write_json_atomic(partial, {**header, "runs": runs, "complete": False}, indent=1)
         return {**header, "runs": runs, "summary": memory.summarize(runs)}

@@ -62,6 +62,7 @@ def _goals(text: str):
 
 def _read_goals(args, config, skills, robot):
     """The goals the configured LLM reads the request into, as the task planner does first."""
+    from planner.adapters.language import SpacyParser
     from planner.core.planning.task_planner import TaskPlanner
     from planner.wiring import make_grounder, open_llm, open_part_llm, planner_settings
 
@@ -69,7 +70,7 @@ def _read_goals(args, config, skills, robot):
     try:
         goal_policy, server = open_part_llm(config, "goal_step", policy, server)
         planner = TaskPlanner(policy, robot, skills, planner_settings(config)[0], grounder=make_grounder(config),
-                              goal_policy=goal_policy)
+                              goal_policy=goal_policy, parser=SpacyParser())
         return planner.read_goals(args.request)
     finally:
         if server is not None:

@@ -13,6 +13,8 @@ from planner.core.ambiguity import THING_DETERMINERS, named_object_labels, pin_n
 from planner.core.errors import PolicyError, RequestImpossible
 from planner.core.goals import PLACING_KINDS, Goal, GoalReply, goal_met, goal_objects, goal_schema
 from planner.core.planning.grounding import FUNCTION_WORDS, Grounding
+from planner.core.planning.moved_things import MovedThing, moved_things
+from planner.core.ports import Parser
 from planner.core.scene_graph import SceneGraph
 
 GOAL_PROMPT = """Turn the user's request into goals that can be checked in the world once the request is done.
@@ -120,12 +122,11 @@ def thing_words(request: str) -> set[str]:
     return set(text.split())
 
 
-def chosen_for_need(request: str, goals: list[Goal]) -> list[str]:
-    """Labels of the things to bring or take that a request asking for no particular thing ("I'm
-    cold", "bring me something to eat") does not name: the model chose them to meet a need, which
-    is a judgement to check. A particular thing called otherwise is `named_otherwise`'s."""
-    words = words_of(request)
-    if MOVED_THING.search(words):
+def chosen_for_need(moved: list[MovedThing], request: str, goals: list[Goal]) -> list[str]:
+    """Labels of the things to bring or take that a request asking to move no particular thing
+    (`moved`: "I'm cold", "bring me something to eat") does not name: the model chose them to meet
+    a need, which is a judgement to check. A particular thing called otherwise is `named_otherwise`'s."""
+    if moved:
         return []
     said = thing_words(request)
     return list(dict.fromkeys(goal.object for goal in goals
@@ -284,8 +285,12 @@ def furniture_destinations(request: str, rooms: list[str], sent: bool = False) -
     """The places a request sends something to that are no room ("the kids room", "the garage"),
     nor where the robot goes ("go to the office and get the plant" puts no plant on a desk);
     `sent`: only those after "to", "onto" or "into"."""
-    return [p for p in _places_after(request, SENDING if sent else TOWARDS, robot=False)
-            if p.split()[-1] != "room" and not any(p == _phrase(room) for room in rooms)]
+    return [p for p in _places_after(request, SENDING if sent else TOWARDS, robot=False) if not room_said(p, rooms)]
+
+
+def room_said(place: str, rooms: list[str]) -> bool:
+    """Whether a place said is a room: one of the map's by name, or one the map may not have ("the kids room")."""
+    return place.split()[-1] == "room" or any(place == _phrase(room) for room in rooms)
 
 
 def sends_somewhere(request: str, rooms: list[str]) -> list[str] | None:
@@ -310,22 +315,25 @@ def _room_named(room: str, said: set[str]) -> bool:
     return any(word in said for word in _phrase(room).split() if word != "room")
 
 
-def named_otherwise(request: str, goals: list[Goal], scene: SceneGraph) -> dict[str, list[str]]:
+def named_otherwise(request: str, goals: list[Goal], scene: SceneGraph, moved: list[MovedThing]
+                    ) -> dict[str, list[str]]:
     """What the goals name that the request calls by other words, a judgement to check (label or
     room -> the words it may be): an object the request does not name when it asks to move a thing
-    by a word no label of the map contains; the furniture a thing goes to when the request names no
-    furniture but says where it goes ("the worktop" for the counter); the room to go to when the
-    request does not name it ("the lounge" for the living room); the furniture to open, close or
-    clear that the request calls otherwise ("the cupboard" for the cabinet)."""
+    (of those `moved`) by a word no label of the map contains, unless it is on furniture the
+    request names ("the fruit on the kitchen table"); the furniture a thing goes to when the request
+    names no furniture but says where it goes ("the worktop" for the counter); the room to go to
+    when the request does not name it ("the lounge" for the living room); the furniture to open,
+    close or clear that the request calls otherwise ("the cupboard" for the cabinet)."""
     said, things_said = set(words_of(request).split()), thing_words(request)
     places = destinations(request)
     furniture_places = furniture_destinations(request, scene.rooms())
     targets_named = destination_labels(request, scene)
     handled = handled_furniture(request)
-    absent = unknown_things(request, scene)
+    absent = unknown_things(moved, scene)
+    kept_there = kept_on_named(request, scene) if absent else set()
     checks: dict[str, list[str]] = {}
     for goal in goals:
-        if absent and goal.object and not _named(goal.object, things_said):
+        if absent and goal.object and not _named(goal.object, things_said) and goal.object not in kept_there:
             checks[goal.object] = absent
         # Furniture is named by the whole of a place said, or its last words: "the end table" does not
         # name a dining table, nor "the low table" a side table, though "the table" does.
@@ -493,37 +501,14 @@ def cleared_from_request(request: str, goals: list[Goal], scene: SceneGraph) -> 
     return [*cleared, *(goal for goal in kept if goal not in cleared)]
 
 
-# A particular thing to be moved: "put the apple", "bring me my keys" (not "something for the headache",
-# nor "I spilled the coffee", where the thing named is not the one wanted).
-MOVED_THING = re.compile(r" (?:put|take|bring|get|fetch|grab|pick up|move|place|hand|carry)(?: me| us)? "
-                         r"(?:the|my|your|our) ([a-z]+)(?= )")
-# The same with the word after, which may finish the thing's name ("the reading lamp").
-MOVED_PHRASE = re.compile(MOVED_THING.pattern.replace("(?= )", "(?: ([a-z]+))?(?= )"))
-
-
-def unknown_things(request: str, scene: SceneGraph) -> list[str]:
-    """Things the request asks to move as particular ones with a word that no label or room of the
-    map contains, with the word after it when that finishes the name ("reading lamp", which no label
-    has, though "lamp" is a table_lamp's), or a place's word before one no label has ("the kitchen
-    roll", which is no kitchen): what the user means may not be here."""
-    label_words = {word for o in scene.objects() for word in words_of(o.label).split()}
-    place_words = {word for name in [*(f.label for f in scene.furniture()), *scene.rooms()]
-                   for word in words_of(name).split()}
-
-    def known(word: str) -> bool:
-        return bool({word, word.rstrip("s")} & (label_words | place_words)) or word in FUNCTION_WORDS
-
-    def name_goes_on(after: str) -> bool:
-        return bool(after) and after not in FUNCTION_WORDS and after not in PLACE_ENDS
-
-    text = words_of(request)
-    moved = MOVED_PHRASE.findall(text)
-    if pair := JOINED_THINGS.search(text):  # "put the toothbrush and the pullover on the bed"
-        moved.append((pair[2], text[pair.end():].split(" ", 1)[0]))
-    return list(dict.fromkeys(
-        f"{word} {after}" if name_goes_on(after) else word
-        for word, after in moved
-        if not known(word) or (word in place_words - label_words and name_goes_on(after) and not known(after))))
+def unknown_things(moved: list[MovedThing], scene: SceneGraph) -> list[str]:
+    """The things `moved` said with a word that no label or room of the map contains ("the reading
+    lamp", which no label has, though "lamp" is a table_lamp's; "the kitchen roll", which is no
+    kitchen): what the user means may not be here."""
+    known = {word for name in [*(o.label for o in scene.objects()), *(f.label for f in scene.furniture()),
+                               *scene.rooms()] for word in words_of(name).split()}
+    return [thing.said for thing in moved
+            if any(not {word, word.rstrip("s")} & known for word in thing.said.split() if word not in FUNCTION_WORDS)]
 
 
 # Verbs that move two things at once ("put the dish ... and the pencil ...").
@@ -532,8 +517,6 @@ JOINING_VERBS = "put|place|set|leave|move|store|carry|bring|take|get|fetch|grab"
 THING_WORDS = r"[a-z]+(?: [a-z]+)?(?: of [a-z]+)?"
 # Where a thing is taken from, said after it: " from the counter", " on the kitchen table".
 TAKEN_FROM = r"(?: (?:from|on|in|off) the [a-z]+(?: [a-z]+)?)?"
-# Two things one verb moves: "put the dish from the counter and the pencil on the sofa".
-JOINED_THINGS = re.compile(rf" (?:{JOINING_VERBS})(?: me)? the ({THING_WORDS}){TAKEN_FROM} and the ([a-z]+) ")
 
 
 def things_asked_about(request: str, labels: set[str]) -> list[str]:
@@ -580,12 +563,12 @@ SAID_MISSING = re.compile(r"(?: no| not have| n t have|n t have| is not| isn t| 
                           r"| *$)")
 
 
-def missing_words(request: str, why: str, scene: SceneGraph) -> list[str]:
+def missing_words(request: str, moved: list[MovedThing], why: str, scene: SceneGraph) -> list[str]:
     """Words of the request the map may lack: what the reason `why` says the home has not ("there
-    is no throw here"), and things the request asks to move that no label has a word of."""
+    is no throw here"), and things the request asks to move (`moved`) that no label has a word of."""
     said = words_of(request)
     reasons = [phrase for phrase in SAID_MISSING.findall(words_of(why)) if f" {phrase} " in said]
-    return [word for word in dict.fromkeys([*reasons, *unknown_things(request, scene)])
+    return [word for word in dict.fromkeys([*reasons, *unknown_things(moved, scene)])
             if word.split()[-1] not in FUNCTION_WORDS]
 
 
@@ -640,27 +623,26 @@ def _wanted(label: str, request: str) -> str:
     return f'{{"kind": "{wanted_goal(label, request).kind}", "object": "{label}"}}'
 
 
-def moved_in_part(request: str, labels: set[str]) -> tuple[list[str], list[str], list[str]]:
-    """Each thing the request moves that names no label whole, as said ("grab the can of cola": can of
-    cola), its words (can, cola), and the `labels` with one of them as a word of their own (a soda_can)."""
-    said = words_of(request)
-    phrases: list[str] = []
-    moved: list[str] = []
-    for word, after in MOVED_PHRASE.findall(said):
-        filler = re.search(rf" {word} of (?:the |an? )?([a-z]+) ", said) if after == "of" else None
-        phrases.append(filler[0].strip() if filler else word)
-        moved += [word, filler[1]] if filler else [word]
+def moved_in_part(moved_said: list[MovedThing], request: str, labels: set[str]) -> tuple[list[str], list[str], list[str]]:
+    """Each thing the request moves (of `moved_said`) by a plain name that names no label whole, as
+    said ("grab the can of cola": can of cola), its words (can, cola), and the `labels` with one of
+    them as a word of their own (a soda_can). A name with words before its noun ("the stuffed toy")
+    says which kind it is, not that a label with the noun is meant (a toy car)."""
+    plain = [thing for thing in moved_said if [w for w in thing.said.split() if w not in FUNCTION_WORDS] == [
+        word for name in thing.words for word in name.split()]]
+    phrases = [thing.said for thing in plain]
+    moved = [word for thing in plain for word in thing.words]
     if not moved or named_object_labels(request, labels):
         return [], [], []
     singular = {word.removesuffix("s") for word in moved}
     return phrases, moved, sorted(label for label in labels if {*moved, *singular} & set(_phrase(label).split()))
 
 
-def _moved_otherwise(request: str, goals: list[Goal], labels: set[str]) -> list[str]:
+def _moved_otherwise(moved_said: list[MovedThing], request: str, goals: list[Goal], labels: set[str]) -> list[str]:
     """What is wrong where the request moves a thing by a word of some `labels` and no goal's object
     has a word of the thing: "grab the can of cola" read as a clock held, and the robot said Done.
     ("the pot of tea" may still be a teapot)."""
-    phrases, moved, partly_named = moved_in_part(request, labels)
+    phrases, moved, partly_named = moved_in_part(moved_said, request, labels)
     if not goals or not partly_named or any(goal.object in partly_named or any(
             word in goal.object.replace("_", "") for word in moved if len(word) > 2) for goal in goals):
         return []
@@ -670,11 +652,11 @@ def _moved_otherwise(request: str, goals: list[Goal], labels: set[str]) -> list[
             f"the goal is {_wanted(partly_named[0], request)}"]
 
 
-def moved_labels(request: str, labels: list[str]) -> list[str]:
-    """The `labels` the request names as the thing it moves: "grab the pillow", "pick up the table lamp"."""
-    moved = {" ".join(w for w in found if w) for found in MOVED_PHRASE.findall(words_of(request))}
-    moved |= {found.split()[0] for found in moved}
-    return [label for label in labels if _phrase(label) in moved]
+def moved_labels(moved: list[MovedThing], labels: list[str]) -> list[str]:
+    """The `labels` that name a thing `moved` as said or by its noun: "grab the pillow", "pick up the
+    table lamp", "fetch the red mug"."""
+    names = {name for thing in moved for name in (thing.said, thing.words[0])}
+    return [label for label in labels if _phrase(label) in names]
 
 
 def true_already(goals: list[Goal], scene: SceneGraph, things_said: set[str], destinations: list[str],
@@ -719,8 +701,8 @@ def target_problems(goal: Goal, destinations_named: list[str], sources: list[str
 class ReadingFacts:
     """What the checks of a reading read off the request and the map, once per reading."""
 
-    def __init__(self, request: str, scene: SceneGraph, part: bool):
-        self.request, self.scene, self.part = request, scene, part
+    def __init__(self, request: str, scene: SceneGraph, part: bool, moved: list[MovedThing]):
+        self.request, self.scene, self.part, self.moved = request, scene, part, moved
         self.words = words_of(request)
         self.furniture = scene.furniture()
         self.object_labels = {o.label for o in scene.objects()}
@@ -786,7 +768,7 @@ def _thing_left_out(facts: ReadingFacts, goals: list[Goal], moved: bool) -> list
     """The thing the request names in no goal, where it is one the request `moved` or not."""
     named = facts.named_objects
     if not goals or not named or any(goal.object in named for goal in goals) \
-            or bool(moved_labels(facts.request, named)) != moved:
+            or bool(moved_labels(facts.moved, named)) != moved:
         return []
     who = "brought to the user" if mentions_user(facts.request) else "taken"
     return [f"the request is about the {', '.join(map(_phrase, named))}, and no goal has "
@@ -805,7 +787,17 @@ def _talked_of_thing_left_out(facts: ReadingFacts, goals: list[Goal]) -> list[st
 
 
 def _moved_as_not_said(facts: ReadingFacts, goals: list[Goal]) -> list[str]:
-    return _moved_otherwise(facts.request, goals, facts.object_labels)
+    return _moved_otherwise(facts.moved, facts.request, goals, facts.object_labels)
+
+
+def moved_left_out(moved: list[MovedThing], goals: list[Goal]) -> list[str]:
+    """The things `moved` that no goal moves: those no goal's object is named by, beyond as many as
+    the goals have objects no thing said names (each may be one called otherwise: "the fruit" for
+    the apple and the banana, "the brolly" for the umbrella)."""
+    objects = list(dict.fromkeys(goal.object for goal in goals if goal.object))
+    unnamed = [thing.said for thing in moved if not any(_named(label, set(thing.said.split())) for label in objects)]
+    called_otherwise = [label for label in objects if not any(_named(label, set(thing.said.split())) for thing in moved)]
+    return unnamed[len(called_otherwise):]
 
 
 def _one_of_several_left_out(facts: ReadingFacts, goals: list[Goal]) -> list[str]:
@@ -815,22 +807,26 @@ def _one_of_several_left_out(facts: ReadingFacts, goals: list[Goal]) -> list[str
             # "Put the mug and the plate on the shelf" read as the mug alone: half done, reported done.
             return [f"the request names the {' and the '.join(map(_phrase, things))}, and no goal has the "
                     f"{_phrase(left_out[0])}; each thing the request asks about needs a goal of its own"]
-    elif (pair := JOINED_THINGS.search(facts.words)) and len({goal.object for goal in goals if goal.object}) == 1:
+    elif goals and (left_out := moved_left_out(facts.moved, goals)):
         # The same, with a thing called by a word no label has ("the dish from the counter and the pencil").
-        return [f"the request asks for two things, the {pair[1]} and the {pair[2]}, and the goals have one; "
-                "each thing the request asks about needs a goal of its own"]
+        return [f"the request asks for the {' and the '.join(t.said for t in facts.moved)}, and no goal moves the "
+                f"{left_out[0]}; each thing the request asks about needs a goal of its own"]
     return []
 
 
+def kept_on_named(request: str, scene: SceneGraph) -> set[str]:
+    """The labels of things on furniture the request names: "the fruit on the kitchen table" names
+    what is kept there."""
+    named_ids = {f.id for f in scene.furniture() if says_label(words_of(request), f.label)}
+    return {o.label for o in scene.objects() if (scene.furniture_support(o.id) or ("", ""))[1] in named_ids}
+
+
 def _only_furniture_named(facts: ReadingFacts, goals: list[Goal]) -> list[str]:
-    # "The fruit on the kitchen table" names what is kept on the furniture it names.
-    named_ids = {f.id for f in facts.furniture if f.label in facts.named_furniture}
-    kept_there = {o.label for o in facts.scene.objects()
-                  if (facts.scene.furniture_support(o.id) or ("", ""))[1] in named_ids}
+    kept_there = kept_on_named(facts.request, facts.scene)
     unnamed = [goal.object for goal in goals if goal.object and not _named(goal.object, facts.things_said)
                and goal.object not in kept_there]
     if not unnamed or not facts.named_furniture or facts.named_objects or mentions_user(facts.request) \
-            or unknown_things(facts.request, facts.scene):
+            or unknown_things(facts.moved, facts.scene):
         return []
     # "Tidy everything off the nightstand" read as a candle from elsewhere put on the nightstand.
     place = facts.named_furniture[0]
@@ -877,13 +873,14 @@ GOAL_CHECKS: tuple[tuple[str, Literal["wrong", "doubt"], Check], ...] = (
 )
 
 
-def goal_problems(request: str, goals: list[Goal], scene: SceneGraph, part: bool = False
-                  ) -> tuple[list[str], list[str]]:
+def goal_problems(request: str, goals: list[Goal], scene: SceneGraph, part: bool = False,
+                  moved: list[MovedThing] | None = None) -> tuple[list[str], list[str]]:
     """What is wrong with goals read from a request (unknown labels, furniture not where the goal
     says, a kind that contradicts the request's words), and what is only doubtful (a goal true
     already, a place the request does not name): the model may insist on doubtful goals. A `part`
-    is one thing of a request for several, read apart from the others."""
-    facts = ReadingFacts(request, scene, part)
+    is one thing of a request for several, read apart from the others; `moved`, the things the
+    request asks to move (`moved_things`)."""
+    facts = ReadingFacts(request, scene, part, moved or [])
     found: dict[str, list[str]] = {"wrong": [], "doubt": []}
     for _, severity, check in GOAL_CHECKS:
         found[severity] += check(facts, goals)
@@ -894,12 +891,14 @@ class GoalReader:
     """The goal step for one request in one map: the prompt and schema to ask with, the check of
     each reply (a ValueError says what to redo), and the verdict once the repairs are spent."""
 
-    def __init__(self, request: str, scene: SceneGraph, grounding: Grounding | None = None, part: bool = False):
+    def __init__(self, request: str, scene: SceneGraph, grounding: Grounding | None = None, part: bool = False,
+                 parser: Parser | None = None):
         self.said = request
         self.part = part  # one thing of a request for several, read apart
         self.grounding = grounding
         # The checks read the request in the map's words: "put it in the fridge" names the refrigerator.
         self.request = grounding.text if grounding is not None else request
+        self.moved = moved_things(parser, self.request)  # none without a parser: the checks of things moved are off
         self.scene = scene
         self.user_room = user_room(self.request, scene)
         self.object_labels = sorted({o.label for o in scene.objects()})
@@ -941,7 +940,7 @@ class GoalReader:
         for repair in (taken_not_placed, rooms_from_request, inside_from_request, cleared_from_request,
                        pin_named_objects):
             goals = repair(self.request, goals, self.scene)
-        problems, doubts = goal_problems(self.request, goals, self.scene, self.part)
+        problems, doubts = goal_problems(self.request, goals, self.scene, self.part, self.moved)
         return goals, problems, doubts
 
     def _check_impossible(self, why: str) -> None:
@@ -1000,15 +999,19 @@ class GoalReader:
             goals + [Goal(kind=kind, object=label, target=target, room=room) for label in left_out])
         return goals if problems or doubts else completed
 
+    def left_out(self, goals: list[Goal]) -> list[str]:
+        return moved_left_out(self.moved, goals)
+
     def _taken_as_said(self) -> list[Goal]:
         """The things a request that puts nothing on furniture moves by their map labels ("grab the
         pillow"), each taken to the room it sends them to ("take the pillow to the bedroom"), else
         taken (or brought to a user who speaks of themselves): the reading its words give when the
         model's never passed the checks."""
-        if sends_somewhere(self.request, self.rooms) is not None:
-            return []
+        if sends_somewhere(self.request, self.rooms) is not None or any(
+                thing.sent_to and not room_said(thing.sent_to, self.rooms) for thing in self.moved):
+            return []  # "could the mug go on the shelf" puts it on furniture, which the words alone do not read
         goals = []
-        for label in moved_labels(self.request, named_object_labels(self.request, set(self.object_labels))):
+        for label in moved_labels(self.moved, named_object_labels(self.request, set(self.object_labels))):
             room = room_sent_to(self.request, Goal(kind="holding", object=label), self.scene)
             goals.append(Goal(kind="object_on", object=label, room=room) if room
                          else wanted_goal(label, self.request, self.user_room))

@@ -35,9 +35,10 @@ from planner.core.planning.goal_reading import (
 )
 from planner.core.planning.grounding import Grounder, Grounding, Match, plain_room_name
 from planner.core.planning.model_calls import ModelCalls
+from planner.core.planning.moved_things import moved_things
 from planner.core.planning.settings import PlannerSettings
 from planner.core.planning.spelling import Speller
-from planner.core.ports import Policy, Tools, judged, yes_probability_of
+from planner.core.ports import Parser, Policy, Tools, judged, yes_probability_of
 from planner.core.scene_graph import SceneGraph
 
 
@@ -59,12 +60,14 @@ class RequestReader:
     the user through its `conversation`) and saying what it found through `emit(kind, text)`."""
 
     def __init__(self, policy: Policy, tools: Tools, settings: PlannerSettings, grounder: Grounder | None,
-                 calls: ModelCalls, conversation: Conversation, emit: Callable[[str, str], None]):
+                 calls: ModelCalls, conversation: Conversation, emit: Callable[[str, str], None],
+                 parser: Parser | None = None):
         self.policy = policy
         self.tools = tools
         self.settings = settings
         self.grounder = grounder
         self.speller = Speller(grounder.is_noun if grounder else None)
+        self.parser = parser  # reads the things a request moves; without one, the checks of them are off
         self.calls = calls
         self.conversation = conversation
         self._emit = emit
@@ -210,7 +213,7 @@ class RequestReader:
         home lacks what the request asks for, or its reading is doubted twice, phrases that may
         name map labels in other words are checked first (`widen`), and the request is read again
         with those found."""
-        reader = GoalReader(request, self.tools.scene(), grounding, part)
+        reader = GoalReader(request, self.tools.scene(), grounding, part, self.parser)
         halves = joined_halves(request)
         try:
             goals = reader.settle(self.calls.validated(reader.messages(), reader.schema(), usage, reader.parse, self.policy))
@@ -283,7 +286,7 @@ class RequestReader:
             return wider
         chosen = wider or grounding or Grounding(request, request, ())
         scene = self.tools.scene()
-        for word in missing_words(request, why, scene):
+        for word in missing_words(request, moved_things(self.parser, request), why, scene):
             if any(word in match.phrase.split() for match in chosen.matches):
                 continue
             if (match := self._chosen_label(request, word, scene, usage)) is not None:
@@ -331,14 +334,14 @@ class RequestReader:
                     part: bool = False) -> tuple[GoalReader, list[Goal]]:
         """The request read again in the map as it is now, the model told why its reading `goals`
         will not do."""
-        reader = GoalReader(request, self.tools.scene(), grounding, part)
+        reader = GoalReader(request, self.tools.scene(), grounding, part, self.parser)
         messages = [*reader.messages(), {"role": "assistant", "content": GoalReply(goals=goals).model_dump_json()},
                     {"role": "user", "content": why}]
         return reader, reader.settle(self.calls.validated(messages, reader.schema(), usage, reader.parse, self.policy))
 
     def goals_fit(self, reader: GoalReader, goals: list[Goal], usage: LLMUsage) -> tuple[bool, list[Match]]:
-        """Whether the goals read ask for a change and pass the checks configured: the reading as a
-        whole, each thing chosen to meet a need, and each thing taken for one the request calls by
+        """Whether the goals read ask for a change, have a thing for each the request moves, and pass
+        the checks configured: the reading as a whole, each thing chosen to meet a need, and each thing taken for one the request calls by
         another name, each a narrow yes/no to the model against its threshold. A thing the request
         names by another word must also be the object or room that word names best; when it is not,
         the better ones come beside the verdict."""
@@ -350,7 +353,11 @@ class RequestReader:
             # request read a thing at a time is not the whole request: other parts are still to be met.
             self._emit("check", f"{reading}: so already, as the model kept reading it")
             return False, []
-        chosen = chosen_for_need(reader.request, goals)
+        if left_out := reader.left_out(goals):
+            # Acted on, such a reading does half the request and reports it done.
+            self._emit("check", f"{reading}: leaves out the {' and the '.join(left_out)} the request asks to move")
+            return False, []
+        chosen = chosen_for_need(reader.moved, reader.request, goals)
         checks = [(GOAL_CHECK_PROMPT.format(request=reader.said, reading=reading), reading, "what was asked",
                    settings.goal_check_threshold)] if settings.goal_check_threshold > 0 else []
         if settings.need_check_threshold > 0:
@@ -364,7 +371,7 @@ class RequestReader:
             return False, []
         if settings.name_check_threshold <= 0:
             return True, []
-        for label, said in named_otherwise(reader.request, goals, reader.scene).items():
+        for label, said in named_otherwise(reader.request, goals, reader.scene, reader.moved).items():
             # Furniture keeps an absolute check: "the worktop" names the counter, yet the model and the
             # embeddings both rank a desk above it.
             alike = next((labels for labels in (reader.object_labels, reader.rooms) if label in labels), None)
@@ -416,8 +423,8 @@ class RequestReader:
     def _search_note(self, reader: GoalReader, goals: list[Goal], usage: LLMUsage) -> str:
         """What a search of the map found for the request, told with a doubted reading whose things the
         request does not name, or calls by words no label has."""
-        things = [*chosen_for_need(reader.request, goals),
-                  *(label for label in named_otherwise(reader.request, goals, reader.scene) if label in reader.object_labels)]
+        things = [*chosen_for_need(reader.moved, reader.request, goals),
+                  *(label for label in named_otherwise(reader.request, goals, reader.scene, reader.moved) if label in reader.object_labels)]
         if not things or (found := self._found(reader, usage)) is None:
             return ""
         return SEARCH_FOUND.format(found=", ".join(found)) if found else SEARCH_FOUND_NOTHING

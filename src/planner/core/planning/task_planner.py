@@ -39,7 +39,7 @@ from planner.core.planning.prompts import EXAMPLE_TURNS, SYSTEM_PROMPT, StepRepl
 from planner.core.planning.recoveries import ActionRecord, find_recoveries
 from planner.core.planning.request_reading import RequestReader
 from planner.core.planning.settings import PlannerSettings
-from planner.core.ports import Policy, Tools
+from planner.core.ports import Parser, Policy, Tools
 from planner.core.skills import SkillPlanner
 from planner.core.types import EpisodeOutcome, EpisodeResult, FailureInfo, TraceStep
 
@@ -47,7 +47,7 @@ SATISFIED = "the world state satisfies the request"
 class TaskPlanner:
     def __init__(self, policy: Policy, tools: Tools, skills: SkillPlanner, settings: PlannerSettings | None = None,
                  on_step: Callable[[TraceStep], None] | None = None, grounder: Grounder | None = None,
-                 goal_policy: Policy | None = None):
+                 goal_policy: Policy | None = None, parser: Parser | None = None):
         self.policy = policy
         self.tools = tools
         self.skills = skills
@@ -64,7 +64,7 @@ class TaskPlanner:
         self.advice = Advice(tools, skills, self.calls, self._emit)
         # Reading the request may be given to a larger model (goal_policy).
         self.reader = RequestReader(goal_policy or policy, tools, self.settings, grounder, self.calls, self.conversation,
-                                    self._emit)
+                                    self._emit, parser)
 
     def _emit(self, kind: str, text: str) -> None:
         self.on_step(TraceStep(kind, text))

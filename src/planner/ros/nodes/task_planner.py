@@ -19,6 +19,7 @@ from rclpy.task import Future
 from std_msgs.msg import Bool, String
 
 from planner.action import ExecuteSkill, ExecuteTask, Say
+from planner.adapters.language import SpacyParser
 from planner.core.failures import FailureCode
 from planner.core.perception_actions import Searched, perceive
 from planner.core.planning.settings import PlanningMode
@@ -224,6 +225,7 @@ class TaskPlannerNode(PlannerNode):
         self.policy = policy or self.open_llm()
         self.goal_policy = policy or self.part_llm("goal_step", self.policy)
         self.grounder = make_grounder(self.config)  # its sentence model loads at the first request
+        self.parser = SpacyParser()  # so does the parse
         self.settings, calibration = planner_settings(self.config)
         self.get_logger().info(f"planner settings: {calibration}")
         group = ReentrantCallbackGroup()
@@ -397,7 +399,8 @@ class TaskPlannerNode(PlannerNode):
         settings = self.settings
         if goal_handle is not None and goal_handle.request.mode:  # checked when the goal came
             settings = settings.model_copy(update={"mode": goal_handle.request.mode})
-        planner = TaskPlanner(self.policy, tools, self.skills, settings, on_step, self.grounder, self.goal_policy)
+        planner = TaskPlanner(self.policy, tools, self.skills, settings, on_step, self.grounder, self.goal_policy,
+                              self.parser)
         self.running = (goal_handle, planner, tools)
         if self.closing.is_set():  # closed while this turn was starting
             self._stop_running(reason="the task planner is shutting down")
