@@ -330,7 +330,7 @@ def named_otherwise(request: str, goals: list[Goal], scene: SceneGraph, moved: l
     targets_named = destination_labels(request, scene)
     handled = handled_furniture(request)
     absent = unknown_things(moved, scene)
-    kept_there = kept_on_named(request, scene) if absent else set()
+    kept_there = kept_on(scene, furniture_named(request, scene)) if absent else set()
     checks: dict[str, list[str]] = {}
     for goal in goals:
         if absent and goal.object and not _named(goal.object, things_said) and goal.object not in kept_there:
@@ -698,6 +698,12 @@ def target_problems(goal: Goal, destinations_named: list[str], sources: list[str
             f"has the furniture it calls the {destinations[-1]} as its target"] if back else []
 
 
+def furniture_named(request: str, scene: SceneGraph) -> list[str]:
+    """The labels of the map's furniture the request says."""
+    words = words_of(request)
+    return sorted({f.label for f in scene.furniture() if says_label(words, f.label)})
+
+
 class ReadingFacts:
     """What the checks of a reading read off the request and the map, once per reading."""
 
@@ -707,7 +713,7 @@ class ReadingFacts:
         self.furniture = scene.furniture()
         self.object_labels = {o.label for o in scene.objects()}
         self.known = (self.object_labels, {f.label for f in self.furniture}, set(scene.rooms()))
-        self.named_furniture = sorted({f.label for f in self.furniture if says_label(self.words, f.label)})
+        self.named_furniture = furniture_named(request, scene)
         self.destinations_named = destination_labels(request, scene)
         self.destinations_said = furniture_destinations(request, scene.rooms())
         self.sources_said = source_places(request)
@@ -795,8 +801,9 @@ def moved_left_out(moved: list[MovedThing], goals: list[Goal]) -> list[str]:
     the goals have objects no thing said names (each may be one called otherwise: "the fruit" for
     the apple and the banana, "the brolly" for the umbrella)."""
     objects = list(dict.fromkeys(goal.object for goal in goals if goal.object))
-    unnamed = [thing.said for thing in moved if not any(_named(label, set(thing.said.split())) for label in objects)]
-    called_otherwise = [label for label in objects if not any(_named(label, set(thing.said.split())) for thing in moved)]
+    said = [(thing.said, set(thing.said.split())) for thing in moved]
+    unnamed = [thing for thing, words in said if not any(_named(label, words) for label in objects)]
+    called_otherwise = [label for label in objects if not any(_named(label, words) for _, words in said)]
     return unnamed[len(called_otherwise):]
 
 
@@ -814,15 +821,15 @@ def _one_of_several_left_out(facts: ReadingFacts, goals: list[Goal]) -> list[str
     return []
 
 
-def kept_on_named(request: str, scene: SceneGraph) -> set[str]:
-    """The labels of things on furniture the request names: "the fruit on the kitchen table" names
-    what is kept there."""
-    named_ids = {f.id for f in scene.furniture() if says_label(words_of(request), f.label)}
+def kept_on(scene: SceneGraph, furniture_labels: list[str]) -> set[str]:
+    """The labels of things on furniture of the labels a request names: "the fruit on the kitchen
+    table" names what is kept there."""
+    named_ids = {f.id for f in scene.furniture() if f.label in furniture_labels}
     return {o.label for o in scene.objects() if (scene.furniture_support(o.id) or ("", ""))[1] in named_ids}
 
 
 def _only_furniture_named(facts: ReadingFacts, goals: list[Goal]) -> list[str]:
-    kept_there = kept_on_named(facts.request, facts.scene)
+    kept_there = kept_on(facts.scene, facts.named_furniture)
     unnamed = [goal.object for goal in goals if goal.object and not _named(goal.object, facts.things_said)
                and goal.object not in kept_there]
     if not unnamed or not facts.named_furniture or facts.named_objects or mentions_user(facts.request) \
