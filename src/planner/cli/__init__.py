@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import sys
 
 from planner.cli import bench, cases, llm, maps, model, pddl, plans, security, stack
@@ -10,6 +11,10 @@ from planner.core.errors import InputError
 
 
 def main(argv: list[str] | None = None) -> int:
+    # A crash inside a native library (rclpy, llama.cpp) then says in which Python call each
+    # thread was, instead of ending with a bare exit code. Written to the process's own stderr, which
+    # a caller that captures sys.stderr (a test) leaves in place.
+    faulthandler.enable(file=sys.__stderr__)
     parser = argparse.ArgumentParser(prog="planner", description="LLM task planning for service robots on ROS 2")
     sub = parser.add_subparsers(dest="command", required=True)
     for group in (stack, model, llm, maps, bench, cases, security, pddl, plans):

@@ -159,8 +159,10 @@ def node_class(name: str):
 def run_node_main(argv: list[str]) -> int:
     """`planner-node NAME [ROS args]`: run one node of the stack."""
     # A node that does not end or answer shows where it is: `kill -USR1 PID` writes the stack of
-    # every thread to its output, even when they are all stuck in C code.
+    # every thread to its output, even when they are all stuck in C code; one that crashes in C
+    # code shows where each thread was.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
+    faulthandler.enable()
     args = rclpy.utilities.remove_ros_args(argv)
     if len(args) < 2 or args[1] not in _CLASSES:
         print(f"usage: planner-node NODE [--ros-args ...]; NODE is one of {', '.join(NODES)}", file=sys.stderr)
