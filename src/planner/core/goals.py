@@ -35,6 +35,8 @@ class Goal(StrictModel):
     target: str = Field(default="", description="label of the furniture, e.g. table")
     room: str = Field(default="", description="room the target, the robot or the user is in")
     object_id: str = Field(default="", description="the one object meant, once the user said which")
+    other_than: str = Field(default="", description="furniture the object is on now, when the request wants it on "
+                                                    "another piece of furniture with the target's label")
 
     @model_validator(mode="after")
     def _complete(self):
@@ -43,14 +45,17 @@ class Goal(StrictModel):
             raise ValueError(f"goal {self.kind} needs {', '.join(missing)}")
         if self.kind == "object_on" and not (self.target or self.room):
             raise ValueError("goal object_on needs a target, or a room where any furniture will do")
+        if self.other_than and self.kind not in PLACING_KINDS:
+            raise ValueError(f"goal {self.kind} puts nothing on furniture, so it has no furniture to leave")
         return self
 
     def __str__(self) -> str:
         thing = self.object_id or indefinite(self.object)
         where = f" in the {self.room}" if self.room else ""
+        other = f" other than {self.other_than}" if self.other_than else ""
         return {
-            "object_on": f"{thing} on {indefinite(self.target) if self.target else 'furniture'}{where}",
-            "object_in": f"{thing} inside {indefinite(self.target)}{where}",
+            "object_on": f"{thing} on {indefinite(self.target) if self.target else 'furniture'}{other}{where}",
+            "object_in": f"{thing} inside {indefinite(self.target)}{other}{where}",
             "holding": f"the robot holds {thing}",
             "bring_to_user": f"the robot brings {thing} to the user{where}",
             "robot_in_room": f"the robot is in the {self.room}",
@@ -102,9 +107,10 @@ def goal_schema(object_labels: list[str], furniture_labels: list[str], openable_
 
 
 def goal_furniture(scene: SceneGraph, goal: Goal) -> list[str]:
-    """The furniture a goal names: its target label, in its room when it gives one; a thing put in a
-    room without a target may go on any furniture there."""
-    return [f.id for f in scene.furniture(goal.room or None) if f.label == goal.target or not goal.target]
+    """The furniture a goal names: its target label, in its room when it gives one, but not the
+    furniture it is to leave; a thing put in a room without a target may go on any furniture there."""
+    return [f.id for f in scene.furniture(goal.room or None)
+            if (f.label == goal.target or not goal.target) and f.id != goal.other_than]
 
 
 def _held(scene: SceneGraph) -> set[str]:
@@ -140,16 +146,16 @@ def goal_met(goal: Goal, scene: SceneGraph) -> bool:
         return any(scene.entity(f).state == wanted for f in goal_furniture(scene, goal))
     if goal.kind == "clear":
         return not _held(scene) and not _on(scene, goal_furniture(scene, goal))
+    return bool(furniture_meeting(goal, scene))
+
+
+def furniture_meeting(goal: Goal, scene: SceneGraph) -> set[str]:
+    """The furniture where a placing goal's objects are now as it wants them."""
     relations = ("in",) if goal.kind == "object_in" else ("on", "in")
-    for obj in map(scene.entity, goal_objects(goal, scene)):
-        if obj.status != "seen":
-            continue
-        support = scene.furniture_support(obj.id)
-        if support and support[0] in relations:
-            surface = scene.entity(support[1])
-            if (not goal.target or surface.label == goal.target) and (not goal.room or surface.room == goal.room):
-                return True
-    return False
+    wanted = set(goal_furniture(scene, goal))
+    return {support[1] for obj in map(scene.entity, goal_objects(goal, scene))
+            if obj.status == "seen" and (support := scene.furniture_support(obj.id))
+            and support[0] in relations and support[1] in wanted}
 
 
 def _where(scene: SceneGraph, object_id: str) -> str:

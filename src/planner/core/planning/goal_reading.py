@@ -11,7 +11,7 @@ from typing import Literal
 
 from planner.core.ambiguity import THING_DETERMINERS, named_object_labels, pin_named_objects, room_furniture_name, words_of
 from planner.core.errors import PolicyError, RequestImpossible
-from planner.core.goals import PLACING_KINDS, Goal, GoalReply, goal_met, goal_objects, goal_schema
+from planner.core.goals import PLACING_KINDS, Goal, GoalReply, furniture_meeting, goal_furniture, goal_met, goal_objects, goal_schema
 from planner.core.planning.grounding import FUNCTION_WORDS, Grounding
 from planner.core.planning.moved_things import MovedThing, moved_things
 from planner.core.ports import Parser
@@ -659,6 +659,24 @@ def moved_labels(moved: list[MovedThing], labels: list[str]) -> list[str]:
     return [label for label in labels if _phrase(label) in names]
 
 
+def to_other_furniture(request: str, goals: list[Goal], scene: SceneGraph) -> list[Goal]:
+    """A reading whose every goal puts a thing the request names on the furniture where it is now,
+    furniture the request sends things to, asks for other furniture of that label where the map has
+    more ("both on the shelf", the two on one of three shelves), as a request asks for a change;
+    else the goals as they are."""
+    said, places = thing_words(request), furniture_destinations(request, scene.rooms())
+    if not goals or not all(goal.kind in PLACING_KINDS and goal.target and _named(goal.object, said)
+                            and any(names_furniture(place, goal.target) for place in places) for goal in goals):
+        return goals
+    moved = []
+    for goal in goals:
+        here = furniture_meeting(goal, scene)
+        if len(here) != 1 or len(goal_furniture(scene, goal)) < 2:
+            return goals
+        moved.append(goal.model_copy(update={"other_than": here.pop()}))
+    return moved
+
+
 def true_already(goals: list[Goal], scene: SceneGraph, things_said: set[str], destinations: list[str],
                  part: bool = False) -> list[Goal]:
     """The goals that hold now and are doubted for it, as a request asks for a change. Being back in
@@ -947,6 +965,8 @@ class GoalReader:
         for repair in (taken_not_placed, rooms_from_request, inside_from_request, cleared_from_request,
                        pin_named_objects):
             goals = repair(self.request, goals, self.scene)
+        if not self.part:  # a thing read apart may be meant to join another where it is
+            goals = to_other_furniture(self.request, goals, self.scene)
         problems, doubts = goal_problems(self.request, goals, self.scene, self.part, self.moved)
         return goals, problems, doubts
 
