@@ -1355,6 +1355,31 @@ def test_furniture_the_model_takes_a_name_for_gives_way_to_furniture_the_name_is
     assert any(kind == "goal" and text.endswith("on a nightstand") for kind, text in trace), trace
 
 
+def test_furniture_the_embeddings_also_hold_a_name_names_is_read_so_whatever_the_model_s_yes():
+    """"The writing desk" read as the computer desk: the 1.5B's yes (0.41) is under the name check,
+    and the reading was put to the user, who did not answer (a development home). The embeddings
+    hold the phrase most like the computer desk, and by far: two readings agree, and the vase goes
+    there unasked. Furniture the embeddings hold less like it than another still needs the yes."""
+    from planner.adapters.embeddings import SentenceEmbedder
+    from planner.core.planning.grounding import Grounder
+
+    world = APARTMENT.model_copy(update={"furniture": [
+        f.model_copy(update={"label": "computer_desk"}) if f.label == "desk" else f for f in APARTMENT.furniture]})
+
+    def read(target: str):
+        robot, trace = robot_at("sofa_1", world), []
+        policy = AnswersByQuestion([{"goals": [{"kind": "object_on", "object": "vase", "target": target}]}] * 6, {})
+        result = TaskPlanner(policy, robot, robot.skills, PlannerSettings(confirm_timeout_s=0, mode="llm_p"),
+                             on_step=lambda step: trace.append((step.kind, step.text)),
+                             grounder=Grounder(SentenceEmbedder()), parser=PARSER).run("Put the vase on the writing desk")
+        return result, trace, robot.log.questions
+
+    result, trace, questions = read("computer_desk")
+    assert result.success and ("goal", "a vase on a computer_desk") in trace and not questions, trace
+    result, trace, _ = read("shelf")
+    assert not result.success and not any(kind == "goal" for kind, _ in trace), trace
+
+
 def test_a_place_things_are_taken_from_that_names_no_furniture_is_the_furniture_most_like_it():
     """"The lamp from the bedside table" where lamps stand on the nightstand and on a side table is
     the nightstand's: the place picks the thing, and no one is asked which."""

@@ -372,8 +372,8 @@ class RequestReader:
         if settings.name_check_threshold <= 0:
             return True, []
         for label, said in named_otherwise(reader.request, goals, reader.scene, reader.moved).items():
-            # Furniture keeps an absolute check: "the worktop" names the counter, yet the model and the
-            # embeddings both rank a desk above it.
+            # Furniture keeps an absolute check, unless the embeddings back the model's choice: "the
+            # worktop" names the counter, yet the model and the embeddings both rank a desk above it.
             alike = next((labels for labels in (reader.object_labels, reader.rooms) if label in labels), None)
             if alike is None or self.grounder is None:
                 # "The table" read as a desk (0.62 a table to the model) or a chair where a dining table
@@ -381,7 +381,8 @@ class RequestReader:
                 # when none has, the one it names best of all ("the bedside table": a nightstand).
                 having = {word: [f for f in reader.furniture_labels if f" {word} " in f" {words(f)} "] for word in said}
                 if not any(not having[word] and not names_only_its_modifier(word, label)
-                           and self._named(word, label, settings.name_check_threshold, usage) for word in said):
+                           and (self._backed(word, label, reader.furniture_labels)
+                                or self._named(word, label, settings.name_check_threshold, usage)) for word in said):
                     return False, self._renames(label, [self._best_named(word, having[word] or [
                         f for f in reader.furniture_labels if f != label], usage) for word in said], reader, usage)
                 if better := [match for word in said if not having[word]
@@ -428,6 +429,17 @@ class RequestReader:
         if not things or (found := self._found(reader, usage)) is None:
             return ""
         return SEARCH_FOUND.format(found=", ".join(found)) if found else SEARCH_FOUND_NOTHING
+
+    def _backed(self, word: str, label: str, labels: list[str]) -> bool:
+        """Whether the embeddings also hold `word` a name of the `label` the model took it for, of all
+        the `labels`: the one most like it, alike enough to back it (`name_check_backing`) and clearly
+        more than the next (the grounder's margin): two readings agree ("the writing desk": the
+        computer desk, which the model's yes alone leaves in doubt)."""
+        if self.grounder is None:
+            return False
+        best, *rest = self.grounder.nearest(word, labels, 2)
+        return best.label == label and best.similarity >= self.settings.name_check_backing \
+            and (not rest or best.similarity - rest[0].similarity >= self.grounder.margin)
 
     def _better_furniture(self, word: str, label: str, furniture_labels: list[str], usage: LLMUsage) -> Match | None:
         """Other furniture that `word` names rather than the `label` the model took it for: the
