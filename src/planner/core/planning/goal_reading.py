@@ -948,6 +948,8 @@ class GoalReader:
         if isinstance(data, dict) and data.get("goals") and isinstance(data.get("impossible"), str) \
                 and self._said_missing(data["impossible"]):
             data["impossible"] = ""  # goals beside "there is no cabinet" in a home with one: the goals stand
+        if isinstance(data, dict) and isinstance(data.get("goals"), list):
+            data["goals"] = [self._placed_somewhere(goal) for goal in data["goals"]]
         reply = GoalReply.model_validate(data)
         if reply.impossible:
             self._check_impossible(reply.impossible)
@@ -956,6 +958,17 @@ class GoalReader:
         if problems or doubts:
             raise ValueError("; ".join(dict.fromkeys([*problems, *doubts])))  # one line for goals alike
         return goals
+
+    def _placed_somewhere(self, goal):
+        """A goal of the reply that puts a thing on no furniture in no room names the thing and no
+        place: it is the thing wanted, as a place made up where the request names none is
+        (taken_not_placed); the checks doubt that where the request names a place. Sent back as
+        incomplete instead, the small model gave it again until the repairs were spent."""
+        if isinstance(goal, dict) and goal.get("kind") == "object_on" and goal.get("object") \
+                and isinstance(goal["object"], str) and not goal.get("target") and not goal.get("room"):
+            wanted = wanted_goal(goal["object"], self.request)
+            return {"kind": wanted.kind, "object": wanted.object}
+        return goal
 
     def _judged(self, goals: list[Goal]) -> tuple[list[Goal], list[str], list[str]]:
         """The goals of a reading, repaired where the request says more than they do, and what the
