@@ -173,6 +173,60 @@ def test_the_robot_stops_where_its_arms_reach_a_thing_at_the_far_edge_of_deep_fu
         assert check(skill_planner, at(scene, stove.x, stove.y, stove.yaw), pick).ok
 
 
+BED_BY_THE_WALL_HOME = """
+name: bed_by_the_wall
+rooms:
+  - {name: bedroom, polygon: [[0, 0], [3, 0], [3, 4], [0, 4]]}
+  - {name: lounge, polygon: [[3, 0], [7, 0], [7, 4], [3, 4]]}
+doors:
+  - {rooms: [bedroom, lounge], position: [3.0, 3.6]}
+furniture:
+  - {id: bed_1, label: bed, center: [2.0, 2.0, 0.25], size: [1.9, 1.8, 0.5]}
+objects:
+  - {id: glass_1, label: glass, placed_on: bed_1, offset: [0.8, 0.0], size: [0.07, 0.07, 0.12], mass_kg: 0.2}
+  - {id: box_1, label: box, placed_on: bed_1, offset: [0.7, 0.5], size: [0.2, 0.2, 0.2], mass_kg: 0.4}
+  - {id: pillow_1, label: pillow, placed_on: bed_1, offset: [-0.6, -0.3], size: [0.4, 0.3, 0.15], mass_kg: 0.3}
+robot:
+  pose: [1.0, 0.5, 0.0]
+"""
+
+
+def test_the_robot_stops_in_the_room_of_the_furniture_not_beyond_its_wall(skill_planner, tmp_path):
+    """A bed along the wall to the lounge, two things at its edge by the wall: the side beyond the
+    wall would reach them on a map that knows no walls, and the robot drove into the lounge (a
+    development home), where no arm reaches through the wall and the robot is not in the bedroom.
+    It stops in the bedroom."""
+    from planner.core.scene_graph import RobotSnapshot, SceneGraph
+    from planner.core.world import load_world
+
+    (tmp_path / "home.yaml").write_text(BED_BY_THE_WALL_HOME)
+    scene = SceneGraph.from_world(load_world(tmp_path / "home.yaml"))
+    scene.set_robot(RobotSnapshot(Pose2D(1.0, 0.5, 0.0), "bedroom", ["left", "right"], {"left": "", "right": ""}))
+    bed = skill_planner.navigation_goal("bed_1", at(scene, 1.0, 0.5), scene.robot.pose)
+    assert scene.room_at(bed.x, bed.y) == "bedroom", bed
+
+
+def test_a_thing_out_of_reach_on_the_furniture_the_robot_stands_by_is_picked_after_a_drive_along_it(
+        skill_planner, tmp_path):
+    """Things on a bed wider than the arms reach across: from where the drive to the bed ended, the
+    robot drives along the bed to where its arms reach the thing, then picks it, instead of failing
+    out of reach at every replan (a development home). A thing no place in the room reaches is
+    still refused, and a thing on furniture the robot is not by is still for a GOTO first."""
+    from planner.core.world import load_world
+    from planner.sim.in_process import SimulatedRobot
+
+    (tmp_path / "home.yaml").write_text(BED_BY_THE_WALL_HOME.replace("pose: [1.0, 0.5, 0.0]", "pose: [5.5, 2.0, 0.0]"))
+    robot = SimulatedRobot(load_world(tmp_path / "home.yaml"), [], skill_planner)
+    assert robot.execute_skill("GOTO(bed_1)").success
+    picked = [robot.execute_skill(call) for call in ("PICK(box_1, right)", "PICK(pillow_1, left)")]
+    assert all(result.success for result in picked), [result.message for result in picked]
+    assert any("(navigate, look_at" in result.message for result in picked)
+    assert robot.scene().known_robot.room == "bedroom"
+    assert robot.execute_skill("PLACE(box_1, bed_1, right)").success
+    glass = robot.execute_skill("PICK(glass_1, right)")
+    assert not glass.success and glass.failure.code == "OUT_OF_REACH"  # by the wall, beyond every arm
+
+
 def names(commands):
     return [c.name for c in commands]
 

@@ -7,10 +7,11 @@ checks below, effects, and HTN methods that GTPyhop decomposes into commands (pl
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, cast
 
@@ -288,9 +289,18 @@ class SkillPlanner:
         if danger is not None:
             raise SkillRefused(FailureCode.HAZARD, danger)
         check = self.check_preconditions(call, scene)
+        drives = []
+        if check.code == FailureCode.OUT_OF_REACH and (closer := self.step_closer(call, scene)) is not None:
+            # The rest is checked from where the drive ends, as a person steps round a bed first.
+            furniture_id, pose = closer
+            there = copy.copy(scene)
+            there.robot = replace(scene.known_robot, pose=pose)
+            check = self.check_preconditions(call, there)
+            drives = [Command(name="navigate", target_id=furniture_id, base_pose=pose,
+                              timeout_s=self.library.commands["navigate"].timeout_s)]
         if not check.ok:
             raise SkillRefused(check.code, check.detail)
-        return call, self.decompose(call, scene)
+        return call, drives + self.decompose(call, scene)
 
     def beside(self, scene: SceneGraph) -> str | None:
         """The furniture the robot stands beside: the nearest within reach of the base."""
@@ -371,14 +381,46 @@ class SkillPlanner:
         near = facing or target.center[:2]
         poses = [side[0] for side in sides] + sorted((pose for side in sides for pose in side[1:]),
                                                      key=lambda pose: pose.distance_to(*near))
-        others = [f for f in scene.furniture() if f.id != target_id]
-        mapped = bool(scene.rooms()) and all(scene.entity(room).polygon for room in scene.rooms())
-        clear = [pose for pose in poses if (not mapped or scene.room_at(pose.x, pose.y))
-                 and not any(footprint_contains(f.center, f.size, pose.x, pose.y) for f in others)]
+        clear = standable(poses, target_id, scene)
         # The arms must reach what is on it from where the base stops (a thing at the far edge of deep
         # furniture is out of reach from the near side): the first pose that reaches the most.
         return max(clear, key=lambda pose: sum(pose.distance_to(x, y) <= self.robot.reach_m for x, y in things),
                    default=sides[-1][0])
+
+    def step_closer(self, call: SkillCall, scene: SceneGraph) -> tuple[str, Pose2D] | None:
+        """Where the robot stands beside the furniture a thing of the call is on, but not where its
+        arms reach the thing (the far side of a large bed): that furniture and the nearest place by
+        it where they do; None when there is none or the robot is elsewhere."""
+        spec, bound = self.library.skills[call.name], self.bindings(call)
+        robot = scene.known_robot.pose
+        beside = scene.furniture_near(robot.x, robot.y, self.robot.reach_m)
+        for param in spec.params:
+            if param.type != "object" or not scene.has(thing_id := bound[param.name]):
+                continue
+            support = scene.furniture_support(thing_id)
+            thing = scene.entity(thing_id)
+            if support is None or support[1] not in beside or robot.distance_to(*thing.center[:2]) <= self.robot.reach_m:
+                continue
+            furniture = scene.entity(support[1])
+            poses = approach_poses(furniture.center, furniture.size, thing.center[0], thing.center[1],
+                                   self.robot.standoff_m, thing.center[:2])
+            reaching = [pose for pose in standable(poses, furniture.id, scene)
+                        if pose.distance_to(*thing.center[:2]) <= self.robot.reach_m]
+            return (furniture.id, min(reaching, key=lambda pose: pose.distance_to(robot.x, robot.y))) if reaching else None
+        return None
+
+
+def standable(poses: list[Pose2D], furniture_id: str, scene: SceneGraph) -> list[Pose2D]:
+    """The `poses` by a piece of furniture where the base can stand: in no other furniture, and in
+    its room, as a side beyond the wall of its room is reached by no arm (a bed along the wall to
+    the lounge); a side outside every room only where no side is in its own, or the map has no rooms."""
+    others = [f for f in scene.furniture() if f.id != furniture_id]
+    free = [pose for pose in poses if not any(footprint_contains(f.center, f.size, pose.x, pose.y) for f in others)]
+    if not (scene.rooms() and all(scene.entity(room).polygon for room in scene.rooms())):
+        return free
+    room = scene.entity(furniture_id).room
+    return [pose for pose in free if scene.room_at(pose.x, pose.y) == room] \
+        or [pose for pose in free if scene.room_at(pose.x, pose.y)]
 
 
 # ---- preconditions ---------------------------------------------------------------------------
