@@ -88,7 +88,7 @@ def test_a_skill_added_to_the_library_is_in_the_domain_and_plans_use_it(tmp_path
     (lambda lib: lib["skills"]["PICK"]["effects"].append("gripper_open(arm)"), "skills.PICK.effects[1]"),
     (lambda lib: lib["skills"]["OPEN"]["preconditions"].append({"check": "reachable"}), "skills.OPEN.preconditions[3]"),
     (lambda lib: lib["skills"]["PICK"]["preconditions"].append({"check": "payload", "args": ["object"]}),
-     "skills.PICK.preconditions[6]"),
+     "skills.PICK.preconditions[7]"),
     # a parameter named like a predicate of the domain
     (lambda lib: lib["skills"]["CLOSE"].update(choose={"arm": "free_arm", "held": "holding_arm(thing)"}),
      "skills.CLOSE"),

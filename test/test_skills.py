@@ -224,7 +224,38 @@ def test_a_thing_out_of_reach_on_the_furniture_the_robot_stands_by_is_picked_aft
     assert robot.scene().known_robot.room == "bedroom"
     assert robot.execute_skill("PLACE(box_1, bed_1, right)").success
     glass = robot.execute_skill("PICK(glass_1, right)")
-    assert not glass.success and glass.failure.code == "OUT_OF_REACH"  # by the wall, beyond every arm
+    assert not glass.success and glass.failure.code == "OUT_OF_WORKSPACE", glass.message  # by the wall
+    assert "out of reach from every place beside it in the bedroom" in glass.message
+
+
+def test_without_an_answer_the_nearest_thing_the_arms_can_reach_is_taken(tmp_path):
+    """"Pick up the glass" with the nearest glass by the wall on a wide bed, where no arm reaches
+    it, and another on the lounge table: asked which, and with no answer, the robot takes the one
+    it can reach (before, the nearest, and every pick failed out of reach). The plan of LLM+P
+    leaves the glass by the wall out just the same."""
+    from planner.adapters.llm import ScriptedPolicy
+    from planner.config import load_config
+    from planner.core.planning.settings import PlannerSettings
+    from planner.core.planning.task_planner import TaskPlanner
+    from planner.core.world import load_world
+    from planner.sim.in_process import SimulatedRobot
+    from planner.wiring import load_skill_planner
+
+    home = BED_BY_THE_WALL_HOME.replace("objects:", "  - {id: table_1, label: table, center: [6.0, 1.0, 0.375], "
+                                                    "size: [0.8, 0.6, 0.75]}\nobjects:").replace(
+        "robot:\n  pose: [1.0, 0.5, 0.0]", "  - {id: glass_2, label: glass, placed_on: table_1, offset: [0.0, 0.0], "
+        "size: [0.07, 0.07, 0.12], mass_kg: 0.2}\nrobot:\n  pose: [3.4, 2.0, 0.0]")
+    (tmp_path / "home.yaml").write_text(home)
+    robot = SimulatedRobot(load_world(tmp_path / "home.yaml"), [], load_skill_planner(load_config(CONFIG / "planner.yaml")))
+    trace = []
+    result = TaskPlanner(ScriptedPolicy([{"goals": [{"kind": "holding", "object": "glass"}]}]), robot, robot.skills,
+                         PlannerSettings(confirm_timeout_s=0, mode="llm_p"),
+                         on_step=lambda step: trace.append((step.kind, step.text))).run("Pick up the glass")
+    assert robot.log.questions == ["Which glass do you mean? 1) the one on the table in the lounge; "
+                                   "2) the one on the bed in the bedroom"], robot.log.questions
+    assert ("answer", "no answer; taking the nearest glass the robot can reach, the one on the table in the lounge "
+                      "(glass_2)") in trace
+    assert result.success and robot.scene().known_robot.holding("glass_2"), trace
 
 
 def names(commands):
@@ -398,7 +429,7 @@ def test_adding_a_skill_is_a_change_of_the_library_file_only(tmp_path):
 
 @pytest.mark.parametrize("change, message", [
     (lambda lib: lib["skills"]["PICK"]["preconditions"].append({"check": "teleport", "args": ["object"]}),
-     r"skills.PICK.preconditions\[6\].check: unknown check 'teleport'"),
+     r"skills.PICK.preconditions\[7\].check: unknown check 'teleport'"),
     (lambda lib: lib["skills"]["PICK"]["methods"][0]["steps"].append("juggle(arm, object)"),
      r"skills.PICK.methods\[0\].steps\[6\]: 'juggle' is no command, task or skill"),
     (lambda lib: lib["skills"]["PLACE"]["methods"][0]["steps"].insert(0, "grasp(arm)"),

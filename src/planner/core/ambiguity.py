@@ -4,12 +4,14 @@ which goals are ambiguous, the question to the user, and how an answer picks a c
 A goal is ambiguous when the request uses a definite article for its object ("the cup"), more
 than one object with that label is in the map, and the places the request mentions (rooms,
 furniture) do not single one out. "A cup" is never ambiguous: any will do. Without an answer
-the nearest candidate is taken, which is what a person standing by the robot most likely means.
+the nearest candidate the robot can take is taken, which is what a person standing by the robot
+most likely means.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from planner.core.goals import PLACING_KINDS, Goal
@@ -24,8 +26,9 @@ ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "1": 1
 class Question:
     goal: int                 # index of the goal it settles
     label: str
-    candidates: list[str]     # object ids, nearest to the robot first
+    candidates: list[str]     # object ids, those the robot can take first, nearest to the robot first among them
     places: list[str]         # where each candidate is, in the same order
+    can_take: int = 0         # how many of the candidates the robot can take, when not all
 
     @property
     def text(self) -> str:
@@ -118,14 +121,20 @@ def called_definitely(request: str, label: str) -> bool:
     return re.search(rf" the (?:[a-z]+ )?{re.escape(words_of(label).strip())}s? ", words_of(request)) is not None
 
 
-def ambiguous_goals(request: str, goals: list[Goal], scene: SceneGraph) -> list[Question]:
+def ambiguous_goals(request: str, goals: list[Goal], scene: SceneGraph,
+                    can_take: Callable[[str], bool] = lambda _: True) -> list[Question]:
+    """A question for each goal whose thing the request singles out among several of its label;
+    the candidates the robot `can_take` (its arms reach from beside their furniture) come first."""
     questions = []
     for index, goal in enumerate(goals):
         if not goal.object or goal.object_id or not called_definitely(request, goal.object):
             continue
         candidates = named_candidates(request, goal, scene)
         if len(candidates) > 1:
-            questions.append(Question(index, goal.object, candidates, [_place(scene, c)[0] for c in candidates]))
+            taken = [c for c in candidates if can_take(c)]
+            candidates = taken + [c for c in candidates if c not in taken]
+            questions.append(Question(index, goal.object, candidates, [_place(scene, c)[0] for c in candidates],
+                                      len(taken) if len(taken) < len(candidates) else 0))
     return questions
 
 

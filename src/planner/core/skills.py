@@ -398,16 +398,29 @@ class SkillPlanner:
             if param.type != "object" or not scene.has(thing_id := bound[param.name]):
                 continue
             support = scene.furniture_support(thing_id)
-            thing = scene.entity(thing_id)
-            if support is None or support[1] not in beside or robot.distance_to(*thing.center[:2]) <= self.robot.reach_m:
+            if support is None or support[1] not in beside \
+                    or robot.distance_to(*scene.entity(thing_id).center[:2]) <= self.robot.reach_m:
                 continue
-            furniture = scene.entity(support[1])
-            poses = approach_poses(furniture.center, furniture.size, thing.center[0], thing.center[1],
-                                   self.robot.standoff_m, thing.center[:2])
-            reaching = [pose for pose in standable(poses, furniture.id, scene)
-                        if pose.distance_to(*thing.center[:2]) <= self.robot.reach_m]
-            return (furniture.id, min(reaching, key=lambda pose: pose.distance_to(robot.x, robot.y))) if reaching else None
+            reaching = self.poses_reaching(thing_id, scene)
+            return (support[1], min(reaching, key=lambda pose: pose.distance_to(robot.x, robot.y))) if reaching else None
         return None
+
+    def reachable_from_beside(self, object_id: str, scene: SceneGraph) -> bool:
+        """Whether an arm reaches the thing from some place beside the furniture it is on, or it is
+        on no furniture (the other checks judge that)."""
+        return scene.furniture_support(object_id) is None or bool(self.poses_reaching(object_id, scene))
+
+    def poses_reaching(self, object_id: str, scene: SceneGraph) -> list[Pose2D]:
+        """The places beside the furniture a thing is on where the base can stand (`standable`) and
+        an arm reaches the thing, nearest the thing's side first; none for a thing on no furniture."""
+        support = scene.furniture_support(object_id)
+        if support is None:
+            return []
+        thing, furniture = scene.entity(object_id), scene.entity(support[1])
+        poses = approach_poses(furniture.center, furniture.size, thing.center[0], thing.center[1],
+                               self.robot.standoff_m, thing.center[:2])
+        return [pose for pose in standable(poses, furniture.id, scene)
+                if pose.distance_to(*thing.center[:2]) <= self.robot.reach_m]
 
 
 def standable(poses: list[Pose2D], furniture_id: str, scene: SceneGraph) -> list[Pose2D]:
@@ -478,6 +491,19 @@ def _reachable(planner: SkillPlanner, scene: SceneGraph, node_id: str, arm: str 
     if scene.entity(node_id).state == "open":
         return _opening_within_workspace(planner, scene, node_id, arm)
     return _within_workspace(planner, scene, node_id, arm)
+
+
+def _reachable_from_beside(planner: SkillPlanner, scene: SceneGraph, object_id: str) -> Outcome:
+    """From some place beside the furniture the thing is on, in that furniture's room, an arm
+    reaches it: a thing in the middle of a wide bed along a wall is out of reach wherever the base
+    stops (a thing on no furniture is for the other checks)."""
+    support = scene.furniture_support(object_id)
+    if support is None or planner.reachable_from_beside(object_id, scene):
+        return Outcome(True)
+    furniture = scene.entity(support[1])
+    return Outcome(False, FailureCode.OUT_OF_WORKSPACE,
+                   f"{object_id} is {support[0]} {furniture.id} out of reach from every place beside it in the "
+                   f"{furniture.room} where the robot can stand (the arms reach {planner.robot.reach_m:.1f} m)")
 
 
 def _handle_reachable(planner: SkillPlanner, scene: SceneGraph, node_id: str, arm: str = "") -> Outcome:
@@ -604,6 +630,7 @@ PRECONDITIONS: dict[str, Callable[..., Outcome]] = {
     "payload": _payload,
     "holding": _holding,
     "reachable": _reachable,
+    "reachable_from_beside": _reachable_from_beside,
     "handle_reachable": _handle_reachable,
     "within_workspace": _within_workspace,
     "opening_within_workspace": _opening_within_workspace,

@@ -24,14 +24,15 @@ class Conversation:
         self.tools.say(text)
 
     def which(self, question: Question) -> str:
-        """Which object the user means; without a clear answer in time, the nearest."""
+        """Which object the user means; without a clear answer in time, the nearest the robot can take."""
         self._emit("question", question.text)
         answer = self.tools.ask(question.text, self.timeout_s)
         choice = chosen_candidate(answer, question, self.tools.scene()) if answer else None
         if choice is None:
             choice, place = question.candidates[0], question.places[0]
             why = f"{answer!r} did not say which one" if answer else "no answer"
-            self._emit("answer", f"{why}; taking the nearest {question.label}, the one {place} ({choice})")
+            nearest = f"the nearest {question.label}" + (" the robot can reach" if question.can_take else "")
+            self._emit("answer", f"{why}; taking {nearest}, the one {place} ({choice})")
             self.say(f"I will take the {question.label} {place}.")
         else:
             self._emit("answer", f"{answer!r}: {choice}")

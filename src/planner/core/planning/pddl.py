@@ -126,9 +126,11 @@ CHECK_MEANINGS: dict[str, Callable[..., None]] = {
 }
 # Checks the plan cannot change: a predicate of that name, true where the check passes now.
 # Furniture too high or too low for the arms stays so (and what is on or in it with it): its top
-# (within_workspace), and its door or drawer and inner shelf (opening_within_workspace).
+# (within_workspace), and its door or drawer and inner shelf (opening_within_workspace); so does a
+# thing no place beside its furniture reaches (reachable_from_beside).
 STATIC_CHECKS = {"location_known": ["item"], "payload": ["item", "arm"], "person_present": ["person"],
-                 "within_workspace": ["furniture"], "opening_within_workspace": ["furniture"]}
+                 "within_workspace": ["furniture"], "opening_within_workspace": ["furniture"],
+                 "reachable_from_beside": ["item"]}
 # What a parameter a skill fills itself must satisfy for the action to make sense.
 CHOOSER_MEANINGS: dict[str, Callable[..., None]] = {
     "free_arm": lambda parts, arm: parts.require(f"(hand_empty ?{arm})"),

@@ -122,7 +122,9 @@ class TaskPlanner:
             return Ending(EpisodeOutcome.ERROR, str(error), 0)
         # Read in the map's words, as the goals were: "the desk lamp from the side table" is a table lamp
         # there, not one on the desk (a development home fetched the one on the desk and said Done.).
-        for question in ambiguous_goals(grounding.text if grounding else request, goals, self.tools.scene()):
+        scene = self.tools.scene()
+        for question in ambiguous_goals(grounding.text if grounding else request, goals, scene,
+                                        lambda thing: self.skills.reachable_from_beside(thing, scene)):
             goals[question.goal] = goals[question.goal].model_copy(update={"object_id": self.conversation.which(question)})
         self._emit("goal", "; ".join(str(g) for g in goals))
         # The robot looks around where it stands before the first step.
