@@ -295,7 +295,7 @@ def plans_llm(args, images: bool):
 
     if images and args.llm == "embedded":
         raise InputError("the embedded model reads no images: use --llm openai --base-url URL of a vision-capable "
-                         "server (see the README), or scene tables")
+                         "server (see docs/usage.md), or scene tables")
     config = load_config(args.config)
     config = config.model_copy(update={"llm": config.llm.model_copy(update={
         "max_tokens": max(config.llm.max_tokens, PLAN_MAX_TOKENS)})})

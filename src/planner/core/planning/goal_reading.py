@@ -52,7 +52,7 @@ meant, and nothing more? Answer with JSON: fits true or false."""
 # Asked of each thing the model chose for a need ("I'm cold" read as a blanket). This narrow question
 # separates better than the one about the whole reading: on 30 needs we worded (no suite's), each
 # against its right things and 8 wrong ones, the 1.5B's probability of yes ranks a right thing above
-# a wrong one 92% of the time, and a right thing first for 28 needs (the README has the figures).
+# a wrong one 92% of the time, and a right thing first for 28 needs (docs/benchmarks.md has the figures).
 NEED_CHECK_PROMPT = """A person says to a home robot: "{request}"
 Would bringing them a {thing} give them what they want? Answer with JSON: fits true or false."""
 
