@@ -258,6 +258,54 @@ def test_without_an_answer_the_nearest_thing_the_arms_can_reach_is_taken(tmp_pat
     assert result.success and robot.scene().known_robot.holding("glass_2"), trace
 
 
+FANS_HOME = """
+name: fans
+rooms:
+  - {name: office, polygon: [[0, 0], [5, 0], [5, 4], [0, 4]]}
+furniture:
+  - {id: shelf_1, label: shelf, center: [1.0, 3.7, 1.0], size: [1.0, 0.4, 2.0]}
+  - {id: table_1, label: table, center: [4.0, 1.0, 0.375], size: [0.8, 0.6, 0.75]}
+objects:
+  - {id: fan_1, label: fan, placed_on: shelf_1, offset: [0.0, 0.0], size: [0.3, 0.3, 0.4], mass_kg: 1.0}
+  - {id: electric_fan_1, label: electric_fan, placed_on: table_1, offset: [0.0, 0.0], size: [0.3, 0.3, 0.4], mass_kg: 1.0}
+robot:
+  pose: [1.5, 2.5, 0.0]
+"""
+
+
+def test_the_thing_a_request_names_by_its_kind_may_be_one_of_a_compound_label_and_the_reachable_one_is_taken(
+        tmp_path):
+    """"Pick up the fan" where the fan is on a shelf above the arms and an electric fan stands on a
+    table: an electric fan is a fan, so the robot asks which, naming it, and without an answer takes
+    the one it can reach (before, the fan up high, and the request ended "impossible")."""
+    from planner.adapters.llm import ScriptedPolicy
+    from planner.config import load_config
+    from planner.core.planning.settings import PlannerSettings
+    from planner.core.planning.task_planner import TaskPlanner
+    from planner.core.world import load_world
+    from planner.sim.in_process import SimulatedRobot
+    from planner.wiring import load_skill_planner
+
+    (tmp_path / "home.yaml").write_text(FANS_HOME)
+
+    def pick_up(answers):
+        robot = SimulatedRobot(load_world(tmp_path / "home.yaml"), [],
+                               load_skill_planner(load_config(CONFIG / "planner.yaml")), answers=answers)
+        trace = []
+        result = TaskPlanner(ScriptedPolicy([{"goals": [{"kind": "holding", "object": "fan"}]}]), robot, robot.skills,
+                             PlannerSettings(confirm_timeout_s=0, mode="llm_p"),
+                             on_step=lambda step: trace.append((step.kind, step.text))).run("Pick up the fan")
+        return result, robot, trace
+
+    result, robot, trace = pick_up([])
+    assert robot.log.questions == ["Which fan do you mean? 1) the electric fan on the table in the office; "
+                                   "2) the one on the shelf in the office"], robot.log.questions
+    assert result.success and robot.scene().known_robot.holding("electric_fan_1"), trace
+    assert ("say", "I will take the electric fan on the table in the office.") in trace
+    result, robot, trace = pick_up(["the one on the shelf"])
+    assert not result.success and robot.scene().known_robot.holding("fan_1") is None  # above the arms
+
+
 def names(commands):
     return [c.name for c in commands]
 

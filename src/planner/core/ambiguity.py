@@ -2,8 +2,9 @@
 which goals are ambiguous, the question to the user, and how an answer picks a candidate.
 
 A goal is ambiguous when the request uses a definite article for its object ("the cup"), more
-than one object with that label is in the map, and the places the request mentions (rooms,
-furniture) do not single one out. "A cup" is never ambiguous: any will do. Without an answer
+than one object of that kind is in the map (its label, or a compound label whose head it is: an
+electric_fan is a fan), and the places the request mentions (rooms, furniture) do not single one
+out. "A cup" is never ambiguous: any will do. Without an answer
 the nearest candidate the robot can take is taken, which is what a person standing by the robot
 most likely means.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from planner.core.goals import PLACING_KINDS, Goal
 from planner.core.scene_graph import SceneGraph
@@ -29,10 +30,17 @@ class Question:
     candidates: list[str]     # object ids, those the robot can take first, nearest to the robot first among them
     places: list[str]         # where each candidate is, in the same order
     can_take: int = 0         # how many of the candidates the robot can take, when not all
+    kinds: list[str] = field(default_factory=list)  # each candidate's label where it is not `label`, else ""
+
+    def called(self, index: int, one: str = "one") -> str:
+        """How a candidate is called: "the one" (or the `one` given) of the label asked about, else
+        by its own label."""
+        kind = self.kinds[index] if index < len(self.kinds) else ""
+        return f"the {kind.replace('_', ' ') if kind else one}"
 
     @property
     def text(self) -> str:
-        options = "; ".join(f"{n}) the one {place}" for n, place in enumerate(self.places, 1))
+        options = "; ".join(f"{n}) {self.called(n - 1)} {place}" for n, place in enumerate(self.places, 1))
         return f"Which {self.label} do you mean? {options}"
 
 
@@ -83,10 +91,11 @@ def named_object_labels(request: str, labels: set[str]) -> list[str]:
 
 
 def named_candidates(request: str, goal: Goal, scene: SceneGraph) -> list[str]:
-    """The objects a goal's label may mean, narrowed by the places the request names, nearest first."""
+    """The objects a goal's label may mean (of that label, or of a compound label whose head it is),
+    narrowed by the places the request names, nearest first."""
     words = words_of(request)
     label = words_of(goal.object).strip()
-    candidates = [o.id for o in scene.objects() if o.label == goal.object and o.status != "missing"]
+    candidates = [o.id for o in scene.objects() if of_kind(o.label, goal.object) and o.status != "missing"]
     places = {c: _place(scene, c) for c in candidates}
     # Where the object is comes right after it ("the mug from the desk in the office and bring it
     # to the counter"); where it must end up does not say which one is meant.
@@ -95,6 +104,12 @@ def named_candidates(request: str, goal: Goal, scene: SceneGraph) -> list[str]:
     target = {goal.target.replace("_", " "), goal.room.replace("_", " ")} if goal.kind in PLACING_KINDS else set()
     names = {c: [n for n in places[c][1] if n not in target] for c in candidates}
     return scene.nearest_to_robot(most_named(source, names) or most_named(words, names) or candidates)
+
+
+def of_kind(label: str, kind: str) -> bool:
+    """Whether a label names a thing of the kind another label names: itself, or a compound whose
+    head it is (an electric_fan is a fan, a table_lamp a lamp)."""
+    return label == kind or label.endswith(f"_{kind}")
 
 
 def pin_named_objects(request: str, goals: list[Goal], scene: SceneGraph) -> list[Goal]:
@@ -133,8 +148,10 @@ def ambiguous_goals(request: str, goals: list[Goal], scene: SceneGraph,
         if len(candidates) > 1:
             taken = [c for c in candidates if can_take(c)]
             candidates = taken + [c for c in candidates if c not in taken]
+            labels = [scene.entity(c).label for c in candidates]
             questions.append(Question(index, goal.object, candidates, [_place(scene, c)[0] for c in candidates],
-                                      len(taken) if len(taken) < len(candidates) else 0))
+                                      len(taken) if len(taken) < len(candidates) else 0,
+                                      [label if label != goal.object else "" for label in labels]))
     return questions
 
 
@@ -150,5 +167,7 @@ def chosen_candidate(answer: str, question: Question, scene: SceneGraph) -> str 
     if len(numbers) == 1:
         return question.candidates[numbers.pop() - 1 if -1 not in numbers else -1]
     # "on the table in the kitchen" beats a table in the hall.
-    picked = most_named(words, {c: _place(scene, c)[1] for c in question.candidates})
+    # "The electric one", "the electric fan": a candidate's own label names it too.
+    picked = most_named(words, {c: [*_place(scene, c)[1], words_of(scene.entity(c).label).strip()]
+                                for c in question.candidates})
     return picked[0] if len(picked) == 1 else None

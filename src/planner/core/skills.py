@@ -405,6 +405,11 @@ class SkillPlanner:
             return (support[1], min(reaching, key=lambda pose: pose.distance_to(robot.x, robot.y))) if reaching else None
         return None
 
+    def can_take(self, object_id: str, scene: SceneGraph) -> bool:
+        """Whether the arms could take the thing from where the base can stand: at a height they
+        work at, and within reach from beside its furniture."""
+        return _within_workspace(self, scene, object_id).ok and self.reachable_from_beside(object_id, scene)
+
     def reachable_from_beside(self, object_id: str, scene: SceneGraph) -> bool:
         """Whether an arm reaches the thing from some place beside the furniture it is on, or it is
         on no furniture (the other checks judge that)."""

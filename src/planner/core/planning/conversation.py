@@ -32,8 +32,8 @@ class Conversation:
             choice, place = question.candidates[0], question.places[0]
             why = f"{answer!r} did not say which one" if answer else "no answer"
             nearest = f"the nearest {question.label}" + (" the robot can reach" if question.can_take else "")
-            self._emit("answer", f"{why}; taking {nearest}, the one {place} ({choice})")
-            self.say(f"I will take the {question.label} {place}.")
+            self._emit("answer", f"{why}; taking {nearest}, {question.called(0)} {place} ({choice})")
+            self.say(f"I will take {question.called(0, question.label)} {place}.")
         else:
             self._emit("answer", f"{answer!r}: {choice}")
         return choice

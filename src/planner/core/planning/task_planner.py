@@ -124,7 +124,7 @@ class TaskPlanner:
         # there, not one on the desk (a development home fetched the one on the desk and said Done.).
         scene = self.tools.scene()
         for question in ambiguous_goals(grounding.text if grounding else request, goals, scene,
-                                        lambda thing: self.skills.reachable_from_beside(thing, scene)):
+                                        lambda thing: self.skills.can_take(thing, scene)):
             goals[question.goal] = goals[question.goal].model_copy(update={"object_id": self.conversation.which(question)})
         self._emit("goal", "; ".join(str(g) for g in goals))
         # The robot looks around where it stands before the first step.
