@@ -358,16 +358,18 @@ class RequestReader:
             self._emit("check", f"{reading}: leaves out the {' and the '.join(left_out)} the request asks to move")
             return False, []
         chosen = chosen_for_need(reader.moved, reader.request, goals)
+        # A second reading of the need, by other means: the object finder names kinds of things that meet
+        # it and finds them in the map by their labels. The model's choice must be among them; the one
+        # the search finds best is a second reading agreeing, which the need check's yes need not back.
+        found = self._found(reader, usage) if chosen else None
+        if found is not None and not set(chosen) <= set(found):
+            return False, []
         checks = [(GOAL_CHECK_PROMPT.format(request=reader.said, reading=reading), reading, "what was asked",
                    settings.goal_check_threshold)] if settings.goal_check_threshold > 0 else []
         if settings.need_check_threshold > 0:
             checks += [(need_question(reader.said, label), f"a {label}", "to meet the request", settings.need_check_threshold)
-                       for label in chosen]
+                       for label in chosen if not found or label != found[0]]
         if not all(self._judged_yes(prompt, what, purpose, threshold, usage) for prompt, what, purpose, threshold in checks):
-            return False, []
-        # A second reading of the need, by other means: the object finder names kinds of things that meet
-        # it and finds them in the map by their labels. The model's choice must be among them.
-        if chosen and (found := self._found(reader, usage)) is not None and not set(chosen) <= set(found):
             return False, []
         if settings.name_check_threshold <= 0:
             return True, []
