@@ -228,11 +228,9 @@ def test_a_thing_out_of_reach_on_the_furniture_the_robot_stands_by_is_picked_aft
     assert "out of reach from every place beside it in the bedroom" in glass.message
 
 
-def test_without_an_answer_the_nearest_thing_the_arms_can_reach_is_taken(tmp_path):
-    """"Pick up the glass" with the nearest glass by the wall on a wide bed, where no arm reaches
-    it, and another on the lounge table: asked which, and with no answer, the robot takes the one
-    it can reach (before, the nearest, and every pick failed out of reach). The plan of LLM+P
-    leaves the glass by the wall out just the same."""
+def picked_up(home: str, tmp_path, thing: str, answers=()):
+    """"Pick up the THING" in the world `home` (YAML), read as the THING held and planned by LLM+P:
+    the result, the robot and the trace."""
     from planner.adapters.llm import ScriptedPolicy
     from planner.config import load_config
     from planner.core.planning.settings import PlannerSettings
@@ -241,16 +239,26 @@ def test_without_an_answer_the_nearest_thing_the_arms_can_reach_is_taken(tmp_pat
     from planner.sim.in_process import SimulatedRobot
     from planner.wiring import load_skill_planner
 
+    (tmp_path / "home.yaml").write_text(home)
+    robot = SimulatedRobot(load_world(tmp_path / "home.yaml"), [], load_skill_planner(load_config(CONFIG / "planner.yaml")),
+                           answers=list(answers))
+    trace = []
+    result = TaskPlanner(ScriptedPolicy([{"goals": [{"kind": "holding", "object": thing}]}]), robot, robot.skills,
+                         PlannerSettings(confirm_timeout_s=0, mode="llm_p"),
+                         on_step=lambda step: trace.append((step.kind, step.text))).run(f"Pick up the {thing}")
+    return result, robot, trace
+
+
+def test_without_an_answer_the_nearest_thing_the_arms_can_reach_is_taken(tmp_path):
+    """"Pick up the glass" with the nearest glass by the wall on a wide bed, where no arm reaches
+    it, and another on the lounge table: asked which, and with no answer, the robot takes the one
+    it can reach (before, the nearest, and every pick failed out of reach). The plan of LLM+P
+    leaves the glass by the wall out just the same."""
     home = BED_BY_THE_WALL_HOME.replace("objects:", "  - {id: table_1, label: table, center: [6.0, 1.0, 0.375], "
                                                     "size: [0.8, 0.6, 0.75]}\nobjects:").replace(
         "robot:\n  pose: [1.0, 0.5, 0.0]", "  - {id: glass_2, label: glass, placed_on: table_1, offset: [0.0, 0.0], "
         "size: [0.07, 0.07, 0.12], mass_kg: 0.2}\nrobot:\n  pose: [3.4, 2.0, 0.0]")
-    (tmp_path / "home.yaml").write_text(home)
-    robot = SimulatedRobot(load_world(tmp_path / "home.yaml"), [], load_skill_planner(load_config(CONFIG / "planner.yaml")))
-    trace = []
-    result = TaskPlanner(ScriptedPolicy([{"goals": [{"kind": "holding", "object": "glass"}]}]), robot, robot.skills,
-                         PlannerSettings(confirm_timeout_s=0, mode="llm_p"),
-                         on_step=lambda step: trace.append((step.kind, step.text))).run("Pick up the glass")
+    result, robot, trace = picked_up(home, tmp_path, "glass")
     assert robot.log.questions == ["Which glass do you mean? 1) the one on the table in the lounge; "
                                    "2) the one on the bed in the bedroom"], robot.log.questions
     assert ("answer", "no answer; taking the nearest glass the robot can reach, the one on the table in the lounge "
@@ -278,31 +286,12 @@ def test_the_thing_a_request_names_by_its_kind_may_be_one_of_a_compound_label_an
     """"Pick up the fan" where the fan is on a shelf above the arms and an electric fan stands on a
     table: an electric fan is a fan, so the robot asks which, naming it, and without an answer takes
     the one it can reach (before, the fan up high, and the request ended "impossible")."""
-    from planner.adapters.llm import ScriptedPolicy
-    from planner.config import load_config
-    from planner.core.planning.settings import PlannerSettings
-    from planner.core.planning.task_planner import TaskPlanner
-    from planner.core.world import load_world
-    from planner.sim.in_process import SimulatedRobot
-    from planner.wiring import load_skill_planner
-
-    (tmp_path / "home.yaml").write_text(FANS_HOME)
-
-    def pick_up(answers):
-        robot = SimulatedRobot(load_world(tmp_path / "home.yaml"), [],
-                               load_skill_planner(load_config(CONFIG / "planner.yaml")), answers=answers)
-        trace = []
-        result = TaskPlanner(ScriptedPolicy([{"goals": [{"kind": "holding", "object": "fan"}]}]), robot, robot.skills,
-                             PlannerSettings(confirm_timeout_s=0, mode="llm_p"),
-                             on_step=lambda step: trace.append((step.kind, step.text))).run("Pick up the fan")
-        return result, robot, trace
-
-    result, robot, trace = pick_up([])
+    result, robot, trace = picked_up(FANS_HOME, tmp_path, "fan")
     assert robot.log.questions == ["Which fan do you mean? 1) the electric fan on the table in the office; "
                                    "2) the one on the shelf in the office"], robot.log.questions
     assert result.success and robot.scene().known_robot.holding("electric_fan_1"), trace
     assert ("say", "I will take the electric fan on the table in the office.") in trace
-    result, robot, trace = pick_up(["the one on the shelf"])
+    result, robot, trace = picked_up(FANS_HOME, tmp_path, "fan", ["the one on the shelf"])
     assert not result.success and robot.scene().known_robot.holding("fan_1") is None  # above the arms
 
 

@@ -503,7 +503,7 @@ def _reachable_from_beside(planner: SkillPlanner, scene: SceneGraph, object_id: 
     reaches it: a thing in the middle of a wide bed along a wall is out of reach wherever the base
     stops (a thing on no furniture is for the other checks)."""
     support = scene.furniture_support(object_id)
-    if support is None or planner.reachable_from_beside(object_id, scene):
+    if support is None or planner.poses_reaching(object_id, scene):
         return Outcome(True)
     furniture = scene.entity(support[1])
     return Outcome(False, FailureCode.OUT_OF_WORKSPACE,

@@ -659,19 +659,20 @@ def moved_labels(moved: list[MovedThing], labels: list[str]) -> list[str]:
     return [label for label in labels if _phrase(label) in names]
 
 
-def to_other_furniture(request: str, goals: list[Goal], scene: SceneGraph) -> list[Goal]:
+def to_other_furniture(facts: ReadingFacts, goals: list[Goal]) -> list[Goal]:
     """A reading whose every goal puts a thing the request names on the furniture where it is now,
     furniture the request sends things to, asks for other furniture of that label where the map has
     more ("both on the shelf", the two on one of three shelves), as a request asks for a change;
-    else the goals as they are."""
-    said, places = thing_words(request), furniture_destinations(request, scene.rooms())
-    if not goals or not all(goal.kind in PLACING_KINDS and goal.target and _named(goal.object, said)
-                            and any(names_furniture(place, goal.target) for place in places) for goal in goals):
+    else the goals as they are, as for a thing read apart, which may be meant to join another where
+    it is."""
+    if facts.part or not goals or not all(
+            goal.kind in PLACING_KINDS and goal.target and _named(goal.object, facts.things_said)
+            and any(names_furniture(place, goal.target) for place in facts.destinations_said) for goal in goals):
         return goals
     moved = []
     for goal in goals:
-        here = furniture_meeting(goal, scene)
-        if len(here) != 1 or len(goal_furniture(scene, goal)) < 2:
+        here = furniture_meeting(goal, facts.scene)
+        if len(here) != 1 or len(goal_furniture(facts.scene, goal)) < 2:
             return goals
         moved.append(goal.model_copy(update={"other_than": here.pop()}))
     return moved
@@ -905,7 +906,11 @@ def goal_problems(request: str, goals: list[Goal], scene: SceneGraph, part: bool
     already, a place the request does not name): the model may insist on doubtful goals. A `part`
     is one thing of a request for several, read apart from the others; `moved`, the things the
     request asks to move (`moved_things`)."""
-    facts = ReadingFacts(request, scene, part, moved or [])
+    return judged_by_checks(ReadingFacts(request, scene, part, moved or []), goals)
+
+
+def judged_by_checks(facts: ReadingFacts, goals: list[Goal]) -> tuple[list[str], list[str]]:
+    """`goal_problems` of the request and map `facts` were read off."""
     found: dict[str, list[str]] = {"wrong": [], "doubt": []}
     for _, severity, check in GOAL_CHECKS:
         found[severity] += check(facts, goals)
@@ -925,6 +930,7 @@ class GoalReader:
         self.request = grounding.text if grounding is not None else request
         self.moved = moved_things(parser, self.request)  # none without a parser: the checks of things moved are off
         self.scene = scene
+        self.facts = ReadingFacts(self.request, scene, part, self.moved)  # the same for every reply
         self.user_room = user_room(self.request, scene)
         self.object_labels = sorted({o.label for o in scene.objects()})
         self.furniture_labels = sorted({f.label for f in scene.furniture()})
@@ -978,9 +984,8 @@ class GoalReader:
         for repair in (taken_not_placed, rooms_from_request, inside_from_request, cleared_from_request,
                        pin_named_objects):
             goals = repair(self.request, goals, self.scene)
-        if not self.part:  # a thing read apart may be meant to join another where it is
-            goals = to_other_furniture(self.request, goals, self.scene)
-        problems, doubts = goal_problems(self.request, goals, self.scene, self.part, self.moved)
+        goals = to_other_furniture(self.facts, goals)
+        problems, doubts = judged_by_checks(self.facts, goals)
         return goals, problems, doubts
 
     def _check_impossible(self, why: str) -> None:
