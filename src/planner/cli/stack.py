@@ -43,6 +43,7 @@ def node_command(node: NodeLaunch, log_level: str) -> list[str]:
 RESTART_BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)   # waits before restarting a node that died, in turn
 STABLE_S = 60.0   # a node that ran this long since its last start is back to the shortest wait
 START_ATTEMPTS = 3   # a node that died this many times in a row, never running stably, cannot start
+SUPERVISE_PERIOD_S = 0.5   # how often bringup looks for nodes that died
 
 
 class Stack:
@@ -363,16 +364,18 @@ def bringup(args) -> int:
     except ValueError as error:
         print(f"planner bringup: {error}", file=sys.stderr)
         return 2
-    stop = threading.Event()
     # Both set here, not left to Python's default: a process started in the background by a
     # non-interactive shell (nohup, a CI script's `&`) inherits SIGINT ignored, and would not stop.
+    # The handler only appends: it runs in the main thread between any two bytecodes, and taking a
+    # lock there (threading.Event.set) deadlocks when the main thread holds that lock already.
+    stop_signals: list[int] = []
     for stopping in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(stopping, lambda *_: stop.set())
+        signal.signal(stopping, lambda signum, _: stop_signals.append(signum))
     stack.start()
     try:
-        while not stop.is_set():
+        while not stop_signals:
             stack.supervise()
-            stop.wait(0.5)
+            time.sleep(SUPERVISE_PERIOD_S)
     finally:
         stack.stop()
     return 0
