@@ -12,12 +12,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import CONFIG, ROBOT
+from conftest import CONFIG, ROBOT, chat_server
+from planner.adapters.llm import WatchedPolicy
 from planner.bench.suite import FinalState, Predicate, check, load_suite, predicate_objects
 from planner.bench.tasks import world_outcomes
 from planner.cli import main
-from planner.core.errors import InputError
+from planner.core.errors import InputError, PolicyError, ServerUnreachable
 from planner.core.geometry import Pose2D
+from planner.core.types import PolicyReply
 from planner.sim.faults import FAULT_KINDS, fault_events
 from planner.sim.simulated_world import SimulatedWorld
 
@@ -137,6 +139,64 @@ def test_the_smoke_suite_runs_from_the_command_line(tmp_path, capsys):
     assert "| moderate | 2 | 100% (2) | 0% (0) | 75% (20) |" in report
     progress = capsys.readouterr().err
     assert "[  6/6] umbrella" in progress and "faults: object_moved" in progress
+
+
+def test_a_run_against_a_server_that_does_not_answer_stops_at_once_saying_so(tmp_path, capsys):
+    assert main(["bench", "tasks", "--suite", "smoke", "--llm", "openai", "--base-url", "http://127.0.0.1:9/v1",
+                 "--model", "x", "--explainer", "off", "--out", str(tmp_path)]) == 1
+    assert "the model server does not answer" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_server_that_stops_answering_mid_run_ends_the_run_with_the_episodes_before_kept(tmp_path, capsys):
+    """It answers the first call, then every call fails: the run stops at the third failure in a
+    row, exits non-zero, and keeps the episodes it ran for --resume, with no report of a run it did
+    not finish."""
+    calls = []
+
+    def reply(body: dict) -> dict:
+        calls.append(body)
+        choices = [{"index": 0, "message": {"role": "assistant", "content": '{"ready": true}'}, "finish_reason": "stop"}]
+        return {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                "choices": choices if len(calls) == 1 else []}
+
+    httpd = chat_server(reply)
+    try:
+        code = main(["bench", "tasks", "--suite", "smoke", "--llm", "openai", "--model", "x", "--explainer", "off",
+                     "--base-url", f"http://127.0.0.1:{httpd.server_port}/v1", "--out", str(tmp_path), "--name", "cut"])
+    finally:
+        httpd.shutdown()
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "the run stopped: 3 model calls in a row failed" in err and "--resume" in err
+    partial = json.loads((tmp_path / "cut.json").read_text())
+    assert not partial["complete"] and [e["outcome"] for e in partial["episodes"]] == ["error", "error"]
+    assert not (tmp_path / "cut.md").exists()
+
+
+def test_calls_that_fail_now_and_then_do_not_stop_a_run_only_failures_in_a_row_do():
+    class Flaky:
+        def __init__(self, answers: str):
+            self.answers = iter(answers)
+
+        def complete(self, messages, schema):
+            if next(self.answers) == "x":
+                raise PolicyError("server hiccup")
+            return PolicyReply("{}")
+
+    watched = WatchedPolicy(Flaky("xx.xx.xxx"), limit=3)
+    outcomes = []
+    for _ in range(8):
+        try:
+            watched.complete([], {})
+            outcomes.append("ok")
+        except ServerUnreachable:
+            outcomes.append("stop")
+        except PolicyError:
+            outcomes.append("failed")
+    assert outcomes == ["failed", "failed", "ok", "failed", "failed", "ok", "failed", "failed"]
+    with pytest.raises(ServerUnreachable, match="3 model calls in a row failed, the last with: server hiccup"):
+        watched.complete([], {})
 
 
 def test_the_smoke_suite_in_llm_p_mode_needs_the_model_only_to_read_the_goals(tmp_path):

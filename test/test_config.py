@@ -1,3 +1,4 @@
+import re
 import subprocess
 
 import pytest
@@ -5,6 +6,7 @@ import pytest
 from conftest import CONFIG, PLANNER
 from planner.adapters.llm import LLMSettings
 from planner.adapters.moveit import MoveItArms, MoveItSettings
+from planner.cli import main
 from planner.config import load_config
 from planner.core.errors import InputError
 from planner.core.geometry import Pose2D
@@ -92,3 +94,10 @@ def test_a_world_that_describes_the_robot_is_told_where_that_belongs(tmp_path):
     assert f"{path}: robot: arms, reach_m: a world only places the robot (pose)" in str(error.value)
 
 
+
+
+def test_the_command_line_says_its_version_and_the_commit_it_runs_from(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert re.fullmatch(r"planner \d+\.\d+\.\d+( \(source [0-9a-f]{7,}(\+changes)?\))?\n", capsys.readouterr().out)

@@ -25,7 +25,7 @@ from pydantic import Field
 
 from planner.adapters.model_store import DEFAULT_MODEL, MODELS
 from planner.adapters.processes import DIE_WITH_PARENT
-from planner.core.errors import PolicyError
+from planner.core.errors import PolicyError, ServerUnreachable
 from planner.core.files import StrictModel, load_yaml
 from planner.core.ports import JUDGEMENT_SCHEMA, Policy, fits_of, judged
 from planner.core.types import PolicyReply
@@ -86,6 +86,8 @@ class LLMSettings(StrictModel):
     object_finder: list[FallbackEndpoint] = Field(default_factory=list, description="servers for the object "
                                                   "finder, asked before the endpoints above")
     rest_s: float = Field(default=30, ge=0, description="an endpoint that did not answer is passed over this long")
+    benchmark_gives_up_after: int = Field(default=3, ge=1, description="a benchmark stops, saying why, after this "
+                                          "many model calls in a row failed (each after its own retries)")
     temperature: float = Field(default=0.0, ge=0, le=2)
     max_tokens: int = Field(default=256, ge=16)
     timeout_s: float = Field(default=60, gt=0)
@@ -267,6 +269,45 @@ class FallbackPolicy:
             self.resting_until.pop(index, None)
             return reply
         raise PolicyError(f"no LLM endpoint answered ({len(errors)} asked): " + "; ".join(errors))
+
+
+class WatchedPolicy:
+    """A benchmark's policy: after `limit` calls in a row failed, the next failure raises
+    ServerUnreachable, which ends the run instead of one episode."""
+
+    def __init__(self, policy: Policy, limit: int):
+        self.policy = policy
+        self.limit = limit
+        self.failed_in_a_row = 0
+
+    def complete(self, messages: list[dict], schema: dict) -> PolicyReply:
+        return self._watched(lambda: self.policy.complete(messages, schema))
+
+    def judge(self, messages: list[dict], schema: dict = JUDGEMENT_SCHEMA) -> PolicyReply:
+        return self._watched(lambda: judged(self.policy, messages, schema))
+
+    def _watched(self, ask: Callable[[], PolicyReply]) -> PolicyReply:
+        try:
+            reply = ask()
+        except PolicyError as error:
+            self.failed_in_a_row += 1
+            if self.failed_in_a_row >= self.limit:
+                raise ServerUnreachable(f"{self.failed_in_a_row} model calls in a row failed, the last with: {error}") from None
+            raise
+        self.failed_in_a_row = 0
+        return reply
+
+
+PREFLIGHT_SCHEMA = {"type": "object", "properties": {"ready": {"type": "boolean"}}, "required": ["ready"]}
+
+
+def preflight(policy: Policy) -> None:
+    """One short call before a benchmark's first episode: ServerUnreachable saying why when the server
+    does not answer, so a wrong URL or a stopped server ends the run at once."""
+    try:
+        policy.complete([{"role": "user", "content": 'Answer {"ready": true}.'}], PREFLIGHT_SCHEMA)
+    except PolicyError as error:
+        raise ServerUnreachable(f"the model server does not answer: {error}") from None
 
 
 class RevivingPolicy:

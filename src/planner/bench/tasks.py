@@ -25,6 +25,7 @@ import yaml
 from planner.adapters.llm import ScriptedPolicy
 from planner.bench.common import machine_info, write_results
 from planner.bench.suite import TIERS, FinalState, LoadedSuite, Task, check, predicate_objects
+from planner.core.errors import ServerUnreachable
 from planner.core.explainer import CaseMemory
 from planner.core.files import load_yaml, write_json_atomic
 from planner.core.object_finder import ObjectFinder
@@ -141,6 +142,8 @@ def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[T
         calls, prompt, completion = result.llm_calls, result.prompt_tokens, result.completion_tokens
         if result.plan_check is not None:
             plan_check = {"score": result.plan_check.score, "like": result.plan_check.like, "low": result.plan_check.low}
+    except ServerUnreachable:
+        raise  # no episode can run: the run ends
     except Exception as error:  # a crash is a failed episode with its reason; the run goes on
         trace.append(["error", traceback.format_exc()])
         outcome, steps, summary, calls, prompt, completion = "error", 0, f"internal error: {error!r}", 0, 0, 0

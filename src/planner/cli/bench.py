@@ -59,9 +59,9 @@ def _logged(args, policy, server, header: dict):
 
 
 def _open_bench_llm(args, config):
-    from planner.adapters.llm import open_policy
+    from planner.adapters.llm import WatchedPolicy, open_policy, preflight
     from planner.adapters.model_store import MODELS, ModelError
-    from planner.core.errors import PolicyError
+    from planner.core.errors import PolicyError, ServerUnreachable
 
     update: dict = {"provider": args.llm}
     if args.base_url:
@@ -78,9 +78,13 @@ def _open_bench_llm(args, config):
     if llm.provider != "scripted":
         try:
             policy, server = open_policy(llm)
-        except (PolicyError, ModelError) as error:
+            preflight(policy)
+        except (PolicyError, ModelError, ServerUnreachable) as error:
+            if server is not None:
+                server.stop()
             print(f"error: no LLM: {error}", file=sys.stderr)
             return None
+        policy = WatchedPolicy(policy, llm.benchmark_gives_up_after)
     model = llm.embedded.model if llm.provider == "embedded" else llm.model if llm.provider == "openai" else "task scripts"
     header = {"backend": llm.provider, "model": model, "base_url": llm.base_url if llm.provider == "openai" else ""}
     return policy, server, header
@@ -158,6 +162,7 @@ def bench_tasks(args) -> int:
     from dataclasses import replace
 
     from planner.bench import tasks
+    from planner.core.errors import ServerUnreachable
 
     prepared = _bench_setup(args)
     if prepared is None:
@@ -190,6 +195,10 @@ def bench_tasks(args) -> int:
         print(f"interrupted; the episodes so far are in {Path(args.out) / (name + '.json')} (--resume carries on)",
               file=sys.stderr)
         return 130
+    except ServerUnreachable as error:
+        print(f"error: the run stopped: {error}; the episodes before are in {Path(args.out) / (name + '.json')} "
+              f"(--resume carries on once the server answers)", file=sys.stderr)
+        return 1
     finally:
         if server is not None:
             server.stop()

@@ -17,6 +17,11 @@ class PolicyError(PlannerError, RuntimeError):
     """The policy could not answer (server unreachable, out of replies, ...)."""
 
 
+class ServerUnreachable(PlannerError):
+    """The model server failed call after call: a benchmark stops and says so rather than score every
+    episode left as a failure. No PolicyError, so no step of a task takes it for one bad reply."""
+
+
 class RequestImpossible(PlannerError):
     """The model found, and confirmed when asked again, that the request cannot be done."""
 
