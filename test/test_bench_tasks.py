@@ -199,6 +199,14 @@ def test_calls_that_fail_now_and_then_do_not_stop_a_run_only_failures_in_a_row_d
         watched.complete([], {})
 
 
+def test_a_run_without_out_writes_a_folder_of_its_own_not_the_committed_results(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["bench", "tasks", "--suite", "smoke", "--llm", "scripted", "--explainer", "off", "--tasks", "slip"]) == 0
+    written = [path.relative_to(tmp_path) for path in tmp_path.rglob("*.json")]
+    assert len(written) == 1 and re.fullmatch(r"bench/runs/\d{8}-\d{6}/tasks-smoke-scripted\.json", str(written[0]))
+    assert not (tmp_path / "bench" / "results").exists()
+
+
 def test_the_smoke_suite_in_llm_p_mode_needs_the_model_only_to_read_the_goals(tmp_path):
     assert main(["bench", "tasks", "--suite", "smoke", "--llm", "scripted", "--faults", "task", "--explainer", "off",
                  "--mode", "llm_p", "--out", str(tmp_path)]) == 0
