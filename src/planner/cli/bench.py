@@ -13,6 +13,7 @@ from planner.cli.stack import format_step
 
 # Each run writes into a folder of its own unless told otherwise, never over the committed bench/results.
 RUN_FOLDER = str(Path("bench", "runs", datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")))
+OUT_HELP = "results folder (default: a new one under bench/runs/)"
 PROBLEM_MAX_TOKENS = 1024  # bench pddl --write problem: a generated home's problem is 300-500 tokens
 PLAN_MAX_TOKENS = 512  # bench plans: a scene miner's graph or a plan of ten steps is 150-300 tokens
 
@@ -195,8 +196,8 @@ def bench_tasks(args) -> int:
         results = tasks.run(setup, Path(args.out), name, args.repeat, header, args.tasks, args.resume,
                             progress=_progress, on_step=show)
     except KeyboardInterrupt:
-        print(f"interrupted; the episodes so far are in {Path(args.out) / (name + '.json')} (--resume --out {args.out} carries on)",
-              file=sys.stderr)
+        print(f"interrupted; the episodes so far are in {Path(args.out) / (name + '.json')} "
+              f"(--resume --out {args.out} carries on)", file=sys.stderr)
         return 130
     except ServerUnreachable as error:
         print(f"error: the run stopped: {error}; the episodes before are in {Path(args.out) / (name + '.json')} "
@@ -1000,7 +1001,7 @@ def add_commands(sub) -> None:
                             help="objects per dense map, all in the same few rooms (default: 5000 10000 20000)")
     perception.add_argument("--repeat", type=int, default=3, help="builds per size (the median is reported)")
     perception.add_argument("--seed", type=int, default=0)
-    perception.add_argument("--out", default=RUN_FOLDER, help="folder for perception.json and perception.png (default: a new one under bench/runs/)")
+    perception.add_argument("--out", default=RUN_FOLDER, help="folder for perception.json and .png (default: a new one under bench/runs/)")
     perception.set_defaults(run=bench_perception)
     bench_tasks_parser = bench_sub.add_parser("tasks", help="carry out a task suite in fresh simulated homes and score "
                                                             "each task by its success predicate")
@@ -1022,9 +1023,9 @@ def add_commands(sub) -> None:
                                          "similar earlier requests (kept in --cases) and report how well a low score "
                                          "foretells failure")
     bench_tasks_parser.add_argument("--config", help="stack config for LLM, planner, skills and explainer settings")
-    bench_tasks_parser.add_argument("--out", default=RUN_FOLDER, help="results folder (default: a new one under bench/runs/)")
+    bench_tasks_parser.add_argument("--out", default=RUN_FOLDER, help=OUT_HELP)
     bench_tasks_parser.add_argument("--name", help="results file name (default: tasks-SUITE-LLM[-MODEL][-FAULTS-faults])")
-    bench_tasks_parser.add_argument("--resume", action="store_true", help="keep the episodes an interrupted run wrote (in the --out it wrote to)")
+    bench_tasks_parser.add_argument("--resume", action="store_true", help="keep the episodes an interrupted run wrote (in its --out)")
     bench_tasks_parser.add_argument("--record-replies", metavar="SUITE_FILE",
                                     help="also write the suite with every task's replies as its script, to replay "
                                          "this run with --llm scripted")
@@ -1040,7 +1041,7 @@ def add_commands(sub) -> None:
     bench_context_parser.add_argument("--seed", type=int, default=0)
     _llm_arguments(bench_context_parser)
     bench_context_parser.add_argument("--config", help="stack config for LLM, planner and skill settings")
-    bench_context_parser.add_argument("--out", default=RUN_FOLDER, help="results folder (default: a new one under bench/runs/)")
+    bench_context_parser.add_argument("--out", default=RUN_FOLDER, help=OUT_HELP)
     bench_context_parser.add_argument("--name", help="results file name (default: context-LLM-MODEL)")
     bench_context_parser.set_defaults(run=bench_context)
 
@@ -1052,7 +1053,7 @@ def add_commands(sub) -> None:
     ablation_parser.add_argument("--seed", type=int, default=0)
     ablation_parser.add_argument("--tasks", nargs="+", help="only these task ids (default: the tasks with faults)")
     ablation_parser.add_argument("--config")
-    ablation_parser.add_argument("--out", default=RUN_FOLDER, help="results folder (default: a new one under bench/runs/)")
+    ablation_parser.add_argument("--out", default=RUN_FOLDER, help=OUT_HELP)
     ablation_parser.add_argument("--name", help="results file name (default: ablation-SUITE-LLM-MODEL-FAULTS-faults)")
     ablation_parser.set_defaults(run=bench_ablation)
     objects_parser = bench_sub.add_parser("objects", help="find the objects natural-language queries ask for in "
@@ -1067,9 +1068,9 @@ def add_commands(sub) -> None:
     _llm_arguments(objects_parser)
     _replies_argument(objects_parser)
     objects_parser.add_argument("--config", help="stack config (object_finder and LLM settings)")
-    objects_parser.add_argument("--out", default=RUN_FOLDER, help="results folder (default: a new one under bench/runs/)")
+    objects_parser.add_argument("--out", default=RUN_FOLDER, help=OUT_HELP)
     objects_parser.add_argument("--name", help="results file name (default: objects-LLM-MODEL)")
-    objects_parser.add_argument("--resume", action="store_true", help="keep the answers of an interrupted run (in the --out it wrote to)")
+    objects_parser.add_argument("--resume", action="store_true", help="keep the answers of an interrupted run (in its --out)")
     objects_parser.set_defaults(run=bench_objects)
     checks_parser = bench_sub.add_parser("checks", help="the goal step's yes/no checks (a thing for a need, another "
                                                         "name for a label) on needs and names worded for it: how "
@@ -1083,7 +1084,7 @@ def add_commands(sub) -> None:
     _llm_arguments(checks_parser)
     _replies_argument(checks_parser)
     checks_parser.add_argument("--config", help="stack config (the goal step's LLM and the planner's thresholds)")
-    checks_parser.add_argument("--out", default=RUN_FOLDER, help="results folder (default: a new one under bench/runs/)")
+    checks_parser.add_argument("--out", default=RUN_FOLDER, help=OUT_HELP)
     checks_parser.add_argument("--name", help="results file name (default: checks-LLM-MODEL)")
     checks_parser.set_defaults(run=bench_checks)
     pddl_parser = bench_sub.add_parser("pddl", help="LLM+P on PDDL tasks: the model writes the problem (or its goal) "
@@ -1099,7 +1100,7 @@ def add_commands(sub) -> None:
     _llm_arguments(pddl_parser)
     _replies_argument(pddl_parser)
     pddl_parser.add_argument("--config", help="stack config (LLM settings; the skill library makes the worked example)")
-    pddl_parser.add_argument("--out", default=RUN_FOLDER, help="results folder (default: a new one under bench/runs/)")
+    pddl_parser.add_argument("--out", default=RUN_FOLDER, help=OUT_HELP)
     pddl_parser.add_argument("--name", help="results file name (default: pddl-TASKS-WRITE-LLM-MODEL)")
     pddl_parser.set_defaults(run=bench_pddl)
     memory_parser = bench_sub.add_parser("memory", help="a lifelong episode in a generated home: changes people tell, "
@@ -1115,9 +1116,9 @@ def add_commands(sub) -> None:
     _llm_arguments(memory_parser)
     _replies_argument(memory_parser)
     memory_parser.add_argument("--config", help="stack config (LLM settings, the skill library and robot)")
-    memory_parser.add_argument("--out", default=RUN_FOLDER, help="results folder (default: a new one under bench/runs/)")
+    memory_parser.add_argument("--out", default=RUN_FOLDER, help=OUT_HELP)
     memory_parser.add_argument("--name", help="results file name (default: memory-SEED-LLM-MODEL)")
-    memory_parser.add_argument("--resume", action="store_true", help="keep the variants an interrupted run wrote (in the --out it wrote to)")
+    memory_parser.add_argument("--resume", action="store_true", help="keep the variants an interrupted run wrote (in its --out)")
     memory_parser.add_argument("--domain", help="with --episode: the episode's PDDL domain")
     memory_parser.add_argument("--episode", help="an episode from files instead of a generated one: a folder with "
                                                  "initial_problem.pddl and time_NNNN_state_change/state_change.txt, "
@@ -1129,7 +1130,7 @@ def add_commands(sub) -> None:
                                                           "llm_p): success, LLM calls, tokens and seconds per tier")
     compare_parser.add_argument("results", nargs="+", help="results files of planner bench tasks (.json)")
     compare_parser.add_argument("--labels", nargs="+", help="a name per run (default: each run's planning mode)")
-    compare_parser.add_argument("--out", default=RUN_FOLDER, help="results folder (default: a new one under bench/runs/)")
+    compare_parser.add_argument("--out", default=RUN_FOLDER, help=OUT_HELP)
     compare_parser.add_argument("--name", help="results file name (default: compare-SUITE-ARMS)")
     compare_parser.set_defaults(run=bench_compare)
     plans_parser = bench_sub.add_parser("plans", help="plans written from scene tables (or images) by one agent or "
@@ -1143,7 +1144,7 @@ def add_commands(sub) -> None:
     _llm_arguments(plans_parser)
     _replies_argument(plans_parser)
     plans_parser.add_argument("--config")
-    plans_parser.add_argument("--out", default=RUN_FOLDER, help="results folder (default: a new one under bench/runs/)")
+    plans_parser.add_argument("--out", default=RUN_FOLDER, help=OUT_HELP)
     plans_parser.add_argument("--name", help="results file name (default: plans-TASKS-LLM)")
     plans_parser.set_defaults(run=bench_plans)
     fleet_parser = bench_sub.add_parser("fleet", help="robots look around generated homes while people move things, "
@@ -1171,9 +1172,9 @@ def add_commands(sub) -> None:
     _llm_arguments(fleet_parser)
     _replies_argument(fleet_parser)
     fleet_parser.add_argument("--config")
-    fleet_parser.add_argument("--out", default=RUN_FOLDER, help="results folder (default: a new one under bench/runs/)")
+    fleet_parser.add_argument("--out", default=RUN_FOLDER, help=OUT_HELP)
     fleet_parser.add_argument("--name", help="results file name (default: fleet-EXPLORE-LLM)")
-    fleet_parser.add_argument("--resume", action="store_true", help="keep the homes an interrupted run finished (in the --out it wrote to)")
+    fleet_parser.add_argument("--resume", action="store_true", help="keep the homes an interrupted run finished (in its --out)")
     fleet_parser.add_argument("--rescore", metavar="RESULTS",
                               help="score a finished run again from the answers it kept, asking no model: answer "
                                    "models (--learners, --train-on) on the very answers its robots gave")
@@ -1250,5 +1251,5 @@ def add_commands(sub) -> None:
     explainer_parser.add_argument("--pool", type=int, default=2000, help="distinct requests and reasons the cases "
                                                                            "are made of")
     explainer_parser.add_argument("--seed", type=int, default=0)
-    explainer_parser.add_argument("--out", default=RUN_FOLDER, help="results folder (default: a new one under bench/runs/)")
+    explainer_parser.add_argument("--out", default=RUN_FOLDER, help=OUT_HELP)
     explainer_parser.set_defaults(run=bench_explainer)
