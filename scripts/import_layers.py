@@ -7,7 +7,7 @@ Layers, lowest first; a module may import its own layer's packages and those bel
   adapters | sim       the outside (LLM, embeddings, speech, model store, Nav2, MoveIt) | the simulator
   config, wiring       the settings composed, and the factories that open what they ask for
   ros                  messages, futures, QoS, the node base, the nodes, the executors' backends, TF
-  cli, bench, map_view what people run
+  cli, bench, map_view, api   what people run
 Within a layer, packages separated by `|` do not import each other. Imports inside functions count.
 
 Usage: python scripts/import_layers.py [--src DIR]   (exit 1 on a violation)
@@ -27,7 +27,7 @@ LAYERS: list[list[str]] = [
     ["adapters", "sim"],
     ["config", "wiring"],
     ["ros", "msg", "srv", "action"],
-    ["cli", "bench", "map_view"],
+    ["cli", "bench", "map_view", "api"],
 ]
 # Packages of one layer that must not import each other.
 INDEPENDENT = [{"adapters", "sim"}]
