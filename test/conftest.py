@@ -80,6 +80,18 @@ def skill_planner():
     return load_skill_planner(load_config(CONFIG / "planner.yaml"))
 
 
+# Two requests on the kitchen_bedroom world, scripted for ReAct: the first drives from the bedroom
+# to table_2 in the kitchen; the second drives to table_1, where the robot cannot be yet, and picks
+# the bottle up, so it needs every part that moves the robot.
+GO_THEN_PICK = [{"goals": [{"kind": "robot_in_room", "room": "kitchen"}]},
+                {"thought": "What is in the kitchen?", "action": "get_objects_in_room(kitchen)"},
+                {"thought": "table_2 is in the kitchen.", "action": "GOTO(table_2)"},
+                {"goals": [{"kind": "holding", "object": "bottle"}]},
+                {"thought": "Where is the bottle?", "action": "get_objects_in_room(kitchen)"},
+                {"thought": "The bottle is on table_1.", "action": "GOTO(table_1)"},
+                {"thought": "It is within reach.", "action": "PICK(bottle_1, right)"}]
+
+
 def write_config(directory: Path, **sections) -> Path:
     """A stack config like test/data/scripted.yaml with some sections replaced."""
     import yaml

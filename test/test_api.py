@@ -8,18 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import CONFIG, write_config
+from conftest import CONFIG, GO_THEN_PICK, write_config
 from planner.api import Planner
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-# Two requests, the second needing what the first did: in the kitchen, the bottle is within a drive.
-SCRIPT = [{"goals": [{"kind": "robot_in_room", "room": "kitchen"}]},
-          {"thought": "What is in the kitchen?", "action": "get_objects_in_room(kitchen)"},
-          {"thought": "table_2 is in the kitchen.", "action": "GOTO(table_2)"},
-          {"goals": [{"kind": "holding", "object": "bottle"}]},
-          {"thought": "Where is the bottle?", "action": "get_objects_in_room(kitchen)"},
-          {"thought": "The bottle is on table_1.", "action": "GOTO(table_1)"},
-          {"thought": "It is within reach.", "action": "PICK(bottle_1, right)"}]
 
 
 @pytest.fixture
@@ -27,7 +19,7 @@ def config(tmp_path):
     scenario = tmp_path / "scenario.yaml"
     scenario.write_text(yaml.safe_dump({"world": str(CONFIG / "worlds" / "kitchen_bedroom.yaml"), "events": []}))
     script = tmp_path / "script.yaml"
-    script.write_text(yaml.safe_dump(SCRIPT))
+    script.write_text(yaml.safe_dump(GO_THEN_PICK))
     return write_config(tmp_path, scenario=str(scenario), llm={"provider": "scripted", "script": str(script)})
 
 

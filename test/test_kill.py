@@ -13,7 +13,7 @@ import psutil
 import pytest
 import yaml
 
-from conftest import CONFIG, PLANNER, RosClient, wait_for, write_config
+from conftest import CONFIG, GO_THEN_PICK, PLANNER, RosClient, wait_for, write_config
 from planner.config import ControllerSettings
 from planner.msg import ExecutionEvent
 from planner.ros.node import TEARDOWN_LIMIT_S
@@ -21,17 +21,6 @@ from planner.ros.nodes.executor import CHECK_MARGIN_S
 from planner.ros.qos import RELIABLE
 from planner.ros.stack import NODES
 from planner.srv import Explain, GetSceneGraph
-
-# The killed request drives from the bedroom to table_2 in the kitchen (a drive left running by a
-# killed node may still get there); the next one drives to table_1, where the robot cannot be yet,
-# and picks the bottle up, so it needs every node that moves the robot.
-SCRIPT = [{"goals": [{"kind": "robot_in_room", "room": "kitchen"}]},
-          {"thought": "What is in the kitchen?", "action": "get_objects_in_room(kitchen)"},
-          {"thought": "table_2 is in the kitchen.", "action": "GOTO(table_2)"},
-          {"goals": [{"kind": "holding", "object": "bottle"}]},
-          {"thought": "Where is the bottle?", "action": "get_objects_in_room(kitchen)"},
-          {"thought": "The bottle is on table_1.", "action": "GOTO(table_1)"},
-          {"thought": "It is within reach.", "action": "PICK(bottle_1, right)"}]
 
 # What the killed request's outcome names: the call that found the node gone. None: the node has
 # no part in a drive, so the task goes on.
@@ -55,7 +44,7 @@ def config(tmp_path):
     scenario = tmp_path / "scenario.yaml"
     scenario.write_text(yaml.safe_dump({"world": str(CONFIG / "worlds" / "kitchen_bedroom.yaml"), "events": []}))
     script = tmp_path / "script.yaml"
-    script.write_text(yaml.safe_dump(SCRIPT))
+    script.write_text(yaml.safe_dump(GO_THEN_PICK))
     # Real time, so that the drive lasts long enough to kill a node in the middle of it.
     return write_config(tmp_path, scenario=str(scenario), llm={"provider": "scripted", "script": str(script)},
                         simulator={"time_scale": 2.0})
