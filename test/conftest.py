@@ -92,6 +92,17 @@ GO_THEN_PICK = [{"goals": [{"kind": "robot_in_room", "room": "kitchen"}]},
                 {"thought": "It is within reach.", "action": "PICK(bottle_1, right)"}]
 
 
+def go_then_pick_config(directory: Path, **sections) -> Path:
+    """A stack config over the kitchen_bedroom world, without events, scripted with GO_THEN_PICK."""
+    import yaml
+
+    scenario = directory / "scenario.yaml"
+    scenario.write_text(yaml.safe_dump({"world": str(CONFIG / "worlds" / "kitchen_bedroom.yaml"), "events": []}))
+    script = directory / "script.yaml"
+    script.write_text(yaml.safe_dump(GO_THEN_PICK))
+    return write_config(directory, scenario=str(scenario), llm={"provider": "scripted", "script": str(script)}, **sections)
+
+
 def write_config(directory: Path, **sections) -> Path:
     """A stack config like test/data/scripted.yaml with some sections replaced."""
     import yaml

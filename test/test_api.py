@@ -6,9 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
 
-from conftest import CONFIG, GO_THEN_PICK, write_config
+from conftest import go_then_pick_config
 from planner.api import Planner
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -16,11 +15,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 @pytest.fixture
 def config(tmp_path):
-    scenario = tmp_path / "scenario.yaml"
-    scenario.write_text(yaml.safe_dump({"world": str(CONFIG / "worlds" / "kitchen_bedroom.yaml"), "events": []}))
-    script = tmp_path / "script.yaml"
-    script.write_text(yaml.safe_dump(GO_THEN_PICK))
-    return write_config(tmp_path, scenario=str(scenario), llm={"provider": "scripted", "script": str(script)})
+    return go_then_pick_config(tmp_path)
 
 
 def test_requests_one_after_another_act_on_the_same_world_and_say_what_happened(config):

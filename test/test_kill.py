@@ -11,9 +11,8 @@ import time
 
 import psutil
 import pytest
-import yaml
 
-from conftest import CONFIG, GO_THEN_PICK, PLANNER, RosClient, wait_for, write_config
+from conftest import PLANNER, RosClient, go_then_pick_config, wait_for
 from planner.config import ControllerSettings
 from planner.msg import ExecutionEvent
 from planner.ros.node import TEARDOWN_LIMIT_S
@@ -41,13 +40,8 @@ CONTROLLER_OUTCOME_WITHIN_S = ControllerSettings().confirm_timeout_s + CHECK_MAR
 
 @pytest.fixture
 def config(tmp_path):
-    scenario = tmp_path / "scenario.yaml"
-    scenario.write_text(yaml.safe_dump({"world": str(CONFIG / "worlds" / "kitchen_bedroom.yaml"), "events": []}))
-    script = tmp_path / "script.yaml"
-    script.write_text(yaml.safe_dump(GO_THEN_PICK))
     # Real time, so that the drive lasts long enough to kill a node in the middle of it.
-    return write_config(tmp_path, scenario=str(scenario), llm={"provider": "scripted", "script": str(script)},
-                        simulator={"time_scale": 2.0})
+    return go_then_pick_config(tmp_path, simulator={"time_scale": 2.0})
 
 
 def send(request: str) -> subprocess.Popen:
