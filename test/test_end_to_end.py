@@ -7,6 +7,8 @@ import subprocess
 import time
 
 import pytest
+from mcap.reader import make_reader
+from mcap_ros2.decoder import DecoderFactory
 
 from conftest import DATA, PLANNER, write_config
 
@@ -28,9 +30,10 @@ def assert_in_order(lines: list[str], prefixes: tuple[str, ...]) -> None:
         position = found
 
 
-def test_demo_with_the_recorded_plan_replans_and_succeeds():
-    run = subprocess.run([PLANNER, "demo", "--config", str(DATA / "scripted.yaml")], capture_output=True, text=True,
-                         timeout=300, env=own_domain(3))
+def test_demo_with_the_recorded_plan_replans_and_succeeds_and_its_recording_holds_the_run(tmp_path):
+    recording = tmp_path / "demo.mcap"
+    run = subprocess.run([PLANNER, "demo", "--config", str(DATA / "scripted.yaml"), "--record", str(recording)],
+                         capture_output=True, text=True, timeout=300, env=own_domain(3))
     out = run.stdout
     assert run.returncode == 0, out + run.stderr
     lines = out.splitlines()
@@ -38,8 +41,22 @@ def test_demo_with_the_recorded_plan_replans_and_succeeds():
         "[request]", "[goal]", "[skill]      GOTO(table_1)", "[world]      external agent moved bottle_1 onto table_2",
         "[failure]    PICK(bottle_1, right) failed at approach [OBJECT_NOT_FOUND]", "[suggestion]",
         "[perception] get_objects_in_room(kitchen)", "[skill]      GOTO(table_2)", "[skill]      PLACE(bottle_1, table_3, right)",
-        "[result]     succeeded"))
+        "[result]     succeeded", "[recorded]"))
     assert any(line.startswith("[error]") and "bottle_9" in line for line in lines)
+    # The recording decodes with the MCAP reader from the definitions it carries, none of ours.
+    messages: dict[str, list] = {}
+    with recording.open("rb") as file:
+        for _, channel, _, message in make_reader(file, decoder_factories=[DecoderFactory()]).iter_decoded_messages():
+            messages.setdefault(channel.topic, []).append(message)
+    steps = [(step.kind, step.text) for step in messages["/planner/trace"]]
+    assert steps[0][0] == "request"
+    assert any(kind == "failure" and "OBJECT_NOT_FOUND" in text for kind, text in steps)
+    assert any(kind == "result" and text.startswith("succeeded") for kind, text in steps)
+    last_graph = messages["/scene_graph"][-1]
+    placed = {(edge.source, edge.relation, edge.target) for edge in last_graph.edges}
+    assert ("bottle_1", "on", "table_3") in placed
+    assert messages["/scene_graph/markers"] and {state.room for state in messages["/robot/state"]} >= {"kitchen", "bedroom"}
+    assert "external agent moved bottle_1 onto table_2" in [event.data for event in messages["/sim/events"]]
 
 
 def test_a_request_sent_in_llm_p_mode_plans_with_fast_downward_and_replans_after_the_bottle_moves(tmp_path):

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import get_args
 
 from planner.adapters.processes import DIE_WITH_PARENT
@@ -143,12 +144,29 @@ def spin_in_background(node) -> Callable[[], None]:
     return stop
 
 
+class Recording:
+    """The run recorded to an MCAP file when a path is given (see planner.ros.recording)."""
+
+    def __init__(self, node, path: str | None):
+        self.path = path
+        self.recorder = None
+        if path:
+            from planner.ros.recording import McapRecorder
+
+            self.recorder = McapRecorder(node, Path(path))
+
+    def close(self) -> None:
+        if self.recorder is not None:
+            print(format_step("recorded", f"{self.recorder.close()} messages to {self.path} (open it in Foxglove)"),
+                  flush=True)
+
+
 def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack | None = None,
-         answer: str | None = None, mode: str = "", namespace: str = "") -> int:
+         answer: str | None = None, mode: str = "", namespace: str = "", record: str | None = None) -> int:
     """Send a request to a running stack, print its trace, return 0 when the task succeeded.
     A question from the planner is answered with `answer`, or asked on the terminal; `mode`
     (react, llm_p, auto) plans this request so, whatever the stack's config says; `namespace` is
-    the robot's (its launch's namespace:=)."""
+    the robot's (its launch's namespace:=); `record` an MCAP file the run is recorded to."""
     import rclpy
     from rclpy.action import ActionClient
     from std_msgs.msg import String
@@ -190,6 +208,7 @@ def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack |
     # A fresh stack is ready when its slowest nodes answer: the explainer loads an embedding model.
     readiness = [node.create_client(Explain, "/explainer/explain"),
                  node.create_client(GetSceneGraph, "perception/get_scene_graph")] if stack is not None else []
+    recording = Recording(node, record)
     stop_spinning = spin_in_background(node)
     try:
         deadline = time.monotonic() + wait_for_stack_s
@@ -233,6 +252,7 @@ def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack |
         return 130
     finally:
         stop_spinning()
+        recording.close()
         client.destroy()
         node.destroy_node()
         rclpy.shutdown()
@@ -330,7 +350,7 @@ def demo(args) -> int:
     print(format_step("stack", f"starting {len(stack.nodes)} nodes on ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']} ..."), flush=True)
     stack.start()
     try:
-        return send(request, args.timeout, args.startup_timeout, stack, mode=args.mode or "")
+        return send(request, args.timeout, args.startup_timeout, stack, mode=args.mode or "", record=args.record)
     finally:
         stack.stop()
 
@@ -338,6 +358,11 @@ def demo(args) -> int:
 def add_namespace_argument(parser) -> None:
     parser.add_argument("--namespace", default="", help="the robot's namespace, as given to its launch (namespace:=); "
                                                         "default: none")
+
+
+def add_record_argument(parser) -> None:
+    parser.add_argument("--record", metavar="FILE.mcap", help="record the run (the plan's trace, the scene graph and "
+                                                              "its markers, the robot state) to an MCAP file Foxglove opens")
 
 
 def add_mode_argument(parser) -> None:
@@ -389,6 +414,7 @@ def add_commands(sub) -> None:
     p.add_argument("--startup-timeout", type=float, default=240, help="seconds the stack may take to start")
     p.add_argument("--verbose", action="store_true", help="show the nodes' logs")
     add_mode_argument(p)
+    add_record_argument(p)
     p.set_defaults(run=demo)
 
     p = sub.add_parser("bringup", help="start the nodes as separate processes, as ros2 launch planner "
@@ -419,5 +445,6 @@ def add_commands(sub) -> None:
     p.add_argument("--answer", help="the answer if the planner asks which object is meant (default: asked here)")
     add_mode_argument(p)
     add_namespace_argument(p)
+    add_record_argument(p)
     p.set_defaults(run=lambda a: send(a.request, a.timeout, a.wait, answer=a.answer, mode=a.mode or "",
-                                      namespace=a.namespace))
+                                      namespace=a.namespace, record=a.record))
