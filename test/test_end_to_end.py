@@ -1,16 +1,19 @@
 """The kitchen -> bedroom bottle request carried out by the whole stack, each node its own
 process, as `planner demo`, `planner bringup` and `planner send` run it."""
 
+import json
 import os
 import signal
 import subprocess
 import time
 
 import pytest
+import yaml
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 
-from conftest import DATA, PLANNER, write_config
+from conftest import CONFIG, DATA, PLANNER, write_config
+from planner.ros.recording import RECORDED
 
 REQUEST = "Go to the table in the kitchen, pick up the bottle, and place it on the table in the bedroom"
 
@@ -115,3 +118,20 @@ def test_demo_with_the_embedded_model():
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-4000:]
     assert "[result]     succeeded" in run.stdout and "[llm]" in run.stdout
     print(f"embedded demo: {time.monotonic() - started:.0f} s")
+
+
+def test_the_shipped_foxglove_layout_and_rviz_config_show_topics_a_recording_holds():
+    recorded = {f"/{topic}" for topic, _, _ in RECORDED}
+    layout = json.loads((CONFIG / "views" / "planner.foxglove.json").read_text())
+    panels = layout["configById"]
+
+    def placed(node) -> list[str]:
+        return [node] if isinstance(node, str) else placed(node["first"]) + placed(node["second"])
+    assert sorted(placed(layout["layout"])) == sorted(panels)
+    shown = {config["topicPath"] for config in panels.values() if "topicPath" in config}
+    shown |= {topic for config in panels.values() for topic in config.get("topics", {})}
+    assert shown and shown <= recorded
+    rviz = yaml.safe_load((CONFIG / "views" / "planner.rviz").read_text())
+    displays = rviz["Visualization Manager"]["Displays"]
+    assert {d["Topic"]["Value"] for d in displays if "Topic" in d} <= recorded
+    assert rviz["Visualization Manager"]["Global Options"]["Fixed Frame"] == "map"
