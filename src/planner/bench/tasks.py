@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from scipy.stats import binomtest
 
 from planner.adapters.llm import ScriptedPolicy
 from planner.bench.common import machine_info, write_results
@@ -180,9 +181,13 @@ def summarize(episodes: list[dict]) -> dict:
         if not group:
             return {"episodes": 0}
         with_failures = [e for e in group if e["failures"]]
+        successes = sum(e["success"] for e in group)
+        interval = binomtest(successes, len(group)).proportion_ci(confidence_level=0.95, method="wilson")
         return {
-            "episodes": len(group), "successes": sum(e["success"] for e in group),
-            "success_rate": round(sum(e["success"] for e in group) / len(group), 3),
+            "episodes": len(group), "successes": successes,
+            "success_rate": round(successes / len(group), 3),
+            # Where the success rate lies with 95% confidence, given this many episodes (Wilson score).
+            "success_interval_95": [round(float(interval.low), 3), round(float(interval.high), 3)],
             "mean_steps": round(statistics.mean(e["steps"] for e in group), 2),
             "mean_llm_calls": round(statistics.mean(e["llm_calls"] for e in group), 2),
             "mean_prompt_tokens": round(statistics.mean(e["prompt_tokens"] for e in group)),
@@ -278,15 +283,16 @@ def report(results: dict) -> str:
              "", f"Command: `{results.get('command')}`  ", f"Machine: {results['machine']['cpu']}, "
              f"{results['machine']['cores']} cores; faults: {results['faults']}, seed {results['seed']}, "
              f"repeat {results['repeat']}", "",
-             "| tier | episodes | success | said done, was not | RoBee (Llama 3 70B) | steps | LLM calls "
-             "| prompt + completion tokens | s / episode | s / step | replans | recoveries |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| tier | episodes | success | 95% interval | said done, was not | RoBee paper, its own tasks (Llama 3 70B) "
+             "| steps | LLM calls | prompt + completion tokens | s / episode | s / step | replans | recoveries |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for tier in (*TIERS, "all"):
         s = summary[tier]
         if not s["episodes"]:
             continue
         robee = f"{ROBEE[tier][0]:.0%} ({ROBEE[tier][1]})" if tier in ROBEE else ""
-        lines.append(f"| {tier} | {s['episodes']} | {s['success_rate']:.0%} ({s['successes']}) "
+        low, high = s["success_interval_95"]
+        lines.append(f"| {tier} | {s['episodes']} | {s['success_rate']:.0%} ({s['successes']}) | {low:.0%}–{high:.0%} "
                      f"| {s['false_success_rate']:.0%} ({s['false_successes']}) | {robee} | {s['mean_steps']} "
                      f"| {s['mean_llm_calls']} | {s['mean_prompt_tokens']} + {s['mean_completion_tokens']} "
                      f"| {s['mean_seconds']} | {s['seconds_per_step']} | {s['replans']} "
@@ -315,10 +321,15 @@ def plot(results: dict, path: Path) -> None:
     fig, (rates, cost) = plt.subplots(1, 2, figsize=(12, 4.5))
     x = range(len(tiers))
     ours = [summary[t]["success_rate"] * 100 for t in tiers]
-    rates.bar([i - 0.2 for i in x], ours, 0.4, label=f"{llm.get('backend', '')} {llm.get('model', '')}".strip())
-    rates.bar([i + 0.2 for i in x], [ROBEE[t][0] * 100 for t in tiers], 0.4, label="RoBee paper (Llama 3 70B)", color="grey")
+    low = [ours[i] - summary[t]["success_interval_95"][0] * 100 for i, t in enumerate(tiers)]
+    high = [summary[t]["success_interval_95"][1] * 100 - ours[i] for i, t in enumerate(tiers)]
+    rates.bar(list(x), ours, 0.5, yerr=[low, high], capsize=4,
+              label=f"{llm.get('backend', '')} {llm.get('model', '')}, 95% interval".strip())
+    # Another suite's figures: drawn as marks, not bars beside ours, because its tasks differ.
+    rates.plot(list(x), [ROBEE[t][0] * 100 for t in tiers], "x", color="grey", markersize=9,
+               label="RoBee paper, its own tasks (Llama 3 70B): another suite")
     for i, value in zip(x, ours):
-        rates.text(i - 0.2, value + 1, f"{value:.0f}%", ha="center", fontsize=9)
+        rates.text(i + 0.28, value + 1, f"{value:.0f}%", ha="left", fontsize=9)
     rates.set_xticks(list(x), [f"{t}\n({summary[t]['episodes']} episodes)" for t in tiers])
     rates.set_ylabel("success rate (%)")
     rates.set_ylim(0, 110)

@@ -91,7 +91,18 @@ def _open_bench_llm(args, config):
         policy = WatchedPolicy(policy, llm.benchmark_gives_up_after)
     model = llm.embedded.model if llm.provider == "embedded" else llm.model if llm.provider == "openai" else "task scripts"
     header = {"backend": llm.provider, "model": model, "base_url": llm.base_url if llm.provider == "openai" else ""}
+    if llm.provider == "embedded":
+        header["sha256"] = MODELS[model].sha256  # the file the server loaded was checked against it
     return policy, server, header
+
+
+def _config_record(config) -> dict:
+    """The stack config a run used, resolved (every default filled in), for its results; keys left out."""
+    record = config.model_dump(mode="json")
+    for endpoint in [record["llm"], *record["llm"]["fallbacks"], *record["llm"]["goal_step"], *record["llm"]["object_finder"]]:
+        if endpoint.get("api_key"):
+            endpoint["api_key"] = "(set)"
+    return record
 
 
 def _part_llm(config, part: str, policy, server, llm: dict):
@@ -189,7 +200,8 @@ def bench_tasks(args) -> int:
     mode = setup.settings.mode
     name = args.name or (f"tasks-{label}" + (f"-{args.faults}-faults" if args.faults != "none" else "")
                          + (f"-{mode.replace('_', '-')}" if mode != "react" else ""))
-    header = {"llm": llm, "explainer": args.explainer, "cases": args.cases, "learn": args.learn, "mode": mode,
+    header = {"llm": llm, "config": _config_record(config), "explainer": args.explainer, "cases": args.cases,
+              "learn": args.learn, "mode": mode,
               "plan_check": args.plan_check}
     show = (lambda step: print(format_step(step.kind, step.text), file=sys.stderr, flush=True)) if args.verbose else None
     try:
