@@ -101,3 +101,19 @@ def test_the_command_line_says_its_version_and_the_commit_it_runs_from(capsys):
         main(["--version"])
     assert exited.value.code == 0
     assert re.fullmatch(r"planner \d+\.\d+\.\d+( \(source [0-9a-f]{7,}(\+changes)?\))?\n", capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("environment, config, said", [
+    ({}, {}, "the embedded model qwen2.5-coder-1.5b, because no server is configured"),
+    ({"OPENAI_API_KEY": "sk-x"}, {}, "https://api.openai.com/v1 with model 'gpt-4o-mini', because OPENAI_API_KEY is set"),
+    ({}, {"base_url": "http://gpu:11434/v1"}, "http://gpu:11434/v1 with model 'default', because llm.base_url is set "
+                                              "(a llama.cpp server serves its one model under any name; Ollama"),
+    ({"OPENAI_BASE_URL": "http://gpu:8000/v1", "PLANNER_LLM_MODEL": "qwen"}, {"provider": "embedded"},
+     "the embedded model qwen2.5-coder-1.5b, because llm.provider is embedded"),
+])
+def test_the_model_used_and_why_are_said_in_one_sentence(monkeypatch, environment, config, said):
+    for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "PLANNER_LLM_MODEL"):
+        monkeypatch.delenv(variable, raising=False)
+    for variable, value in environment.items():
+        monkeypatch.setenv(variable, value)
+    assert LLMSettings(**config).chosen().startswith(said)

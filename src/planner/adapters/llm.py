@@ -95,6 +95,28 @@ class LLMSettings(StrictModel):
     script: str = Field(default="", description="YAML list of replies for provider: scripted")
     embedded: EmbeddedSettings = Field(default_factory=EmbeddedSettings)
 
+    def chosen(self) -> str:
+        """Which model this config asks and why, in a sentence said at start-up: the environment can
+        switch it (OPENAI_API_KEY alone sends every call to OpenAI's paid API)."""
+        resolved = self.resolved()
+        if resolved.provider == "scripted":
+            return "scripted replies from llm.script"
+        if resolved.provider == "embedded":
+            why = "llm.provider is embedded" if self.provider == "embedded" else \
+                "no server is configured (llm.base_url, or OPENAI_BASE_URL or OPENAI_API_KEY in the environment)"
+            return f"the embedded model {self.embedded.model}, because {why}"
+        reasons = [("llm.provider is openai", self.provider == "openai"),
+                   ("OPENAI_BASE_URL is set", "OPENAI_BASE_URL" in os.environ),
+                   ("llm.base_url is set", bool(self.base_url)),
+                   ("OPENAI_API_KEY is set", "OPENAI_API_KEY" in os.environ),
+                   ("llm.api_key is set", bool(self.api_key))]
+        why = next(reason for reason, holds in reasons if holds)
+        text = f"{resolved.base_url} with model {resolved.model!r}, because {why}"
+        if resolved.model == "default":
+            text += (" (a llama.cpp server serves its one model under any name; Ollama and vLLM need the model's "
+                     "name in llm.model or PLANNER_LLM_MODEL)")
+        return text
+
     def resolved(self) -> LLMSettings:
         """Apply environment overrides and pick the provider and structured-output mode."""
         base_url = os.environ.get("OPENAI_BASE_URL", self.base_url)

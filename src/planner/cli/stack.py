@@ -338,6 +338,8 @@ def scenario_request(config_path: str | None) -> str:
 
 
 def demo(args) -> int:
+    from planner.config import load_config
+
     request = args.request or scenario_request(args.config)
     if not request:
         print("no request given and the scenario names none", file=sys.stderr)
@@ -348,6 +350,7 @@ def demo(args) -> int:
     os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
     stack = Stack({"config": args.config or ""}, quiet=not args.verbose, env=env)
     print(format_step("stack", f"starting {len(stack.nodes)} nodes on ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']} ..."), flush=True)
+    print(format_step("llm", load_config(args.config).llm.chosen()), flush=True)
     stack.start()
     try:
         return send(request, args.timeout, args.startup_timeout, stack, mode=args.mode or "", record=args.record)

@@ -68,6 +68,7 @@ class PlannerNode(Node):
         """The configured LLM (for `part`, its own servers first), or a policy whose every call fails
         with why there is none (reported)."""
         try:
+            self.get_logger().info(f"LLM: {self.config.llm.chosen()}")
             policy, self.embedded = open_llm(self.config)
         except PlannerError as error:
             self.report("error", f"LLM unavailable: {error}")
