@@ -194,6 +194,8 @@ def test_the_command_line_prints_the_domain_the_problem_and_the_plan(tmp_path, c
     assert json.loads(capsys.readouterr().out)["calls"] == []
     assert main(["pddl", "plan", "--world", str(APARTMENT), "--goals", '[{"kind": "holding"}]']) == 2
     assert "--goals" in capsys.readouterr().err
+    assert main(["pddl", "plan", "--world", str(APARTMENT), "--robot-at", "nowhere", "--goals", goals]) == 2
+    assert "the robot cannot start at 'nowhere': it is neither a room nor a piece of furniture" in capsys.readouterr().err
     skills = yaml.safe_load((CONFIG / "skills.yaml").read_text())
     skills["skills"]["PICK"]["effects"].append("gripper_open(arm)")
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(skills))

@@ -32,7 +32,7 @@ def test_the_recorded_plan_replans_after_the_bottle_moves(skill_planner):
     failure = next(text for kind, text in trace if kind == "failure")
     assert "OBJECT_NOT_FOUND" in failure and "table_2" in failure
     # The invalid reply in the recording (an object that does not exist) was refused and repaired.
-    assert any(kind == "error" and "bottle_9" in text for kind, text in trace)
+    assert any(kind == "warning" and "bottle_9" in text for kind, text in trace)
     assert "PICK(bottle_9, right)" not in robot.log.skills
 
 
@@ -103,8 +103,9 @@ def test_saying_done_does_not_finish_a_task(skill_planner):
 def test_invalid_replies_are_repaired_a_bounded_number_of_times(skill_planner):
     replies = [GOAL, "not json at all", {"thought": "x", "action": "FLY(kitchen)"}, {"thought": "x", "action": "GOTO(table_1)"}]
     result, trace, robot, policy = run(replies, skill_planner, max_repairs=2, step_budget=1)
-    errors = [text for kind, text in trace if kind == "error"]
-    assert len(errors) == 2 and "FLY(kitchen)" in errors[1]
+    repaired = [text for kind, text in trace if kind == "warning"]
+    assert len(repaired) == 2 and "FLY(kitchen)" in repaired[1]
+    assert not any(kind == "error" for kind, _ in trace)
     assert robot.log.skills == ["GOTO(table_1)"]
     # The repair prompt tells the model what was wrong.
     assert "is not one of the valid actions" in policy.prompts[-1][-1]["content"]
@@ -139,7 +140,7 @@ def test_going_round_in_a_circle_is_broken():
     offered = [prompt[-1]["content"].split("Valid actions: ")[1].split(" | ") for prompt in policy.prompts[1:]]
     assert "OPEN(fridge_1)" in offered[2]  # closed again: opening did not close a circle
     assert "CLOSE(fridge_1)" not in offered[3] and "PICK(juice_1, right)" in offered[3]
-    assert any(kind == "error" and "CLOSE(fridge_1)" in text and "not one of the valid actions" in text
+    assert any(kind == "warning" and "CLOSE(fridge_1)" in text and "not one of the valid actions" in text
                for kind, text in trace)
 
 
@@ -154,7 +155,7 @@ def test_the_model_may_ask_the_user_once_and_reads_the_answer(skill_planner):
     trace = []
     TaskPlanner(policy, robot, skill_planner, PlannerSettings(confirm_timeout_s=0),
                 on_step=lambda step: trace.append((step.kind, step.text))).run(REQUEST)
-    assert any(kind == "error" and "needs a \"question\" to the user that ends with '?'" in text for kind, text in trace)
+    assert any(kind == "warning" and "needs a \"question\" to the user that ends with '?'" in text for kind, text in trace)
     assert robot.log.questions == ["Which table in the bedroom?"]
     assert ("answer", "the one in the kitchen") in trace
     after = policy.prompts[3][-1]["content"]
@@ -208,7 +209,8 @@ def test_goal_replies_with_unknown_labels_are_refused(skill_planner):
     bad = {"goals": [{"kind": "object_on", "object": "unicorn", "target": "table", "room": ""}]}
     result, trace, _, _ = run([bad, bad, bad], skill_planner)
     assert result.outcome == "error"
-    assert sum(1 for kind, text in trace if kind == "error" and "unicorn" in text) == 3
+    assert sum(1 for kind, text in trace if kind == "warning" and "unicorn" in text) == 3
+    assert ("error", "no valid reply after 2 repairs") in trace
 
 
 def test_intermediate_goals_that_contradict_the_final_state_are_dropped():
@@ -296,7 +298,7 @@ def test_cases_that_fit_about_equally_are_combined_by_the_model(skill_planner):
     assert planner.run(REQUEST).success
     compose_prompt = policy.prompts[failing_pick + 1][-1]["content"]
     assert "case-a (similarity 0.71): Re-check the kitchen." in compose_prompt and "OBJECT_NOT_FOUND" in compose_prompt
-    assert any(kind == "error" and "case-z were not among the cases given" in text for kind, text in trace)
+    assert any(kind == "warning" and "case-z were not among the cases given" in text for kind, text in trace)
     assert ("suggestion", "Re-check the kitchen, then go to where the bottle is now. (cases case-a, case-b)") in trace
 
 

@@ -176,7 +176,10 @@ class World(StrictModel):
             centre = room.shape().representative_point()
             pose = (centre.x, centre.y, self.robot.pose[2])
         else:
-            item = self.furniture_by_id(robot_at)
+            item = next((f for f in self.furniture if f.id == robot_at), None)
+            if item is None:
+                raise InputError(f"the robot cannot start at {robot_at!r}: it is neither a room nor a piece of "
+                                 f"furniture of the world (rooms: {', '.join(r.name for r in self.rooms)})")
             room = next(r for r in self.rooms if r.name == self.room_at(item.center[0], item.center[1]))
             centre = room.shape().centroid
             goal = approach_pose(item.center, item.size, centre.x, centre.y, standoff_m)

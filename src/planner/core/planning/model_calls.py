@@ -38,9 +38,13 @@ class ModelCalls:
 
     def validated(self, messages: list[dict], schema: dict, usage: LLMUsage, parse: Callable[[str], object],
                   policy: Policy | None = None):
-        """Ask, validate, and on an invalid reply tell the model what was wrong, a bounded number of times."""
-        return ask_validated(lambda m: self.call(m, schema, usage, policy), messages, parse, self.max_repairs,
-                             lambda problem, text: self._emit("error", f"invalid reply ({problem}): {text[:200]}"))
+        """Ask, validate, and on an invalid reply tell the model what was wrong, a bounded number of times.
+        A reply repaired so is a warning in the trace; one that stayed invalid after every repair, an error."""
+        reply = ask_validated(lambda m: self.call(m, schema, usage, policy), messages, parse, self.max_repairs,
+                              lambda problem, text: self._emit("warning", f"invalid reply ({problem}): {text[:200]}"))
+        if reply is None:
+            self._emit("error", f"no valid reply after {self.max_repairs} repairs")
+        return reply
 
     def _unless_canceled(self, call: Callable[[], PolicyReply]) -> PolicyReply:
         """The call's reply, awaited on a thread of its own so that a cancel ends the wait at once (a

@@ -390,8 +390,8 @@ class TaskPlannerNode(PlannerNode):
             index += 1
             msg = PlanStep(stamp=stamp_now(self), task_id=task_id, index=index, kind=step.kind, text=step.text)
             self.trace_pub.publish(msg)
-            if step.kind == "error":  # bad replies, unreachable servers: users watch the status too
-                self.report("error", f"task {task_id}: {step.text}")
+            if step.kind in ("error", "warning"):  # bad replies, unreachable servers: users watch the status too
+                self.report("error" if step.kind == "error" else "warn", f"task {task_id}: {step.text}")
             if goal_handle is not None:
                 goal_handle.publish_feedback(ExecuteTask.Feedback(step=msg))
 
