@@ -10,6 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ROOT / "scripts" / "import_layers.py"
+RESULTS_INDEX = ROOT / "scripts" / "results_index.py"
 
 
 def run(*command: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
@@ -30,6 +31,13 @@ def test_ruff_finds_nothing():
 def test_the_typed_core_modules_type_check():
     result = run(tool("mypy"))
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_results_index_lists_every_committed_result_and_each_is_quoted():
+    result = run(sys.executable, str(RESULTS_INDEX), "--check")
+    assert result.returncode == 0, result.stderr
+    index = (ROOT / "bench" / "results" / "INDEX.md").read_text()
+    assert "| nothing |" not in index, "a committed result nothing quotes: quote it or prune it (--prune)"
 
 
 def test_imports_run_one_way_through_the_layers():
