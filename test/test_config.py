@@ -117,3 +117,19 @@ def test_the_model_used_and_why_are_said_in_one_sentence(monkeypatch, environmen
     for variable, value in environment.items():
         monkeypatch.setenv(variable, value)
     assert LLMSettings(**config).chosen().startswith(said)
+
+
+def test_every_argument_of_every_command_says_what_it_is_for():
+    import argparse
+
+    from planner.cli import build_parser
+
+    def silent(parser: argparse.ArgumentParser, path: str) -> list[str]:
+        found = []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                found += [name for command, child in action.choices.items() for name in silent(child, f"{path} {command}")]
+            elif not isinstance(action, argparse._HelpAction) and not action.help:
+                found.append(f"{path} {(action.option_strings or [action.dest])[0]}")
+        return found
+    assert silent(build_parser(), "planner") == []

@@ -30,17 +30,22 @@ class ShowVersion(argparse.Action):
         parser.exit()
 
 
-def main(argv: list[str] | None = None) -> int:
-    # A crash inside a native library (rclpy, llama.cpp) then says in which Python call each
-    # thread was, instead of ending with a bare exit code. Written to the process's own stderr, which
-    # a caller that captures sys.stderr (a test) leaves in place.
-    faulthandler.enable(file=sys.__stderr__)
+def build_parser() -> argparse.ArgumentParser:
+    """Every command and its arguments."""
     parser = argparse.ArgumentParser(prog="planner", description="LLM task planning for service robots on ROS 2")
     parser.add_argument("--version", action=ShowVersion)
     sub = parser.add_subparsers(dest="command", required=True)
     for group in (stack, model, llm, maps, bench, cases, security, pddl, plans):
         group.add_commands(sub)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    # A crash inside a native library (rclpy, llama.cpp) then says in which Python call each
+    # thread was, instead of ending with a bare exit code. Written to the process's own stderr, which
+    # a caller that captures sys.stderr (a test) leaves in place.
+    faulthandler.enable(file=sys.__stderr__)
+    args = build_parser().parse_args(argv)
     try:
         return args.run(args)
     except InputError as error:

@@ -1012,7 +1012,7 @@ def add_commands(sub) -> None:
     perception.add_argument("--dense-sizes", type=int, nargs="*",
                             help="objects per dense map, all in the same few rooms (default: 5000 10000 20000)")
     perception.add_argument("--repeat", type=int, default=3, help="builds per size (the median is reported)")
-    perception.add_argument("--seed", type=int, default=0)
+    perception.add_argument("--seed", type=int, default=0, help="the generated maps and detections")
     perception.add_argument("--out", default=RUN_FOLDER, help="folder for perception.json and .png (default: a new one under bench/runs/)")
     perception.set_defaults(run=bench_perception)
     bench_tasks_parser = bench_sub.add_parser("tasks", help="carry out a task suite in fresh simulated homes and score "
@@ -1022,10 +1022,11 @@ def add_commands(sub) -> None:
     _llm_arguments(bench_tasks_parser)
     bench_tasks_parser.add_argument("--faults", choices=["none", "task", "random"], default="none",
                                     help="task: the faults each task lists; random: one fault per episode from --seed")
-    bench_tasks_parser.add_argument("--seed", type=int, default=0)
+    bench_tasks_parser.add_argument("--seed", type=int, default=0, help="draws the random faults and garbled replies")
     bench_tasks_parser.add_argument("--repeat", type=int, default=1, help="episodes per task")
     bench_tasks_parser.add_argument("--tasks", nargs="+", help="only these task ids")
-    bench_tasks_parser.add_argument("--explainer", choices=["on", "off"], default="on")
+    bench_tasks_parser.add_argument("--explainer", choices=["on", "off"], default="on",
+                                    help="suggestions from the failure-case memory after a failed skill")
     bench_tasks_parser.add_argument("--cases", default=":memory:", help="the explainer's case database (default: a "
                                                                           "fresh one in memory with the seed cases)")
     bench_tasks_parser.add_argument("--learn", action="store_true", help="record learned cases into --cases; this "
@@ -1047,10 +1048,10 @@ def add_commands(sub) -> None:
     bench_tasks_parser.set_defaults(run=bench_tasks)
     bench_context_parser = bench_sub.add_parser("context", help="prompt tokens per LLM call in a home and in one with "
                                                                 "N times the objects")
-    bench_context_parser.add_argument("--rooms", type=int, default=12)
+    bench_context_parser.add_argument("--rooms", type=int, default=12, help="rooms of each generated home")
     bench_context_parser.add_argument("--objects", type=int, default=30, help="objects in the small home")
     bench_context_parser.add_argument("--factor", type=int, default=10, help="the large home has this many times more")
-    bench_context_parser.add_argument("--seed", type=int, default=0)
+    bench_context_parser.add_argument("--seed", type=int, default=0, help="the generated homes")
     _llm_arguments(bench_context_parser)
     bench_context_parser.add_argument("--config", help="stack config for LLM, planner and skill settings")
     bench_context_parser.add_argument("--out", default=RUN_FOLDER, help=OUT_HELP)
@@ -1059,12 +1060,13 @@ def add_commands(sub) -> None:
 
     ablation_parser = bench_sub.add_parser("ablation", help="the task bench with the explainer off, with its seed "
                                                             "cases, and with the cases learned in the seed run")
-    ablation_parser.add_argument("--suite", default="full")
+    ablation_parser.add_argument("--suite", default="full", help="a suite file, or a name in config/tasks (full, smoke)")
     _llm_arguments(ablation_parser)
-    ablation_parser.add_argument("--faults", choices=["task", "random"], default="task")
-    ablation_parser.add_argument("--seed", type=int, default=0)
+    ablation_parser.add_argument("--faults", choices=["task", "random"], default="task",
+                                 help="task: the faults each task lists; random: one fault per episode from --seed")
+    ablation_parser.add_argument("--seed", type=int, default=0, help="draws the random faults and garbled replies")
     ablation_parser.add_argument("--tasks", nargs="+", help="only these task ids (default: the tasks with faults)")
-    ablation_parser.add_argument("--config")
+    ablation_parser.add_argument("--config", help="stack config (default: the installed config/planner.yaml)")
     ablation_parser.add_argument("--out", default=RUN_FOLDER, help=OUT_HELP)
     ablation_parser.add_argument("--name", help="results file name (default: ablation-SUITE-LLM-MODEL-FAULTS-faults)")
     ablation_parser.set_defaults(run=bench_ablation)
@@ -1119,7 +1121,7 @@ def add_commands(sub) -> None:
                                                         "each update scored against the true home, per variant")
     memory_parser.add_argument("--seed", type=int, default=1000, help="the home and its story (development data: "
                                "0-1019)")
-    memory_parser.add_argument("--changes", type=int, default=100)
+    memory_parser.add_argument("--changes", type=int, default=100, help="changes people tell in the episode")
     memory_parser.add_argument("--tasks", type=int, default=20, help="requests between the changes")
     memory_parser.add_argument("--variants", nargs="+", default=["full", "full+verify", "selected", "selected+verify",
                                                                  "search", "search+verify", "grounded+verify"],
@@ -1155,7 +1157,7 @@ def add_commands(sub) -> None:
     plans_parser.add_argument("--limit", type=int, help="only the first N tasks")
     _llm_arguments(plans_parser)
     _replies_argument(plans_parser)
-    plans_parser.add_argument("--config")
+    plans_parser.add_argument("--config", help="stack config (default: the installed config/planner.yaml)")
     plans_parser.add_argument("--out", default=RUN_FOLDER, help=OUT_HELP)
     plans_parser.add_argument("--name", help="results file name (default: plans-TASKS-LLM)")
     plans_parser.set_defaults(run=bench_plans)
@@ -1163,7 +1165,7 @@ def add_commands(sub) -> None:
                                         "then answer yes/no questions; vote, debate and central answer models compared")
     fleet_parser.add_argument("--sizes", type=int, nargs="+", default=[4, 8, 12, 16], help="rooms per home")
     fleet_parser.add_argument("--seeds", default="1000-1004", help="a seed, a range (1000-1004) or a list (1,5,9)")
-    fleet_parser.add_argument("--robots", type=int, default=3)
+    fleet_parser.add_argument("--robots", type=int, default=3, help="robots in each fleet")
     fleet_parser.add_argument("--questions", type=int, default=40, help="questions per home (half yes, half no)")
     fleet_parser.add_argument("--debate-questions", type=int, default=4,
                               help="questions per home and condition the robots also debate (each ~10 LLM calls)")
@@ -1183,7 +1185,7 @@ def add_commands(sub) -> None:
                                    "with one")
     _llm_arguments(fleet_parser)
     _replies_argument(fleet_parser)
-    fleet_parser.add_argument("--config")
+    fleet_parser.add_argument("--config", help="stack config (default: the installed config/planner.yaml)")
     fleet_parser.add_argument("--out", default=RUN_FOLDER, help=OUT_HELP)
     fleet_parser.add_argument("--name", help="results file name (default: fleet-EXPLORE-LLM)")
     fleet_parser.add_argument("--resume", action="store_true", help="keep the homes an interrupted run finished (in its --out)")
@@ -1258,10 +1260,11 @@ def add_commands(sub) -> None:
     test_parser.add_argument("--out", default="bench/results", help="folder for the aggregates (JSON, report, plot)")
     test_parser.set_defaults(run=bench_test)
     explainer_parser = bench_sub.add_parser("explainer", help="case retrieval latency and memory at growing case counts")
-    explainer_parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
+    explainer_parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000],
+                                  help="case counts the memory is timed at")
     explainer_parser.add_argument("--queries", type=int, default=200, help="retrievals timed per size")
     explainer_parser.add_argument("--pool", type=int, default=2000, help="distinct requests and reasons the cases "
                                                                            "are made of")
-    explainer_parser.add_argument("--seed", type=int, default=0)
+    explainer_parser.add_argument("--seed", type=int, default=0, help="the generated cases and queries")
     explainer_parser.add_argument("--out", default=RUN_FOLDER, help=OUT_HELP)
     explainer_parser.set_defaults(run=bench_explainer)

@@ -134,20 +134,22 @@ def add_commands(sub) -> None:
         return parser
 
     listing = command("list", cases_list, "the cases, a line each with how often they helped")
-    listing.add_argument("--source", choices=["seed", "learned", "human"])
-    listing.add_argument("--skill")
+    listing.add_argument("--source", choices=["seed", "learned", "human"], help="only cases of this origin")
+    listing.add_argument("--skill", help="only cases of this skill (e.g. PICK)")
     listing.add_argument("--demoted", action="store_true", help="only demoted cases")
-    command("show", cases_show, "one case, whole").add_argument("id")
+    command("show", cases_show, "one case, whole").add_argument("id", help="the case id (see planner cases list)")
     add = command("add", cases_add, "add a case written by a person")
-    for name in ("skill", "code", "request", "reason", "suggestion"):
-        add.add_argument(f"--{name}", required=True)
+    for name, meaning in (("skill", "the skill that failed, e.g. PICK"), ("code", "its failure code, e.g. OBJECT_NOT_FOUND"),
+                          ("request", "the request it failed in"), ("reason", "why it failed, in words"),
+                          ("suggestion", "what to do next time")):
+        add.add_argument(f"--{name}", required=True, help=meaning)
     add.add_argument("--id", help="default: human-<random>")
     imported = command("import", cases_import, "add the cases of a YAML or JSON list (as `export` writes)")
-    imported.add_argument("file")
+    imported.add_argument("file", help="a YAML file of cases, as planner cases export writes")
     imported.add_argument("--source", choices=["seed", "learned", "human"], help="instead of what the file says")
     imported.add_argument("--replace", action="store_true", help="overwrite cases with the same id")
     exported = command("export", cases_export, "write the cases to a YAML (or .json) file")
-    exported.add_argument("file")
-    exported.add_argument("--source", choices=["seed", "learned", "human"])
+    exported.add_argument("file", help="the YAML file to write")
+    exported.add_argument("--source", choices=["seed", "learned", "human"], help="only cases of this origin")
     command("prune", cases_prune, "remove demoted learned and human cases").add_argument(
         "--dry-run", action="store_true", help="only list what would go")

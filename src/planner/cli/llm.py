@@ -63,7 +63,7 @@ def add_commands(sub) -> None:
     check = llm_sub.add_parser("check", help="which structured-output forms a server enforces, and what to set")
     check.add_argument("--base-url", help="an OpenAI-compatible endpoint (default: the configured LLM; the "
                                           "embedded server is started for the check)")
-    check.add_argument("--api-key", default="")
+    check.add_argument("--api-key", default="", help="the server's API key, if it needs one")
     check.add_argument("--model", help="model name on that server")
     check.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
     check.add_argument("--config", help="stack config (default: the installed one)")

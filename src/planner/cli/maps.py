@@ -84,10 +84,10 @@ def add_commands(sub) -> None:
     p = sub.add_parser("world", help="make world files for the simulator")
     world_sub = p.add_subparsers(dest="world_command", required=True)
     generate = world_sub.add_parser("generate", help="a home of any size: a hallway with furnished rooms off it")
-    generate.add_argument("--rooms", type=int, default=12)
-    generate.add_argument("--objects", type=int, default=150)
-    generate.add_argument("--seed", type=int, default=0)
-    generate.add_argument("--out", default="world.yaml")
+    generate.add_argument("--rooms", type=int, default=12, help="rooms of the home")
+    generate.add_argument("--objects", type=int, default=150, help="objects in it")
+    generate.add_argument("--seed", type=int, default=0, help="the same seed gives the same home")
+    generate.add_argument("--out", default="world.yaml", help="the world file to write")
     generate.add_argument("--config", help="stack config whose robot the objects are placed within reach of "
                                            "(default: the installed one)")
     generate.set_defaults(run=world_generate)
@@ -97,7 +97,7 @@ def add_commands(sub) -> None:
     voxeland.add_argument("--name", help="world name (default: the map's file name)")
     voxeland.add_argument("--robot-pose", type=float, nargs=3, metavar=("X", "Y", "YAW"),
                           help="where the robot starts (default: inside the first room)")
-    voxeland.add_argument("--out", default="world.yaml")
+    voxeland.add_argument("--out", default="world.yaml", help="the world file to write")
     voxeland.set_defaults(run=world_from_voxeland)
     to_sdf = world_sub.add_parser("to-sdf", help="a Gazebo (gz-sim) SDF world: walls with door gaps, furniture and "
                                                  "objects as boxes named by their ids")

@@ -21,6 +21,6 @@ def add_commands(sub) -> None:
     p = sub.add_parser("model", help="manage the embedded LLM's weights")
     model_sub = p.add_subparsers(dest="model_command", required=True)
     install = model_sub.add_parser("install", help="download, join and verify the model into the cache")
-    install.add_argument("--model", default="qwen2.5-coder-1.5b")
+    install.add_argument("--model", default="qwen2.5-coder-1.5b", help="which embedded model to download and check")
     install.add_argument("--wheels", help="a folder that already holds the part wheels")
     install.set_defaults(run=model_install)

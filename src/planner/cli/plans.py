@@ -118,11 +118,12 @@ def add_commands(sub) -> None:
 
     generate = plans_sub.add_parser("generate", help="write a plan for each task from its scene, by one agent or three")
     generate.add_argument("--tasks", required=True, help="JSONL of {id, task, scene_table | image, reference_steps}")
-    generate.add_argument("--agents", choices=["single", "multi"], default="multi")
+    generate.add_argument("--agents", choices=["single", "multi"], default="multi",
+                          help="one model call for the plan, or several agents in turn, from a scene miner to the planner")
     generate.add_argument("--scene", choices=["table", "image"], default="table",
                           help="image needs a vision-capable model (--llm openai)")
     generate.add_argument("--out", required=True, help="JSONL of {id, steps}, the form plans score reads")
-    generate.add_argument("--config")
+    generate.add_argument("--config", help="stack config (default: the installed config/planner.yaml)")
     _llm_arguments(generate)
     _replies_argument(generate)
     generate.set_defaults(run=plans_generate)

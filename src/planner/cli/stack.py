@@ -428,7 +428,7 @@ def add_commands(sub) -> None:
 
     p = sub.add_parser("tell", help="tell a running stack what changed in the home (\"I put the milk back in the "
                                     "fridge\"); its map takes it in if the change holds")
-    p.add_argument("sentence")
+    p.add_argument("sentence", help="what changed, in plain words")
     p.add_argument("--wait", type=float, default=30, help="seconds to wait for perception to appear")
     p.add_argument("--timeout", type=float, default=120, help="seconds the LLM may take to read it")
     add_namespace_argument(p)
@@ -436,14 +436,14 @@ def add_commands(sub) -> None:
 
     p = sub.add_parser("ask", help="ask the robots about the home (\"Is there a mug in the kitchen?\", \"Where is "
                                    "the mug?\"), answered from what each has seen")
-    p.add_argument("question")
+    p.add_argument("question", help="a question about the home, in plain words")
     p.add_argument("--wait", type=float, default=30, help="seconds to wait for the fleet node to appear")
     p.add_argument("--timeout", type=float, default=120, help="seconds the robots' answers may take")
     p.set_defaults(run=lambda a: ask(a.question, a.wait, a.timeout))
 
     p = sub.add_parser("send", help="send a request to a running stack and stream its trace")
-    p.add_argument("request")
-    p.add_argument("--timeout", type=float, default=900)
+    p.add_argument("request", help="what the robot should do, in plain words")
+    p.add_argument("--timeout", type=float, default=900, help="seconds the task may take")
     p.add_argument("--wait", type=float, default=30, help="seconds to wait for the planner to appear")
     p.add_argument("--answer", help="the answer if the planner asks which object is meant (default: asked here)")
     add_mode_argument(p)
