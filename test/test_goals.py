@@ -998,13 +998,15 @@ def test_a_need_read_as_furniture_to_open_is_doubted_with_what_a_need_asks_for()
     assert ("goal", "the fridge is open") in trace and "names no" not in policy.prompts[1][-1]["content"]
 
 
-def run_grounded(request: str, replies: list, lexicon=None, world=APARTMENT):
-    """A run with the real sentence embeddings (and `lexicon`) grounding the request and ranking other names."""
+def run_grounded(request: str, replies: list, lexicon=None, world=APARTMENT, answers: tuple[str, ...] = ()):
+    """A run with the real sentence embeddings (and `lexicon`) grounding the request and ranking other
+    names; `answers` reply to the robot's questions in turn."""
     from planner.adapters.embeddings import SentenceEmbedder
     from planner.core.planning.grounding import Grounder
 
     trace = []
     robot = robot_at("table_2", world)
+    robot.answers = list(answers)
     policy = ScriptedPolicy(replies)
     result = TaskPlanner(policy, robot, robot.skills, PlannerSettings(confirm_timeout_s=0),
                          on_step=lambda step: trace.append((step.kind, step.text)),
@@ -1200,6 +1202,25 @@ def test_a_place_where_only_a_room_can_be_is_read_as_the_room_of_the_map_the_mod
         assert not any(kind == "perception" for kind, _ in trace)
         assert result.outcome == "impossible"
         assert sum("- hallway (holds" in str(prompt[0]["content"]) for prompt in policy.prompts) == 1  # the rooms offered
+
+
+def test_a_room_a_thing_is_sent_to_that_the_map_lacks_is_asked_for_and_never_left_out():
+    """"Take the cup to the games room", where no room of the map is the den to the model: the robot asks
+    the user which room it is. Named, the den is that room; unanswered, the task ends saying the den
+    is no room here, where goals that put the cup nowhere would have ended in "Done." holding it."""
+    holding = {"goals": [{"kind": "holding", "object": "cup"}]}
+    result, trace, _ = run_grounded("Take the cup to the games room", [{"choice": "none of these"}, holding, GIVE_UP])
+    question = next(text for kind, text in trace if kind == "question")
+    assert question.startswith("Which room is the games room? 1) ") and "living room (holds" in question
+    assert result.outcome == "impossible" and "sends it to the games room, and no room here is known by that name" in result.summary
+    in_bedroom = {"goals": [{"kind": "object_on", "object": "cup", "target": "", "room": "bedroom"}]}
+    result, trace, _ = run_grounded("Take the cup to the games room", [{"choice": "none of these"}, in_bedroom, GIVE_UP],
+                                    answers=("It's the bedroom",))
+    assert ("perception", "the request in the map's words: games room = bedroom") in trace
+    assert any(kind == "goal" and "in the bedroom" in text for kind, text in trace)
+    # A room the thing is taken from is not asked about: the cup is found by the map.
+    result, trace, _ = run_grounded("Get the cup in the games room", [{"choice": "none of these"}, holding, GIVE_UP])
+    assert not any(kind == "question" and text.startswith("Which room") for kind, text in trace)
 
 
 def test_only_places_where_a_room_must_be_are_read_as_rooms():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from planner.core.ambiguity import Question, chosen_candidate
@@ -22,6 +23,20 @@ class Conversation:
     def say(self, text: str) -> None:
         self._emit("say", text)
         self.tools.say(text)
+
+    def which_room(self, place: str, options: dict[str, str]) -> str | None:
+        """The room of `options` (room -> how it is shown) the user says `place` is, by name or
+        number; None without such an answer."""
+        rooms = list(options)
+        listed = "; ".join(f"{number}) {options[room]}" for number, room in enumerate(rooms, start=1))
+        answer = self.ask(f"Which room is the {place}? {listed}")
+        if not answer:
+            return None
+        said = f" {' '.join(re.findall(r'[a-z0-9]+', answer.lower()))} "
+        numbers = [rooms[int(n) - 1] for n in re.findall(r"\b(\d+)\b", said) if 1 <= int(n) <= len(rooms)]
+        named = [room for room in rooms if f" {' '.join(re.findall(r'[a-z0-9]+', room.lower()))} " in said]
+        choices = list(dict.fromkeys(named or numbers))
+        return choices[0] if len(choices) == 1 else None
 
     def which(self, question: Question) -> str:
         """Which object the user means; without a clear answer in time, the nearest the robot can take."""

@@ -215,6 +215,14 @@ def rooms_said(request: str, rooms: list[str], others: list[str]) -> list[str]:
                                                           for _, other in found)]
 
 
+def places_sent_to(request: str) -> list[str]:
+    """The places, as said, a request sends a thing to: after "to", "onto" or "into" ("take the cup
+    to the den"), or after any word of direction when it puts a thing ("put the cup in the den");
+    not where it sends the robot."""
+    towards = TOWARDS if PUTTING.search(words_of(request)) else SENDING
+    return _places_after(request, towards, robot=False)
+
+
 def robot_destinations(request: str) -> list[str]:
     """The places a request sends the robot to, as said: "go to the office and get the plant"."""
     return _places_after(request, SENDING, robot=True)

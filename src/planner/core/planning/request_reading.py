@@ -29,6 +29,7 @@ from planner.core.planning.goal_reading import (
     named_otherwise,
     names_only_its_modifier,
     need_question,
+    places_sent_to,
     reading_of,
     room_places,
     source_places,
@@ -75,18 +76,28 @@ class RequestReader:
         # and the model's answer to the same words is the same.
         self._judgements: dict[str, float] = {}
         self._rooms_chosen: dict[str, str | None] = {}  # a place said -> the map's room the model chose for it
+        self.unknown_places: list[str] = []  # places said that no room of the map was found to be, nor the user said
         self._searched: dict[str, list[str] | None] = {}  # a request -> the labels a search of the map finds for it
 
     def new_task(self) -> None:
         """Forget the answers of the task before."""
         self._judgements.clear()
         self._rooms_chosen.clear()
+        self.unknown_places = []
         self._searched.clear()
 
     def goals(self, request: str, usage: LLMUsage) -> tuple[list[Goal], Grounding | None]:
         """The goals a (mended) request is read into, checked, and the grounding they were read with;
-        RequestImpossible says why there are none, PolicyError why the model gave none."""
-        return self._extract_goals(request, self._ground(request, usage), usage)
+        RequestImpossible says why there are none, PolicyError why the model gave none. A room the
+        request sends things to that is no room of the map, nor one the user names when asked, is
+        a place the robot cannot find: goals that put nothing anywhere would leave it out and end
+        in "Done."."""
+        goals, grounding = self._extract_goals(request, self._ground(request, usage), usage)
+        if self.unknown_places and not any(goal.room or goal.target or goal.kind == "bring_to_user" for goal in goals):
+            rooms = ", ".join(words(room) for room in self.tools.scene().rooms())
+            raise RequestImpossible(f"the request sends it to the {self.unknown_places[0]}, and no room here is known "
+                                    f"by that name (the rooms are: {rooms})")
+        return goals, grounding
 
     def _ground(self, request: str, usage: LLMUsage, loose: bool = False) -> Grounding | None:
         """The request's phrases that name map labels in other words, and its places where only a
@@ -145,7 +156,14 @@ class RequestReader:
             if grounded & set(said.split()):
                 continue
             if said not in self._rooms_chosen:
-                self._rooms_chosen[said] = self._chosen_room(grounding.request, said, rooms, usage)
+                room = self._chosen_room(grounding.request, said, rooms, usage)
+                if room is None and any(said in place for place in places_sent_to(grounding.request)):
+                    options = room_options(rooms)
+                    options.pop(NONE, None)
+                    room = self.conversation.which_room(said, options)  # where a thing goes: the user knows
+                    if room is None:
+                        self.unknown_places.append(said)
+                self._rooms_chosen[said] = room
             if (room := self._rooms_chosen[said]) is not None:
                 grounding = grounding.with_match(self.grounder.nearest(said, [room], 1)[0])
         return grounding
