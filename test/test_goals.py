@@ -1298,6 +1298,21 @@ def test_no_thing_is_missing_that_the_request_names_by_a_word_grounded_in_the_ma
         reader.parse(json.dumps({"goals": [], "impossible": "there is no loaf in the map"}))
 
 
+def test_a_reason_for_impossible_that_a_room_lacks_a_thing_it_has_is_not_believed():
+    """"No cabinet in the kitchen" where the kitchen has a kitchen cabinet, and "no sofa in the
+    living room" where one stands there, are contradicted by the map. "No fridge in the bedroom" may
+    well be so, and stands."""
+    scene = robot_at("sofa_1").scene()
+    kitchen_cabinet = next(f for f in scene.furniture() if f.label == "cabinet" and f.room == "kitchen")
+    reader = GoalReader("Put the cup on the kitchen cabinet", scene, parser=PARSER)
+    with pytest.raises(ValueError, match=f"the map has a {kitchen_cabinet.label}"):
+        reader.parse(json.dumps({"goals": [], "impossible": "There is no cabinet in the kitchen."}))
+    with pytest.raises(ValueError, match="the map has a sofa"):
+        reader.parse(json.dumps({"goals": [], "impossible": "there is no sofa in the living room"}))
+    with pytest.raises(ValueError, match="answer impossible again"):
+        reader.parse(json.dumps({"goals": [], "impossible": "there is no fridge in the bedroom"}))
+
+
 def test_typos_in_a_typed_request_are_mended_before_it_is_read():
     """"The cuonter" is read as the counter; words the word list lacks ("hoodie", "countertop") and
     the map's own labels stay as typed."""

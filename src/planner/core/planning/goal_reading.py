@@ -1000,7 +1000,7 @@ class GoalReader:
         """An 'impossible' is believed when said twice with a reason the map does not contradict."""
         if len(why.split()) < 3:
             raise ValueError("say in a few words why the request is impossible: what is missing")
-        said_missing = self._said_missing(why)
+        said_missing = self._said_missing(why) + self._there_after_all(why)
         if said_missing:
             raise ValueError(f"the map has a {', a '.join(map(_phrase, said_missing))}: look again at the "
                              "request and give goals")
@@ -1021,6 +1021,19 @@ class GoalReader:
             [label for label in [*self.object_labels, *self.furniture_labels, *self.rooms]
              if f" no {_phrase(label)} " in reason and not rooms_named_for(label, reason, self.rooms)]
             + [label for phrase, label in other_names.items() if f" no {phrase} " in reason]))
+
+    def _there_after_all(self, why: str) -> list[str]:
+        """What a reason says a room has not, where the map has a thing of that kind in that room:
+        "no cabinet in the kitchen" where the kitchen has a kitchen cabinet."""
+        reason = words_of(why)
+        found = []
+        for room in self.rooms:
+            for entity in [*self.scene.objects(), *self.scene.furniture()]:
+                kind = _phrase(entity.label).split()[-1]
+                if entity.room == room and re.search(rf" no (?:\w+ )?{re.escape(kind)}s? (?:\w+ ){{0,2}}in the "
+                                                     rf"{re.escape(_phrase(room))} ", reason):
+                    found.append(entity.label)
+        return list(dict.fromkeys(found))
 
     def settle(self, goals: list[Goal] | None) -> list[Goal]:
         """The goals of a valid reply; when none came, what the model insisted on: doubted goals
