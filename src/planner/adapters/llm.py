@@ -294,8 +294,8 @@ class FallbackPolicy:
 
 
 class WatchedPolicy:
-    """A benchmark's policy: after `limit` calls in a row failed, the next failure raises
-    ServerUnreachable, which ends the run instead of one episode."""
+    """A benchmark's policy: the `limit`-th call in a row that fails raises ServerUnreachable,
+    which ends the run instead of one episode."""
 
     def __init__(self, policy: Policy, limit: int):
         self.policy = policy
