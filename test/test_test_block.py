@@ -138,7 +138,8 @@ def test_no_block_is_spent_on_a_model_that_does_not_answer(tmp_path, checkout, m
     config = write_config(tmp_path, llm={"provider": "openai", "max_retries": 0, "timeout_s": 5})
     assert main(["bench", "test", "objects", "--llm", "openai", "--base-url", "http://127.0.0.1:9/v1",
                  "--config", str(config), "--repo", str(checkout), "--ledger", str(ledger)]) == 1
-    assert "the LLM does not answer" in capsys.readouterr().err and Ledger(ledger).rows() == []
+    said = capsys.readouterr().err
+    assert "the model server does not answer" in said and "no block was drawn" in said and Ledger(ledger).rows() == []
 
 
 def test_a_test_block_of_tasks_keeps_the_rates_per_tier_and_nothing_of_the_requests(tmp_path, checkout, monkeypatch):
