@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from planner.core.ambiguity import Question, chosen_candidate
+from planner.core.ambiguity import Question, chosen_candidate, words_of
 from planner.core.ports import Tools
 
 
@@ -32,9 +32,9 @@ class Conversation:
         answer = self.ask(f"Which room is the {place}? {listed}")
         if not answer:
             return None
-        said = f" {' '.join(re.findall(r'[a-z0-9]+', answer.lower()))} "
+        said = words_of(answer)
         numbers = [rooms[int(n) - 1] for n in re.findall(r"\b(\d+)\b", said) if 1 <= int(n) <= len(rooms)]
-        named = [room for room in rooms if f" {' '.join(re.findall(r'[a-z0-9]+', room.lower()))} " in said]
+        named = [room for room in rooms if words_of(room) in said]
         choices = list(dict.fromkeys(named or numbers))
         return choices[0] if len(choices) == 1 else None
 

@@ -1026,14 +1026,10 @@ class GoalReader:
         """What a reason says a room has not, where the map has a thing of that kind in that room:
         "no cabinet in the kitchen" where the kitchen has a kitchen cabinet."""
         reason = words_of(why)
-        found = []
-        for room in self.rooms:
-            for entity in [*self.scene.objects(), *self.scene.furniture()]:
-                kind = _phrase(entity.label).split()[-1]
-                if entity.room == room and re.search(rf" no (?:\w+ )?{re.escape(kind)}s? (?:\w+ ){{0,2}}in the "
-                                                     rf"{re.escape(_phrase(room))} ", reason):
-                    found.append(entity.label)
-        return list(dict.fromkeys(found))
+        return list(dict.fromkeys(
+            entity.label for entity in [*self.scene.objects(), *self.scene.furniture()]
+            if entity.room and re.search(rf" no (?:\w+ )?{re.escape(_phrase(entity.label).split()[-1])}s? (?:\w+ ){{0,2}}"
+                                         rf"in the {re.escape(_phrase(entity.room))} ", reason)))
 
     def settle(self, goals: list[Goal] | None) -> list[Goal]:
         """The goals of a valid reply; when none came, what the model insisted on: doubted goals
