@@ -29,7 +29,7 @@ from planner.core.object_finder import ObjectFinder
 from planner.core.planning.task_planner import TaskPlanner
 from planner.core.ports import Policy
 from planner.core.types import TraceStep
-from planner.sim.in_process import SimulatedRobot
+from planner.sim.in_process import SimulatedRobot, on_simulated_time
 from planner.sim.simulated_world import SimulatedWorld, load_scenario
 from planner.wiring import finder_settings, load_skill_planner, make_grounder, open_case_memory, open_llm, open_part_llm, planner_settings
 
@@ -71,8 +71,7 @@ class Planner:
         self.grounder = make_grounder(config, embedder)
         self.parser = SpacyParser()
         settings, _ = planner_settings(config)
-        # Simulated time: perception has seen what the robot's last step did, and the robot state is there.
-        self.settings = settings.model_copy(update={"confirm_timeout_s": 0.0, "robot_state_wait_s": 0.0})
+        self.settings = on_simulated_time(settings)
         memory: CaseMemory | None = None
         if explainer:
             memory, problems = open_case_memory(config, embedder)

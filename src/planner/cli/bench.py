@@ -120,11 +120,11 @@ def _bench_settings(config, llm: dict, mode: str | None = None):
     """Planner settings for simulated time, calibrated for the model (where they came from goes to
     `llm`): perception confirms at once, the robot state is there; the planning mode the command
     line asks for, else the config's."""
+    from planner.sim.in_process import on_simulated_time
     from planner.wiring import planner_settings
 
     settings, llm["planner_settings"] = planner_settings(config, llm["model"])
-    return settings.model_copy(update={"confirm_timeout_s": 0.0, "robot_state_wait_s": 0.0,
-                                       "mode": mode or settings.mode})
+    return on_simulated_time(settings).model_copy(update={"mode": mode or settings.mode})
 
 
 def _progress(line: str) -> None:

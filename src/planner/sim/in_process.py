@@ -21,6 +21,7 @@ from planner.core.fleet import RobotMemory, sightings, sightings_text
 from planner.core.object_finder import ObjectFinder
 from planner.core.perception_actions import SceneMap, perceive
 from planner.core.plan_check import PlanChecker
+from planner.core.planning.settings import PlannerSettings
 from planner.core.scene_graph import RobotSnapshot, SceneGraph
 from planner.core.skill_execution import CommandsResult, execute_skill, run_commands
 from planner.core.skills import Command, SkillCall, SkillPlanner
@@ -29,6 +30,12 @@ from planner.core.world import World
 from planner.sim.simulated_world import HANG, MANIPULATION_SECONDS, Route, ScenarioEvent, SimulatedWorld
 
 LOOK_SECONDS = 1.0      # simulated time a perception call takes (the robot looks while it thinks)
+
+
+def on_simulated_time(settings: PlannerSettings) -> PlannerSettings:
+    """Planner settings for this robot: perception has seen what the last step did when the step
+    returns, and the robot state is there from the start, so nothing is waited for."""
+    return settings.model_copy(update={"confirm_timeout_s": 0.0, "robot_state_wait_s": 0.0})
 
 
 @dataclass
