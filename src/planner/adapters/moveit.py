@@ -148,8 +148,7 @@ class MoveItArms:
                                                                 f"{command.arm or 'unnamed'} arm")
         steps = self.steps(command.name)
         if steps is None:
-            return Outcome(False, FailureCode.BACKEND_UNAVAILABLE, f"MoveIt has no motion for {command.name!r}: "
-                                                                f"opening doors and drawers needs a skill of the robot's own")
+            return Outcome(False, FailureCode.BACKEND_UNAVAILABLE, f"MoveIt has no motion for {command.name!r}")
         # A tool move below the hover height touches what the command is about.
         touches = any(step[0] in TOOL_MOVES and step[1] < self.settings.hover_m for step in steps)
         try:

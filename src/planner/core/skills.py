@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal, cast
+from typing import Literal
 
 import networkx as nx
 from pydantic import Field, model_validator
@@ -43,10 +43,6 @@ from planner.core.types import Outcome
 from planner.core.world import opening_heights
 
 ParamType = Literal["object", "furniture", "openable", "place", "room", "person", "arm", "text"]
-# The commands the executor's backends implement (the simulator, Nav2 and MoveIt 2).
-CommandName = Literal["navigate", "look_around", "look_at", "open_gripper", "approach", "grasp", "verify_grasp", "lift",
-                      "place_approach", "release", "retreat", "open", "close", "hand_out", "wait_for_take", "sweep",
-                      "say"]
 CommandSlot = Literal["arm", "object", "target", "text"]
 # Facts the HTN planner reads from the scene graph (until a step changes them), with their arity.
 FACT_ARITY = {"at": 1, "holding": 2, "holding_any": 1, "gripper_open": 1, "is_open": 1, "on": 2}
@@ -78,6 +74,9 @@ class CommandSpec(StrictModel):
     point: Literal["", "object", "target", "target_top"] = Field(default="", description="where an arm command aims")
     requires: list[str] = Field(default_factory=list)
     effects: list[str] = Field(default_factory=list)
+    simulated_by: str = Field(default="", pattern=r"^$|^[A-Za-z_][\w.]*:[A-Za-z_]\w*$",
+                              description="for a command the built-in simulator lacks: the function that carries it "
+                                          "out there, as 'package.module:function' (docs/add-a-skill.md)")
 
 
 class SkillSpec(StrictModel):
@@ -94,7 +93,7 @@ class SkillSpec(StrictModel):
 
 
 class SkillLibrary(StrictModel):
-    commands: dict[CommandName, CommandSpec]
+    commands: dict[str, CommandSpec]
     typical_mass_kg: dict[str, float] = Field(default_factory=dict, description="by label, for objects whose mass "
                                                                                  "perception does not know")
     unknown_density_kg_m3: float = Field(default=1000.0, gt=0, description="an object whose mass neither perception "
@@ -110,6 +109,8 @@ class SkillLibrary(StrictModel):
         arities |= {name: len(t.params) for name, t in self.tasks.items()}
         arities |= {name: len(s.all_params()) for name, s in self.skills.items()}
         for name, command in self.commands.items():
+            if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+                raise ValueError(f"commands.{name}: command names are lower case, e.g. press_button")
             for part in ("requires", "effects"):
                 self._facts(f"commands.{name}.{part}", getattr(command, part), set(command.args))
         for name in self.tasks:
@@ -128,6 +129,10 @@ class SkillLibrary(StrictModel):
                 if pre.check not in PRECONDITIONS:
                     raise ValueError(f"{where}.preconditions[{index}].check: unknown check {pre.check!r}; "
                                      f"known: {', '.join(sorted(PRECONDITIONS))}")
+                given = [arg for arg in pre.args if arg not in {p.name for p in skill.params}]
+                if given:
+                    raise ValueError(f"{where}.preconditions[{index}].args: {', '.join(given)} is no parameter the "
+                                     f"caller gives (checks run before `choose`)")
                 check_references(f"{where}.preconditions[{index}].args", pre.args, params)
             self._facts(f"{where}.effects", skill.effects, params)
             self._methods(where, skill.methods, params, arities)
@@ -345,7 +350,7 @@ class SkillPlanner:
 
     def _command(self, step: tuple[str, ...], scene: SceneGraph) -> Command:
         name, *args = step
-        spec = self.library.commands[cast(CommandName, name)]  # the decomposer only emits the library's commands
+        spec = self.library.commands[name]  # the decomposer only emits the library's commands
         slots = dict(zip(spec.args, args))
         command = Command(name=name, arm=slots.get("arm", ""), object_id=slots.get("object", ""),
                           target_id=slots.get("target", ""), text=slots.get("text", ""), timeout_s=spec.timeout_s)

@@ -1,6 +1,7 @@
 """Executor backend for a real robot: navigate and look_around commands go to Nav2, arm and gripper commands to
 MoveIt 2 (with the obstacles within the arm's reach from perception's scene graph) and, for hands
-that have one, their GripperCommand action. With no simulator to say it, this backend also publishes
+that have one, their GripperCommand action; a command with no motion here goes to the robot's own
+node serving `skills/<command>` (planner.ros.skill_actions). With no simulator to say it, this backend also publishes
 /robot/state: the base pose from TF (map → the profile's base frame), what each hand holds (from the
 commands that succeeded: a grasp succeeds only on fingers that stopped on something), whether a
 command runs; perception places the pose in its rooms."""
@@ -25,6 +26,7 @@ from planner.ros.convert import robot_to_msg
 from planner.ros.gripper import GripperCommandClient
 from planner.ros.qos import RELIABLE
 from planner.ros.scene_mirror import SceneMirror
+from planner.ros.skill_actions import SkillActions
 from planner.ros.tf_frames import TfLookup
 from planner.wiring import load_robot
 
@@ -62,6 +64,7 @@ class RobotBackend:
         self.scene = SceneMirror(node, callback_group)
         grippers = {name: GripperCommandClient(node, arm.gripper_action.action, callback_group)
                     for name, arm in self.robot.arms.items() if arm.gripper_action}
+        self.skill_actions = SkillActions(node, callback_group)
         self.arms = MoveItArms.connect(settings.moveit, self.robot, self.robot_pose, self.obstacles, grippers,
                                        node.get_namespace(),
                                        [node.config.path(path) for path in settings.moveit.params_files])
@@ -92,6 +95,8 @@ class RobotBackend:
         try:
             if command.name in ("navigate", "look_around"):
                 outcome = self.navigation.run(command, stop)
+            elif self.arms.steps(command.name) is None:
+                outcome = self.skill_actions.run(command, stop)
             else:
                 try:
                     outcome = self.arms.run(command, stop)

@@ -14,6 +14,7 @@ from rclpy.event_handler import SubscriptionEventCallbacks
 from std_msgs.msg import Empty
 
 from planner.core.errors import PlannerError
+from planner.core.failures import FailureCode
 from planner.ros.qos import ALIVE, alive_topic
 
 
@@ -30,6 +31,13 @@ class CallFailed(PlannerError, RuntimeError):
     def __init__(self, message: str, kind: CallKind):
         super().__init__(message)
         self.kind = kind
+
+
+def failed_call_code(error: CallFailed, stopped: bool) -> str:
+    """The failure code of a robot command whose call failed (`stopped`: the executor stopped it)."""
+    return (FailureCode.CANCELED if stopped else FailureCode.TIMEOUT if error.kind == CallKind.TIMEOUT
+            else FailureCode.ROBOT_UNAVAILABLE if error.kind == CallKind.UNAVAILABLE
+            else FailureCode.BACKEND_UNAVAILABLE)
 
 
 STOP_POLL_S = 0.05

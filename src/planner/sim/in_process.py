@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from planner.core.controller import CheckPhase, ExecutionEventInfo, check_command, describe_failure, missing_object
+from planner.core.errors import InputError
 from planner.core.explainer import CaseMemory
 from planner.core.failures import FailureCode
 from planner.core.fleet import RobotMemory, sightings, sightings_text
@@ -27,7 +28,8 @@ from planner.core.skill_execution import CommandsResult, execute_skill, run_comm
 from planner.core.skills import Command, SkillCall, SkillPlanner
 from planner.core.types import FailureInfo, Observation, Outcome, PlanVerdict, Recovery, SkillResult, SuggestionInfo
 from planner.core.world import World
-from planner.sim.simulated_world import HANG, MANIPULATION_SECONDS, Route, ScenarioEvent, SimulatedWorld
+from planner.sim.added_commands import load_added_commands, not_simulated
+from planner.sim.simulated_world import HANG, Route, ScenarioEvent, SimulatedWorld, command_seconds
 
 LOOK_SECONDS = 1.0      # simulated time a perception call takes (the robot looks while it thinks)
 
@@ -64,7 +66,11 @@ class SimulatedRobot:
         not available); `plan_checker` checks plans against those that worked (None: no check);
         `fleet` is what the other robots of a fleet have seen (empty: the robot is alone)."""
         self.answers = list(answers)  # what the simulated user replies to questions, in order
-        self.sim = SimulatedWorld(world, skills.robot, list(events))
+        missing = not_simulated(skills.library)
+        if missing:
+            raise InputError(f"the skill library's commands {', '.join(missing)} have no simulated_by: the in-process "
+                             f"simulator cannot carry them out (docs/add-a-skill.md)")
+        self.sim = SimulatedWorld(world, skills.robot, list(events), added_commands=load_added_commands(skills.library))
         self.graph = SceneGraph.from_world(world)
         self.skills = skills
         self.memory = memory
@@ -156,10 +162,10 @@ class SimulatedRobot:
                 return sim.abort(route)
             sim.arrive(command.base_pose)
             return Outcome(True, detail="arrived")
-        self._pass(MANIPULATION_SECONDS.get(command.name, 0.0))
+        self._pass(command_seconds(command.name))
         outcome = sim.manipulate(command.name, command.arm, command.object_id, command.target_id, command.point)
         if outcome.code == HANG:  # the executor gives up after the command's timeout
-            self._pass(max(command.timeout_s - MANIPULATION_SECONDS.get(command.name, 0.0), 0.0))
+            self._pass(max(command.timeout_s - command_seconds(command.name), 0.0))
             return Outcome(False, FailureCode.TIMEOUT, f"{command.name} gave no answer within {command.timeout_s:.0f} s")
         return outcome
 

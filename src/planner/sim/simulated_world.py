@@ -6,6 +6,7 @@ it over ROS actions and topics, taking the durations computed here.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +39,15 @@ MANIPULATION_SECONDS = {"look_around": 8.0, "look_at": 0.5, "open_gripper": 0.5,
                         "verify_grasp": 0.2, "lift": 1.0, "place_approach": 2.0, "release": 1.0, "retreat": 1.5,
                         "open": 3.0, "close": 2.0, "hand_out": 2.0, "wait_for_take": 1.5, "sweep": 6.0}
 HEADING_ONLY = frozenset({"look_around", "look_at"})   # commands without an arm
+ADDED_COMMAND_SECONDS = 2.0         # simulated time a command a skill library adds takes
+SIMULATED_COMMANDS = frozenset(MANIPULATION_SECONDS) | {"navigate", "say"}   # what the simulator does itself
+# A command a skill library adds: (world, arm, object, target, point) -> what came of it (planner.sim.added_commands).
+AddedCommand = Callable[["SimulatedWorld", str, str, str, "tuple[float, float, float] | None"], Outcome]
+
+
+def command_seconds(name: str) -> float:
+    """Simulated time an arm, gripper or head command takes."""
+    return MANIPULATION_SECONDS.get(name, ADDED_COMMAND_SECONDS)
 
 
 class CommandStarted(StrictModel):
@@ -215,6 +225,7 @@ class SimulatedWorld:
     blocked: list[Blockage] = field(default_factory=list)
     log: list[str] = field(default_factory=list)   # every scenario event that happened, in order
     now: float = 0.0                # simulated seconds, set by whoever runs the world
+    added_commands: dict[str, AddedCommand] = field(default_factory=dict)   # by name, from the skill library
 
     def __post_init__(self):
         x, y, yaw = self.world.robot.pose
@@ -418,18 +429,22 @@ class SimulatedWorld:
     # ---- manipulation -----------------------------------------------------------------------
     def manipulate(self, operation: str, arm: str, object_id: str, target_id: str,
                    point: tuple[float, float, float] | None) -> Outcome:
-        if operation not in MANIPULATION_SECONDS:
+        added = self.added_commands.get(operation)
+        if operation not in MANIPULATION_SECONDS and added is None:
             return Outcome(False, FailureCode.UNKNOWN_OPERATION, f"unknown manipulation {operation!r}")
-        if arm not in self.held and operation not in HEADING_ONLY:
+        if (arm or added is None) and arm not in self.held and operation not in HEADING_ONLY:
             return Outcome(False, FailureCode.UNKNOWN_ARM, f"no arm {arm!r}")
         for command in ("", operation):
             if command in self._hang_next:
                 self._hang_next.remove(command)
                 return Outcome(False, HANG, f"the {operation} command did not answer")
+        if added is not None:
+            return added(self, arm, object_id, target_id, point)
         handler = getattr(self, f"_{operation}")
         return handler(arm, object_id, target_id, point)
 
-    def _object_at_expected_place(self, arm: str, object_id: str, point) -> Outcome:
+    def object_at_expected_place(self, arm: str, object_id: str, point) -> Outcome:
+        """Whether `arm` can take the object where the command expects it: there, within reach, not shut in."""
         if object_id not in self.positions:
             return Outcome(False, FailureCode.UNKNOWN_OBJECT, f"no object {object_id!r}")
         actual = self.positions[object_id]
@@ -448,7 +463,8 @@ class SimulatedWorld:
     def _furniture_under(self, point) -> str:
         return next((f.id for f in self.world.furniture if footprint_contains(f.center, f.size, point[0], point[1])), "")
 
-    def _within_reach(self, arm: str, furniture_id: str) -> Outcome:
+    def within_reach(self, arm: str, furniture_id: str) -> Outcome:
+        """Whether `arm` reaches the nearest edge of the furniture from where the robot stands."""
         surface = self._furniture.get(furniture_id)
         if surface is None:
             return Outcome(False, FailureCode.UNKNOWN_FURNITURE, f"no furniture {furniture_id!r}")
@@ -460,10 +476,10 @@ class SimulatedWorld:
     def _approach(self, arm, object_id, target_id, point) -> Outcome:
         if self.held[arm]:
             return Outcome(False, FailureCode.ARM_OCCUPIED, f"the {arm} arm holds {self.held[arm]}")
-        return self._object_at_expected_place(arm, object_id, point)
+        return self.object_at_expected_place(arm, object_id, point)
 
     def _grasp(self, arm, object_id, target_id, point) -> Outcome:
-        found = self._object_at_expected_place(arm, object_id, point)
+        found = self.object_at_expected_place(arm, object_id, point)
         if not found.ok:
             return found
         self.held[arm] = object_id
@@ -499,7 +515,7 @@ class SimulatedWorld:
     def _place_approach(self, arm, object_id, target_id, point) -> Outcome:
         if self.held[arm] != object_id:
             return Outcome(False, FailureCode.GRASP_LOST, f"the {arm} gripper is not holding {object_id}")
-        return self._within_reach(arm, target_id)
+        return self.within_reach(arm, target_id)
 
     def _release(self, arm, object_id, target_id, point) -> Outcome:
         if self.held[arm] != object_id:
@@ -559,7 +575,7 @@ class SimulatedWorld:
     def _sweep(self, arm, object_id, target_id, point) -> Outcome:
         if self.held[arm]:
             return Outcome(False, FailureCode.ARM_OCCUPIED, f"the {arm} arm holds {self.held[arm]}")
-        reach = self._within_reach(arm, target_id)
+        reach = self.within_reach(arm, target_id)
         if not reach.ok:
             return reach
         self.wiped.append(target_id)
@@ -570,7 +586,7 @@ class SimulatedWorld:
             return Outcome(False, FailureCode.NOT_OPENABLE, f"{target_id} has no door or drawer")
         if self.held[arm]:
             return Outcome(False, FailureCode.ARM_OCCUPIED, f"the {arm} arm holds {self.held[arm]}")
-        reach = self._within_reach(arm, target_id)
+        reach = self.within_reach(arm, target_id)
         if not reach.ok:
             return reach
         self.open_state[target_id] = opened

@@ -19,11 +19,13 @@ from planner.core.errors import InputError
 from planner.core.failures import FailureCode
 from planner.core.frames import planar, rigid
 from planner.core.scene_graph import RobotSnapshot
+from planner.core.skills import load_skill_library
 from planner.msg import Detection3DArray, RobotState
 from planner.ros.convert import frame_to_msg, pose_from_msg, robot_to_msg, seconds, stamp_now, transform_msg
 from planner.ros.node import PlannerNode, main_for
 from planner.ros.qos import CLOCK_QOS, LATCHED, RELIABLE, TF_QOS, TF_STATIC_QOS
-from planner.sim.simulated_world import HANG, MANIPULATION_SECONDS, SimulatedWorld, load_scenario
+from planner.sim.added_commands import load_added_commands
+from planner.sim.simulated_world import HANG, SimulatedWorld, command_seconds, load_scenario
 from planner.srv import MoveObject
 from planner.wiring import load_robot
 
@@ -38,9 +40,11 @@ class SimulatorNode(PlannerNode):
         super().__init__("simulator", config)
         path = self.config.path(self.config.scenario)
         loaded = load_scenario(path)
+        skills_path = self.config.path(self.config.skills)
+        added = load_added_commands(load_skill_library(skills_path), str(skills_path))
         try:
             self.sim = SimulatedWorld(loaded.world, load_robot(self.config), list(loaded.scenario.events),
-                                      now=seconds(stamp_now(self)))
+                                      now=seconds(stamp_now(self)), added_commands=added)
         except InputError as error:
             raise InputError(f"{path}: {error}") from None
         self.time_scale = self.config.simulator.time_scale
@@ -210,7 +214,7 @@ class SimulatorNode(PlannerNode):
                 self._announce(fired)
                 self._publish_world()
             # The arm moves first; the world changes when the motion ends.
-            if not self._sleep(MANIPULATION_SECONDS.get(request.operation, 0.0), goal_handle):
+            if not self._sleep(command_seconds(request.operation), goal_handle):
                 goal_handle.canceled()
                 return Manipulate.Result(success=False, code=FailureCode.CANCELED, detail="manipulation canceled")
             with self.lock:
