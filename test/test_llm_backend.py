@@ -291,3 +291,45 @@ def test_a_part_of_the_stack_asks_its_own_server_first_and_the_main_one_when_tha
     assert finder.complete([{"role": "user", "content": "go"}], SCHEMA).source == f"small at {url}"
     assert [r["model"] for r in requests] == ["large", "small"]
     assert part_policy(settings, [], main, None)[0] is main
+
+
+def _config_with_model_path(directory, model_path: str):
+    import yaml
+
+    from conftest import write_config
+    from planner.config import load_config
+
+    path = write_config(directory, llm={"provider": "embedded", "max_tokens": 16,
+                                        "embedded": {"model_path": model_path, "n_ctx": 1024, "servers": 1}})
+    return load_config(path), yaml
+
+
+def test_a_model_path_that_is_not_a_gguf_file_is_refused_naming_the_setting(tmp_path):
+    from planner.adapters.model_store import ModelError
+    from planner.wiring import open_llm
+
+    (tmp_path / "notes.txt").write_text("not a model")
+    config, _ = _config_with_model_path(tmp_path, "notes.txt")
+    with pytest.raises(ModelError, match=r"llm.embedded.model_path: .*notes.txt is not a GGUF file"):
+        open_llm(config)
+    config, _ = _config_with_model_path(tmp_path, "missing.gguf")
+    with pytest.raises(ModelError, match=r"llm.embedded.model_path: .*missing.gguf is not a file"):
+        open_llm(config)
+
+
+@pytest.mark.embedded
+@pytest.mark.timeout(600)
+def test_a_gguf_file_of_ones_own_is_served_from_a_path_beside_the_config(tmp_path):
+    from planner.adapters.model_store import DEFAULT_MODEL, MODELS, model_path
+    from planner.wiring import open_llm
+
+    (tmp_path / "my-robot-model.gguf").symlink_to(model_path(MODELS[DEFAULT_MODEL]))  # the model set-up installs
+    config, _ = _config_with_model_path(tmp_path, "my-robot-model.gguf")
+    assert "the embedded model my-robot-model" in config.llm.chosen()
+    policy, servers = open_llm(config)
+    try:
+        assert servers.servers[0].model_file == tmp_path / "my-robot-model.gguf"
+        messages = [{"role": "user", "content": "Where should the robot go? Answer with JSON."}]
+        assert json.loads(policy.complete(messages, SCHEMA).text) == {"action": "GOTO(kitchen)"}
+    finally:
+        servers.stop()

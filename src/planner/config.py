@@ -7,6 +7,7 @@ OPENAI_BASE_URL, OPENAI_API_KEY, PLANNER_LLM_MODEL.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Literal
@@ -118,6 +119,9 @@ def load_config(path: str | Path | None = None) -> StackConfig:
     path = Path(path) if path else default_config_path()
     config = load_model(path, StackConfig)
     config.base_dir = path.resolve().parent
+    own = config.llm.embedded.model_path
+    if own:  # kept as named (a link's name is the model's name), made absolute
+        config.llm.embedded.model_path = os.path.abspath(config.base_dir / Path(own).expanduser())
     return config
 
 

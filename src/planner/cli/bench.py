@@ -64,7 +64,7 @@ def _logged(args, policy, server, header: dict):
 
 def _open_bench_llm(args, config):
     from planner.adapters.llm import WatchedPolicy, open_policy, preflight
-    from planner.adapters.model_store import MODELS, ModelError
+    from planner.adapters.model_store import MODELS, ModelError, model_sha256
     from planner.core.errors import PolicyError, ServerUnreachable
 
     update: dict = {"provider": args.llm}
@@ -89,10 +89,12 @@ def _open_bench_llm(args, config):
             print(f"error: no LLM: {error}", file=sys.stderr)
             return None
         policy = WatchedPolicy(policy, llm.benchmark_gives_up_after)
-    model = llm.embedded.model if llm.provider == "embedded" else llm.model if llm.provider == "openai" else "task scripts"
+    model = llm.embedded.name() if llm.provider == "embedded" else llm.model if llm.provider == "openai" else "task scripts"
     header = {"backend": llm.provider, "model": model, "base_url": llm.base_url if llm.provider == "openai" else ""}
     if llm.provider == "embedded":
-        header["sha256"] = MODELS[model].sha256  # the file the server loaded was checked against it
+        # The shipped file the server loaded was checked against its sha256; one's own is hashed.
+        own = llm.embedded.model_path
+        header["sha256"] = model_sha256(Path(own)) if own else MODELS[model].sha256
     return policy, server, header
 
 

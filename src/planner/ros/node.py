@@ -74,7 +74,7 @@ class PlannerNode(Node):
             self.report("error", f"LLM unavailable: {error}")
             return UnavailablePolicy(f"LLM unavailable: {error}")
         if self.embedded is not None:
-            self.get_logger().info(f"embedded LLM {self.config.llm.embedded.model} serving at {self.embedded.base_url}")
+            self.get_logger().info(f"embedded LLM {self.config.llm.embedded.name()} serving at {self.embedded.base_url}")
         settings = self.config.llm.resolved()
         if settings.provider == "openai":  # the embedded server is known to enforce its form
             threading.Thread(target=self._check_schema_enforced, args=(settings,), daemon=True).start()
