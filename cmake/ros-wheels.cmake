@@ -3,12 +3,17 @@
 # -DCMAKE_PROJECT_INCLUDE=<this file> by scripts/install-ros-src.sh. On a normal ROS 2 install it
 # adds a prefix that is already searched and filters nothing.
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
+# The prefixes of Python's site-packages folders: the venv's, and under pip's build isolation the
+# one its build requirements went to.
 execute_process(
-  COMMAND "${Python3_EXECUTABLE}" -c "import sys; print(sys.prefix)"
-  OUTPUT_VARIABLE ROS_WHEELS_PREFIX OUTPUT_STRIP_TRAILING_WHITESPACE)
-# The ament index and the CMake configs of the wheels live in the Python prefix.
-list(APPEND CMAKE_PREFIX_PATH "${ROS_WHEELS_PREFIX}")
-set(ENV{AMENT_PREFIX_PATH} "${ROS_WHEELS_PREFIX}:$ENV{AMENT_PREFIX_PATH}")
+  COMMAND "${Python3_EXECUTABLE}" -c
+    "import pathlib, sys; print(';'.join(dict.fromkeys([sys.prefix] + [str(pathlib.Path(p).parents[2]) for p in sys.path if p.endswith('site-packages')])))"
+  OUTPUT_VARIABLE ROS_WHEELS_PREFIXES OUTPUT_STRIP_TRAILING_WHITESPACE)
+# The ament index and the CMake configs of the wheels live in those prefixes.
+foreach(_prefix IN LISTS ROS_WHEELS_PREFIXES)
+  list(APPEND CMAKE_PREFIX_PATH "${_prefix}")
+  set(ENV{AMENT_PREFIX_PATH} "${_prefix}:$ENV{AMENT_PREFIX_PATH}")
+endforeach()
 
 # The wheels' exported targets carry include paths of the machine that built them; CMake's generate
 # step fails on a path that does not exist here. Filtered once every find_package has run.

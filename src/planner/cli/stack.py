@@ -337,9 +337,26 @@ def scenario_request(config_path: str | None) -> str:
     return load_scenario(config.path(config.scenario)).scenario.request
 
 
+def packages_missing_for(config_path: str | None, command: str, llm_base_url: str = "") -> bool:
+    """Whether the stack of this config (its LLM server given on the command line, if it is) lacks
+    Python packages, said on stderr: better once here than as an import error in each node."""
+    from planner.config import load_config
+    from planner.wiring import install_hint, missing_packages
+
+    config = load_config(config_path)
+    if llm_base_url:
+        config.llm = config.llm.model_copy(update={"base_url": llm_base_url})
+    missing = missing_packages(config)
+    if missing:
+        print(f"planner {command}: {install_hint(missing)}", file=sys.stderr)
+    return bool(missing)
+
+
 def demo(args) -> int:
     from planner.config import load_config
 
+    if packages_missing_for(args.config, "demo"):
+        return 2
     request = args.request or scenario_request(args.config)
     if not request:
         print("no request given and the scenario names none", file=sys.stderr)
@@ -391,6 +408,8 @@ def bringup(args) -> int:
         stack = Stack(launch_arguments(args), tuple(args.nodes or NODES))
     except ValueError as error:
         print(f"planner bringup: {error}", file=sys.stderr)
+        return 2
+    if packages_missing_for(getattr(args, "config", None), "bringup", getattr(args, "llm_base_url", None) or ""):
         return 2
     # Both set here, not left to Python's default: a process started in the background by a
     # non-interactive shell (nohup, a CI script's `&`) inherits SIGINT ignored, and would not stop.
