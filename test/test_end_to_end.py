@@ -62,6 +62,13 @@ def test_demo_with_the_recorded_plan_replans_and_succeeds_and_its_recording_hold
     assert supports & {"table_1", "table_2", "table_3"}, supports
     assert messages["/scene_graph/markers"] and {state.room for state in messages["/robot/state"]} >= {"kitchen", "bedroom"}
     assert "external agent moved bottle_1 onto table_2" in [event.data for event in messages["/sim/events"]]
+    # The plan as a viewer shows it: each skill and how it went, and a numbered mark where it went.
+    plan = messages["/planner/plan"][-1]
+    assert plan.state == "succeeded" and plan.request.startswith("Go to the table in the kitchen")
+    shown = list(zip(plan.skills, plan.skill_states))
+    assert ("PICK(bottle_1, right)", "failed") in shown and shown[-1] == ("PLACE(bottle_1, table_3, right)", "done")
+    labels = [marker.text for marker in messages["/planner/plan/markers"][-1].markers if marker.text]
+    assert labels[-1] == f"{len(plan.skills)}. PLACE(bottle_1, table_3, right)"
 
 
 def test_a_request_sent_in_llm_p_mode_plans_with_fast_downward_and_replans_after_the_bottle_moves(tmp_path):

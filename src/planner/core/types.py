@@ -83,6 +83,7 @@ class PolicyReply:
 class TraceStep:
     kind: str
     text: str
+    calls: tuple[str, ...] = ()   # kind plan: the skill calls planned, in order
 
 
 class EpisodeOutcome(StrEnum):

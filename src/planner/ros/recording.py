@@ -1,5 +1,5 @@
 """A run recorded to an MCAP file that Foxglove (and `ros2 bag` with the MCAP plugin) opens: the
-plan as it unfolds (/planner/trace), the scene graph and its markers, the robot state and the
+plan as it unfolds (/planner/trace, and /planner/plan with its markers), the scene graph and its markers, the robot state and the
 simulator's events, as the CDR messages that went over DDS, each channel with its ROS 2 message
 definition so a reader needs none of our packages.
 
@@ -20,6 +20,8 @@ from planner.ros.qos import LATCHED, RELIABLE
 
 # What a recording holds: (topic, message type, QoS it is published with).
 RECORDED = (("planner/trace", "planner/msg/PlanStep", RELIABLE),
+            ("planner/plan", "planner/msg/PlanState", LATCHED),
+            ("planner/plan/markers", "visualization_msgs/msg/MarkerArray", LATCHED),
             ("scene_graph", "planner/msg/SceneGraph", LATCHED),
             ("scene_graph/markers", "visualization_msgs/msg/MarkerArray", LATCHED),
             ("robot/state", "planner/msg/RobotState", RELIABLE),

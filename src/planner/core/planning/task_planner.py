@@ -66,8 +66,8 @@ class TaskPlanner:
         self.reader = RequestReader(goal_policy or policy, tools, self.settings, grounder, self.calls, self.conversation,
                                     self._emit, parser)
 
-    def _emit(self, kind: str, text: str) -> None:
-        self.on_step(TraceStep(kind, text))
+    def _emit(self, kind: str, text: str, calls: tuple[str, ...] = ()) -> None:
+        self.on_step(TraceStep(kind, text, calls))
 
     def cancel(self, reason: str = "canceled by the user") -> None:
         """Stop at the next step, from any thread; the task ends canceled with `reason`."""
@@ -194,7 +194,7 @@ class TaskPlanner:
             whole += f" (the shortest plan took over {self.settings.plan_timeout_s:g} s to prove: the first found)" \
                 if outcome.shortest_timed_out else ""
             self._emit("plan", f"{'replanned' if attempt else 'planned'}{whole} in {outcome.seconds:.2f} s "
-                               f"({outcome.engine}): {'; '.join(outcome.calls) or 'nothing to do'}")
+                               f"({outcome.engine}): {'; '.join(outcome.calls) or 'nothing to do'}", tuple(outcome.calls))
             ending = self.plan_checks.check(state, outcome.calls, scene) or self._carry_out(state, outcome.calls, usage)
             if ending is not None:
                 return ending

@@ -1,5 +1,6 @@
 """Task planner node: takes requests (/planner/command, /planner/execute_task), runs the ReAct
-loop of planner.core.planning.task_planner with the configured LLM, and publishes every step on /planner/trace.
+loop of planner.core.planning.task_planner with the configured LLM, and publishes every step on /planner/trace
+and the plan as it stands on /planner/plan, with its markers.
 Perception, skills and the explainer are reached over their ROS services and actions. Questions
 to the user go out on /planner/question (and are spoken through /speech/say when the speech
 node runs); answers come back on /planner/answer."""
@@ -17,21 +18,24 @@ from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalRespons
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.task import Future
 from std_msgs.msg import Bool, String
+from visualization_msgs.msg import MarkerArray
 
 from planner.action import ExecuteSkill, ExecuteTask, Say
 from planner.adapters.language import SpacyParser
 from planner.core.failures import FailureCode
 from planner.core.perception_actions import Searched, perceive
+from planner.core.planning.plan_view import PlanView
 from planner.core.planning.settings import PlanningMode
 from planner.core.planning.task_planner import TaskPlanner
 from planner.core.scene_graph import Entity, RobotSnapshot, SceneGraph
 from planner.core.task_queue import TaskQueue
 from planner.core.types import EpisodeResult, FailureInfo, Observation, PlanVerdict, Recovery, SkillResult, SuggestionInfo, TraceStep
-from planner.msg import PlanStep
+from planner.msg import PlanState, PlanStep
 from planner.ros.convert import entity_from_msg, failure_from_msg, failure_to_msg, robot_from_msg, seconds, stamp_now
 from planner.ros.futures import ActionCall, CallFailed, Heartbeat
 from planner.ros.node import PlannerNode, main_for
-from planner.ros.qos import ESTOP_TOPIC, GOAL_REQUESTS, RELIABLE
+from planner.ros.plan_markers import plan_markers, plan_state
+from planner.ros.qos import ESTOP_TOPIC, GOAL_REQUESTS, LATCHED, RELIABLE
 from planner.ros.scene_mirror import SceneMirror
 from planner.srv import (
     AskFleet,
@@ -245,6 +249,8 @@ class TaskPlannerNode(PlannerNode):
         self.skill_client = ActionClient(self, ExecuteSkill, "skill_planner/execute_skill", callback_group=group)
         self.skill_planner_alive = Heartbeat(self, "skill_planner")
         self.trace_pub = self.create_publisher(PlanStep, "planner/trace", RELIABLE)
+        self.plan_pub = self.create_publisher(PlanState, "planner/plan", LATCHED)
+        self.plan_markers_pub = self.create_publisher(MarkerArray, "planner/plan/markers", LATCHED)
         self.question_pub = self.create_publisher(String, "planner/question", RELIABLE)
         self.answers: queue.Queue[str] = queue.Queue()
         self.create_subscription(String, "planner/answer", lambda msg: self.answers.put(msg.data.strip()), RELIABLE,
@@ -384,12 +390,21 @@ class TaskPlannerNode(PlannerNode):
     def _run(self, request: str, goal_handle) -> EpisodeResult:
         task_id = uuid.uuid4().hex[:8]
         index = 0
+        view = PlanView()
 
         def on_step(step: TraceStep) -> None:
             nonlocal index
             index += 1
             msg = PlanStep(stamp=stamp_now(self), task_id=task_id, index=index, kind=step.kind, text=step.text)
             self.trace_pub.publish(msg)
+            if view.update(step):
+                self.plan_pub.publish(plan_state(view, task_id, msg.stamp))
+                try:
+                    scene = self.mirror.snapshot()
+                except CallFailed:  # perception not answering: the marks wait for the next step
+                    pass
+                else:
+                    self.plan_markers_pub.publish(plan_markers(view, scene, self.skills.robot.map_frame, msg.stamp))
             if step.kind in ("error", "warning"):  # bad replies, unreachable servers: users watch the status too
                 self.report("error" if step.kind == "error" else "warn", f"task {task_id}: {step.text}")
             if goal_handle is not None:
