@@ -6,7 +6,7 @@ from planner.cli import main
 
 
 def test_bench_explainer_times_retrieval_at_each_size(tmp_path, capsys):
-    assert main(["bench", "explainer", "--sizes", "50", "500", "--queries", "5", "--pool", "60",
+    assert main(["bench", "explainer", "--sizes", "50", "500", "--retrievals", "5", "--pool", "60",
                  "--out", str(tmp_path)]) == 0
     results = json.loads((tmp_path / "explainer.json").read_text())
     rows = results["results"]

@@ -141,7 +141,7 @@ def test_the_command_line_writes_results_a_report_and_a_plot(tmp_path, capsys):
     episode = memory.make_episode(1000, SKILLS, changes=6, tasks=1)
     replies = tmp_path / "replies.yaml"
     replies.write_text(yaml.safe_dump([json.dumps(r) for r in true_changes(episode)]))
-    assert main(["bench", "memory", "--seed", "1000", "--changes", "6", "--tasks", "1", "--variants", "full+verify",
+    assert main(["bench", "memory", "--seed", "1000", "--changes", "6", "--requests", "1", "--variants", "full+verify",
                  "--llm", "scripted", "--replies", str(replies), "--out", str(tmp_path)]) == 0
     results = json.loads((tmp_path / "memory-1000-scripted-scripted-replies.json").read_text())
     assert results["summary"]["full+verify"]["update_success"] == 1.0
@@ -151,7 +151,7 @@ def test_the_command_line_writes_results_a_report_and_a_plot(tmp_path, capsys):
     # here are one variant's: a second run of the first would leave none for the next).
     results["runs"][0]["updates"][0]["sentence"] = "kept from the first run"
     (tmp_path / "memory-1000-scripted-scripted-replies.json").write_text(json.dumps({**results, "complete": False}))
-    assert main(["bench", "memory", "--seed", "1000", "--changes", "6", "--tasks", "1", "--variants", "full+verify",
+    assert main(["bench", "memory", "--seed", "1000", "--changes", "6", "--requests", "1", "--variants", "full+verify",
                  "full", "--resume", "--llm", "scripted", "--replies", str(replies), "--out", str(tmp_path)]) == 0
     resumed = json.loads((tmp_path / "memory-1000-scripted-scripted-replies.json").read_text())
     assert resumed["runs"][0]["updates"][0]["sentence"] == "kept from the first run"
@@ -206,7 +206,7 @@ def test_an_episode_exported_to_files_runs_from_them_on_a_symbolic_memory(tmp_pa
     from planner.bench import memory_files
     from planner.cli import main
 
-    assert main(["bench", "memory", "--seed", "1000", "--changes", "6", "--tasks", "2", "--export", str(tmp_path)]) == 0
+    assert main(["bench", "memory", "--seed", "1000", "--changes", "6", "--requests", "2", "--export", str(tmp_path)]) == 0
     folder, domain = tmp_path / "episode-1000", tmp_path / "domain.pddl"
     episode = memory_files.load_episode(domain, folder)
     assert [s.kind for s in episode.steps].count("change") == 6 and [s.kind for s in episode.steps].count("goal") == 2

@@ -42,7 +42,7 @@ def test_a_plan_that_misses_the_goal_is_caught_by_the_validator(tmp_path):
 
 def run_bench(tmp_path, domain, tasks, replies, *extra):
     (tmp_path / "replies.yaml").write_text(yaml.safe_dump([json.dumps({"pddl": r}) for r in replies]))
-    code = main(["bench", "pddl", "--domain", str(domain), "--tasks", str(tasks), "--llm", "scripted",
+    code = main(["bench", "pddl", "--domain", str(domain), "--suite", str(tasks), "--llm", "scripted",
                  "--replies", str(tmp_path / "replies.yaml"), "--out", str(tmp_path / "out"), "--name", "run", *extra])
     return code, json.loads((tmp_path / "out" / "run.json").read_text()), (tmp_path / "out" / "run.md").read_text()
 

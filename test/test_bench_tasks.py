@@ -120,7 +120,7 @@ def test_a_bad_world_is_named_through_the_suite(tmp_path):
 
 
 def test_the_smoke_suite_runs_from_the_command_line(tmp_path, capsys):
-    assert main(["bench", "tasks", "--suite", "smoke", "--llm", "scripted", "--faults", "task", "--explainer", "off",
+    assert main(["bench", "tasks", "--suite", "smoke", "--llm", "scripted", "--faults", "task", "--no-explainer",
                  "--out", str(tmp_path)]) == 0
     results = json.loads((tmp_path / "tasks-smoke-scripted-task-faults.json").read_text())
     assert (tmp_path / "tasks-smoke-scripted-task-faults.png").stat().st_size > 10_000
@@ -146,7 +146,7 @@ def test_the_smoke_suite_runs_from_the_command_line(tmp_path, capsys):
 
 def test_a_run_against_a_server_that_does_not_answer_stops_at_once_saying_so(tmp_path, capsys):
     assert main(["bench", "tasks", "--suite", "smoke", "--llm", "openai", "--base-url", "http://127.0.0.1:9/v1",
-                 "--model", "x", "--explainer", "off", "--out", str(tmp_path)]) == 1
+                 "--model", "x", "--no-explainer", "--out", str(tmp_path)]) == 1
     assert "the model server does not answer" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
 
@@ -165,7 +165,7 @@ def test_a_server_that_stops_answering_mid_run_ends_the_run_with_the_episodes_be
 
     httpd = chat_server(reply)
     try:
-        code = main(["bench", "tasks", "--suite", "smoke", "--llm", "openai", "--model", "x", "--explainer", "off",
+        code = main(["bench", "tasks", "--suite", "smoke", "--llm", "openai", "--model", "x", "--no-explainer",
                      "--base-url", f"http://127.0.0.1:{httpd.server_port}/v1", "--out", str(tmp_path), "--name", "cut"])
     finally:
         httpd.shutdown()
@@ -204,14 +204,14 @@ def test_calls_that_fail_now_and_then_do_not_stop_a_run_only_failures_in_a_row_d
 
 def test_a_run_without_out_writes_a_folder_of_its_own_not_the_committed_results(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert main(["bench", "tasks", "--suite", "smoke", "--llm", "scripted", "--explainer", "off", "--tasks", "slip"]) == 0
+    assert main(["bench", "tasks", "--suite", "smoke", "--llm", "scripted", "--no-explainer", "--tasks", "slip"]) == 0
     written = [path.relative_to(tmp_path) for path in tmp_path.rglob("*.json")]
     assert len(written) == 1 and re.fullmatch(r"bench/runs/\d{8}-\d{6}/tasks-smoke-scripted\.json", str(written[0]))
     assert not (tmp_path / "bench" / "results").exists()
 
 
 def test_the_smoke_suite_in_llm_p_mode_needs_the_model_only_to_read_the_goals(tmp_path):
-    assert main(["bench", "tasks", "--suite", "smoke", "--llm", "scripted", "--faults", "task", "--explainer", "off",
+    assert main(["bench", "tasks", "--suite", "smoke", "--llm", "scripted", "--faults", "task", "--no-explainer",
                  "--mode", "llm_p", "--out", str(tmp_path)]) == 0
     results = json.loads((tmp_path / "tasks-smoke-scripted-task-faults-llm-p.json").read_text())
     assert results["mode"] == "llm_p"
@@ -227,7 +227,7 @@ def test_the_smoke_suite_in_llm_p_mode_needs_the_model_only_to_read_the_goals(tm
 def test_the_same_seed_gives_the_same_faults_and_world_outcomes(tmp_path):
     def run(seed: int, name: str) -> dict:
         main(["bench", "tasks", "--suite", "smoke", "--llm", "scripted", "--faults", "random", "--seed", str(seed),
-              "--repeat", "2", "--explainer", "off", "--out", str(tmp_path), "--name", name])
+              "--repeat", "2", "--no-explainer", "--out", str(tmp_path), "--name", name])
         return json.loads((tmp_path / f"{name}.json").read_text())
 
     first, again, other = run(11, "first"), run(11, "again"), run(12, "other")
@@ -240,7 +240,7 @@ def test_the_same_seed_gives_the_same_faults_and_world_outcomes(tmp_path):
 
 
 def test_an_interrupted_run_resumes_without_redoing_episodes(tmp_path):
-    args = ["bench", "tasks", "--suite", "smoke", "--llm", "scripted", "--explainer", "off", "--out", str(tmp_path),
+    args = ["bench", "tasks", "--suite", "smoke", "--llm", "scripted", "--no-explainer", "--out", str(tmp_path),
             "--name", "resumable"]
     main([*args, "--tasks", "slip", "garbage"])
     partial = json.loads((tmp_path / "resumable.json").read_text())
@@ -261,7 +261,7 @@ def test_a_recorded_run_replays_to_the_same_episodes(tmp_path):
     """--record-replies writes the suite with every task's replies; --llm scripted on that file
     makes the same calls and ends every episode the same way, injected faults included."""
     recorded = tmp_path / "recorded" / "smoke-recorded.yaml"
-    common = ["bench", "tasks", "--llm", "scripted", "--faults", "task", "--explainer", "off", "--out", str(tmp_path)]
+    common = ["bench", "tasks", "--llm", "scripted", "--faults", "task", "--no-explainer", "--out", str(tmp_path)]
     assert main([*common, "--suite", "smoke", "--name", "original", "--record-replies", str(recorded)]) == 0
     assert main([*common, "--suite", str(recorded), "--name", "replayed", "--record-replies", str(tmp_path / "again.yaml")]) == 0
     original, replayed = (json.loads((tmp_path / f"{name}.json").read_text())["episodes"] for name in ("original", "replayed"))
@@ -276,7 +276,7 @@ def test_a_recorded_run_replays_to_the_same_episodes(tmp_path):
 def per_task_outcomes(hash_seed: str, tmp_path) -> list:
     out = tmp_path / f"hash-{hash_seed}"
     subprocess.run([str(Path(sys.executable).parent / "planner"), "bench", "tasks", "--suite", "smoke", "--llm", "scripted",
-                    "--faults", "random", "--seed", "3", "--repeat", "2", "--explainer", "off", "--out", str(out),
+                    "--faults", "random", "--seed", "3", "--repeat", "2", "--no-explainer", "--out", str(out),
                     "--name", "run"], env={**os.environ, "PYTHONHASHSEED": hash_seed}, check=True, capture_output=True,
                    timeout=300)
     episodes = json.loads((out / "run.json").read_text())["episodes"]
@@ -423,7 +423,7 @@ def test_saying_done_when_the_request_was_not_met_is_counted_on_its_own():
 
 def test_two_modes_compared_side_by_side_per_tier_and_per_successful_task(tmp_path, capsys):
     for mode in ("react", "llm_p"):
-        assert main(["bench", "tasks", "--suite", "smoke", "--llm", "scripted", "--faults", "task", "--explainer", "off",
+        assert main(["bench", "tasks", "--suite", "smoke", "--llm", "scripted", "--faults", "task", "--no-explainer",
                      "--mode", mode, "--out", str(tmp_path), "--name", mode]) == 0
     capsys.readouterr()
     assert main(["bench", "compare", str(tmp_path / "react.json"), str(tmp_path / "llm_p.json"),
@@ -439,7 +439,7 @@ def test_two_modes_compared_side_by_side_per_tier_and_per_successful_task(tmp_pa
     assert "| all | llm_p |" in report and "react / llm_p, all tiers: LLM calls per success" in report
     assert (tmp_path / "compare-smoke-react-llm-p.png").stat().st_size > 10_000
     # Runs of other tasks are not compared: the error says which.
-    assert main(["bench", "tasks", "--suite", "smoke", "--llm", "scripted", "--faults", "task", "--explainer", "off",
+    assert main(["bench", "tasks", "--suite", "smoke", "--llm", "scripted", "--faults", "task", "--no-explainer",
                  "--tasks", "slip", "--out", str(tmp_path), "--name", "slip"]) == 0
     capsys.readouterr()
     assert main(["bench", "compare", str(tmp_path / "react.json"), str(tmp_path / "slip.json"), "--labels", "all",

@@ -133,3 +133,31 @@ def test_every_argument_of_every_command_says_what_it_is_for():
                 found.append(f"{path} {(action.option_strings or [action.dest])[0]}")
         return found
     assert silent(build_parser(), "planner") == []
+
+
+def test_a_flag_means_one_kind_of_thing_across_commands_and_switches_are_flags():
+    """--tasks is a list of task ids wherever it appears, --rooms a file, and so on: a name
+    takes the same kind of value in every command. A switch is present or absent (--no-explainer),
+    never an on/off or true/false value; the launch arguments bringup mirrors are ros2 launch's
+    own strings (explainer:=false) and take no choices."""
+    import argparse
+    from collections import defaultdict
+
+    from planner.cli import build_parser
+
+    kinds: dict[str, set] = defaultdict(set)
+    switches = []
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for command, child in action.choices.items():
+                    walk(child, f"{path} {command}")
+            elif action.option_strings and not isinstance(action, argparse._HelpAction):
+                for name in action.option_strings:
+                    kinds[name].add((type(action).__name__, getattr(action.type, "__name__", None)))
+                if action.choices and set(action.choices) <= {"on", "off", "true", "false", "yes", "no"}:
+                    switches.append(f"{path} {action.option_strings[0]}")
+    walk(build_parser(), "planner")
+    assert {name: sorted(map(str, uses)) for name, uses in kinds.items() if len(uses) > 1} == {}
+    assert switches == []

@@ -103,7 +103,7 @@ def test_score_command_matches_plans_by_id_and_prints_the_means_last(tmp_path, c
     reference, predicted, out = tmp_path / "reference.jsonl", tmp_path / "predicted.jsonl", tmp_path / "scores.json"
     write_plans(reference, {"chill": CHILL_THE_JUICE, "desk": ["Walk to the desk."], "keys": ["Find the keys."]})
     write_plans(predicted, {"desk": ["Walk to the moon."], "chill": CHILL_THE_JUICE, "extra": ["Sing."]})
-    assert main(["plans", "score", "--reference", str(reference), "--predicted", str(predicted), "--json", str(out)]) == 0
+    assert main(["plans", "score", "--reference", str(reference), "--predicted", str(predicted), "--scores", str(out)]) == 0
     printed = capsys.readouterr()
     lines = printed.out.strip().splitlines()
     assert lines[1].split()[:2] == ["chill", "1.000"] and lines[2].split()[:2] == ["desk", "0.000"]

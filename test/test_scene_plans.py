@@ -149,14 +149,14 @@ def test_bench_plans_runs_both_arms_and_scores_them(tmp_path, capsys):
     # single: the reference itself; multi: miner, describer, then a plan to the wrong place.
     wrong = {"steps": ["Go to the counter.", "Pick up the mug.", "Go to the sofa.", "Put the mug on the sofa."]}
     (tmp_path / "replies.yaml").write_text(yaml.safe_dump([json.dumps(r) for r in (PLAN, GRAPH, DESCRIPTIONS, wrong)]))
-    assert main(["bench", "plans", "--tasks", str(tasks), "--llm", "scripted", "--replies", str(tmp_path / "replies.yaml"),
+    assert main(["bench", "plans", "--suite", str(tasks), "--llm", "scripted", "--replies", str(tmp_path / "replies.yaml"),
                  "--out", str(tmp_path / "out"), "--name", "run"]) == 0
     results = json.loads((tmp_path / "out" / "run.json").read_text())
     single, multi = results["arms"]["single/table"], results["arms"]["multi/table"]
     assert single["pg2s"] == pytest.approx(1) and single["kas"] == pytest.approx(1)
     assert 0 < multi["pg2s"] < 0.9 and multi["llm_calls"] == 3
     assert (tmp_path / "out" / "run.png").stat().st_size > 0 and "| multi/table |" in (tmp_path / "out" / "run.md").read_text()
-    assert main(["bench", "plans", "--tasks", str(tasks), "--arms", "multi/image", "--out", str(tmp_path)]) == 2
+    assert main(["bench", "plans", "--suite", str(tasks), "--arms", "multi/image", "--out", str(tmp_path)]) == 2
     assert "reads no images" in capsys.readouterr().err
 
 
@@ -165,7 +165,7 @@ def test_plans_generate_writes_what_plans_score_reads(tmp_path, capsys):
     tasks.write_text(json.dumps(TASK.model_dump(exclude_none=True)) + "\n")
     (tmp_path / "replies.yaml").write_text(yaml.safe_dump([json.dumps(r) for r in (GRAPH, DESCRIPTIONS, PLAN)]))
     out = tmp_path / "predicted.jsonl"
-    assert main(["plans", "generate", "--tasks", str(tasks), "--agents", "multi", "--llm", "scripted",
+    assert main(["plans", "generate", "--suite", str(tasks), "--agents", "multi", "--llm", "scripted",
                  "--replies", str(tmp_path / "replies.yaml"), "--out", str(out)]) == 0
     assert json.loads(out.read_text()) == {"id": "t1", "steps": PLAN["steps"]}
     capsys.readouterr()

@@ -185,7 +185,7 @@ def bench_tasks(args) -> int:
     if prepared is None:
         return 1
     config, setup, server, llm, label = prepared
-    if args.explainer == "on":
+    if not args.no_explainer:
         print("loading the explainer's failure cases and embedding model ...", file=sys.stderr, flush=True)
         memory = _open_memory(config, args.cases)
         # Learned cases go in through a second memory: this run retrieves what the database had at its start.
@@ -202,7 +202,7 @@ def bench_tasks(args) -> int:
     mode = setup.settings.mode
     name = args.name or (f"tasks-{label}" + (f"-{args.faults}-faults" if args.faults != "none" else "")
                          + (f"-{mode.replace('_', '-')}" if mode != "react" else ""))
-    header = {"llm": llm, "config": _config_record(config), "explainer": args.explainer, "cases": args.cases,
+    header = {"llm": llm, "config": _config_record(config), "explainer": "off" if args.no_explainer else "on", "cases": args.cases,
               "learn": args.learn, "mode": mode,
               "plan_check": args.plan_check}
     show = (lambda step: print(format_step(step.kind, step.text), file=sys.stderr, flush=True)) if args.verbose else None
@@ -269,7 +269,7 @@ def bench_explainer(args) -> int:
     from planner.wiring import state_dir
 
     out = Path(args.out)
-    results = explainer.retrieval(SentenceEmbedder(), args.sizes, args.queries, args.seed, state_dir(), _progress,
+    results = explainer.retrieval(SentenceEmbedder(), args.sizes, args.retrievals, args.seed, state_dir(), _progress,
                                   args.pool)
     written = write_results({**results, "machine": machine_info()}, out, "explainer", explainer.retrieval_plot,
                             explainer.retrieval_report)
@@ -307,10 +307,10 @@ def bench_pddl(args) -> int:
     if opened is None:
         return 1
     policy, server, llm = opened
-    name = args.name or f"pddl-{Path(args.tasks).name}-{args.write}-{llm['backend']}-{llm['model'].replace('/', '_')}"
+    name = args.name or f"pddl-{Path(args.suite).name}-{args.write}-{llm['backend']}-{llm['model'].replace('/', '_')}"
     header = {"benchmark": "pddl", "machine": machine_info(), "llm": llm}
     return _run_then_write(server, lambda: {**header, **pddl_tasks.run(
-        policy, Path(args.domain), Path(args.tasks), args.write, load_skill_planner(config), None, args.timeout,
+        policy, Path(args.domain), Path(args.suite), args.write, load_skill_planner(config), None, args.timeout,
         _progress)}, Path(args.out), name, pddl_tasks.plot, pddl_tasks.report)
 
 
@@ -337,7 +337,7 @@ def bench_plans(args) -> int:
     from planner.core.plan_score import PlanScorer
     from planner.core.planning.scene_plans import ScenePlanner, load_tasks
 
-    tasks = load_tasks(args.tasks)
+    tasks = load_tasks(args.suite)
     if args.limit:
         tasks = tasks[: args.limit]
     arms = [tuple(arm.split("/")) for arm in args.arms]
@@ -345,11 +345,11 @@ def bench_plans(args) -> int:
     if opened is None:
         return 1
     policy, server, llm = opened
-    name = args.name or f"plans-{Path(args.tasks).stem}-{llm['backend']}-{llm['model'].replace('/', '_')}"
-    header = {"benchmark": "plans", "machine": machine_info(), "llm": llm, "tasks_file": str(args.tasks)}
+    name = args.name or f"plans-{Path(args.suite).stem}-{llm['backend']}-{llm['model'].replace('/', '_')}"
+    header = {"benchmark": "plans", "machine": machine_info(), "llm": llm, "tasks_file": str(args.suite)}
     scorer = PlanScorer(SpacyParser(), SentenceEmbedder())
     return _run_then_write(server, lambda: {**header, **plan_tasks.run(
-        tasks, arms, ScenePlanner(policy, config.planner.max_repairs), scorer, Path(args.tasks).parent, _progress)},
+        tasks, arms, ScenePlanner(policy, config.planner.max_repairs), scorer, Path(args.suite).parent, _progress)},
         Path(args.out), name, plan_tasks.plot, plan_tasks.report)
 
 
@@ -485,7 +485,7 @@ def bench_memory(args) -> int:
     config = load_config(args.config)
     skills = load_skill_planner(config)
     if args.export:
-        folder = memory.export(memory.make_episode(args.seed, skills, args.changes, args.tasks), skills,
+        folder = memory.export(memory.make_episode(args.seed, skills, args.changes, args.requests), skills,
                                Path(args.export))
         print(f"written: {folder} (its domain: {Path(args.export) / 'domain.pddl'})")
         return 0
@@ -495,11 +495,11 @@ def bench_memory(args) -> int:
     if opened is None:
         return 1
     policy, server, llm = opened
-    episode = memory.make_episode(args.seed, skills, args.changes, args.tasks)
+    episode = memory.make_episode(args.seed, skills, args.changes, args.requests)
     settings = _bench_settings(config, llm)
     name = args.name or f"memory-{args.seed}-{llm['backend']}-{llm['model'].replace('/', '_').replace(' ', '-')}"
     header = {"benchmark": "memory", "machine": machine_info(), "llm": llm, "seed": args.seed,
-              "changes": args.changes, "tasks": args.tasks}
+              "changes": args.changes, "tasks": args.requests}
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -644,7 +644,7 @@ def bench_context(args) -> int:
         print("error: bench context measures a real model's prompt tokens; use --llm embedded or openai", file=sys.stderr)
         return 2
     try:
-        suite = context.make_suite(args.rooms, args.objects, args.factor, args.seed, skills.robot)
+        suite = context.make_suite(args.room_count, args.objects, args.factor, args.seed, skills.robot)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -682,7 +682,7 @@ def bench_generate(args) -> int:
 
         domain = pddl_tasks.generate(load_skill_planner(load_config(args.config)), seeds, out, _progress)
         print(f"wrote {domain} and {len(seeds)} tasks to {out}/tasks; run: planner bench pddl --domain {domain} "
-              f"--tasks {out}/tasks")
+              f"--suite {out}/tasks")
         return 0
     if args.what == "plans":
         from planner.bench import plan_tasks
@@ -692,7 +692,7 @@ def bench_generate(args) -> int:
         tasks_file = out / "tasks.jsonl"
         count = plan_tasks.write_tasks(seeds, load_skill_planner(load_config(args.config)), args.per_home or 3,
                                        tasks_file)
-        print(f"wrote {count} tasks from {len(seeds)} homes to {tasks_file}; run: planner bench plans --tasks {tasks_file}")
+        print(f"wrote {count} tasks from {len(seeds)} homes to {tasks_file}; run: planner bench plans --suite {tasks_file}")
         return 0
     if args.what == "checks":
         if args.source != "scan":
@@ -1009,8 +1009,8 @@ def add_commands(sub) -> None:
     bench_tasks_parser.add_argument("--seed", type=int, default=0, help="draws the random faults and garbled replies")
     bench_tasks_parser.add_argument("--repeat", type=int, default=1, help="episodes per task")
     bench_tasks_parser.add_argument("--tasks", nargs="+", help="only these task ids")
-    bench_tasks_parser.add_argument("--explainer", choices=["on", "off"], default="on",
-                                    help="suggestions from the failure-case memory after a failed skill")
+    bench_tasks_parser.add_argument("--no-explainer", action="store_true",
+                                    help="no suggestions from the failure-case memory after a failed skill")
     bench_tasks_parser.add_argument("--cases", default=":memory:", help="the explainer's case database (default: a "
                                                                           "fresh one in memory with the seed cases)")
     bench_tasks_parser.add_argument("--learn", action="store_true", help="record learned cases into --cases; this "
@@ -1032,7 +1032,7 @@ def add_commands(sub) -> None:
     bench_tasks_parser.set_defaults(run=bench_tasks)
     bench_context_parser = bench_sub.add_parser("context", help="prompt tokens per LLM call in a home and in one with "
                                                                 "N times the objects")
-    bench_context_parser.add_argument("--rooms", type=int, default=12, help="rooms of each generated home")
+    bench_context_parser.add_argument("--room-count", type=int, default=12, help="rooms of each generated home")
     bench_context_parser.add_argument("--objects", type=int, default=30, help="objects in the small home")
     bench_context_parser.add_argument("--factor", type=int, default=10, help="the large home has this many times more")
     bench_context_parser.add_argument("--seed", type=int, default=0, help="the generated homes")
@@ -1089,7 +1089,7 @@ def add_commands(sub) -> None:
                                                     "from words, Fast Downward plans, the plan is validated against "
                                                     "the ground-truth problem")
     pddl_parser.add_argument("--domain", required=True, help="the PDDL domain file")
-    pddl_parser.add_argument("--tasks", required=True, help="folder of NAME.nl (the task in words) and NAME.pddl "
+    pddl_parser.add_argument("--suite", required=True, help="folder of NAME.nl (the task in words) and NAME.pddl "
                                                             "(its ground-truth problem)")
     pddl_parser.add_argument("--write", choices=["problem", "goal"], default="problem",
                              help="what the model writes: the whole problem, or only its goal (the initial state "
@@ -1106,7 +1106,7 @@ def add_commands(sub) -> None:
     memory_parser.add_argument("--seed", type=int, default=1000, help="the home and its story (development data: "
                                "0-1019)")
     memory_parser.add_argument("--changes", type=int, default=100, help="changes people tell in the episode")
-    memory_parser.add_argument("--tasks", type=int, default=20, help="requests between the changes")
+    memory_parser.add_argument("--requests", type=int, default=20, help="requests between the changes")
     memory_parser.add_argument("--variants", nargs="+", default=["full", "full+verify", "selected", "selected+verify",
                                                                  "search", "search+verify", "grounded+verify"],
                                help="what the model sees (the full graph, or retrieved by picked labels or by a "
@@ -1133,7 +1133,7 @@ def add_commands(sub) -> None:
     compare_parser.set_defaults(run=bench_compare)
     plans_parser = bench_sub.add_parser("plans", help="plans written from scene tables (or images) by one agent or "
                                         "three, scored with PG2S and KAS against reference plans")
-    plans_parser.add_argument("--tasks", required=True, help="JSONL of {id, task, scene_table | image, reference_steps} "
+    plans_parser.add_argument("--suite", required=True, help="JSONL of {id, task, scene_table | image, reference_steps} "
                               "(planner bench generate plans makes one)")
     plans_parser.add_argument("--arms", nargs="+", default=["single/table", "multi/table"],
                               choices=["single/table", "multi/table", "single/image", "multi/image"],
@@ -1246,7 +1246,7 @@ def add_commands(sub) -> None:
     explainer_parser = bench_sub.add_parser("explainer", help="case retrieval latency and memory at growing case counts")
     explainer_parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000],
                                   help="case counts the memory is timed at")
-    explainer_parser.add_argument("--queries", type=int, default=200, help="retrievals timed per size")
+    explainer_parser.add_argument("--retrievals", type=int, default=200, help="retrievals timed per size")
     explainer_parser.add_argument("--pool", type=int, default=2000, help="distinct requests and reasons the cases "
                                                                            "are made of")
     explainer_parser.add_argument("--seed", type=int, default=0, help="the generated cases and queries")

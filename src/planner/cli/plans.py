@@ -51,11 +51,11 @@ def plans_score(args) -> int:
     mean_pg2s = sum(row["pg2s"] for row in rows) / len(rows)
     print(f"mean over {len(rows)} plans: PG2S {mean_pg2s:.3f}; KAS {_number(mean_kas)} "
           f"(over the {len(kas_values)} plans as long as their reference; KAS has no value otherwise)")
-    if args.json:
-        write_json_atomic(Path(args.json), {"settings": settings.model_dump(), "plans": rows,
+    if args.scores:
+        write_json_atomic(Path(args.scores), {"settings": settings.model_dump(), "plans": rows,
                                             "mean_pg2s": mean_pg2s, "mean_kas": mean_kas, "missing": missing, "extra": extra},
                           indent=1)
-        print(f"wrote {args.json}", file=sys.stderr)
+        print(f"wrote {args.scores}", file=sys.stderr)
     return 0
 
 
@@ -64,7 +64,7 @@ def plans_generate(args) -> int:
     from planner.core.errors import PolicyError
     from planner.core.planning.scene_plans import ScenePlanner, load_tasks
 
-    tasks = load_tasks(args.tasks)
+    tasks = load_tasks(args.suite)
     config, opened = plans_llm(args, args.scene == "image")
     if opened is None:
         return 1
@@ -78,7 +78,7 @@ def plans_generate(args) -> int:
         with open(out, "w") as handle:
             for number, task in enumerate(tasks, 1):
                 try:
-                    plan = planner.plan(task, args.agents, args.scene, Path(args.tasks).parent)
+                    plan = planner.plan(task, args.agents, args.scene, Path(args.suite).parent)
                 except PolicyError as error:
                     _progress(f"[{number}/{len(tasks)}] {task.id}: the LLM failed: {error}")
                     continue
@@ -93,7 +93,7 @@ def plans_generate(args) -> int:
     finally:
         if server is not None:
             server.stop()
-    print(f"wrote {written} plans to {out}; score them: planner plans score --reference {args.tasks} --predicted {out}")
+    print(f"wrote {written} plans to {out}; score them: planner plans score --reference {args.suite} --predicted {out}")
     return 0
 
 
@@ -112,12 +112,12 @@ def add_commands(sub) -> None:
                        help="similarity two steps need to count as alike (default: %(default)s)")
     score.add_argument("--word-threshold", type=float, default=defaults.word_threshold,
                        help="similarity two verbs or two things need (default: %(default)s)")
-    score.add_argument("--json", help="also write the scores, with each plan's actions, to this JSON file")
+    score.add_argument("--scores", help="also write the scores, with each plan's actions, to this JSON file")
     score.set_defaults(run=plans_score)
     from planner.cli.bench import _llm_arguments, _replies_argument
 
     generate = plans_sub.add_parser("generate", help="write a plan for each task from its scene, by one agent or three")
-    generate.add_argument("--tasks", required=True, help="JSONL of {id, task, scene_table | image, reference_steps}")
+    generate.add_argument("--suite", required=True, help="JSONL of {id, task, scene_table | image, reference_steps}")
     generate.add_argument("--agents", choices=["single", "multi"], default="multi",
                           help="one model call for the plan, or several agents in turn, from a scene miner to the planner")
     generate.add_argument("--scene", choices=["table", "image"], default="table",
