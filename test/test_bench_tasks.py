@@ -210,6 +210,22 @@ def test_a_run_without_out_writes_a_folder_of_its_own_not_the_committed_results(
     assert not (tmp_path / "bench" / "results").exists()
 
 
+def test_a_run_into_a_folder_of_committed_results_is_refused_before_it_starts_unless_forced(tmp_path, monkeypatch, capsys):
+    import subprocess
+
+    committed = tmp_path / "bench" / "results"
+    committed.mkdir(parents=True)
+    (committed / "tasks-smoke-scripted.json").write_text("{}")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "add", "."], check=True)
+    run = ["bench", "tasks", "--suite", "smoke", "--llm", "scripted", "--no-explainer", "--tasks", "slip", "--out", str(committed)]
+    assert main(run) == 2
+    assert "holds committed results (tasks-smoke-scripted.json)" in capsys.readouterr().err
+    assert (committed / "tasks-smoke-scripted.json").read_text() == "{}"
+    assert main([*run, "--force"]) == 0
+    assert json.loads((committed / "tasks-smoke-scripted.json").read_text())["episodes"]
+
+
 def test_the_smoke_suite_in_llm_p_mode_needs_the_model_only_to_read_the_goals(tmp_path):
     assert main(["bench", "tasks", "--suite", "smoke", "--llm", "scripted", "--faults", "task", "--no-explainer",
                  "--mode", "llm_p", "--out", str(tmp_path)]) == 0

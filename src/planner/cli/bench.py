@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -1252,3 +1253,31 @@ def add_commands(sub) -> None:
     explainer_parser.add_argument("--seed", type=int, default=0, help="the generated cases and queries")
     explainer_parser.add_argument("--out", default=RUN_FOLDER, help=OUT_HELP)
     explainer_parser.set_defaults(run=bench_explainer)
+    for parser in bench_sub.choices.values():
+        out = next((action for action in parser._actions if action.dest == "out"), None)
+        if out is not None and out.default == RUN_FOLDER:
+            parser.add_argument("--force", action="store_true", help="write into an --out folder that holds committed "
+                                                                      "results (they are overwritten)")
+            parser.set_defaults(run=_keeping_committed_results(parser.get_default("run")))
+
+
+def _tracked_files(folder: Path) -> list[str]:
+    """The files of `folder` that git tracks (none outside a git checkout)."""
+    listed = subprocess.run(["git", "-C", str(folder), "ls-files"], capture_output=True, text=True)
+    return listed.stdout.split() if listed.returncode == 0 else []
+
+
+def _keeping_committed_results(run):
+    """The command, refused before it runs when --out is a folder of committed results (which docs
+    quote) and neither --force nor --resume says to write there."""
+    def guarded(args) -> int:
+        out = Path(args.out)
+        if out.is_dir() and not args.force and not getattr(args, "resume", False):
+            committed = _tracked_files(out)
+            if committed:
+                print(f"error: --out {out} holds committed results ({', '.join(committed[:3])}"
+                      f"{', …' if len(committed) > 3 else ''}) that this run could overwrite; leave --out out for a new "
+                      f"folder under bench/runs/, or add --force", file=sys.stderr)
+                return 2
+        return run(args)
+    return guarded
