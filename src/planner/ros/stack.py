@@ -92,7 +92,7 @@ def _security(keystore: str, enclaves: list[str]) -> dict[str, str]:
     missing = [enclave for enclave in enclaves if not (root / "enclaves" / enclave.lstrip("/")).is_dir()]
     if missing:
         raise ValueError(f"launch argument keystore:={keystore} has no enclave {', '.join(missing)}: create them "
-                         f"with `planner security policy` and `ros2 security generate_artifacts` (see docs/usage.md, Running secured)")
+                         f"with `planner security policy` and `ros2 security generate_artifacts` (see docs/safety.md, Running secured)")
     return {"ROS_SECURITY_KEYSTORE": str(root.resolve()), "ROS_SECURITY_ENABLE": "true",
             "ROS_SECURITY_STRATEGY": "Enforce"}
 
