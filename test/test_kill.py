@@ -129,6 +129,46 @@ def test_a_node_killed_during_a_task_is_named_restarted_and_the_next_request_suc
     assert f"{name} exited (-9); restarting it in 1 s" in bringup.errors
 
 
+def test_the_emergency_stop_stops_a_drive_whose_executor_died_and_the_restarted_executor_stays_stopped(ros, bringup):
+    """The executor killed mid-drive can no longer cancel the drive it started: the simulator hears
+    the stop itself. The executor that bringup starts again never heard the stop's message, and
+    reads it from the nodes that hold it before it runs anything."""
+    from std_msgs.msg import Bool
+
+    from planner.action import ExecuteCommands
+    from planner.msg import Command, RobotState
+
+    client, driving = started_driving(bringup.process, "estop_kill_test")
+    poses: list[tuple[float, float, float]] = []
+    client.node.create_subscription(RobotState, "/robot/state", lambda state: poses.append(
+        (time.monotonic(), state.base_pose.x, state.base_pose.y)), RELIABLE)
+    estop = client.node.create_publisher(Bool, "/emergency_stop", 10)
+    try:
+        request = send("Go to the kitchen")
+        wait_for(lambda: driving or request.poll() is not None, 180)
+        time.sleep(1.0)  # well into the drive
+        victim = node_process(bringup.process, "executor")
+        os.kill(victim.pid, signal.SIGKILL)
+        time.sleep(0.5)
+        moved = poses[-1][1:]
+        estop.publish(Bool(data=True))
+        pressed = time.monotonic()
+        time.sleep(3.0)
+        after_a_second = [pose for stamp, *pose in poses if stamp > pressed + 1.0]
+        assert after_a_second and all(abs(x - after_a_second[0][0]) + abs(y - after_a_second[0][1]) < 0.02
+                                      for x, y in after_a_second), (moved, after_a_second[:3], after_a_second[-3:])
+        wait_for(lambda: (node := node_process(bringup.process, "executor")) is not None and node.pid != victim.pid, 30)
+        drive = Command(name="navigate", timeout_s=60.0)
+        drive.base_pose.x, drive.base_pose.y = 4.0, 2.5
+        refused = client.action(ExecuteCommands, "/executor/execute_commands",
+                                ExecuteCommands.Goal(execution_id="after-restart", skill="GOTO(kitchen)", commands=[drive]))
+        assert not refused.success and refused.code == "EMERGENCY_STOP", refused
+        request.kill()
+    finally:
+        client.close()
+    bringup.stop()
+
+
 def test_every_node_ends_on_sigterm_in_the_middle_of_a_task(ros, bringup):
     """What `ros2 launch` sends on Ctrl-C, sent while the robot drives: every node process ends on it
     (the stuck ones used to ignore it and had to be killed). A node that does not end writes where

@@ -26,6 +26,7 @@ GOAL_REQUESTS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
 STATUS_QOS = QoSProfile(depth=50, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
 STATUS_TOPIC = "planner/status"
 ESTOP_TOPIC = "emergency_stop"   # std_msgs/Bool: true stops every motion and task, false releases
+ESTOP_STATE_TOPIC = "emergency_stop/state"   # planner/EmergencyStop, latched: the stop as the nodes hold it
 
 # Every node's `~/alive` publisher: DDS asserts its liveliness for as long as the process runs, so
 # a subscriber hears within the lease that it died, kill -9 included; discovery takes ~20 s.

@@ -11,7 +11,6 @@ from functools import partial
 
 from rclpy.action import ActionClient, ActionServer, CancelResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from std_msgs.msg import Bool
 
 from planner.action import ExecuteCommands, Say
 from planner.core.controller import CheckPhase
@@ -21,11 +20,12 @@ from planner.core.skills import Command
 from planner.core.types import Outcome
 from planner.msg import ExecutionEvent
 from planner.ros.convert import command_from_msg, command_to_msg, stamp_now
+from planner.ros.estop import EmergencyStopLatch
 from planner.ros.executor_robot import RobotBackend
 from planner.ros.executor_simulator import SimulatorBackend
 from planner.ros.futures import CallFailed, Heartbeat
 from planner.ros.node import PlannerNode, main_for
-from planner.ros.qos import ESTOP_TOPIC, RELIABLE
+from planner.ros.qos import RELIABLE
 from planner.srv import CheckCommand
 
 # Backends by their config name (executor.backend).
@@ -42,22 +42,19 @@ class ExecutorNode(PlannerNode):
         self.feedback_pub = self.create_publisher(ExecutionEvent, "executor/feedback", RELIABLE)
         self.check_client = self.create_client(CheckCommand, "controller/check_command", callback_group=group)
         self.unchecked_reported = False
-        self.estop = threading.Event()
+        self.estop = EmergencyStopLatch(self, group, self._on_estop)
         # One stop per running goal: set by its cancel or by the emergency stop, the backend ends
         # the command at once, or never starts it.
         self.stops: dict[bytes, threading.Event] = {}
         self.stops_lock = threading.Lock()
-        self.create_subscription(Bool, ESTOP_TOPIC, self._on_estop, RELIABLE, callback_group=group)
         ActionServer(self, ExecuteCommands, "executor/execute_commands", self._execute, callback_group=group,
                      cancel_callback=self._cancel)
 
-    def _on_estop(self, msg: Bool) -> None:
-        if msg.data and not self.estop.is_set():
-            self.estop.set()
+    def _on_estop(self, engaged: bool) -> None:
+        if engaged:
             self._stop_commands()
             self.report("warn", "emergency stop: motion canceled; commands are refused until it is released")
-        elif not msg.data and self.estop.is_set():
-            self.estop.clear()
+        else:
             self.report("info", "emergency stop released")
 
     def _stop_commands(self) -> None:
@@ -117,10 +114,10 @@ class StoppableRobot:
         self.stop = stop
 
     def run(self, command: Command) -> Outcome:
-        if self.node.estop.is_set():
+        if self.node.estop.settled():  # a restarted executor first hears a stop held elsewhere
             return Outcome(False, FailureCode.EMERGENCY_STOP, f"{command.name} not started")
         outcome = self._say(command) if command.name == "say" else self.node.backend.run(command, self.stop)
-        if self.node.estop.is_set():
+        if self.node.estop.engaged.is_set():
             return Outcome(False, FailureCode.EMERGENCY_STOP, f"{command.name} stopped")
         return outcome
 

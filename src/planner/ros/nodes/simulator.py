@@ -22,6 +22,7 @@ from planner.core.scene_graph import RobotSnapshot
 from planner.core.skills import load_skill_library
 from planner.msg import Detection3DArray, RobotState
 from planner.ros.convert import frame_to_msg, pose_from_msg, robot_to_msg, seconds, stamp_now, transform_msg
+from planner.ros.estop import EmergencyStopLatch
 from planner.ros.node import PlannerNode, main_for
 from planner.ros.qos import CLOCK_QOS, LATCHED, RELIABLE, TF_QOS, TF_STATIC_QOS
 from planner.sim.added_commands import load_added_commands
@@ -51,8 +52,10 @@ class SimulatorNode(PlannerNode):
         self.lock = threading.RLock()       # guards self.sim
         self.busy = threading.Lock()        # one motion at a time: base or arms
         self.navigating = threading.Event()
-        self.preempt = threading.Event()    # a new navigation goal ends the one under way
+        self.preempt = threading.Event()    # a new navigation goal (or the emergency stop) ends the one under way
+        # The stop reaches the motion here too: an executor that died mid-drive can no longer cancel it.
         group = ReentrantCallbackGroup()
+        self.estop = EmergencyStopLatch(self, group, self._on_estop)
         self.state_pub = self.create_publisher(RobotState, "robot/state", RELIABLE)
         self.detections_pub = self.create_publisher(Detection3DArray, "perception/detections", RELIABLE)
         self.events_pub = self.create_publisher(String, "sim/events", RELIABLE)
@@ -130,7 +133,15 @@ class SimulatorNode(PlannerNode):
             self.get_logger().info(message)
 
     # ---- actions --------------------------------------------------------------------------------
+    def _on_estop(self, engaged: bool) -> None:
+        if engaged:
+            self.preempt.set()
+            self.get_logger().warning("emergency stop: motion stopped; goals are refused until it is released")
+
     def _accept_if_idle(self, goal) -> GoalResponse:
+        if self.estop.engaged.is_set():
+            self.get_logger().warning("rejecting a goal: the emergency stop is engaged")
+            return GoalResponse.REJECT
         if self.busy.acquire(blocking=False):
             return GoalResponse.ACCEPT
         self.get_logger().warning("rejecting a goal: the robot is already moving")
@@ -139,6 +150,9 @@ class SimulatorNode(PlannerNode):
     def _accept_navigation(self, goal) -> GoalResponse:
         """As Nav2 does, a new navigation goal preempts the one under way: its client may have died
         with it, and the restarted executor must be able to drive. An arm motion is waited out briefly."""
+        if self.estop.engaged.is_set():
+            self.get_logger().warning("rejecting a navigation goal: the emergency stop is engaged")
+            return GoalResponse.REJECT
         if self.navigating.is_set():
             self.preempt.set()
         if self.busy.acquire(timeout=PREEMPT_WAIT_S):
@@ -176,6 +190,9 @@ class SimulatorNode(PlannerNode):
                     if goal_handle.is_cancel_requested:
                         goal_handle.canceled()
                         result.code, result.detail = FailureCode.CANCELED, "navigation canceled"
+                    elif self.estop.engaged.is_set():
+                        goal_handle.abort()
+                        result.code, result.detail = FailureCode.EMERGENCY_STOP, "navigation stopped by the emergency stop"
                     else:
                         goal_handle.abort()
                         result.code, result.detail = FailureCode.CANCELED, "navigation preempted by a new goal"
@@ -214,9 +231,13 @@ class SimulatorNode(PlannerNode):
                 self._announce(fired)
                 self._publish_world()
             # The arm moves first; the world changes when the motion ends.
-            if not self._sleep(command_seconds(request.operation), goal_handle):
-                goal_handle.canceled()
-                return Manipulate.Result(success=False, code=FailureCode.CANCELED, detail="manipulation canceled")
+            if not self._sleep(command_seconds(request.operation), goal_handle, self.estop.engaged):
+                if goal_handle.is_cancel_requested:
+                    goal_handle.canceled()
+                    return Manipulate.Result(success=False, code=FailureCode.CANCELED, detail="manipulation canceled")
+                goal_handle.abort()
+                return Manipulate.Result(success=False, code=FailureCode.EMERGENCY_STOP,
+                                         detail="manipulation stopped by the emergency stop")
             with self.lock:
                 # Commands without a point (retreat, release) carry zeros.
                 outcome = self.sim.manipulate(request.operation, request.arm, request.object_id, request.target_id,

@@ -17,7 +17,7 @@ from typing import get_args
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.task import Future
-from std_msgs.msg import Bool, String
+from std_msgs.msg import String
 from visualization_msgs.msg import MarkerArray
 
 from planner.action import ExecuteSkill, ExecuteTask, Say
@@ -32,10 +32,11 @@ from planner.core.task_queue import TaskQueue
 from planner.core.types import EpisodeResult, FailureInfo, Observation, PlanVerdict, Recovery, SkillResult, SuggestionInfo, TraceStep
 from planner.msg import PlanState, PlanStep
 from planner.ros.convert import entity_from_msg, failure_from_msg, failure_to_msg, robot_from_msg, seconds, stamp_now
+from planner.ros.estop import EmergencyStopLatch
 from planner.ros.futures import ActionCall, CallFailed, Heartbeat
 from planner.ros.node import PlannerNode, main_for
 from planner.ros.plan_markers import plan_markers, plan_state
-from planner.ros.qos import ESTOP_TOPIC, GOAL_REQUESTS, LATCHED, RELIABLE
+from planner.ros.qos import GOAL_REQUESTS, LATCHED, RELIABLE
 from planner.ros.scene_mirror import SceneMirror
 from planner.srv import (
     AskFleet,
@@ -261,26 +262,24 @@ class TaskPlannerNode(PlannerNode):
         self.admitted: dict[int, int] = {}  # id of an accepted goal's request -> its queue ticket
         self.running: tuple[object, TaskPlanner, RosTools] | None = None  # (goal handle or None, planner, tools)
         self.create_subscription(String, "planner/command", self._on_command, RELIABLE, callback_group=group)
-        self.estop = threading.Event()
+        self.estop_latch = EmergencyStopLatch(self, group, self._on_estop)
+        self.estop = self.estop_latch.engaged
         # Requests from /planner/command run on threads of their own; closing stops and joins them,
         # so none is left calling into a destroyed node.
         self.closing = threading.Event()
         self.turns: list[threading.Thread] = []
-        self.create_subscription(Bool, ESTOP_TOPIC, self._on_estop, RELIABLE, callback_group=group)
         ActionServer(self, ExecuteTask, "planner/execute_task", self._execute, callback_group=group,
                      goal_callback=self._on_goal, cancel_callback=self._on_cancel,
                      goal_service_qos_profile=GOAL_REQUESTS)
         self.report("info", "ready for requests")
 
     # ---- requests ---------------------------------------------------------------------------------
-    def _on_estop(self, msg: Bool) -> None:
+    def _on_estop(self, engaged: bool) -> None:
         """The emergency stop ends the running task and every waiting one; requests are refused until release."""
-        if msg.data and not self.estop.is_set():
-            self.estop.set()
+        if engaged:
             self._stop_running(reason="stopped by the emergency stop")
             self.report("warn", "emergency stop: tasks canceled; requests are refused until it is released")
-        elif not msg.data and self.estop.is_set():
-            self.estop.clear()
+        else:
             self.report("info", "emergency stop released: ready for requests")
 
     def _on_command(self, msg: String) -> None:
