@@ -333,3 +333,84 @@ def test_a_gguf_file_of_ones_own_is_served_from_a_path_beside_the_config(tmp_pat
         assert json.loads(policy.complete(messages, SCHEMA).text) == {"action": "GOTO(kitchen)"}
     finally:
         servers.stop()
+
+
+def _raw_server(respond):
+    """A local server whose every POST is answered by `respond(handler)`, writing what it likes."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            respond(self)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
+
+
+def _trickle(handler):
+    """Headers at once, then one byte of a body that never ends every 0.5 s: no read ever waits long."""
+    import time
+
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", "100000")
+    handler.end_headers()
+    try:
+        for _ in range(60):
+            handler.wfile.write(b" ")
+            handler.wfile.flush()
+            time.sleep(0.5)
+    except OSError:
+        pass  # the client gave up
+
+
+def _body(text: bytes):
+    def respond(handler):
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(text)))
+        handler.end_headers()
+        handler.wfile.write(text)
+    return respond
+
+
+def test_a_server_that_trickles_its_reply_is_given_up_at_the_calls_deadline_not_each_reads():
+    import time
+
+    httpd = _raw_server(_trickle)
+    try:
+        policy = OpenAICompatiblePolicy(f"http://127.0.0.1:{httpd.server_port}/v1", "", "m", "json_schema",
+                                        timeout_s=2, max_retries=0, temperature=0.0, max_tokens=16)
+        started = time.monotonic()
+        with pytest.raises(PolicyError, match=r"did not finish its reply within llm.timeout_s \(2 s\)"):
+            policy.complete([{"role": "user", "content": "go"}], SCHEMA)
+        assert time.monotonic() - started < 4
+    finally:
+        httpd.shutdown()
+
+
+@pytest.mark.parametrize("body, said", [
+    (b"<html>502 Bad Gateway</html>", "no chat completion"),
+    (json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                 "choices": [{"index": 0, "message": None, "finish_reason": "stop"}]}).encode(), "no chat completion"),
+])
+def test_a_reply_that_is_no_chat_completion_is_an_error_of_that_server_and_the_next_one_is_asked(server, body, said):
+    url, _ = server
+    broken = _raw_server(_body(body))
+    try:
+        first = OpenAICompatiblePolicy(f"http://127.0.0.1:{broken.server_port}/v1", "", "m", "json_schema",
+                                       timeout_s=5, max_retries=0, temperature=0.0, max_tokens=16)
+        with pytest.raises(PolicyError, match=f"127.0.0.1:{broken.server_port}/v1 sent something that is {said}"):
+            first.complete([{"role": "user", "content": "go"}], SCHEMA)
+        second = OpenAICompatiblePolicy(url, "", "m", "json_schema", timeout_s=5, max_retries=0, temperature=0.0,
+                                        max_tokens=16)
+        reply = FallbackPolicy([first, second], rest_s=60).complete([{"role": "user", "content": "go"}], SCHEMA)
+        assert json.loads(reply.text) == {"action": "GOTO(kitchen)"}
+    finally:
+        broken.shutdown()

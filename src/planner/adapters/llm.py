@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Literal
 
 import openai
-from pydantic import Field
+from openai.types.chat import ChatCompletion
+from pydantic import Field, ValidationError
 
 from planner.adapters.model_store import DEFAULT_MODEL, MODELS
 from planner.adapters.processes import DIE_WITH_PARENT
@@ -180,6 +181,7 @@ class OpenAICompatiblePolicy:
         self.structured_output = structured_output
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.timeout_s = timeout_s   # for the whole reply: the client's own timeout is per read
         # The openai client retries connection errors, 429 and 5xx with exponential backoff.
         self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed",
                                     timeout=timeout_s, max_retries=max_retries)
@@ -196,19 +198,29 @@ class OpenAICompatiblePolicy:
     def complete(self, messages: list[dict], schema: dict) -> PolicyReply:
         started = time.monotonic()
         try:
-            response = self.client.chat.completions.create(
-                model=self.model, messages=messages, temperature=self.temperature,
-                max_tokens=self.max_tokens, **self._format_arguments(schema, self.structured_output))
+            # Read as it comes, so that a server that trickles its reply is given up at the deadline.
+            with self.client.chat.completions.with_streaming_response.create(
+                    model=self.model, messages=messages, temperature=self.temperature,
+                    max_tokens=self.max_tokens, **self._format_arguments(schema, self.structured_output)) as response:
+                body = bytearray()
+                for part in response.iter_bytes():
+                    body += part
+                    self._within_deadline(started)
+            completion = ChatCompletion.model_validate_json(bytes(body))
         except openai.APIError as error:
             raise self._failed(error) from None
-        if not response.choices:
+        except ValidationError as error:
+            raise PolicyError(f"LLM server {self.base_url} sent something that is no chat completion: "
+                              f"{error.errors()[0]['msg']} at {'.'.join(map(str, error.errors()[0]['loc'])) or 'the top'}"
+                              ) from None
+        if not completion.choices:
             raise PolicyError(f"LLM server {self.base_url} returned no choices")
-        message = response.choices[0].message
+        message = completion.choices[0].message
         if self.structured_output == "tool_call" and message.tool_calls:
             text = message.tool_calls[0].function.arguments
         else:
             text = message.content or ""
-        usage = response.usage
+        usage = completion.usage
         return PolicyReply(text=text.strip(), prompt_tokens=usage.prompt_tokens if usage else 0,
                            completion_tokens=usage.completion_tokens if usage else 0,
                            seconds=time.monotonic() - started, source=self.label)
@@ -229,16 +241,21 @@ class OpenAICompatiblePolicy:
         tokens: list = []
         usage = None
         try:
-            for chunk in self.client.chat.completions.create(
+            with self.client.chat.completions.create(
                     model=self.model, messages=messages, temperature=self.temperature, max_tokens=self.max_tokens,
                     logprobs=True, top_logprobs=5, stream=True, stream_options={"include_usage": True},
-                    **self._format_arguments(schema, mode)):
-                usage = chunk.usage or usage
-                for choice in chunk.choices[:1]:
-                    text.append((choice.delta.content if choice.delta else None) or "")
-                    tokens += (choice.logprobs.content if choice.logprobs else None) or []
+                    **self._format_arguments(schema, mode)) as stream:
+                for chunk in stream:
+                    self._within_deadline(started)
+                    usage = chunk.usage or usage
+                    for choice in chunk.choices[:1]:
+                        text.append((choice.delta.content if choice.delta else None) or "")
+                        tokens += (choice.logprobs.content if choice.logprobs else None) or []
         except openai.APIError as error:
             raise self._failed(error) from None
+        except (ValidationError, ValueError, AttributeError) as error:  # a chunk that is not one
+            raise PolicyError(f"LLM server {self.base_url} sent a stream that is no chat completion: "
+                              f"{type(error).__name__}") from None
         if not text:
             raise PolicyError(f"LLM server {self.base_url} returned no choices")
         # A server that gives no usage when streaming (llama.cpp's Python one) leaves the prompt uncounted.
@@ -246,6 +263,11 @@ class OpenAICompatiblePolicy:
                            completion_tokens=usage.completion_tokens if usage else len(tokens),
                            seconds=time.monotonic() - started, source=self.label,
                            yes_probability=_yes_probability(tokens))
+
+    def _within_deadline(self, started: float) -> None:
+        if time.monotonic() - started > self.timeout_s:
+            raise PolicyError(f"LLM server {self.base_url} did not finish its reply within llm.timeout_s "
+                              f"({self.timeout_s:g} s)")
 
     def _failed(self, error: openai.APIError) -> PolicyError:
         return PolicyError(f"LLM server {self.base_url} failed: {error.__class__.__name__}: {error}")
