@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from std_msgs.msg import String
@@ -191,3 +192,17 @@ def test_a_just_started_executor_waits_for_a_controller_that_comes_up_late(clien
                            ExecuteCommands.Goal(execution_id="e1", skill="GOTO(bedroom)", commands=[command]), timeout=60)
     late.join()
     assert result.success, result.detail
+
+
+def test_yaml_that_would_eat_the_memory_is_refused_naming_the_file(tmp_path):
+    from planner.core.errors import InputError
+    from planner.core.files import load_yaml
+
+    laughs = ['a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    laughs += [f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 9) + "]" for i in range(8)]
+    bomb = tmp_path / "laughs.yaml"
+    bomb.write_text("\n".join(laughs) + "\n")
+    with pytest.raises(InputError, match=f"{bomb}: its aliases .* expand to more than 10,000,000 values"):
+        load_yaml(bomb)
+    with pytest.raises(InputError, match="/dev/zero: larger than 64 MB: not read"):
+        load_yaml(Path("/dev/zero"))

@@ -51,6 +51,22 @@ def test_config_errors_name_file_and_field(tmp_path):
     assert f"{path}: llm.temprature: Extra inputs are not permitted" in str(error.value)
 
 
+@pytest.mark.parametrize("value", [".inf", "-.inf", ".nan"])
+def test_a_number_that_is_not_finite_is_refused_where_the_file_gives_it(tmp_path, value):
+    from planner.core.robot_profile import load_robot_profile
+
+    path = tmp_path / "planner.yaml"
+    path.write_text(f"robot: r.yaml\nscenario: s.yaml\nskills: k.yaml\nfailure_cases: f.yaml\n"
+                    f"tasks: {{skill_timeout_s: {value}}}\n")
+    with pytest.raises(InputError, match=f"{path}: tasks.skill_timeout_s: Input should be a finite number"):
+        load_config(path)
+    robot = (CONFIG / "robots" / "robee.yaml").read_text().replace("payload_kg: 5.0", f"payload_kg: {value}")
+    assert robot != (CONFIG / "robots" / "robee.yaml").read_text()
+    (tmp_path / "robot.yaml").write_text(robot)
+    with pytest.raises(InputError, match="payload_kg: Input should be a finite number"):
+        load_robot_profile(tmp_path / "robot.yaml")
+
+
 def test_a_directory_given_as_the_config_is_named_as_such(tmp_path):
     """It was an IsADirectoryError traceback."""
     done = subprocess.run([PLANNER, "cases", "list", "--config", str(tmp_path)],

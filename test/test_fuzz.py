@@ -15,7 +15,7 @@ from std_msgs.msg import Bool, String
 from conftest import RosClient, wait_for, write_config
 from planner.action import ExecuteTask
 from planner.config import load_config
-from planner.msg import AudioClip, Detection3DArray, ExecutionEvent, FailureMessage, RobotState, SceneGraphUpdate
+from planner.msg import AudioClip, Detection3DArray, EmergencyStop, ExecutionEvent, FailureMessage, RobotState, SceneGraphUpdate
 from planner.ros.executor_robot import importable
 from planner.ros.futures import wait_until
 from planner.ros.qos import RELIABLE
@@ -41,7 +41,7 @@ TOPICS = [("/perception/detections", Detection3DArray), ("/robot/state", RobotSt
           ("/controller/failure", FailureMessage), ("/executor/feedback", ExecutionEvent),
           ("/scene_graph/updates", SceneGraphUpdate), ("/speech/audio", AudioClip), ("/emergency_stop", Bool),
           ("/planner/command", String), ("/planner/answer", String), ("/planner/question", String),
-          ("/memory/tell", String)]
+          ("/memory/tell", String), ("/emergency_stop/state", EmergencyStop)]
 # Where the ROS packages built from source are installed: vision_msgs detections, and TF, which
 # perception's tf2_ros listener takes from anyone on the graph.
 if importable("vision_msgs.msg"):

@@ -89,7 +89,7 @@ def test_bad_world_and_scenario_files_name_file_entry_and_field(tmp_path):
                      .replace("size: [1.0, 0.7, 0.75]}", "size: [1.0, .nan, 0.75]}", 1))
     with pytest.raises(InputError) as error:
         load_world(world)
-    assert f"{world}: furniture.1.size: must be finite numbers" in str(error.value)
+    assert f"{world}: furniture.1.size.1: Input should be a finite number" in str(error.value)
     world.write_text((CONFIG / "worlds" / "kitchen_bedroom.yaml").read_text().replace("placed_on: table_2", "placed_on: table_9"))
     with pytest.raises(InputError, match=r"objects\[2\] \(apple_1\).placed_on: unknown furniture 'table_9'"):
         load_world(world)

@@ -22,8 +22,9 @@ Model = TypeVar("Model", bound=BaseModel)
 
 
 class StrictModel(BaseModel):
-    """The base of every input model: a key the model does not know is an error, not ignored."""
-    model_config = ConfigDict(extra="forbid")
+    """The base of every input model: a key the model does not know is an error, not ignored, and
+    a number must be finite (`.inf` in a file passed every bound and failed far from the file)."""
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 @contextmanager
@@ -63,9 +64,33 @@ def write_json_atomic(path: Path, data: object, indent: int | None = None) -> No
     os.replace(temporary, path)
 
 
+MAX_YAML_BYTES = 64 * 1024 * 1024   # larger than any world, map or config: /dev/zero is not read to the end
+MAX_YAML_VALUES = 10_000_000        # values once aliases are expanded: aliases of aliases ("billion laughs")
+                                    # are small on disk and expand into memory wherever they are used
+
+
+def _expanded_values(value: object, seen: dict[int, int]) -> int:
+    """How many values `value` holds with every alias expanded, counting each shared one once per use."""
+    if not isinstance(value, (list, dict)):
+        return 1
+    if id(value) not in seen:
+        seen[id(value)] = 0  # a cycle (an alias to its own parent) counts no further
+        children = value.values() if isinstance(value, dict) else value
+        seen[id(value)] = min(1 + sum(_expanded_values(child, seen) for child in children), MAX_YAML_VALUES + 1)
+    return seen[id(value)]
+
+
 def load_yaml(path: Path) -> object:
     try:
-        return yaml.safe_load(path.read_text())
+        with open(path, "rb") as file:
+            data = file.read(MAX_YAML_BYTES + 1)
+        if len(data) > MAX_YAML_BYTES:
+            raise InputError(f"{path}: larger than {MAX_YAML_BYTES // (1024 * 1024)} MB: not read")
+        text = data.decode()
+        value = yaml.safe_load(text)
+        if "*" in text and _expanded_values(value, {}) > MAX_YAML_VALUES:
+            raise InputError(f"{path}: its aliases (*name) expand to more than {MAX_YAML_VALUES:,} values: not read")
+        return value
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
     except IsADirectoryError:

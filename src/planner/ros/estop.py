@@ -9,6 +9,7 @@ stops the simulator's motion and is still engaged when the executor comes back."
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from planner.ros.convert import seconds, to_stamp
 from planner.ros.qos import ESTOP_STATE_TOPIC, ESTOP_TOPIC, LATCHED, RELIABLE
 
 STATE_DISCOVERY_S = 2.0   # how long a node that just started waits to hear a stop held elsewhere
+CLOCK_SKEW_S = 5.0        # a state stamped further ahead than this is not believed: it would outlast every press
 
 
 class EmergencyStopLatch:
@@ -32,11 +34,19 @@ class EmergencyStopLatch:
         self._started = time.monotonic()
         self._heard = threading.Event()
         self._state_pub = node.create_publisher(EmergencyStop, ESTOP_STATE_TOPIC, LATCHED)
-        node.create_subscription(Bool, ESTOP_TOPIC, lambda msg: self._take(msg.data, time.time()), RELIABLE,
-                                 callback_group=callback_group)
-        node.create_subscription(EmergencyStop, ESTOP_STATE_TOPIC,
-                                 lambda msg: self._take(msg.engaged, seconds(msg.stamp)), LATCHED,
-                                 callback_group=callback_group)
+        node.create_subscription(Bool, ESTOP_TOPIC, self._pressed, RELIABLE, callback_group=callback_group)
+        node.create_subscription(EmergencyStop, ESTOP_STATE_TOPIC, self._held, LATCHED, callback_group=callback_group)
+
+    def _pressed(self, msg: Bool) -> None:
+        """A press is the newest news there is, whatever the stamps held."""
+        with self._lock:
+            stamp = max(time.time(), self._stamp + 1e-6)
+        self._take(msg.data, stamp)
+
+    def _held(self, msg: EmergencyStop) -> None:
+        stamp = seconds(msg.stamp)
+        if math.isfinite(stamp) and stamp <= time.time() + CLOCK_SKEW_S:
+            self._take(msg.engaged, stamp)
 
     def _take(self, engaged: bool, stamp: float) -> None:
         """A state heard; older news than what is held is dropped (the latched copies of every node
