@@ -65,6 +65,19 @@ def test_problems_the_model_writes_are_planned_validated_and_mended_when_they_do
     assert (tmp_path / "out" / "run.png").stat().st_size > 5_000
 
 
+def test_a_problem_with_a_type_the_domain_lacks_is_counted_invalid_and_the_run_goes_on(tmp_path):
+    from planner.bench.pddl_tasks import MAX_REPAIRS
+
+    domain, tasks = generated(tmp_path, "0-1")
+    truth = {n: (tasks / f"{n}.pddl").read_text() for n in ("task-0", "task-1")}
+    undeclared = truth["task-0"].replace("(:objects", "(:objects crate_1 - crate", 1)
+    code, results, _ = run_bench(tmp_path, domain, tasks, [undeclared] * (MAX_REPAIRS + 1) + [truth["task-1"]])
+    episodes = {e["task"]: e for e in results["episodes"]}
+    assert code == 0 and episodes["task-0"]["outcome"] == "invalid_pddl"
+    assert "'crate' is not declared" in episodes["task-0"]["reason"]
+    assert episodes["task-1"]["outcome"] == "success"
+
+
 def test_when_the_model_writes_only_the_goal_its_errors_are_named_and_mended(tmp_path):
     domain, tasks = generated(tmp_path, "1")
     code, results, _ = run_bench(tmp_path, domain, tasks, ["(and (held banana_9) (at living_room))",

@@ -129,6 +129,8 @@ def parse_pddl(domain_text: str, problem_text: str):
     """The problem as unified-planning reads it; PddlError says what does not parse, and where."""
     try:
         return PDDLReader().parse_problem_string(domain_text, problem_text)
+    except KeyError as missing:  # the reader looks names up without checking them first
+        raise PddlError(f"{missing} is not declared in the domain or the problem") from None
     except (UPException, SyntaxError, ValueError, pp.ParseBaseException) as error:
         raise PddlError(str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__) from None
 
