@@ -129,6 +129,7 @@ def stack(ros, pressing, tmp_path):
     from planner.config import load_config
     from planner.msg import ExecutionEvent
     from planner.ros.stack import node_class
+    from planner.srv import GetRobotState
 
     module, skills = pressing
     config = load_config(write_config(tmp_path, skills=skills))
@@ -145,6 +146,8 @@ def stack(ros, pressing, tmp_path):
     for name in ("simulator", "perception", "controller", "executor", "skill_planner"):
         client.add(node_class(name)(config))
     wait_for(lambda: client.node.count_publishers("/scene_graph") > 0)
+    # A skill is refused until perception has the robot's state: the first one comes with the simulator's.
+    wait_for(lambda: client.call(GetRobotState, "/perception/get_robot_state", GetRobotState.Request()).state.room, 30)
     yield client, events, knocks, module
     client.close()
 

@@ -129,7 +129,10 @@ def test_the_security_policy_gives_each_node_exactly_what_it_uses(tmp_path):
     assert holders("services", "request", "/explainer/record_recovery") == {"/planner/task_planner"}
     assert holders("services", "request", "/explainer/record_plan") == {"/planner/task_planner"}
     assert holders("topics", "publish", "/emergency_stop") == set()
-    assert holders("topics", "subscribe", "/emergency_stop") == {"/planner/executor", "/planner/task_planner"}
+    assert holders("topics", "subscribe", "/emergency_stop") == {"/planner/executor", "/planner/task_planner",
+                                                                  "/planner/simulator"}
+    assert holders("topics", "publish", "/emergency_stop/state") == {"/planner/executor", "/planner/task_planner",
+                                                                      "/planner/simulator"}
 
 
 def test_deployed_config_drives_the_robot_when_not_simulated(tmp_path):
