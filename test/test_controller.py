@@ -23,16 +23,16 @@ def robot_at(place: str) -> SimulatedRobot:
 
 def test_an_object_moved_or_gone_since_planning_is_a_world_change():
     robot = robot_at("table_1")
-    scene = robot.scene()
+    scene, hazards = robot.scene(), robot.skills.hazards
     apple = scene.entity("apple_1").center
-    assert check_before(Command("grasp", "left", "apple_1", point=apple), scene).ok
-    check = check_before(Command("grasp", "left", "apple_1", point=(apple[0] + 0.6, apple[1], apple[2])), scene)
+    assert check_before(Command("grasp", "left", "apple_1", point=apple), scene, hazards).ok
+    check = check_before(Command("grasp", "left", "apple_1", point=(apple[0] + 0.6, apple[1], apple[2])), scene, hazards)
     assert (check.ok, check.code) == (False, "WORLD_CHANGED") and "apple_1 moved 0.60 m since the skill was planned" \
         in check.detail and "apple_1 on table_1" in check.detail
     scene.mark_missing("apple_1")
-    check = check_before(Command("approach", "left", "apple_1", point=apple), scene)
+    check = check_before(Command("approach", "left", "apple_1", point=apple), scene, hazards)
     assert check.code == "WORLD_CHANGED" and "no longer seen" in check.detail
-    assert check_before(Command("navigate", base_pose=Pose2D(0, 0)), scene).ok  # nothing to compare
+    assert check_before(Command("navigate", base_pose=Pose2D(0, 0)), scene, hazards).ok  # nothing to compare
 
 
 def test_each_commands_effect_must_be_seen():

@@ -241,6 +241,66 @@ def test_rows_no_case_can_be_read_from_are_set_aside_and_the_explainer_starts(em
     assert len(memory) == len(load_cases(CONFIG / "failure_cases.yaml"))
 
 
+UNWRITABLE = textwrap.dedent("""
+    import os, resource, signal, sys
+    from planner.core.case_store import CaseStore, CaseStoreUnwritable, StoredCase
+    path, how = sys.argv[1], sys.argv[2]
+    if how == "full":  # no file may grow by a byte, as on a full disk
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    else:  # read-only: as a user who may read the file and not write it or its directory
+        os.setgid(65534)
+        os.setuid(65534)
+    store = CaseStore(path)
+    print("notice:", store.notice)
+    try:
+        store.add([StoredCase("learned-x", "PICK", "GRASP_LOST", "request", "reason", "suggestion", "learned")])
+        print("added")
+    except CaseStoreUnwritable as error:
+        print("refused:", error)
+    print("cases:", len(store.cases()))
+""")
+
+
+@pytest.mark.parametrize("how", ["full", "read-only"])
+def test_a_full_or_read_only_disk_keeps_the_case_database_and_the_cases_are_still_served(embedder, how):
+    """"database or disk is full" was taken for a corrupt file: the healthy database was renamed
+    .corrupt-… and the explainer came back with the seed cases alone, its learning lost."""
+    import hashlib
+    import os
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    tmp_path = Path(tempfile.mkdtemp(prefix="cases-"))  # where another user may look, unlike pytest's
+    path = tmp_path / "cases.sqlite"
+    memory = seeded(embedder, path)
+    memory.add([StoredCase("learned-kept", "PICK", "GRASP_LOST", "r", "why", "what helped", "learned")])
+    memory.store.close()
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    cases = len(CaseStore(path).cases())
+    os.chmod(tmp_path, 0o555)
+    os.chmod(path, 0o444)
+    try:
+        child = subprocess.run([sys.executable, "-c", UNWRITABLE, str(path), how], capture_output=True, text=True,
+                               timeout=120)
+    finally:
+        os.chmod(tmp_path, 0o755)
+        os.chmod(path, 0o644)
+    assert child.returncode == 0, child.stderr
+    out = child.stdout
+    assert "refused:" in out and "not saved" in out and "added" not in out.split("refused:")[0], out
+    assert f"cases: {cases}" in out, out
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    assert not list(tmp_path.glob("cases.sqlite.corrupt-*"))
+    # Once the disk takes writes again, the same database learns.
+    store = CaseStore(path)
+    store.add([StoredCase("learned-later", "PICK", "GRASP_LOST", "r", "why", "later", "learned")])
+    assert len(store.cases()) == cases + 1 and store.get("learned-kept") is not None
+    store.close()
+    shutil.rmtree(tmp_path)
+
+
 RECORDER = textwrap.dedent("""
     import sys, time
     from planner.core.case_store import CaseStore, StoredCase

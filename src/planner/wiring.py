@@ -4,6 +4,7 @@ the benchmarks share; config.py only describes and validates."""
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from planner.adapters.embeddings import SentenceEmbedder
 from planner.adapters.lexicon import WordNetLexicon
 from planner.adapters.llm import EmbeddedServers, open_policy, part_policy
 from planner.config import StackConfig
-from planner.core.case_store import CaseStore
+from planner.core.case_store import CaseStore, CaseStoreUnwritable
 from planner.core.errors import InputError
 from planner.core.explainer import CaseMemory, load_cases, sync_seeds
 from planner.core.files import load_yaml
@@ -33,8 +34,19 @@ def load_robot(config: StackConfig) -> RobotProfile:
 
 
 def load_skill_planner(config: StackConfig) -> SkillPlanner:
-    """The skill library for the configured robot."""
-    return SkillPlanner(load_skill_library(config.path(config.skills)), load_robot(config))
+    """The skill library for the configured robot, reading labels with the configured lexicon."""
+    return SkillPlanner(load_skill_library(config.path(config.skills)), load_robot(config), open_lexicon(config))
+
+
+@functools.cache
+def wordnet() -> WordNetLexicon:
+    """One WordNet per process: it reads its files on first use, ~1 s and ~100 MB."""
+    return WordNetLexicon()
+
+
+def open_lexicon(config: StackConfig) -> WordNetLexicon | None:
+    """The lexicon `planner.lexicon` names; InputError when WordNet is asked for and not installed."""
+    return wordnet() if config.planner.lexicon == "wordnet" else None
 
 
 def state_dir() -> Path:
@@ -58,6 +70,8 @@ def open_case_store(config: StackConfig, database: str | None = None):
         sync_seeds(store, load_cases(config.path(config.failure_cases), source="seed"))
     except InputError as error:
         problems.append(f"seed cases rejected, using the database's cases alone: {error}")
+    except CaseStoreUnwritable as error:
+        problems.append(f"seed cases not synced, using the database's cases as they are: {error}")
     return store, problems
 
 
@@ -80,7 +94,7 @@ def make_grounder(config: StackConfig, embedder=None) -> Grounder | None:
     if settings.grounding_threshold >= 1:
         return None
     return Grounder(embedder or SentenceEmbedder(), settings.grounding_threshold, settings.grounding_part_threshold,
-                    lexicon=WordNetLexicon() if settings.lexicon == "wordnet" else None)
+                    lexicon=open_lexicon(config))
 
 
 def open_llm(config: StackConfig) -> tuple[Policy, EmbeddedServers | None]:

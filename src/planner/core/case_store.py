@@ -92,6 +92,22 @@ def _row_to_case(row: tuple) -> StoredCase:
 FLOAT_BYTES = np.dtype(np.float32).itemsize
 
 
+class NotACaseDatabase(sqlite3.DatabaseError):
+    """The file opened, and is not a case database of this version."""
+
+
+class CaseStoreUnwritable(PlannerError):
+    """A change the disk refused (full, read-only, no permission): nothing was written, the database
+    is as it was, and the caller goes on without the change."""
+
+
+def damaged(error: sqlite3.DatabaseError) -> bool:
+    """Is the file itself bad (not a database, corrupt, another schema), rather than the disk or a
+    lock refusing a write? Only a bad file is set aside."""
+    return isinstance(error, NotACaseDatabase) or getattr(error, "sqlite_errorname", "") in ("SQLITE_CORRUPT",
+                                                                                             "SQLITE_NOTADB")
+
+
 def set_aside(path: Path) -> Path:
     aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
     os.replace(path, aside)
@@ -109,22 +125,64 @@ class CaseStore:
         self.path = Path(path) if str(path) != ":memory:" else None
         self._lock = threading.RLock()
         self.notice = ""     # what happened at opening that someone should hear about
+        self.read_only = False  # opened for reading only: the disk, not the file, refused a write
         if self.path is None:
             self._db = self._connect(":memory:")
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._db = self._connect(str(self.path))
-            self._check()
+            self._db = self._open_writable()
         except sqlite3.DatabaseError as error:
-            if getattr(self, "_db", None) is not None:
-                self._db.close()
+            if not damaged(error):
+                self._db = self._open_read_only(error)
+                return
             aside = set_aside(self.path)
             self.notice = (f"{self.path} is not a usable case database ({error}); set aside as {aside.name}, "
                            "starting a new one from the seed cases")
             self._db = self._connect(str(self.path))
             return
-        self.notice = self._set_aside_bad_rows()
+        try:
+            self.notice = self._set_aside_bad_rows()
+        except CaseStoreUnwritable as error:
+            self.notice = str(error)
+
+    def _open_writable(self) -> sqlite3.Connection:
+        assert self.path is not None
+        db = None
+        try:
+            db = self._connect(str(self.path))
+            self._check(db)
+            return db
+        except sqlite3.DatabaseError:
+            if db is not None:
+                db.close()
+            raise
+
+    def _open_read_only(self, error: sqlite3.DatabaseError) -> sqlite3.Connection:
+        """The file as it is, for reading, when the disk is full or read-only: the learned cases are
+        served and kept; each write tries the file again (`_writable`)."""
+        assert self.path is not None
+        self.read_only = True
+        self.notice = (f"{self.path} cannot be written now ({error}); it is kept as it is and read, and what "
+                       "is learned is not saved until it can be written (each change tries again)")
+        try:
+            db = sqlite3.connect(f"file:{self.path}?immutable=1", uri=True, check_same_thread=False, isolation_level=None)
+            self._check(db)
+            return db
+        except sqlite3.DatabaseError as unreadable:
+            self.notice += f"; it cannot be read either ({unreadable}), so the seed cases are served from memory"
+            return self._connect(":memory:")
+
+    def _writable(self) -> None:
+        """Reopen the file for writing if it was opened read-only and the disk now takes writes."""
+        if not self.read_only:
+            return
+        try:
+            db = self._open_writable()
+        except sqlite3.DatabaseError as error:
+            raise CaseStoreUnwritable(f"{self.path} still cannot be written ({error}); not saved") from None
+        self._db.close()
+        self._db, self.read_only = db, False
 
     def _set_aside_bad_rows(self) -> str:
         """Rows the file check passes but no case can be read from (context not JSON) go to a JSON-lines
@@ -163,13 +221,14 @@ class CaseStore:
         db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
         return db
 
-    def _check(self) -> None:
-        problems = [row[0] for row in self._db.execute("PRAGMA quick_check").fetchall()]
+    @staticmethod
+    def _check(db: sqlite3.Connection) -> None:
+        problems = [row[0] for row in db.execute("PRAGMA quick_check").fetchall()]
         if problems != ["ok"]:
-            raise sqlite3.DatabaseError("; ".join(problems[:3]))
-        version = self._db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            raise NotACaseDatabase("; ".join(problems[:3]))
+        version = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         if version is None or version[0] != str(SCHEMA_VERSION):
-            raise sqlite3.DatabaseError(f"schema version {version[0] if version else None}, expected {SCHEMA_VERSION}")
+            raise NotACaseDatabase(f"schema version {version[0] if version else None}, expected {SCHEMA_VERSION}")
 
     def close(self) -> None:
         with self._lock:
@@ -256,16 +315,29 @@ class CaseStore:
 
     # ---- transactions ----------------------------------------------------------------------------
     def _transaction(self):
-        return _Transaction(self._db)
+        """One write: CaseStoreUnwritable when the disk refuses it (full, read-only), the file kept."""
+        self._writable()
+        return _Transaction(self._db, self.path)
 
 
 class _Transaction:
-    def __init__(self, db: sqlite3.Connection):
+    def __init__(self, db: sqlite3.Connection, path: Path | None):
         self.db = db
+        self.path = path
 
     def __enter__(self):
-        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as error:
+            raise CaseStoreUnwritable(f"{self.path}: {error}; not saved, the database is kept as it was") from None
 
     def __exit__(self, kind, error, trace):
-        self.db.execute("COMMIT" if kind is None else "ROLLBACK")
+        try:
+            self.db.execute("COMMIT" if kind is None else "ROLLBACK")
+        except sqlite3.OperationalError as failed:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise CaseStoreUnwritable(f"{self.path}: {failed}; not saved, the database is kept as it was") from None
+        if isinstance(error, sqlite3.OperationalError) and not damaged(error):
+            raise CaseStoreUnwritable(f"{self.path}: {error}; not saved, the database is kept as it was") from None
         return False

@@ -8,6 +8,7 @@ from typing import Literal
 
 from planner.core.failures import FailureCode, reason_for
 from planner.core.geometry import horizontal_distance
+from planner.core.safety import Hazards
 from planner.core.scene_graph import SceneGraph
 from planner.core.skills import Command, SkillSyntaxError, parse_call
 from planner.core.types import FailureInfo, Outcome
@@ -91,13 +92,20 @@ def missing_object(failure: FailureInfo) -> str:
     return str(found.get("id", "")) if isinstance(found, dict) else ""
 
 
-def check_command(phase: CheckPhase, command: Command, scene: SceneGraph) -> Outcome:
-    return check_before(command, scene) if phase == "before" else check_after(command, scene)
+def check_command(phase: CheckPhase, command: Command, scene: SceneGraph, hazards: Hazards) -> Outcome:
+    return check_before(command, scene, hazards) if phase == "before" else check_after(command, scene)
 
 
-def check_before(command: Command, scene: SceneGraph) -> Outcome:
-    """Does the world still match what the command was planned on? Its object must be where the
+def check_before(command: Command, scene: SceneGraph, hazards: Hazards) -> Outcome:
+    """May the command run, and does the world still match what it was planned on? A command that
+    puts or hands its object to its target must break no hazard rule (a raw command sent to the
+    executor too, not only a checked skill's); the object of an approach or grasp must be where the
     map had it when the skill was decomposed (the command's point)."""
+    if command.object_id and command.target_id:
+        danger = hazards.refusal(command.object_id, command.target_id, scene)
+        if danger is not None:
+            return Outcome(False, FailureCode.HAZARD, f"{command.name} of {command.object_id} to {command.target_id} "
+                                                      f"is not done: {danger}")
     if command.name not in ("approach", "grasp") or not command.object_id or command.point is None:
         return Outcome(True)
     if not scene.has(command.object_id) or scene.entity(command.object_id).status == "missing":

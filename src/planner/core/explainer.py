@@ -11,6 +11,7 @@ demoted and no longer retrieved.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import sys
@@ -25,7 +26,7 @@ import numpy as np
 from pydantic import Field, TypeAdapter, ValidationError
 
 from planner.core.calls import parse_call
-from planner.core.case_store import CaseStore, StoredCase
+from planner.core.case_store import CaseStore, CaseStoreUnwritable, StoredCase
 from planner.core.errors import InputError
 from planner.core.failures import KnownCode
 from planner.core.files import StrictModel, describe_validation_error, load_yaml
@@ -259,7 +260,8 @@ class CaseMemory:
                 self.progress(f"embedding case texts with {self.embedder.name}: {start}/{len(missing)}")
             chunk = missing[start:start + batch]
             fresh = dict(zip(chunk, np.asarray(self.embedder.encode(chunk), dtype=np.float32)))
-            self.store.save_embeddings(self.embedder.name, fresh)
+            with contextlib.suppress(CaseStoreUnwritable):  # a cache: computed again next time
+                self.store.save_embeddings(self.embedder.name, fresh)
             known.update(fresh)
         return known
 
@@ -340,7 +342,8 @@ class CaseMemory:
     # ---- learning --------------------------------------------------------------------------------
     def learn(self, request: str, recovery: Recovery, robot: str = "") -> tuple[str, str]:
         """Count whether the cases suggested after a failure helped, and keep a fix that worked as
-        a new case. Returns the id of the case that now holds the fix ('' if none) and a sentence."""
+        a new case. Returns the id of the case that now holds the fix ('' if none) and a sentence;
+        CaseStoreUnwritable when the disk refuses the change (nothing learned, the database as it was)."""
         said = []
         for case_id in recovery.case_ids[:1]:
             case = self.store.record_outcome(case_id, recovery.recovered, self.settings.demote_after)

@@ -14,6 +14,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
+from planner.core.case_store import CaseStoreUnwritable
 from planner.core.explainer import CaseMemory
 from planner.core.files import StrictModel
 from planner.core.plan_score import PlanScorer
@@ -40,10 +41,14 @@ class PlanChecker:
         self.settings = settings
         self._lock = threading.Lock()
 
-    def record(self, request: str, steps: list[str], robot: str = "") -> None:
-        """A plan that worked."""
-        if steps:
-            self.memory.store.add_plan(request, steps, robot)
+    def record(self, request: str, steps: list[str], robot: str = "") -> str:
+        """A plan that worked, kept; '' or why it was not (the disk refused it)."""
+        try:
+            if steps:
+                self.memory.store.add_plan(request, steps, robot)
+        except CaseStoreUnwritable as error:
+            return str(error)
+        return ""
 
     def similar(self, request: str) -> list[tuple[str, list[str], float]]:
         """(request, steps, similarity) of the most similar past requests, most similar first."""

@@ -23,6 +23,7 @@ from planner.core.errors import PlannerError
 from planner.core.failures import FailureCode
 from planner.core.files import StrictModel, load_model
 from planner.core.geometry import Pose2D, approach_poses, footprint_contains, free_point_in_room, horizontal_distance
+from planner.core.goals import PLACING_KINDS, Goal
 from planner.core.htn import (
     Compound,
     Condition,
@@ -36,8 +37,9 @@ from planner.core.htn import (
     check_references,
     parse_terms,
 )
+from planner.core.ports import Lexicon
 from planner.core.robot_profile import RobotProfile
-from planner.core.safety import HazardRule, hazard
+from planner.core.safety import HazardRule, Hazards, ThingKinds, rule_terms_known
 from planner.core.scene_graph import SceneGraph
 from planner.core.types import Outcome
 from planner.core.world import opening_heights
@@ -99,9 +101,13 @@ class SkillLibrary(StrictModel):
     unknown_density_kg_m3: float = Field(default=1000.0, gt=0, description="an object whose mass neither perception "
                                          "nor typical_mass_kg knows is taken to be this dense (water: as heavy as "
                                          "household things get), so its box bounds its mass from above")
+    density_kg_m3: dict[str, float] = Field(default_factory=dict, description="by thing kind: how dense an object "
+                                            "of unknown mass of that kind may be (metal), where water is too light")
+    thing_kinds: dict[str, list[str]] = Field(default_factory=dict, description="kinds of things the hazard rules "
+                                              "and densities name (sharp, metal, bed), by the words that name them")
     tasks: dict[str, TaskSpec] = Field(default_factory=dict)
     skills: dict[str, SkillSpec]
-    hazards: list[HazardRule] = Field(default_factory=list, description="skill calls refused whatever the plan")
+    hazards: list[HazardRule] = Field(default_factory=list, description="moves of a thing refused whatever the plan")
 
     @model_validator(mode="after")
     def _references(self):
@@ -136,10 +142,11 @@ class SkillLibrary(StrictModel):
                 check_references(f"{where}.preconditions[{index}].args", pre.args, params)
             self._facts(f"{where}.effects", skill.effects, params)
             self._methods(where, skill.methods, params, arities)
-        for index, rule in enumerate(self.hazards):
-            unknown = [name for name in rule.skills if name not in self.skills]
-            if unknown:
-                raise ValueError(f"hazards[{index}].skills: no skill {', '.join(unknown)} in the library")
+        problems = rule_terms_known(self.hazards, self.thing_kinds)
+        problems += [f"density_kg_m3.{kind}: no kind {kind!r} in thing_kinds" for kind in self.density_kg_m3
+                     if kind not in self.thing_kinds]
+        if problems:
+            raise ValueError("; ".join(problems))
         self._acyclic()
         return self
 
@@ -230,9 +237,10 @@ class Command:
 
 
 class SkillPlanner:
-    def __init__(self, library: SkillLibrary, robot: RobotProfile):
+    def __init__(self, library: SkillLibrary, robot: RobotProfile, lexicon: Lexicon | None = None):
         self.library = library
         self.robot = robot
+        self.hazards = Hazards(library.hazards, ThingKinds(library.thing_kinds, lexicon))
         self.decomposer = library.decomposer()
 
     def parse(self, text: str, scene: SceneGraph) -> SkillCall:
@@ -290,9 +298,11 @@ class SkillPlanner:
             call = self.parse(text, scene)
         except SkillSyntaxError as error:
             raise SkillRefused(FailureCode.INVALID_SKILL, str(error)) from None
-        danger = hazard(self.library.hazards, call.name, call.args, scene)
+        grounded = [arg for arg in call.args if scene.has(arg)]
+        danger = next((reason for thing in grounded for near in grounded if near != thing
+                       if (reason := self.hazards.refusal(thing, near, scene))), None)
         if danger is not None:
-            raise SkillRefused(FailureCode.HAZARD, danger)
+            raise SkillRefused(FailureCode.HAZARD, f"{call.name}({', '.join(call.args)}) is not done: {danger}")
         check = self.check_preconditions(call, scene)
         drives = []
         if check.code == FailureCode.OUT_OF_REACH and (closer := self.step_closer(call, scene)) is not None:
@@ -409,6 +419,18 @@ class SkillPlanner:
             reaching = self.poses_reaching(thing_id, scene)
             return (support[1], min(reaching, key=lambda pose: pose.distance_to(robot.x, robot.y))) if reaching else None
         return None
+
+    def goal_refusal(self, goal: Goal, scene: SceneGraph) -> str | None:
+        """Why the hazard rules forbid the goal itself (a fork inside a microwave), so the task ends
+        before the robot picks anything up; None when they do not."""
+        if goal.kind not in (*PLACING_KINDS, "bring_to_user"):
+            return None
+        kinds = self.hazards.kinds
+        thing = kinds.of(scene.entity(goal.object_id)) if scene.has(goal.object_id) else \
+            kinds.of_label(goal.object) | {"object"}
+        near = frozenset({"person"}) if goal.kind == "bring_to_user" else kinds.of_label(goal.target) | {"furniture"}
+        reason = self.hazards.refusal_of_kinds(thing, near)
+        return f"{goal} is not done: {reason}" if reason else None
 
     def can_take(self, object_id: str, scene: SceneGraph) -> bool:
         """Whether the arms could take the thing from where the base can stand: at a height they
@@ -565,12 +587,16 @@ def _payload(planner: SkillPlanner, scene: SceneGraph, object_id: str, arm: str)
                                                      f"{limit:.1f} kg")
     if not mass:
         # Lifting something too heavy can hurt the arm or drop it on someone: an unknown mass is
-        # not 0 kg, it is at most the box full of water.
+        # not 0 kg, it is at most the box full of water, or of metal for a thing of metal.
+        dense = {kind: library.density_kg_m3[kind] for kind in planner.hazards.kinds.of(entity)
+                 if kind in library.density_kg_m3}
+        kind, density = max(dense.items(), key=lambda item: item[1], default=("", library.unknown_density_kg_m3))
         litres = math.prod(entity.size) * 1000
-        bound = litres / 1000 * library.unknown_density_kg_m3
+        bound = litres / 1000 * density
         if bound > limit:
+            solid = f" of {kind} ({density:.0f} kg/m³)" if kind else ""
             return Outcome(False, FailureCode.TOO_HEAVY,
-                           f"the mass of {object_id} is not known, and its {litres:.0f} l box could weigh up to "
+                           f"the mass of {object_id} is not known, and its {litres:.3g} l box{solid} could weigh up to "
                            f"{bound:.1f} kg; the {arm} arm lifts at most {limit:.1f} kg (give {entity.label} a mass "
                            f"in typical_mass_kg of the skill library if it is lighter)")
     return Outcome(True)

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from planner.core.case_store import CaseStoreUnwritable
 from planner.core.controller import CheckPhase, ExecutionEventInfo, check_command, describe_failure, missing_object
 from planner.core.errors import InputError
 from planner.core.explainer import CaseMemory
@@ -138,7 +139,7 @@ class SimulatedRobot:
 
     def check(self, phase: CheckPhase, command: Command) -> Outcome:
         """The controller's checks, on the graph the camera keeps."""
-        return check_command(phase, command, self.graph)
+        return check_command(phase, command, self.graph, self.skills.hazards)
 
     def run(self, command: Command) -> Outcome:
         """One command on the simulator, then a look at its effect."""
@@ -186,7 +187,11 @@ class SimulatedRobot:
 
     def learn(self, request: str, recoveries: list[Recovery]) -> None:
         if self.learner is not None:
-            self.log.learned += [self.learner.learn(request, recovery)[1] for recovery in recoveries]
+            for recovery in recoveries:
+                try:
+                    self.log.learned.append(self.learner.learn(request, recovery)[1])
+                except CaseStoreUnwritable as error:
+                    self.log.learned.append(f"nothing learned: {error}")
 
     def check_plan(self, request: str, steps: list[str], first_steps: bool = False) -> PlanVerdict | None:
         return self.plan_checker.check(request, steps, first_steps) if self.plan_checker is not None else None

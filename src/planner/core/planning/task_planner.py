@@ -127,6 +127,8 @@ class TaskPlanner:
                                         lambda thing: self.skills.can_take(thing, scene)):
             goals[question.goal] = goals[question.goal].model_copy(update={"object_id": self.conversation.which(question)})
         self._emit("goal", "; ".join(str(g) for g in goals))
+        if (refusal := next(filter(None, (self.skills.goal_refusal(goal, scene) for goal in goals)), None)):
+            return Ending(EpisodeOutcome.REFUSED, refusal, 0)
         # The robot looks around where it stands before the first step.
         room = self.tools.scene().known_robot.room
         state = LoopState(request, goals, frozenset(g.object for g in goals if g.object), acted, seen_room=room,

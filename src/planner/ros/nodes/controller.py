@@ -18,6 +18,7 @@ from planner.ros.node import PlannerNode, main_for
 from planner.ros.qos import RELIABLE
 from planner.ros.scene_mirror import SceneMirror
 from planner.srv import CheckCommand
+from planner.wiring import load_skill_planner
 
 
 class ControllerNode(PlannerNode):
@@ -26,6 +27,7 @@ class ControllerNode(PlannerNode):
         events = MutuallyExclusiveCallbackGroup()
         checks = ReentrantCallbackGroup()
         self.mirror = SceneMirror(self, checks)
+        self.hazards = load_skill_planner(self.config).hazards
         self.failure_pub = self.create_publisher(FailureMessage, "controller/failure", RELIABLE)
         self.create_subscription(ExecutionEvent, "executor/feedback", self._on_event, RELIABLE, callback_group=events)
         self.create_service(CheckCommand, "controller/check_command", self._check, callback_group=checks)
@@ -36,7 +38,7 @@ class ControllerNode(PlannerNode):
         command = command_from_msg(request.command)
         timeout_s = self.config.controller.confirm_timeout_s if request.phase == "after" else 0.0
         try:
-            verdict = self.mirror.wait_until(lambda scene: check_command(request.phase, command, scene), timeout_s,
+            verdict = self.mirror.wait_until(lambda scene: check_command(request.phase, command, scene, self.hazards), timeout_s,
                                              until=lambda outcome: outcome.ok)
         except CallFailed as error:
             verdict = Outcome(False, FailureCode.PERCEPTION_UNAVAILABLE, str(error))

@@ -12,6 +12,7 @@ from collections import OrderedDict
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 
+from planner.core.case_store import CaseStoreUnwritable
 from planner.core.types import Recovery
 from planner.msg import Suggestion
 from planner.ros.convert import failure_from_msg, stamp_now
@@ -72,7 +73,11 @@ class ExplainerNode(PlannerNode):
                                 f"({', '.join(c for c in request.case_ids if c not in offered)}); they are not counted")
         recovery = Recovery(failure_from_msg(request.failure), counted, list(request.steps), request.recovered,
                             request.fix)
-        response.case_id, response.message = self.memory.learn(request.request, recovery, request.robot)
+        try:
+            response.case_id, response.message = self.memory.learn(request.request, recovery, request.robot)
+        except CaseStoreUnwritable as error:
+            response.message = f"nothing learned: {error}"
+            self.report("error", response.message)
         self.get_logger().info(f"from {request.robot or 'the root namespace'}: {response.message}")
         return response
 
@@ -98,8 +103,11 @@ class ExplainerNode(PlannerNode):
         if problem := self._plan_problem(request):
             response.message = f"not kept: {problem}"
             return response
-        self.plan_checker.record(request.request, list(request.steps), request.robot)
-        response.message = f"kept the {len(request.steps)}-step plan for {request.request!r}"
+        refused = self.plan_checker.record(request.request, list(request.steps), request.robot)
+        if refused:
+            self.report("error", refused)
+        response.message = f"not kept: {refused}" if refused else \
+            f"kept the {len(request.steps)}-step plan for {request.request!r}"
         return response
 
 
