@@ -18,7 +18,8 @@ from planner.srv import Explain, FindObjects, GetObject, GetObjectsInRoom, GetRo
 
 @pytest.fixture(scope="module")
 def stack(ros, tmp_path_factory):
-    config = load_config(write_config(tmp_path_factory.mktemp("nodes")))
+    # Learning on: a failure of the kitchen task, reported by the controller, is learned from.
+    config = load_config(write_config(tmp_path_factory.mktemp("nodes"), explainer={"database": ":memory:", "learn": True}))
     client = RosClient("test_client")
     topics = {
         "status": client.collect(String, "/planner/status"),
@@ -137,3 +138,8 @@ def test_task_planner_runs_a_request_and_rejects_a_second_one_meanwhile(stack):
     assert any(s.kind == "warning" and "bottle_9" in s.text for s in topics["trace"])
     assert any("WARN" in s.data and "bottle_9" in s.data for s in topics["status"])
     assert json.loads(topics["truth"][-1].data)["on"]["bottle_1"] == "table_3"
+    # The bottle was moved as the arm reached for it: the controller reported the failure, the explainer
+    # gave the task its suggestion and token, and the replan that worked became a case.
+    explainer = next(node for node in client.extra if node.get_name() == "explainer")
+    wait_for(lambda: any(c.source == "learned" for c in explainer.memory.store.cases()), timeout=20)
+    assert not any("not counted" in s.data or "no controller reported" in s.data for s in topics["status"])

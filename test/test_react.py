@@ -259,9 +259,10 @@ def test_a_replan_that_worked_is_learned_as_a_case_for_other_homes(skill_planner
     from planner.adapters.embeddings import SentenceEmbedder
     from planner.core.case_store import CaseStore
     from planner.core.explainer import CaseMemory
+    from planner.wiring import fix_actions
 
     robot = InProcessRobot(SCENARIO, skill_planner)
-    robot.learner = CaseMemory(CaseStore(":memory:"), SentenceEmbedder())
+    robot.learner = CaseMemory(CaseStore(":memory:"), SentenceEmbedder(), fix_actions=fix_actions(skill_planner.library))
     planner = TaskPlanner(ScriptedPolicy(recorded_plan()), robot, skill_planner, PlannerSettings(confirm_timeout_s=0))
     assert planner.run(REQUEST).success
     learned = robot.learner.store.cases()

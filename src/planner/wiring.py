@@ -14,18 +14,21 @@ from planner.adapters.embeddings import SentenceEmbedder
 from planner.adapters.lexicon import WordNetLexicon
 from planner.adapters.llm import EmbeddedServers, open_policy, part_policy
 from planner.config import StackConfig
+from planner.core.calls import parse_call
 from planner.core.case_store import CaseStore, CaseStoreUnwritable
 from planner.core.errors import InputError
 from planner.core.explainer import CaseMemory, load_cases, sync_seeds
 from planner.core.files import load_yaml
 from planner.core.object_finder import FinderSettings
+from planner.core.perception_actions import ANSWERS
 from planner.core.plan_check import PlanChecker, PlanCheckSettings
 from planner.core.plan_score import PlanScorer
+from planner.core.planning.action_space import SEARCH_MAP
 from planner.core.planning.grounding import Grounder
 from planner.core.planning.settings import PlannerSettings
 from planner.core.ports import Policy
 from planner.core.robot_profile import RobotProfile, load_robot_profile
-from planner.core.skills import SkillPlanner, load_skill_library
+from planner.core.skills import SkillLibrary, SkillPlanner, load_skill_library
 
 
 def load_robot(config: StackConfig) -> RobotProfile:
@@ -75,10 +78,18 @@ def open_case_store(config: StackConfig, database: str | None = None):
     return store, problems
 
 
+def fix_actions(library: SkillLibrary) -> frozenset[str]:
+    """What a learned fix may name: the skills and map look-ups whose arguments are things, places
+    and arms, not free text (SAY, search_map), so no fix carries a sentence to another robot's prompt."""
+    skills = {name for name, skill in library.skills.items() if all(p.type != "text" for p in skill.params)}
+    return frozenset(skills | (set(ANSWERS) - {parse_call(SEARCH_MAP)[0]}))
+
+
 def open_case_memory(config: StackConfig, embedder=None, database: str | None = None, progress=None):
     """The explainer's case memory over `open_case_store`, and the problems it reported."""
     store, problems = open_case_store(config, database)
-    return CaseMemory(store, embedder or SentenceEmbedder(), config.explainer, progress), problems
+    actions = fix_actions(load_skill_library(config.path(config.skills)))
+    return CaseMemory(store, embedder or SentenceEmbedder(), config.explainer, progress, actions), problems
 
 
 def make_plan_checker(memory: CaseMemory, settings: PlanCheckSettings) -> PlanChecker:

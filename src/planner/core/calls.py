@@ -43,3 +43,34 @@ def format_call(name: str, args: tuple[str, ...] | list[str]) -> str:
             return arg
         return '"' + arg.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return f"{name}({', '.join(quoted(a) for a in args)})"
+
+
+FIX_OPENING = "What worked after this failure before: "
+# An argument of a call in a learned fix: a room, an arm, or "a table" / "the bottle" — words, never
+# a sentence that a model could read as an instruction.
+_FIX_ARGUMENT = re.compile(r"[\w' -]{1,60}")
+FIX_CALLS_MAX = 12
+
+
+def fix_text(calls: list[str]) -> str:
+    """A learned fix in words: the calls that followed a failure until it was overcome."""
+    return FIX_OPENING + ", then ".join(calls) + "."
+
+
+def fix_calls(text: str, actions: frozenset[str]) -> list[str]:
+    """The calls of a fix written by `fix_text`, each of one of `actions` with plain-word arguments;
+    SkillSyntaxError saying what else the text holds. A fix reaches other robots' prompts, so it is
+    a list of calls and nothing else."""
+    if not (text.startswith(FIX_OPENING) and text.endswith(".")):
+        raise SkillSyntaxError(f"a fix is {FIX_OPENING!r} and calls joined by ', then ', ended by '.'; not {text[:80]!r}")
+    calls = text[len(FIX_OPENING):-1].split(", then ")
+    if len(calls) > FIX_CALLS_MAX:
+        raise SkillSyntaxError(f"a fix has at most {FIX_CALLS_MAX} calls, this one {len(calls)}")
+    for call in calls:
+        name, args = parse_call(call)
+        if name not in actions:
+            raise SkillSyntaxError(f"{call[:80]!r}: {name} is none of the actions a fix may name "
+                                   f"({', '.join(sorted(actions))})")
+        if not all(_FIX_ARGUMENT.fullmatch(arg) for arg in args):
+            raise SkillSyntaxError(f"{call[:80]!r}: an argument of a fix is a few plain words")
+    return calls

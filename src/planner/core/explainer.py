@@ -25,7 +25,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, TypeAdapter, ValidationError
 
-from planner.core.calls import parse_call
+from planner.core.calls import SkillSyntaxError, fix_calls, fix_text, parse_call
 from planner.core.case_store import CaseStore, CaseStoreUnwritable, StoredCase
 from planner.core.errors import InputError
 from planner.core.failures import KnownCode
@@ -239,8 +239,9 @@ class CaseMemory:
     """Cases in a store, indexed by skill and failure code for retrieval. Thread-safe."""
 
     def __init__(self, store: CaseStore, embedder: Embedder, settings: ExplainerSettings | None = None,
-                 progress: Callable[[str], None] | None = None):
+                 progress: Callable[[str], None] | None = None, fix_actions: frozenset[str] = frozenset()):
         self.store = store
+        self.fix_actions = fix_actions  # what a learned fix may name; none: no fix is learned
         self.embedder = embedder
         self.settings = settings or ExplainerSettings()
         self.progress = progress or (lambda line: None)
@@ -355,12 +356,16 @@ class CaseMemory:
                         group.drop(case_id)
         if not (recovery.recovered and recovery.fix):
             return "", "; ".join(said) or "nothing learned: the failure was not recovered"
+        try:
+            fix = fix_text(fix_calls(recovery.fix, self.fix_actions))
+        except SkillSyntaxError as error:
+            return "", "; ".join([*said, f"fix not kept: {error}"])
         skill = skill_name(recovery.failure.skill)
         case = StoredCase(
             id="learned-" + hashlib.sha1("\n".join([skill, recovery.failure.code, request, recovery.failure.reason,
-                                                    recovery.fix]).encode()).hexdigest()[:12],
+                                                    fix]).encode()).hexdigest()[:12],
             skill=skill, code=recovery.failure.code, request=request, reason=recovery.failure.reason,
-            suggestion=recovery.fix, source="learned", robot=robot,
+            suggestion=fix, source="learned", robot=robot,
             context={**recovery.failure.context, "failed": recovery.failure.skill, "recovery": recovery.steps})
         twin = self._near_twin(case)
         if twin is not None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from pydantic import Field
 
-from planner.core.calls import parse_call
+from planner.core.calls import fix_text, parse_call
 from planner.core.files import StrictModel
 from planner.core.scene_graph import SceneGraph
 from planner.core.types import FailureInfo, Recovery
@@ -56,7 +56,7 @@ def find_recoveries(acted: list[ActionRecord], success: bool, scene: SceneGraph)
                     break
         fix = ""
         if recovered and steps:
-            fix = "What worked after this failure before: " + ", then ".join(general_call(s, scene) for s in steps) + "."
+            fix = fix_text([general_call(s, scene) for s in steps])
         recoveries.append(Recovery(entry.failure, entry.case_ids, steps, recovered, fix))
     return recoveries
 

@@ -107,6 +107,7 @@ class RosTools:
         self.current: ActionCall | None = None
         self.canceled = threading.Event()
         self.map = PerceptionServices(node)
+        self.explainer_token = ""  # the explainer's answer to this task's failures, for its records
 
     def scene(self) -> SceneGraph:
         return self.node.mirror.snapshot()
@@ -141,10 +142,12 @@ class RosTools:
         request = Explain.Request(failure=failure_to_msg(failure, stamp_now(self.node), task_id=self.task_id,
                                                          request=self.request))
         try:
-            suggestion = self.node.call(self.node.clients_["explain"], request, timeout_s=15.0).suggestion
+            answer = self.node.call(self.node.clients_["explain"], request, timeout_s=15.0)
         except CallFailed as error:
             self.node.report("warn", f"no suggestion: {error}")
             return None
+        suggestion = answer.suggestion
+        self.explainer_token = answer.token or self.explainer_token
         options = list(zip(suggestion.case_ids, suggestion.case_suggestions, suggestion.scores))
         return SuggestionInfo(suggestion.text, list(suggestion.case_ids), list(suggestion.scores),
                               fit=suggestion.fit or "template", options=options)
@@ -155,7 +158,8 @@ class RosTools:
             message = RecordRecovery.Request(
                 robot=self.node.get_namespace().strip("/"), request=request,
                 failure=failure_to_msg(recovery.failure, stamp_now(self.node), task_id=self.task_id, request=request),
-                case_ids=recovery.case_ids, steps=recovery.steps, recovered=recovery.recovered, fix=recovery.fix)
+                case_ids=recovery.case_ids, steps=recovery.steps, recovered=recovery.recovered, fix=recovery.fix,
+                token=self.explainer_token)
             try:
                 answer = self.node.call(client, message, timeout_s=15.0)
             except CallFailed as error:
