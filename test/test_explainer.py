@@ -248,17 +248,23 @@ def test_rows_no_case_can_be_read_from_are_set_aside_and_the_explainer_starts(em
     path = tmp_path / "cases.sqlite"
     seeded(embedder, path).store.close()
     db = sqlite3.connect(path)
-    broken = db.execute("SELECT id FROM cases ORDER BY id LIMIT 1").fetchone()[0]
+    broken, deep = [row[0] for row in db.execute("SELECT id FROM cases ORDER BY id LIMIT 2")]
     db.execute("UPDATE cases SET context = '{not json' WHERE id = ?", (broken,))
+    db.execute("UPDATE cases SET context = ? WHERE id = ?", ("[" * 200_000 + "]" * 200_000, deep))
     db.execute("UPDATE embeddings SET vector = x'0102' WHERE rowid = 1")
+    # Vectors whose bytes pass as float32 but are no embedding: two numbers; not finite.
+    db.execute("UPDATE embeddings SET vector = ? WHERE rowid = 2", (np.ones(2, dtype=np.float32).tobytes(),))
+    db.execute("UPDATE embeddings SET vector = ? WHERE rowid = 3", (np.full(384, np.nan, dtype=np.float32).tobytes(),))
     db.commit()
     db.close()
     memory = seeded(embedder, path)
-    assert f"1 unreadable case(s) ({broken}: " in memory.store.notice
+    assert f"2 unreadable case(s) ({broken}, {deep}: " in memory.store.notice
     assert "1 damaged cached embedding(s) dropped" in memory.store.notice
+    # Retrieval works: the other two are computed again instead of failing every call.
+    assert memory.suggest(MOVED, "Bring me the bottle from the kitchen").fit != "none"
     aside = list(tmp_path.glob("cases.sqlite.bad-rows-*.jsonl"))
-    assert len(aside) == 1 and json.loads(aside[0].read_text())["row"]["context"] == "{not json"
-    # The seed case comes back from the seed file; the explainer answers.
+    assert len(aside) == 1 and json.loads(aside[0].read_text().splitlines()[0])["row"]["context"] == "{not json"
+    # The seed cases come back from the seed file; the explainer answers.
     assert len(memory) == len(load_cases(CONFIG / "failure_cases.yaml"))
 
 

@@ -273,9 +273,12 @@ def test_a_corrupt_saved_graph_is_set_aside_and_reported(ros, config):
      "(ghost_1 on table_1): no node ghost_1"),
     (lambda graph: graph["nodes"][-1].update(kind="spaceship"), ".kind: 'spaceship' is none of room, furniture"),
     (lambda graph: graph["nodes"][-1].update(size=[0.1, -0.2, 0.1]), ".size: must be positive"),
+    (lambda graph: next(n for n in graph["nodes"] if n["kind"] == "object").update(room="narnia"),
+     ".room: no room 'narnia' in the graph"),
 ])
 def test_a_saved_graph_that_parses_but_is_no_graph_is_set_aside_and_perception_starts(ros, config, breakage, problem):
-    """An edge to a node that is not there or a kind no code knows stopped perception at every start."""
+    """An edge to a node that is not there, a kind no code knows or a room the graph lacks (restored,
+    then a KeyError) stopped perception at every start."""
     import json
 
     from planner.core.scene_store import SceneStore

@@ -195,7 +195,7 @@ class CaseStore:
             for row in self._db.execute(f"SELECT {', '.join(CASE_FIELDS)} FROM cases").fetchall():
                 try:
                     _row_to_case(row)
-                except (ValueError, TypeError) as error:
+                except (ValueError, TypeError, RecursionError) as error:
                     bad_rows.append(dict(zip(CASE_FIELDS, row)))
                     problems.append(str(error))
             self._db.executemany("DELETE FROM cases WHERE id = ?", [(row["id"],) for row in bad_rows])

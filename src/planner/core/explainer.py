@@ -16,7 +16,7 @@ import hashlib
 import logging
 import sys
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +35,8 @@ from planner.core.types import FailureInfo, Recovery, SuggestionInfo
 
 log = logging.getLogger(__name__)
 NO_MATCH = "No similar past failure is known; re-check the map and the robot state before retrying."
+# Embeddings are unit vectors; float32 rounding moves a norm by far less than this.
+UNIT_LENGTH_TOLERANCE = 1e-3
 
 
 class FailureCase(StrictModel):
@@ -252,8 +254,13 @@ class CaseMemory:
 
     # ---- vectors -------------------------------------------------------------------------------
     def vectors(self, texts: list[str]) -> dict[str, np.ndarray]:
-        """Embeddings of the texts, from the store's cache where it has them; new ones are cached."""
-        known = self.store.embeddings(self.embedder.name, texts)
+        """Embeddings of the texts, from the store's cache where it has them; new ones are cached. A
+        cached vector unlike the others (another length, not finite, not of unit length) is computed
+        again rather than let every retrieval fail on it."""
+        cached = self.store.embeddings(self.embedder.name, texts)
+        length = Counter(len(vector) for vector in cached.values()).most_common(1)[0][0] if cached else 0
+        known = {text: vector for text, vector in cached.items() if len(vector) == length
+                 and bool(np.isfinite(vector).all()) and abs(float(np.linalg.norm(vector)) - 1) < UNIT_LENGTH_TOLERANCE}
         missing = [t for t in dict.fromkeys(texts) if t not in known]
         batch = 256
         for start in range(0, len(missing), batch):

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import time
 from pathlib import Path
 
+import shapely
+
 from planner.core.errors import InputError
-from planner.core.files import bulk_allocation, point_problem, size_problem, write_json_atomic
-from planner.core.scene_graph import SceneGraph
+from planner.core.files import bulk_allocation, label_problem, point_problem, size_problem, write_json_atomic
+from planner.core.scene_graph import SUPPORT_ORDER, SceneGraph
 
 FORMAT_VERSION = 1
 
@@ -30,26 +33,68 @@ def fingerprint(paths: list[Path]) -> str:
 
 
 NODE_KINDS = ("room", "furniture", "object", "person")
+STATUSES = ("seen", "missing", "held")
+SAVED_RELATIONS = (*SUPPORT_ORDER, "contains")
+MAX_ROOM_VERTICES = 10_000   # a room outline, not a scan
+FUTURE_SLACK_S = 86_400.0    # clocks of machines that saved the file may run ahead a little
 
 
 def check_saved_graph(graph: dict) -> None:
-    """A graph that parses may still not be one (an edge to a node that is not there, a kind no code
-    knows, a box of negative size) and would stop perception at every start: InputError naming it."""
+    """A graph that parses may still not be one (an edge to a node that is not there, a kind or
+    relation no code knows, a box of negative size, a room that is no polygon, a time that never
+    comes) and would stop perception at every start: InputError naming it."""
+    nodes = graph["nodes"]
+    rooms = {node.get("id") for node in nodes if node.get("kind") == "room"}
     ids = set()
-    for index, node in enumerate(graph["nodes"]):
-        where = f"nodes[{index}] ({node.get('id', '?')})"
-        if node.get("kind") not in NODE_KINDS:
-            raise InputError(f"{where}.kind: {node.get('kind')!r} is none of {', '.join(NODE_KINDS)}")
-        if node["kind"] != "room":
-            for name, check in (("center", point_problem), ("size", size_problem)):
-                if (problem := check(tuple(node[name]))) is not None:
-                    raise InputError(f"{where}.{name}: {problem}")
+    for index, node in enumerate(nodes):
+        where = f"nodes[{index}] ({str(node.get('id', '?'))[:40]})"
+        if (problem := node_problem(node, rooms)) is not None:
+            raise InputError(f"{where}.{problem}")
+        if node["id"] in ids:
+            raise InputError(f"{where}.id: used by another node too")
         ids.add(node["id"])
     for index, edge in enumerate(graph["edges"]):
+        what = f"edges[{index}] ({edge['source']} {edge['relation']} {edge['target']})"
         missing = [edge[end] for end in ("source", "target") if edge[end] not in ids]
         if missing:
-            raise InputError(f"edges[{index}] ({edge['source']} {edge['relation']} {edge['target']}): "
-                             f"no node {', '.join(missing)}")
+            raise InputError(f"{what}: no node {', '.join(missing)}")
+        if edge["relation"] not in SAVED_RELATIONS:
+            raise InputError(f"{what}: {edge['relation']!r} is none of {', '.join(SAVED_RELATIONS)}")
+
+
+def node_problem(node: dict, rooms: set[str]) -> str | None:
+    """`field: what is wrong` with a saved node, or None."""
+    if node.get("kind") not in NODE_KINDS:
+        return f"kind: {node.get('kind')!r} is none of {', '.join(NODE_KINDS)}"
+    labels = [node["label"], *node.get("labels", {})]
+    if (problem := next(filter(None, map(label_problem, labels)), None)) is not None:
+        return f"label: {problem}"
+    scores = [*node.get("labels", {}).values(), *node.get("evidence", {}).values()]
+    if not all(math.isfinite(score) and score >= 0 for score in scores):
+        return "labels: label scores must be finite and not negative"
+    if node.get("status", "seen") not in STATUSES:
+        return f"status: {node.get('status')!r} is none of {', '.join(STATUSES)}"
+    horizon = time.time() + FUTURE_SLACK_S
+    for name in ("last_seen", "first_seen", "told"):
+        if not (math.isfinite(node.get(name, 0.0)) and 0 <= node.get(name, 0.0) <= horizon):
+            return f"{name}: {node.get(name)!r} is no time that has come"
+    if not (math.isfinite(node.get("mass_kg", 0.0)) and node.get("mass_kg", 0.0) >= 0):
+        return f"mass_kg: {node.get('mass_kg')!r} must be a finite mass, 0 when unknown"
+    if node["kind"] == "room":
+        return polygon_problem(node.get("polygon", []))
+    if node.get("room", "") not in rooms | {""}:
+        return f"room: no room {node['room']!r} in the graph"
+    for name, check in (("center", point_problem), ("size", size_problem)):
+        if (problem := check(tuple(node[name]))) is not None:
+            return f"{name}: {problem}"
+    return None
+
+
+def polygon_problem(polygon: list) -> str | None:
+    if not 3 <= len(polygon) <= MAX_ROOM_VERTICES:
+        return f"polygon: a room has 3 to {MAX_ROOM_VERTICES} corners, this one {len(polygon)}"
+    problem = next(filter(None, (point_problem(tuple(point)) for point in polygon)), None)
+    return f"polygon: each corner {problem}" if problem else None
 
 
 class SceneStore:
@@ -72,7 +117,7 @@ class SceneStore:
             check_saved_graph(data["graph"])
             scene = SceneGraph.from_dict(data["graph"])
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, InputError, KeyError, TypeError, ValueError,
-                AttributeError) as error:
+                AttributeError, RecursionError, OverflowError, shapely.errors.ShapelyError) as error:
             aside = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
             os.replace(self.path, aside)
             return None, f"{self.path} could not be read ({error!r}); set aside as {aside.name}, starting from the prior map"
