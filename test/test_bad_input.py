@@ -206,3 +206,32 @@ def test_yaml_that_would_eat_the_memory_is_refused_naming_the_file(tmp_path):
         load_yaml(bomb)
     with pytest.raises(InputError, match="/dev/zero: larger than 64 MB: not read"):
         load_yaml(Path("/dev/zero"))
+
+
+def test_no_command_runs_once_perception_is_gone(client, tmp_path):
+    """With perception dead and not restarted, the task went on blind (16 skills in 190 s): the
+    controller checked commands against the last picture it had. Now it refuses them."""
+    from planner.action import ExecuteCommands
+    from planner.msg import Command
+    from planner.ros.nodes.controller import ControllerNode
+    from planner.ros.nodes.executor import ExecutorNode
+
+    config = load_config(write_config(tmp_path, controller={"confirm_timeout_s": 0.5, "perception_wait_s": 2.0}))
+    client.add(SimulatorNode(config))
+    perception = client.add(PerceptionNode(config))
+    client.add(ControllerNode(config))
+    client.add(ExecutorNode(config))
+
+    def drive(x: float, y: float):
+        command = Command(name="navigate", timeout_s=60.0)
+        command.base_pose.x, command.base_pose.y = x, y
+        return client.action(ExecuteCommands, "/executor/execute_commands",
+                             ExecuteCommands.Goal(execution_id=f"e{x}", skill="GOTO(somewhere)", commands=[command]),
+                             timeout=60)
+
+    assert drive(-2.0, 2.5).success
+    client.executor.remove_node(perception)
+    perception.destroy_node()
+    refused = drive(3.0, 2.0)
+    assert not refused.success and refused.code == "PERCEPTION_UNAVAILABLE"
+    assert "perception is not running" in refused.detail

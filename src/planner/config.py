@@ -60,6 +60,9 @@ class ControllerSettings(StrictModel):
     required: bool = Field(default=True, description="the executor refuses commands the controller does not "
                                                       "check (not running, not answering); false runs them "
                                                       "unchecked: for development only")
+    perception_wait_s: float = Field(default=15.0, gt=0, le=120, description="how long a check waits to hear that "
+                                     "perception's process lives; without it no command runs, on a picture of the "
+                                     "world nobody keeps current")
 
 
 class TaskSettings(StrictModel):

@@ -123,6 +123,9 @@ def call_service(client, request, timeout_s: float = 5.0, clock=None, discovery_
 CANCEL_WAIT_S = 5.0   # how long a timed-out goal may take to end after its cancel
 
 
+ALIVE_POLL_S = 0.1   # how often a wait for a node's process looks again
+
+
 class Heartbeat:
     """Whether the process of a node (`server_node`, resolved in the watching node's namespace)
     lives on, from the liveliness of its `~/alive` publisher. `losses` counts the processes behind it
@@ -132,11 +135,28 @@ class Heartbeat:
 
     def __init__(self, node, server_node: str):
         self.losses = 0
-        node.create_subscription(Empty, alive_topic(server_node), lambda _: None, ALIVE,
-                                 event_callbacks=SubscriptionEventCallbacks(liveliness=self._changed),
-                                 callback_group=MutuallyExclusiveCallbackGroup())
+        self.alive_count: int | None = None  # none heard yet: nodes of one process share a participant,
+        # whose own publishers' liveliness DDS does not report to it
+        self._node = node
+        self._subscription = node.create_subscription(
+            Empty, alive_topic(server_node), lambda _: None, ALIVE,
+            event_callbacks=SubscriptionEventCallbacks(liveliness=self._changed),
+            callback_group=MutuallyExclusiveCallbackGroup())
+
+    def alive_within(self, timeout_s: float) -> bool:
+        """Whether a process of the node lives, waiting up to `timeout_s` for it: by the liveliness of
+        its `~/alive`, or, where that is never reported (the same process), by its publisher in the graph."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            heard = self.alive_count
+            alive = heard > 0 if heard is not None else \
+                self._node.count_publishers(self._subscription.topic_name) > 0
+            if alive or time.monotonic() >= deadline:
+                return alive
+            time.sleep(ALIVE_POLL_S)
 
     def _changed(self, info) -> None:
+        self.alive_count = info.alive_count
         if info.alive_count_change < 0:
             self.losses -= info.alive_count_change
         # A restarted process is a new publisher: it adds to the alive count without leaving not-alive.

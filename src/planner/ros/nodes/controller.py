@@ -13,7 +13,7 @@ from planner.core.failures import FailureCode
 from planner.core.types import Outcome
 from planner.msg import ExecutionEvent, FailureMessage
 from planner.ros.convert import command_from_msg, event_from_msg, failure_to_msg, stamp_now
-from planner.ros.futures import CallFailed
+from planner.ros.futures import CallFailed, Heartbeat
 from planner.ros.node import PlannerNode, main_for
 from planner.ros.qos import RELIABLE
 from planner.ros.scene_mirror import SceneMirror
@@ -28,6 +28,7 @@ class ControllerNode(PlannerNode):
         checks = ReentrantCallbackGroup()
         self.mirror = SceneMirror(self, checks)
         self.hazards = load_skill_planner(self.config).hazards
+        self.perception_alive = Heartbeat(self, "perception")
         self.failure_pub = self.create_publisher(FailureMessage, "controller/failure", RELIABLE)
         self.create_subscription(ExecutionEvent, "executor/feedback", self._on_event, RELIABLE, callback_group=events)
         self.create_service(CheckCommand, "controller/check_command", self._check, callback_group=checks)
@@ -37,6 +38,10 @@ class ControllerNode(PlannerNode):
         changes, until its effect shows or controller.confirm_timeout_s passes."""
         command = command_from_msg(request.command)
         timeout_s = self.config.controller.confirm_timeout_s if request.phase == "after" else 0.0
+        if not self.perception_alive.alive_within(self.config.controller.perception_wait_s):
+            response.ok, response.code = False, FailureCode.PERCEPTION_UNAVAILABLE
+            response.reason = "perception is not running: no command runs on a picture of the world nobody keeps"
+            return response
         try:
             verdict = self.mirror.wait_until(lambda scene: check_command(request.phase, command, scene, self.hazards), timeout_s,
                                              until=lambda outcome: outcome.ok)
