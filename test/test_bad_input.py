@@ -90,6 +90,26 @@ def test_a_request_in_a_planning_mode_there_is_none_of_is_rejected_naming_the_mo
     wait_for(lambda: any("no planning mode 'fast'; there are react, llm_p, auto" in s.data for s in status))
 
 
+def test_a_request_too_long_for_a_prompt_is_refused_and_escapes_are_shown_not_obeyed(client, tmp_path):
+    """A 100 KB request went into every prompt of its task (106,800-character prompts); an escape
+    sequence in it reached the terminal of whoever read the status."""
+    from planner.ros.futures import CallFailed, CallKind
+
+    status = client.collect(String, "/planner/status")
+    client.add(TaskPlannerNode(load_config(write_config(tmp_path))))
+    request = "\x1b[2J\x1b[31mgo to the kitchen " + "and then the bedroom " * 30
+    with pytest.raises(CallFailed) as refused:
+        client.action(ExecuteTask, "/planner/execute_task", ExecuteTask.Goal(request=request), timeout=60)
+    assert refused.value.kind == CallKind.REJECTED
+    wait_for(lambda: any(f"a request of {len(request)} characters is refused: at most 500" in s.data for s in status))
+    said = next(s.data for s in status if "is refused: at most 500" in s.data)
+    assert "\x1b" not in said and "\\x1b[2J" in said
+    command = client.node.create_publisher(String, "/planner/command", 10)
+    wait_for(lambda: command.get_subscription_count() > 0)
+    command.publish(String(data=request))
+    wait_for(lambda: sum("is refused: at most 500" in s.data for s in status) >= 2)
+
+
 def test_a_malformed_config_stops_the_node_with_the_file_and_field(tmp_path):
     path = write_config(tmp_path, planner={"step_budget": 0})
     node = subprocess.run([sys.executable, "-m", "planner.ros.stack", "perception", "--ros-args", "-p", f"config:={path}"],

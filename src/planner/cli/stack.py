@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import get_args
 
 from planner.adapters.processes import DIE_WITH_PARENT
+from planner.core.files import printable
 from planner.core.planning.settings import PlanningMode
 from planner.ros.node import CONFIGURATION_REJECTED
 from planner.ros.stack import LAUNCH_ARGUMENTS, NODES, NodeLaunch, stack_nodes
@@ -25,7 +26,7 @@ GOAL_ANSWER_S = 10.0  # a planner seen in discovery that never answers is a stal
 
 
 def format_step(kind: str, text: str) -> str:
-    return f"[{kind}]".ljust(KIND_WIDTH) + " " + text
+    return f"[{kind}]".ljust(KIND_WIDTH) + " " + printable(text)
 
 
 def node_command(node: NodeLaunch, log_level: str) -> list[str]:
@@ -230,7 +231,7 @@ def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack |
             print(f"the planner did not answer the request within {GOAL_ANSWER_S:.0f} s", file=sys.stderr)
             return 1
         if not handle.accepted:
-            print("the planner rejected the request: it is empty, the queue of tasks is full or the emergency stop "
+            print("the planner rejected the request: it is empty or too long, the queue of tasks is full or the emergency stop "
                   "is engaged (/planner/status says which)", file=sys.stderr)
             return 1
         try:

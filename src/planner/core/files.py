@@ -178,6 +178,13 @@ def stack_labels(scores: dict[str, float]) -> dict[str, float]:
     return merged
 
 
+def printable(text: str) -> str:
+    """The text with each character a terminal would act on (an escape sequence's ESC, a carriage
+    return, other controls) written as its escape, so text from outside is shown, never obeyed;
+    new lines stay."""
+    return "".join(c if c.isprintable() or c == "\n" else repr(c)[1:-1] for c in text)
+
+
 def label_problem(label: str) -> str | None:
     if not label.strip():
         return "an empty label"

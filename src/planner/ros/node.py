@@ -17,6 +17,7 @@ from std_msgs.msg import Empty, String
 from planner.adapters.llm import probe_schema
 from planner.config import StackConfig, deployed, load_config
 from planner.core.errors import PlannerError, PolicyError
+from planner.core.files import printable
 from planner.ros.futures import DISCOVERY_S, ActionCall, Heartbeat, call_service, discovery_limit
 from planner.ros.qos import ALIVE, STATUS_QOS, STATUS_TOPIC
 from planner.wiring import open_llm, open_part_llm
@@ -158,6 +159,7 @@ class PlannerNode(Node):
 
     def report(self, level: str, message: str) -> None:
         """A problem or state change a user should see, on /planner/status and in the log."""
+        message = printable(message)
         # rclpy wants one severity per logging call site.
         if level == "error":
             self.get_logger().error(message)

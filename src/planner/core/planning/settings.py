@@ -15,6 +15,8 @@ PlanningMode = Literal["react", "llm_p", "auto"]
 
 
 class PlannerSettings(StrictModel):
+    max_request_chars: int = Field(default=500, ge=20, le=10_000, description="a longer request is refused: it "
+                                   "would go into every prompt of its task (a request is a sentence or a few)")
     mode: PlanningMode = Field(default="react", description="react: the LLM chooses every "
                                                    "step; llm_p: it reads the goals and a classical planner plans; "
                                                    "auto: llm_p, and ReAct when no plan is found")

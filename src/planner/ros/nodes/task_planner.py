@@ -286,10 +286,21 @@ class TaskPlannerNode(PlannerNode):
         else:
             self.report("info", "emergency stop released: ready for requests")
 
+    def _refused_request(self, request: str) -> bool:
+        """Empty or too long: said on the status, and nothing else happens."""
+        limit = self.config.planner.max_request_chars
+        if not request.strip():
+            self.report("error", "an empty request is refused")
+        elif len(request) > limit:
+            self.report("error", f"a request of {len(request)} characters is refused: at most {limit} "
+                                 f"(planner.max_request_chars); it began {request[:60]!r}")
+        else:
+            return False
+        return True
+
     def _on_command(self, msg: String) -> None:
         request = msg.data.strip()
-        if not request:
-            self.report("error", "empty request on /planner/command ignored")
+        if self._refused_request(request):
             return
         if self.estop.is_set():
             self._reject(request)
@@ -316,8 +327,7 @@ class TaskPlannerNode(PlannerNode):
 
     def _on_goal(self, goal_request) -> GoalResponse:
         """Accepted only with a place in the queue, taken now: goals arriving together cannot all see room."""
-        if not goal_request.request.strip():
-            self.report("error", "empty request rejected")
+        if self._refused_request(goal_request.request):
             return GoalResponse.REJECT
         if goal_request.mode and goal_request.mode not in get_args(PlanningMode):
             self.report("error", f"request {goal_request.request!r} rejected: no planning mode "
