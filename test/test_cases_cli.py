@@ -52,3 +52,14 @@ def test_a_bad_import_file_is_refused_naming_the_entry_and_field(tmp_path, capsy
     bad.write_text("- {id: a, skill: PICK, code: GRASP_LOST, request: r, reason: q, suggestion: s}\n- {id: b, skill: PICK}\n")
     assert main(["cases", "import", "--database", str(tmp_path / "c.sqlite"), str(bad)]) == 2
     assert "bad.yaml: 1.code: Field required" in capsys.readouterr().err
+
+
+def test_a_file_named_with_database_that_is_no_case_database_is_left_as_it_is(tmp_path, capsys):
+    """`planner cases list --database notes.txt` renamed the user's notes to notes.txt.corrupt-… and
+    made a new database in their place."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("call the plumber on Monday\n" * 50)
+    assert main(["cases", "list", "--database", str(notes)]) != 0
+    assert f"{notes} is not a case database" in capsys.readouterr().err
+    assert notes.read_text() == "call the plumber on Monday\n" * 50
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]

@@ -66,8 +66,9 @@ def case_database_path(database: str) -> str:
 def open_case_store(config: StackConfig, database: str | None = None):
     """The configured case database (or `database`) with the seed cases synced into it, and what
     went wrong on the way (a database set aside, a seed file rejected) for the caller to report;
-    the store works either way."""
-    store = CaseStore(case_database_path(database or config.explainer.database))
+    the store works either way. A `database` named by the caller that is no case database is an
+    InputError, the file left as it is."""
+    store = CaseStore(case_database_path(database or config.explainer.database), set_aside_bad_file=database is None)
     problems = [store.notice] if store.notice else []
     try:
         sync_seeds(store, load_cases(config.path(config.failure_cases), source="seed"))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.core.errors import PlannerError
+from planner.core.errors import InputError, PlannerError
 
 SCHEMA_VERSION = 1
 
@@ -121,7 +121,9 @@ def set_aside(path: Path) -> Path:
 class CaseStore:
     """Thread-safe: the explainer node serves requests from several callback threads."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, set_aside_bad_file: bool = True):
+        """`set_aside_bad_file` false: a file that is no case database is an InputError and stays as
+        it is (a file a person named on the command line may be anything of theirs)."""
         self.path = Path(path) if str(path) != ":memory:" else None
         self._lock = threading.RLock()
         self.notice = ""     # what happened at opening that someone should hear about
@@ -136,6 +138,8 @@ class CaseStore:
             if not damaged(error):
                 self._db = self._open_read_only(error)
                 return
+            if not set_aside_bad_file:
+                raise InputError(f"{self.path} is not a case database ({error}); it is left as it is") from None
             aside = set_aside(self.path)
             self.notice = (f"{self.path} is not a usable case database ({error}); set aside as {aside.name}, "
                            "starting a new one from the seed cases")
