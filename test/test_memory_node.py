@@ -123,3 +123,32 @@ def test_planner_tell_and_the_told_change_survives_kill_9(ros, tmp_path):
         client.close()
         stack.send_signal(signal.SIGTERM)
         stack.communicate(timeout=60)
+
+
+def test_a_flood_of_told_changes_is_refused_before_the_model_is_asked(ros, tmp_path):
+    """300 messages on /memory/tell in a second made 153 model calls: minutes of CPU on two cores.
+    Changes beyond memory.per_minute are refused at once, without a model call."""
+    config = load_config(scripted(tmp_path, [APPLE_TO_COUNTER] * 10, memory={"per_minute": 2}))
+    perception = Perception(config)
+    try:
+        perception.states.publish(robot_state(500.0))
+        wait_for(lambda: perception.node.scene.robot is not None)
+        answers = [perception.client.call(Tell, "/memory/tell", Tell.Request(sentence="I put the apple on the counter"),
+                                          timeout=30) for _ in range(5)]
+        flooded = ["more than 2 changes told in a minute (memory.per_minute); say it again later"]
+        assert [a.errors == flooded for a in answers] == [False, False, True, True, True]
+        assert answers[0].llm_calls > 0 and all(a.llm_calls == 0 for a in answers[2:])
+    finally:
+        perception.client.close()
+
+
+def test_a_rate_limit_admits_again_once_a_minute_has_passed():
+    from planner.core.telling import RateLimit
+
+    now = [0.0]
+    limit = RateLimit(2, clock=lambda: now[0])
+    assert [limit.admit() for _ in range(3)] == [True, True, False]
+    now[0] = 59.9
+    assert not limit.admit()
+    now[0] = 60.0
+    assert [limit.admit() for _ in range(3)] == [True, True, False]

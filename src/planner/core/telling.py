@@ -6,6 +6,9 @@ the retries leaves the graph as it was and says why."""
 from __future__ import annotations
 
 import re
+import threading
+import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -53,6 +56,28 @@ class TellSettings(StrictModel):
     depth: int = Field(default=1, ge=1, le=3, description="hops from the picked things (selected context)")
     recent_s: float = Field(default=30.0, ge=0, description="a change to what the robot saw this recently is "
                                                             "flagged and not applied (0: never)")
+    per_minute: int = Field(default=10, ge=1, le=600, description="changes read in any minute; more are refused "
+                            "at once, before the model is asked (each may take three model calls)")
+
+
+class RateLimit:
+    """At most `per_minute` admissions in any 60 s. Thread-safe."""
+
+    def __init__(self, per_minute: int, clock: Callable[[], float] = time.monotonic):
+        self.per_minute = per_minute
+        self.clock = clock
+        self._admitted: deque[float] = deque()
+        self._lock = threading.Lock()
+
+    def admit(self) -> bool:
+        now = self.clock()
+        with self._lock:
+            while self._admitted and now - self._admitted[0] >= 60.0:
+                self._admitted.popleft()
+            if len(self._admitted) >= self.per_minute:
+                return False
+            self._admitted.append(now)
+            return True
 
 
 class LabelChoice(StrictModel):

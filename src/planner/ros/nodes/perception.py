@@ -23,7 +23,7 @@ from planner.core.observations import unknown_room_text
 from planner.core.perception_actions import unknown_entity_text
 from planner.core.scene_graph import Entity, SceneGraph, SensorFrame
 from planner.core.scene_store import SceneStore, fingerprint
-from planner.core.telling import TellResult, commit, read_change
+from planner.core.telling import RateLimit, TellResult, commit, read_change
 from planner.core.voxeland import load_voxeland
 from planner.core.world import load_rooms
 from planner.msg import Detection3DArray, FailureMessage, RobotState, SceneEdge, SceneGraphUpdate, SceneNode
@@ -187,6 +187,7 @@ class PerceptionNode(PlannerNode):
         # Changes people tell: read by the LLM into facts of the skill library's domain, one at a time.
         self.skills = load_skill_planner(self.config)
         telling = MutuallyExclusiveCallbackGroup()
+        self.tells = RateLimit(self.config.memory.per_minute)
         self.create_service(Tell, "memory/tell", self._tell_service, callback_group=telling)
         self.create_subscription(String, "memory/tell", lambda msg: self._tell(msg.data), RELIABLE,
                                  callback_group=telling)
@@ -447,6 +448,11 @@ class PerceptionNode(PlannerNode):
         sentence = sentence.strip()
         if not sentence or len(sentence) > MAX_TOLD_CHARS:
             result = TellResult(False, sentence[:80], errors=[f"a change is told in 1 to {MAX_TOLD_CHARS} characters"])
+            self.report("warn", f"told change refused: {result.errors[0]}")
+            return result
+        if not self.tells.admit():
+            result = TellResult(False, sentence[:80], errors=[f"more than {self.tells.per_minute} changes told in a "
+                                                              "minute (memory.per_minute); say it again later"])
             self.report("warn", f"told change refused: {result.errors[0]}")
             return result
         with self.lock:
