@@ -133,6 +133,11 @@ def test_the_security_policy_gives_each_node_exactly_what_it_uses(tmp_path):
                                                                   "/planner/simulator"}
     assert holders("topics", "publish", "/emergency_stop/state") == {"/planner/executor", "/planner/task_planner",
                                                                       "/planner/simulator"}
+    # Read once every node is ready: the explainer makes its services after loading its model.
+    for service in ("/explainer/explain", "/explainer/record_recovery", "/explainer/check_plan", "/explainer/record_plan"):
+        assert holders("services", "reply", service) == {"/planner/explainer"}, service
+    assert holders("topics", "publish", "/explainer/suggestion") == {"/planner/explainer"}
+    assert "/planner/explainer" in holders("topics", "subscribe", "/controller/failure")
 
 
 def test_deployed_config_drives_the_robot_when_not_simulated(tmp_path):

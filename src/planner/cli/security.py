@@ -9,15 +9,18 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from planner.cli.stack import Stack, add_launch_arguments, format_step, launch_arguments
+from planner.cli.stack import Stack, add_launch_arguments, format_step, launch_arguments, spin_in_background
 from planner.ros.stack import enclave_for
 
-SETTLED_S = 3.0   # the nodes' interfaces unchanged this long: every node has made them all
+SETTLED_S = 3.0   # the interfaces unchanged this long after every node is ready: what they follow found
 
 
 def policy(args) -> int:
     import rclpy
+    from std_msgs.msg import String
 
+    from planner.ros.node import READY
+    from planner.ros.qos import STATUS_QOS, STATUS_TOPIC
     from planner.ros.security import node_interfaces, policy_xml
 
     arguments = launch_arguments(args)
@@ -32,6 +35,13 @@ def policy(args) -> int:
     stack.start()
     rclpy.init()
     graph = rclpy.create_node(f"planner_policy_{os.getpid()}")
+    # Interfaces are read once every node said it is ready: the explainer makes its services only
+    # after loading its model, seconds after its first publisher.
+    said: list[str] = []
+    for topic in {"/".join(filter(None, ["", node.namespace, STATUS_TOPIC])) for node in stack.nodes.values()}:
+        graph.create_subscription(String, topic, lambda msg: said.append(msg.data), STATUS_QOS)
+    ready = lambda: all(f"[{node.name}] INFO: {READY}" in said for node in stack.nodes.values())  # noqa: E731
+    stop_spinning = spin_in_background(graph)
     try:
         read = lambda: [(node, node_interfaces(graph, node.name, node.namespace))  # noqa: E731
                         for node in stack.nodes.values()]
@@ -44,9 +54,9 @@ def policy(args) -> int:
                 print(f"the nodes did not all start within {args.startup_timeout:.0f} s", file=sys.stderr)
                 return 1
             current = read()
-            if current != last:
+            if current != last or not ready():
                 last, since = current, time.monotonic()
-            elif all(interfaces["publish"] for _, interfaces in current) and time.monotonic() - since > SETTLED_S:
+            elif time.monotonic() - since > SETTLED_S:
                 break
             time.sleep(0.5)
         nodes = [(replace(node, enclave=enclave_for(node.namespace, node.name)), interfaces) for node, interfaces in last]
@@ -55,6 +65,7 @@ def policy(args) -> int:
                                   f"`ros2 security generate_artifacts -k KEYSTORE -p {args.out}`"), file=sys.stderr)
         return 0
     finally:
+        stop_spinning()
         graph.destroy_node()
         rclpy.shutdown()
         stack.stop()

@@ -27,6 +27,7 @@ from planner.wiring import open_llm, open_part_llm
 CONFIGURATION_REJECTED = 2
 
 NODE_THREADS = 4  # executor threads of each node process
+READY = "ready"   # said on the status once a node process has made all it serves, publishes and calls
 # A node this new may not have discovered the others yet: a restarted executor asked for a command
 # ~2 s after it started did not see the controller within 5 s in CI (two loaded cores). Every call a
 # node makes (PlannerNode.call, PlannerNode.action_call) waits for its server accordingly.
@@ -199,6 +200,7 @@ def main_for(node_class) -> int:
         except (PlannerError, ValueError) as error:
             print(f"{node_class.__name__}: configuration rejected:\n{error}", file=sys.stderr)
             return CONFIGURATION_REJECTED
+        node.report("info", READY)  # every interface made: `planner security policy` reads them now
         spin_node(node)
     finally:
         if rclpy.ok():
