@@ -424,3 +424,25 @@ def test_a_goal_written_in_pddl_is_checked_against_the_domain_and_the_map(domain
         assert errors == []
     else:
         assert len(errors) == 1 and error in errors[0], errors
+
+
+EITHER_DOMAIN = """(define (domain stacking) (:requirements :strips :typing) ; either-typed parameters
+ (:types block table - surface surface)
+ (:predicates (on ?x - block ?y - (either block table)) (clear ?x - (either table block)))
+ (:action move :parameters (?b - block ?from - (either block table) ?to - (either block table))
+  :precondition (and (on ?b ?from) (clear ?b) (clear ?to))
+  :effect (and (on ?b ?to) (clear ?from) (not (on ?b ?from)) (not (clear ?to)))))"""
+EITHER_PROBLEM = """(define (problem two) (:domain stacking) (:objects a b - block t - table)
+ (:init (on a t) (on b t) (clear a) (clear b) (clear t)) (:goal (on a b)))"""
+
+
+def test_a_domain_with_either_types_is_read_and_planned():
+    """PDDL's (either A B) types, which unified-planning's reader refused: a published domain that
+    uses them could not be read at all."""
+    from planner.core.planning.classical import PddlError, plan_pddl, without_either
+
+    assert plan_pddl(EITHER_DOMAIN, EITHER_PROBLEM).actions == [("move", ["a", "t", "b"])]
+    assert without_either(EITHER_PROBLEM) == EITHER_PROBLEM  # nothing to do: the text as it was
+    apart = EITHER_DOMAIN.replace("(:types block table - surface surface)", "(:types block - surface table)")
+    with pytest.raises(PddlError, match=r"\(either block table\): the types have different parents \(object, surface\)"):
+        without_either(apart)

@@ -128,7 +128,7 @@ class PddlPlan:
 def parse_pddl(domain_text: str, problem_text: str):
     """The problem as unified-planning reads it; PddlError says what does not parse, and where."""
     try:
-        return PDDLReader().parse_problem_string(domain_text, problem_text)
+        return PDDLReader().parse_problem_string(without_either(domain_text), problem_text)
     except KeyError as missing:  # the reader looks names up without checking them first
         raise PddlError(f"{missing} is not declared in the domain or the problem") from None
     except (UPException, SyntaxError, ValueError, pp.ParseBaseException) as error:
@@ -137,6 +137,64 @@ def parse_pddl(domain_text: str, problem_text: str):
 
 class PddlError(ValueError):
     """PDDL text that unified-planning cannot read."""
+
+
+def without_either(domain_text: str) -> str:
+    """The domain with each `(either A B …)` type (PDDL :typing, which unified-planning's reader
+    does not take) made a type of its own, `either_A_B`, that A, B … are kinds of: an object of A is
+    then one of `either_A_B` wherever that is asked for, as `(either A B)` means. This needs A, B …
+    to have one parent, and each to be in one either; PddlError says which is not."""
+    if "either" not in domain_text.lower():
+        return domain_text
+    eithers: dict[tuple[str, ...], str] = {}
+
+    def replaced(node):
+        if isinstance(node, list) and node[:1] and isinstance(node[0], str) and node[0].lower() == "either":
+            members = tuple(sorted(node[1:]))
+            return eithers.setdefault(members, "either_" + "_".join(members))
+        return [replaced(child) for child in node] if isinstance(node, list) else node
+    tree = replaced(_SEXPR.parse_string(f"({domain_text})", parse_all=True).as_list()[0][0])
+    types = next((section for section in tree if isinstance(section, list) and section[:1] == [":types"]), None)
+    parents = _typed_names(types[1:]) if types else {}
+    for members, name in eithers.items():
+        above = {parents.get(member, "object") for member in members}
+        if len(above) > 1:
+            raise PddlError(f"(either {' '.join(members)}): the types have different parents "
+                            f"({', '.join(sorted(above))}), which this reader cannot join")
+        taken = [m for m in members if any(m in other and other != members for other in eithers)]
+        if taken:
+            raise PddlError(f"(either {' '.join(members)}): {', '.join(taken)} is in another either too")
+        parents[name] = above.pop()
+        parents.update({member: name for member in members})
+    if types is None:
+        types = [":types"]
+        tree.insert(next(i for i, section in enumerate(tree) if isinstance(section, list)
+                         and section[:1] not in ([":requirements"], ["domain"])), types)
+    types[1:] = [part for name, parent in parents.items() for part in (name, "-", parent)]
+    return _unparsed(tree)
+
+
+_SEXPR = pp.nested_expr("(", ")", ignore_expr=pp.Regex(r";[^\n]*").suppress())
+
+
+def _typed_names(items: list) -> dict[str, str]:
+    """`a b - parent c` as {a: parent, b: parent, c: object}."""
+    typed: dict[str, str] = {}
+    pending: list[str] = []
+    words = iter(items)
+    for word in words:
+        if word == "-":
+            parent = next(words)
+            typed.update({name: parent for name in pending})
+            pending = []
+        else:
+            pending.append(word)
+    typed.update({name: "object" for name in pending})
+    return typed
+
+
+def _unparsed(node) -> str:
+    return "(" + " ".join(_unparsed(child) for child in node) + ")" if isinstance(node, list) else node
 
 
 def plan_pddl(domain_text: str, problem_text: str, engine: Engine = "optimal", timeout_s: float = 10.0) -> PddlPlan:
