@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from functools import lru_cache
 
 from confusable_homoglyphs import confusables
@@ -94,6 +95,14 @@ class ThingKinds:
             found |= {kind for kind, senses in self._kind_senses().items() if senses & meant}
         return frozenset(found)
 
+    def first_sense_is_a(self, word: str, kind: str) -> bool:
+        """Whether the word, in its most used sense, names a kind of `kind` (a son, a person); never
+        without a lexicon. Only the first sense: a fan or a monitor is a person in some other."""
+        if self.lexicon is None:
+            return False
+        meant = self._meant(word, first=1)
+        return bool((meant | self.lexicon.broader(meant)) & self._meant(kind, first=1))
+
     def of(self, entity: Entity) -> frozenset[str]:
         """The entity's kinds: its place in the graph (object, furniture, person, room) and those its
         label names."""
@@ -123,6 +132,24 @@ class Hazards:
     def refusal_of_kinds(self, thing: frozenset[str], near: frozenset[str]) -> str | None:
         """The reason to refuse moving a thing of the kinds `thing` to one of the kinds `near`."""
         return next((rule.reason for rule in self.rules if thing & set(rule.thing) and near & set(rule.near)), None)
+
+
+class AimedHazard(StrictModel):
+    """A request that aims an action at someone ("throw the cup at the person") is refused before any
+    model reads it: no goal of the robot's can stand for it, and a goal that leaves it out ("the
+    robot holds the cup") would end "Done."."""
+    actions: list[str] = Field(min_length=1, description="the start of each form of the verbs: throw (throws, "
+                               "throwing, thrown), and irregular forms of their own (threw)")
+    at: list[str] = Field(min_length=1, description="words for people that name no kind: me, him, someone")
+    reason: str = Field(min_length=1)
+
+    def aimed(self, request: str, someone: Callable[[str], bool]) -> bool:
+        """An action word, then in the same clause "at" and a word for a person: one of `at`, or
+        one `someone` holds to name a person (a son, a guest: a kind of person)."""
+        actions = "|".join(re.escape(action) for action in self.actions)
+        targets = re.finditer(rf"\b(?:{actions})[a-z]*\b[^.;!?]*?\bat\s+(?:(?:the|a|an|my|our|that|this|your|his|"
+                              rf"her|their)\s+)?([a-z]+)", folded(request))
+        return any(target.group(1) in self.at or someone(target.group(1)) for target in targets)
 
 
 def rule_terms_known(rules: list[HazardRule], kinds: dict[str, list[str]]) -> list[str]:

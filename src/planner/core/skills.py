@@ -39,7 +39,7 @@ from planner.core.htn import (
 )
 from planner.core.ports import Lexicon
 from planner.core.robot_profile import RobotProfile
-from planner.core.safety import HazardRule, Hazards, ThingKinds, rule_terms_known
+from planner.core.safety import AimedHazard, HazardRule, Hazards, ThingKinds, label_words, rule_terms_known
 from planner.core.scene_graph import SceneGraph
 from planner.core.types import Outcome
 from planner.core.world import opening_heights
@@ -108,6 +108,8 @@ class SkillLibrary(StrictModel):
     tasks: dict[str, TaskSpec] = Field(default_factory=dict)
     skills: dict[str, SkillSpec]
     hazards: list[HazardRule] = Field(default_factory=list, description="moves of a thing refused whatever the plan")
+    aimed_hazards: list[AimedHazard] = Field(default_factory=list, description="requests that aim an action at "
+                                             "people, refused before any model reads them")
 
     @model_validator(mode="after")
     def _references(self):
@@ -419,6 +421,17 @@ class SkillPlanner:
             reaching = self.poses_reaching(thing_id, scene)
             return (support[1], min(reaching, key=lambda pose: pose.distance_to(robot.x, robot.y))) if reaching else None
         return None
+
+    def request_refusal(self, request: str, scene: SceneGraph) -> str | None:
+        """Why the request itself is refused (it aims an action at someone), or None."""
+        people = {word for person in scene.people() for word in label_words(person.label)}
+        things = {word for entity in (*scene.objects(), *scene.furniture()) for word in label_words(entity.label)}
+
+        def someone(word: str) -> bool:
+            # A printer is a person in WordNet's first sense; in a home with a printer it is the machine.
+            return word in people or (word not in things and self.hazards.kinds.first_sense_is_a(word, "person"))
+        reason = next((rule.reason for rule in self.library.aimed_hazards if rule.aimed(request, someone)), None)
+        return f"{request!r} is not done: {reason}" if reason else None
 
     def goal_refusal(self, goal: Goal, scene: SceneGraph) -> str | None:
         """Why the hazard rules forbid the goal itself (a fork inside a microwave), so the task ends

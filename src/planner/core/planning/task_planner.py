@@ -113,6 +113,8 @@ class TaskPlanner:
             self._emit("error", "the robot state is not known (nothing received on /robot/state)")
             return Ending(EpisodeOutcome.ERROR, "the robot state is unknown", 0)
         request = self.reader.mended(request)
+        if (refusal := self.skills.request_refusal(request, self.tools.scene())) is not None:
+            return Ending(EpisodeOutcome.REFUSED, refusal, 0)
         try:
             goals, grounding = self.reader.goals(request, usage)
         except RequestImpossible as why:
