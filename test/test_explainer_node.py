@@ -115,6 +115,10 @@ def test_the_probes_poisoning_sequence_leaves_the_seed_cases_as_they_were(ros, c
                 robot="attacker", request=REQUEST, failure=failure, case_ids=list(answer.suggestion.case_ids)[:1],
                 steps=["GOTO(table_1)"], recovered=False, token=answer.token))
             assert recorded.message.startswith("not counted")
+        odd = client.call(RecordRecovery, "/explainer/record_recovery", RecordRecovery.Request(
+            robot="attacker", request=REQUEST, failure=failure, case_ids=list(answer.suggestion.case_ids)[:1],
+            recovered=False, token="tökén"))  # not ASCII: compared as bytes, not an exception
+        assert odd.message.startswith("not counted")
         planted = client.call(RecordRecovery, "/explainer/record_recovery", RecordRecovery.Request(
             robot="attacker", request=REQUEST, failure=failure_to_msg(moved, stamp_now(client.node), task_id="attacker-9",
                                                                       request=REQUEST),

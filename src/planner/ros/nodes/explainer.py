@@ -32,6 +32,9 @@ from planner.wiring import make_plan_checker, open_case_memory
 SUGGESTIONS_KEPT = 1000   # the latest tasks whose suggested cases a record may count
 FOLLOW_PERIOD_S = 1.0     # how often the graph is searched for controllers that appeared
 FAILURE_TYPE = "planner/msg/FailureMessage"
+# Beyond these a plan is not a robot's plan, and scoring it would keep the explainer busy for minutes.
+MAX_PLAN_STEPS = 60
+MAX_TEXT_CHARS = 500
 
 
 @dataclass
@@ -39,9 +42,6 @@ class Suggested:
     """What a task was told: the token its record must carry, and the cases suggested to it."""
     token: str
     case_ids: set[str] = field(default_factory=set)
-# Beyond these a plan is not a robot's plan, and scoring it would keep the explainer busy for minutes.
-MAX_PLAN_STEPS = 60
-MAX_TEXT_CHARS = 500
 
 
 class ExplainerNode(PlannerNode):
@@ -103,7 +103,7 @@ class ExplainerNode(PlannerNode):
             response.message = "learning is off (explainer.learn)"
             return response
         task, given = request.failure.task_id, self.suggested.get(request.failure.task_id)
-        if given is None or not hmac.compare_digest(given.token, request.token):
+        if given is None or not hmac.compare_digest(given.token.encode(), request.token.encode()):
             problem = f"task {task!r} was given no suggestion, or not this token"
         elif (task, request.failure.code) not in self.reported:
             problem = f"no controller reported a {request.failure.code} failure of task {task!r}"
