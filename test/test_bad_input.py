@@ -230,13 +230,14 @@ def test_yaml_that_would_eat_the_memory_is_refused_naming_the_file(tmp_path):
 
 def test_no_command_runs_once_perception_is_gone(client, tmp_path):
     """With perception dead and not restarted, the task went on blind (16 skills in 190 s): the
-    controller checked commands against the last picture it had. Now it refuses them."""
+    controller checked commands against the last picture it had. Now it refuses them, and says why
+    even when it waits for perception longer than a check alone takes."""
     from planner.action import ExecuteCommands
     from planner.msg import Command
     from planner.ros.nodes.controller import ControllerNode
     from planner.ros.nodes.executor import ExecutorNode
 
-    config = load_config(write_config(tmp_path, controller={"confirm_timeout_s": 0.5, "perception_wait_s": 2.0}))
+    config = load_config(write_config(tmp_path, controller={"confirm_timeout_s": 0.5, "perception_wait_s": 7.0}))
     client.add(SimulatorNode(config))
     perception = client.add(PerceptionNode(config))
     client.add(ControllerNode(config))

@@ -131,7 +131,7 @@ class StoppableRobot:
         return Outcome(result.success, "" if result.success else FailureCode.SPEECH_UNAVAILABLE, result.message)
 
 
-CHECK_MARGIN_S = 5.0   # a check may take the controller's wait for perception and this much more
+CHECK_MARGIN_S = 5.0   # a check may take the controller's waits (for perception, for an effect) and this much more
 
 
 class ControllerChecks:
@@ -144,7 +144,8 @@ class ControllerChecks:
 
     def check(self, phase: CheckPhase, command: Command) -> Outcome:
         node = self.node
-        wait = node.config.controller.confirm_timeout_s + CHECK_MARGIN_S
+        settings = node.config.controller
+        wait = settings.perception_wait_s + settings.confirm_timeout_s + CHECK_MARGIN_S
         request = CheckCommand.Request(phase=phase, execution_id=self.goal.execution_id, skill=self.goal.skill,
                                        command=command_to_msg(command))
         try:
