@@ -237,7 +237,7 @@ def send(request: str, timeout_s: float, wait_for_stack_s: float, stack: Stack |
         try:
             # A task planner that dies mid-task never answers: its server leaving the graph ends the wait.
             result = wait_future(handle.get_result_async(), timeout_s, "the task", give_up=False,
-                                 server_alive=planner_alive.watch(client)).result
+                                 server_alive=planner_alive.watch(client.server_is_ready)).result
         except CallFailed as error:
             if error.kind == CallKind.TIMEOUT:
                 handle.cancel_goal_async()

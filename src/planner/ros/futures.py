@@ -112,12 +112,15 @@ def discovery_limit(timeout_s: float) -> float:
     return min(timeout_s, DISCOVERY_S)
 
 
-def call_service(client, request, timeout_s: float = 5.0, clock=None, discovery_s: float | None = None) -> Any:
+def call_service(client, request, timeout_s: float = 5.0, clock=None, discovery_s: float | None = None,
+                 heartbeat: Heartbeat | None = None) -> Any:
     """The reply; `discovery_s` (default: `discovery_limit(timeout_s)`) is how long the server may
-    take to be discovered."""
+    take to be discovered; with the `heartbeat` of its node, a server that dies fails the call at once."""
     if not client.wait_for_service(timeout_sec=discovery_limit(timeout_s) if discovery_s is None else discovery_s):
         raise CallFailed(f"service {client.srv_name} is not available", CallKind.UNAVAILABLE)
-    return wait_future(client.call_async(request), timeout_s, f"service {client.srv_name}", clock=clock)
+    server_alive = heartbeat.watch(client.service_is_ready) if heartbeat is not None else None
+    return wait_future(client.call_async(request), timeout_s, f"service {client.srv_name}", clock=clock,
+                       server_alive=server_alive)
 
 
 CANCEL_WAIT_S = 5.0   # how long a timed-out goal may take to end after its cancel
@@ -162,12 +165,14 @@ class Heartbeat:
         # A restarted process is a new publisher: it adds to the alive count without leaving not-alive.
         self.losses -= max(min(info.alive_count_change, -info.not_alive_count_change), 0)
 
-    def watch(self, client: ActionClient) -> Callable[[], bool]:
-        """A check that the server is still the one it is now: false once it has died since. A
-        process that had missed its lease when the watch began and then revives brings the count
-        below where it was: it is still the same server."""
+    def watch(self, ready: Callable[[], bool]) -> Callable[[], bool]:
+        """A check that the server (`ready`: whether its client sees it) is still the one it is now:
+        false once it has died since, or while its process is not alive (one already dead when
+        the watch began stays in the graph for a while). A process that had missed its lease when
+        the watch began and then revives brings the count below where it was: it is still the
+        same server."""
         losses = self.losses
-        return lambda: client.server_is_ready() and self.losses <= losses
+        return lambda: ready() and self.losses <= losses and self.alive_count != 0
 
 
 class ActionCall:
@@ -189,7 +194,7 @@ class ActionCall:
         even if that happened before the goal was sent."""
         if not self.client.wait_for_server(timeout_sec=self.discovery_s):
             raise CallFailed(f"action {self.name} is not available", CallKind.UNAVAILABLE)
-        server_alive = self.client.server_is_ready if self.heartbeat is None else self.heartbeat.watch(self.client)
+        server_alive = self.client.server_is_ready if self.heartbeat is None else self.heartbeat.watch(self.client.server_is_ready)
         self.goal_handle = wait_future(self.client.send_goal_async(goal, feedback_callback=feedback_callback),
                                        10.0, f"action {self.name} goal", server_alive=server_alive)
         if not self.goal_handle.accepted:

@@ -111,9 +111,10 @@ class PlannerNode(Node):
         started, until it is JUST_STARTED_S old."""
         return max(limit, self.started + JUST_STARTED_S - time.monotonic())
 
-    def call(self, client, request, timeout_s: float = 5.0, clock=None):
+    def call(self, client, request, timeout_s: float = 5.0, clock=None, heartbeat: Heartbeat | None = None):
         """call_service, the server given as long to be discovered as this node's age says."""
-        return call_service(client, request, timeout_s, clock, discovery_s=self.discovery_s(discovery_limit(timeout_s)))
+        return call_service(client, request, timeout_s, clock, discovery_s=self.discovery_s(discovery_limit(timeout_s)),
+                            heartbeat=heartbeat)
 
     def action_call(self, client, name: str, clock=None, heartbeat: Heartbeat | None = None) -> ActionCall:
         """An ActionCall whose server is given as long to be discovered as this node's age says."""

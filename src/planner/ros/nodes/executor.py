@@ -41,6 +41,7 @@ class ExecutorNode(PlannerNode):
         self.speech_alive = Heartbeat(self, "speech")
         self.feedback_pub = self.create_publisher(ExecutionEvent, "executor/feedback", RELIABLE)
         self.check_client = self.create_client(CheckCommand, "controller/check_command", callback_group=group)
+        self.controller_alive = Heartbeat(self, "controller")
         self.unchecked_reported = False
         self.estop = EmergencyStopLatch(self, group, self._on_estop)
         # One stop per running goal: set by its cancel or by the emergency stop, the backend ends
@@ -149,7 +150,8 @@ class ControllerChecks:
         request = CheckCommand.Request(phase=phase, execution_id=self.goal.execution_id, skill=self.goal.skill,
                                        command=command_to_msg(command))
         try:
-            reply = node.call(node.check_client, request, timeout_s=wait, clock=node.get_clock())
+            reply = node.call(node.check_client, request, timeout_s=wait, clock=node.get_clock(),
+                              heartbeat=node.controller_alive)
         except CallFailed as error:
             if node.config.controller.required:
                 return Outcome(False, FailureCode.CONTROLLER_UNAVAILABLE,
