@@ -130,9 +130,11 @@ def test_the_security_policy_gives_each_node_exactly_what_it_uses(tmp_path):
     assert holders("services", "request", "/explainer/record_plan") == {"/planner/task_planner"}
     assert holders("topics", "publish", "/emergency_stop") == set()
     assert holders("topics", "subscribe", "/emergency_stop") == {"/planner/executor", "/planner/task_planner",
-                                                                  "/planner/simulator"}
+                                                                  "/planner/simulator", "/planner/watchdog"}
     assert holders("topics", "publish", "/emergency_stop/state") == {"/planner/executor", "/planner/task_planner",
-                                                                      "/planner/simulator"}
+                                                                      "/planner/simulator", "/planner/watchdog"}
+    # The watchdog may cancel the motion actions' goals; it sends none.
+    assert holders("actions", "call", "/sim/navigate") == {"/planner/executor", "/planner/watchdog"}
     # Read once every node is ready: the explainer makes its services after loading its model.
     for service in ("/explainer/explain", "/explainer/record_recovery", "/explainer/check_plan", "/explainer/record_plan"):
         assert holders("services", "reply", service) == {"/planner/explainer"}, service

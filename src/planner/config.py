@@ -21,6 +21,7 @@ from planner.adapters.speech import SpeechSettings
 from planner.core.explainer import ExplainerSettings
 from planner.core.files import StrictModel, load_model
 from planner.core.fleet import FleetSettings
+from planner.core.motion_guard import WatchdogSettings
 from planner.core.object_finder import FinderSettings
 from planner.core.planning.settings import PlannerSettings
 from planner.core.telling import TellSettings
@@ -61,8 +62,8 @@ class ControllerSettings(StrictModel):
                                                       "check (not running, not answering); false runs them "
                                                       "unchecked: for development only")
     perception_wait_s: float = Field(default=15.0, gt=0, le=120, description="how long a check waits to hear that "
-                                     "perception's process lives; without it no command runs, on a picture of the "
-                                     "world nobody keeps current")
+                                     "perception's process lives and for a camera frame in its picture this recent; "
+                                     "without them no command runs, on a picture of the world nobody keeps current")
 
 
 class TaskSettings(StrictModel):
@@ -82,6 +83,7 @@ class StackConfig(StrictModel):
     perception: PerceptionSettings = Field(default_factory=PerceptionSettings)
     executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
     controller: ControllerSettings = Field(default_factory=ControllerSettings)
+    watchdog: WatchdogSettings = Field(default_factory=WatchdogSettings)
     explainer: ExplainerSettings = Field(default_factory=ExplainerSettings)
     speech: SpeechSettings = Field(default_factory=SpeechSettings)
     object_finder: FinderSettings = Field(default_factory=FinderSettings)

@@ -27,10 +27,10 @@ def node_interfaces(graph, name: str, namespace: str) -> dict[str, set[str]]:
     except RuntimeError:  # rclpy's NodeNameNonExistentError: not discovered (yet)
         found = {"publish": [], "subscribe": [], "reply": [], "request": []}
     # An action is its goal service, result service, cancel service, feedback and status topics;
-    # the policy names it once, as the action.
+    # the policy names it once, as the action (a node that only cancels its goals calls it too).
     interfaces = {kind: {topic for topic, _ in entries if ACTION not in topic} for kind, entries in found.items()}
     for kind, side in (("execute", "reply"), ("call", "request")):
-        interfaces[kind] = {topic.split(ACTION)[0] for topic, _ in found[side] if topic.endswith(ACTION + "send_goal")}
+        interfaces[kind] = {topic.split(ACTION)[0] for topic, _ in found[side] if ACTION in topic}
     return interfaces
 
 

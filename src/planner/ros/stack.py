@@ -19,13 +19,14 @@ import rclpy
 from planner.ros.node import main_for
 
 # Start order: the world and perception first, the planner (which may start the LLM) last.
-NODES = ("simulator", "perception", "executor", "controller", "explainer", "skill_planner", "speech", "task_planner",
+NODES = ("simulator", "perception", "watchdog", "executor", "controller", "explainer", "skill_planner", "speech", "task_planner",
          "fleet")
 SHARED = ("explainer", "fleet")   # at the root: one serves the robots of every namespace
 
 _CLASSES = {
     "simulator": "planner.ros.nodes.simulator:SimulatorNode",
     "perception": "planner.ros.nodes.perception:PerceptionNode",
+    "watchdog": "planner.ros.nodes.watchdog:WatchdogNode",
     "executor": "planner.ros.nodes.executor:ExecutorNode",
     "controller": "planner.ros.nodes.controller:ControllerNode",
     "explainer": "planner.ros.nodes.explainer:ExplainerNode",
