@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -256,3 +257,43 @@ def test_no_command_runs_once_perception_is_gone(client, tmp_path):
     refused = drive(3.0, 2.0)
     assert not refused.success and refused.code == "PERCEPTION_UNAVAILABLE"
     assert "perception is not running" in refused.detail
+
+
+class CameraThatStops(SimulatorNode):
+    """The simulator with a camera that can be switched off while everything else goes on."""
+    camera_on = True
+
+    def _publish_detections(self) -> None:
+        if self.camera_on:
+            super()._publish_detections()
+
+
+def test_no_command_runs_on_a_picture_no_camera_keeps_current(client, tmp_path):
+    """Perception alive but no frame fused for longer than controller.perception_wait_s (a camera
+    or its driver died): the picture is stale, and no command runs on it until frames come again."""
+    from planner.action import ExecuteCommands
+    from planner.msg import Command
+    from planner.ros.nodes.controller import ControllerNode
+    from planner.ros.nodes.executor import ExecutorNode
+
+    config = load_config(write_config(tmp_path, controller={"confirm_timeout_s": 0.5, "perception_wait_s": 2.0}))
+    simulator = client.add(CameraThatStops(config))
+    client.add(PerceptionNode(config))
+    client.add(ControllerNode(config))
+    client.add(ExecutorNode(config))
+
+    def drive(x: float, y: float):
+        command = Command(name="navigate", timeout_s=60.0)
+        command.base_pose.x, command.base_pose.y = x, y
+        return client.action(ExecuteCommands, "/executor/execute_commands",
+                             ExecuteCommands.Goal(execution_id=f"e{x}", skill="GOTO(somewhere)", commands=[command]),
+                             timeout=60)
+
+    assert drive(-2.0, 2.5).success
+    simulator.camera_on = False
+    time.sleep(2.5)
+    refused = drive(3.0, 2.0)
+    assert not refused.success and refused.code == "PERCEPTION_UNAVAILABLE"
+    assert "perception's picture is stale" in refused.detail
+    simulator.camera_on = True
+    assert drive(3.0, 2.0).success

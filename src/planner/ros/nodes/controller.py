@@ -6,13 +6,15 @@ world is its scene mirror of perception's graph (planner.ros.scene_mirror)."""
 
 from __future__ import annotations
 
+import time
+
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 
 from planner.core.controller import check_command, describe_failure
 from planner.core.failures import FailureCode
 from planner.core.types import Outcome
 from planner.msg import ExecutionEvent, FailureMessage
-from planner.ros.convert import command_from_msg, event_from_msg, failure_to_msg, stamp_now
+from planner.ros.convert import command_from_msg, event_from_msg, failure_to_msg, seconds, stamp_now
 from planner.ros.futures import CallFailed, Heartbeat
 from planner.ros.node import PlannerNode, main_for
 from planner.ros.qos import RELIABLE
@@ -38,17 +40,27 @@ class ControllerNode(PlannerNode):
         changes, until its effect shows or controller.confirm_timeout_s passes."""
         command = command_from_msg(request.command)
         timeout_s = self.config.controller.confirm_timeout_s if request.phase == "after" else 0.0
-        if not self.perception_alive.alive_within(self.config.controller.perception_wait_s):
-            response.ok, response.code = False, FailureCode.PERCEPTION_UNAVAILABLE
-            response.reason = "perception is not running: no command runs on a picture of the world nobody keeps"
-            return response
         try:
-            verdict = self.mirror.wait_until(lambda scene: check_command(request.phase, command, scene, self.hazards), timeout_s,
-                                             until=lambda outcome: outcome.ok)
+            problem = self._perception_problem()
+            verdict = Outcome(False, FailureCode.PERCEPTION_UNAVAILABLE, problem) if problem else self.mirror.wait_until(
+                lambda scene: check_command(request.phase, command, scene, self.hazards), timeout_s,
+                until=lambda outcome: outcome.ok)
         except CallFailed as error:
             verdict = Outcome(False, FailureCode.PERCEPTION_UNAVAILABLE, str(error))
         response.ok, response.code, response.reason = verdict.ok, verdict.code, verdict.detail
         return response
+
+    def _perception_problem(self) -> str:
+        """Why no command may run on perception's picture, or '': its process not heard, or no camera
+        frame fused into the picture, within controller.perception_wait_s (waited for that long)."""
+        wait_s = self.config.controller.perception_wait_s
+        deadline = time.monotonic() + wait_s
+        if not self.perception_alive.alive_within(wait_s):
+            return "perception is not running: no command runs on a picture of the world nobody keeps"
+        if not self.mirror.wait_for_look(seconds(stamp_now(self)) - wait_s, max(deadline - time.monotonic(), 0.0)):
+            return (f"perception's picture is stale: no camera frame in the last {wait_s:g} s; no command runs on "
+                    "a picture of the world nobody keeps current")
+        return ""
 
     def _on_event(self, msg: ExecutionEvent) -> None:
         if msg.state not in ("failed", "refused"):
