@@ -11,7 +11,9 @@ problem as triplets, one per unary or binary predicate. Each change is read by t
 whole graph, or what it picks, or what its query words find), verified against the domain when the
 variant verifies (predicate, arity, object names, types, a removed fact must hold), and applied.
 At each request the memory is compared with the true state, the model writes the goal, Fast
-Downward plans from the memory, and the plan is checked against the true problem.
+Downward plans from the memory, and the plan is checked against the true problem. The grounded
+variant reads each change with the stack's own reading on a home built from the memory's state
+(planner.bench.episode_scene).
 
 `planner bench memory --export DIR` writes a generated episode in this layout, so the two ways of
 running can be compared on the same story.
@@ -29,13 +31,17 @@ from pathlib import Path
 import numpy as np
 from pydantic import Field
 
+from planner.bench.episode_scene import EpisodeScene, SceneMapping
 from planner.core.asking import CountingPolicy, LLMUsage, ask_validated
 from planner.core.errors import InputError, PolicyError
 from planner.core.files import StrictModel
 from planner.core.knowledge import Change, Triplet
 from planner.core.planning.classical import PddlError, parse_pddl, plan_pddl, validate_plan
 from planner.core.ports import Embedder, Policy
+from planner.core.skills import SkillPlanner
 from planner.core.telling import QUERY_PROMPT, QUERY_SCHEMA, QueryGraph, TellSettings
+from planner.core.telling import read_change as read_told_change
+from planner.sim.in_process import SimulatedRobot
 
 STEP = re.compile(r"time_(\d+)_(state_change|goal)")
 Atom = tuple[str, ...]  # (predicate, argument, …)
@@ -47,6 +53,15 @@ class FileStep:
     kind: str          # change | goal
     text: str          # the sentence, or the request
     problem: str = ""  # a request's true problem
+
+
+@dataclass
+class Grounding:
+    """What the grounded reading of an episode from files needs: where its things are (a scene
+    mapping, read from `where`) and the stack's skill library."""
+    mapping: SceneMapping
+    skills: SkillPlanner
+    where: str = "the default scene mapping"
 
 
 @dataclass
@@ -139,6 +154,11 @@ class SymbolicMemory:
         return [f"{t} is not in the graph, so it cannot be removed" for t in change.remove
                 if self.atom(t) not in self.facts]
 
+    def holdable(self, change: Change) -> Change:
+        """The change without what no state of this domain can hold."""
+        return Change(remove=[t for t in change.remove if not self.errors(Change(add=[t]))],
+                      add=[t for t in change.add if not self.errors(Change(add=[t]))])
+
     def apply(self, change: Change) -> None:
         self.facts -= {self.atom(t) for t in change.remove}
         self.facts |= {self.atom(t) for t in change.add}
@@ -150,6 +170,12 @@ class SymbolicMemory:
         init = "\n  ".join(f"({' '.join(f)})" for f in sorted(self.facts))
         return (f"(define (problem {name}) (:domain {domain_name})\n (:objects\n  {objects})\n"
                 f" (:init\n  {init})\n (:goal {goal}))\n")
+
+
+def domain_names(episode: FileEpisode) -> tuple[dict, dict]:
+    """The predicates (name → parameter types) and the objects (name → type) of the episode's start."""
+    memory = SymbolicMemory(episode.domain, episode.initial)
+    return memory.predicates, memory.objects
 
 
 def true_state(domain: str, problem: str) -> set[Atom]:
@@ -232,9 +258,25 @@ def read_change(sentence: str, memory: SymbolicMemory, policy: Policy, settings:
     change = ask_validated(ask(schema), [{"role": "system", "content": prompt}, *said], parse, settings.retries)
     if change is None:
         return None, problems or ["no readable change after the retries"]
-    if problems:  # unverified: what no state of this domain can hold is left out
-        change = Change(remove=[t for t in change.remove if not memory.errors(Change(add=[t]))],
-                        add=[t for t in change.add if not memory.errors(Change(add=[t]))])
+    return (memory.holdable(change) if problems else change), []
+
+
+def read_grounded(sentence: str, memory: SymbolicMemory, scene: EpisodeScene, skills: SkillPlanner, policy: Policy,
+                  settings: TellSettings, embedder: Embedder, usage: LLMUsage) -> tuple[Change | None, list[str]]:
+    """The stack's own grounded reading (planner.core.telling) on the home the memory describes, the
+    change it reads put in the domain's predicates and verified against the domain as the others are."""
+    robot = SimulatedRobot(scene.world(memory.facts), [], skills)
+    result = read_told_change(sentence, robot.graph, skills, policy, settings, embedder)
+    usage.calls += result.usage.calls
+    usage.prompt_tokens += result.usage.prompt_tokens
+    usage.completion_tokens += result.usage.completion_tokens
+    if result.change is None:
+        return None, result.errors or ["no readable change after the retries"]
+    change = scene.in_domain(result.change)
+    if problems := memory.errors(change):
+        if settings.verify:
+            return None, problems
+        change = memory.holdable(change)
     return change, []
 
 
@@ -269,17 +311,24 @@ def plan_request(step: FileStep, memory: SymbolicMemory, policy: Policy, retries
 
 
 def run(episode: FileEpisode, policy: Policy, variant: str, settings: TellSettings, embedder: Embedder | None,
-        progress: Callable[[str], None], timeout_s: float = 30.0) -> dict:
+        progress: Callable[[str], None], timeout_s: float = 30.0, grounding: Grounding | None = None) -> dict:
     """The episode told to a memory that starts as its initial problem: each change read and applied,
-    and at each request the memory compared with the true state and a plan made from it."""
+    and at each request the memory compared with the true state and a plan made from it. The grounded
+    reading needs `grounding` and an embedder."""
     memory = SymbolicMemory(episode.domain, episode.initial)
+    scene = None
+    if settings.context == "grounded":
+        if grounding is None or embedder is None:
+            raise ValueError("the grounded reading needs a scene mapping, the skill library and an embedder")
+        scene = EpisodeScene(grounding.mapping, memory.predicates, memory.objects, grounding.where)
     changes, requests = [], []
     for step in episode.steps:
         usage = LLMUsage()
         started = time.monotonic()
         if step.kind == "change":
             try:
-                change, errors = read_change(step.text, memory, policy, settings, embedder, usage)
+                change, errors = read_change(step.text, memory, policy, settings, embedder, usage) if scene is None \
+                    else read_grounded(step.text, memory, scene, grounding.skills, policy, settings, embedder, usage)
             except PolicyError as error:  # the server failed: this update is lost, the episode goes on
                 change, errors = None, [f"the LLM failed: {error}"]
             if change is not None:

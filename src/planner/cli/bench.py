@@ -532,14 +532,17 @@ def _bench_memory_files(args, config) -> int:
     from planner.adapters.embeddings import SentenceEmbedder
     from planner.bench import memory, memory_files
     from planner.bench.common import machine_info
+    from planner.bench.episode_scene import EpisodeScene, load_mapping
     from planner.core.errors import InputError
+    from planner.wiring import load_skill_planner
 
-    if unfit := [v for v in args.variants if memory.VARIANTS[v].settings.context == "grounded"]:
-        print(f"error: {', '.join(unfit)} finds things in the scene graph, which an episode from files has not; "
-              f"use {', '.join(v for v in memory.VARIANTS if v not in unfit)}", file=sys.stderr)
-        return 2
     try:
         episode = memory_files.load_episode(Path(args.domain), Path(args.episode))
+        mapping = Path(args.scene_mapping) if args.scene_mapping else None
+        grounding = memory_files.Grounding(load_mapping(mapping), load_skill_planner(config),
+                                           str(mapping or "the default scene mapping"))
+        # A mapping that does not fit the domain is said now, not after the first variants ran.
+        EpisodeScene(grounding.mapping, *memory_files.domain_names(episode), grounding.where)
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -554,7 +557,8 @@ def _bench_memory_files(args, config) -> int:
 
     def run() -> dict:
         embedder = SentenceEmbedder()
-        runs = [memory_files.run(episode, policy, variant, memory.VARIANTS[variant].settings, embedder, _progress)
+        runs = [memory_files.run(episode, policy, variant, memory.VARIANTS[variant].settings, embedder, _progress,
+                                 grounding=grounding)
                 for variant in args.variants]
         return {**header, "runs": runs, "summary": memory_files.summarize(runs)}
 
@@ -1119,6 +1123,9 @@ def add_commands(sub) -> None:
     memory_parser.add_argument("--name", help="results file name (default: memory-SEED-LLM-MODEL)")
     memory_parser.add_argument("--resume", action="store_true", help="keep the variants an interrupted run wrote (in its --out)")
     memory_parser.add_argument("--domain", help="with --episode: the episode's PDDL domain")
+    memory_parser.add_argument("--scene-mapping", help="with --episode, for the grounded variant: a YAML file naming the "
+                                                       "domain's predicates for on, inside, open and room, and the "
+                                                       "types of furniture with a door (default: --export's domain)")
     memory_parser.add_argument("--episode", help="an episode from files instead of a generated one: a folder with "
                                                  "initial_problem.pddl and time_NNNN_state_change/state_change.txt, "
                                                  "time_NNNN_goal/goal.txt + problem.pddl steps")
