@@ -97,3 +97,22 @@ def test_the_build_context_leaves_out_environments_builds_and_history():
     ignored = {line.strip() for line in (REPO / ".dockerignore").read_text().splitlines()
                if line.strip() and not line.startswith("#")}
     assert {".venv", "build", "install", "log", ".git"} <= ignored
+
+
+def test_the_package_asks_for_the_versions_the_tests_run_with():
+    """pyproject.toml's requirements (build, run, extras) and requirements/stack.txt's pins are
+    written twice; a version bumped in one alone would build or run what no test ran."""
+    import tomllib
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    wanted = [*project["build-system"]["requires"], *project["project"]["dependencies"],
+              *(r for extra in project["project"].get("optional-dependencies", {}).values() for r in extra)]
+    stack = pins(REPO / "requirements" / "stack.txt")
+    unmet = {}
+    for text in wanted:
+        requirement = Requirement(text)
+        name = requirement.name.lower().replace("_", "-")
+        if name in stack and not requirement.specifier.contains(stack[name], prereleases=True):
+            unmet[name] = (str(requirement.specifier), stack[name])
+    assert not unmet, unmet

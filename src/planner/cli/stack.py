@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import get_args
 
 from planner.adapters.processes import DIE_WITH_PARENT
+from planner.config import StackConfig, load_config
 from planner.core.files import printable
 from planner.core.planning.settings import PlanningMode
 from planner.ros.node import CONFIGURATION_REJECTED
@@ -329,22 +330,11 @@ def ask(question: str, wait_s: float, timeout_s: float) -> int:
     return 0
 
 
-def scenario_request(config_path: str | None) -> str:
-    """The request the configured scenario is written for."""
-    from planner.config import load_config
-    from planner.sim.simulated_world import load_scenario
-
-    config = load_config(config_path)
-    return load_scenario(config.path(config.scenario)).scenario.request
-
-
-def packages_missing_for(config_path: str | None, command: str, llm_base_url: str = "") -> bool:
+def packages_missing_for(config: StackConfig, command: str, llm_base_url: str = "") -> bool:
     """Whether the stack of this config (its LLM server given on the command line, if it is) lacks
     Python packages, said on stderr: better once here than as an import error in each node."""
-    from planner.config import load_config
     from planner.wiring import install_hint, missing_packages
 
-    config = load_config(config_path)
     if llm_base_url:
         config.llm = config.llm.model_copy(update={"base_url": llm_base_url})
     missing = missing_packages(config)
@@ -354,11 +344,12 @@ def packages_missing_for(config_path: str | None, command: str, llm_base_url: st
 
 
 def demo(args) -> int:
-    from planner.config import load_config
+    from planner.sim.simulated_world import load_scenario
 
-    if packages_missing_for(args.config, "demo"):
+    config = load_config(args.config)
+    if packages_missing_for(config, "demo"):
         return 2
-    request = args.request or scenario_request(args.config)
+    request = args.request or load_scenario(config.path(config.scenario)).scenario.request
     if not request:
         print("no request given and the scenario names none", file=sys.stderr)
         return 2
@@ -368,7 +359,7 @@ def demo(args) -> int:
     os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
     stack = Stack({"config": args.config or ""}, quiet=not args.verbose, env=env)
     print(format_step("stack", f"starting {len(stack.nodes)} nodes on ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']} ..."), flush=True)
-    print(format_step("llm", load_config(args.config).llm.chosen()), flush=True)
+    print(format_step("llm", config.llm.chosen()), flush=True)
     stack.start()
     try:
         return send(request, args.timeout, args.startup_timeout, stack, mode=args.mode or "", record=args.record)
@@ -410,7 +401,8 @@ def bringup(args) -> int:
     except ValueError as error:
         print(f"planner bringup: {error}", file=sys.stderr)
         return 2
-    if packages_missing_for(getattr(args, "config", None), "bringup", getattr(args, "llm_base_url", None) or ""):
+    if packages_missing_for(load_config(getattr(args, "config", None)), "bringup",
+                            getattr(args, "llm_base_url", None) or ""):
         return 2
     # Both set here, not left to Python's default: a process started in the background by a
     # non-interactive shell (nohup, a CI script's `&`) inherits SIGINT ignored, and would not stop.

@@ -26,6 +26,7 @@ from planner.core.scene_store import NODE_KINDS
 # A compound word names a kind of its last part ("teaspoon", "butterknife") when both parts are words
 # of their own; shorter parts are too often the end of an unrelated word ("pecan", "toucan").
 COMPOUND_PART_MIN = 4
+LABELS_KEPT = 4096   # labels whose kinds are remembered; a map's labels come and go with detections
 
 
 @lru_cache(maxsize=4096)
@@ -80,10 +81,13 @@ class ThingKinds:
         assert self.lexicon is not None
         return self.lexicon.senses(phrase, first) or self.lexicon.senses(phrase, first, every=True)
 
-    def of_label(self, label: str) -> frozenset[str]:
+    def of_label(self, label: str, kind: str = "") -> frozenset[str]:
+        """The kinds the label names, and `kind` (the thing's place in the graph) when given."""
         if label not in self._labels:
+            if len(self._labels) >= LABELS_KEPT:
+                self._labels.pop(next(iter(self._labels)))
             self._labels[label] = self._read(label)
-        return self._labels[label]
+        return self._labels[label] | {kind} if kind else self._labels[label]
 
     def _read(self, label: str) -> frozenset[str]:
         words = label_words(label)
@@ -106,7 +110,7 @@ class ThingKinds:
     def of(self, entity: Entity) -> frozenset[str]:
         """The entity's kinds: its place in the graph (object, furniture, person, room) and those its
         label names."""
-        return self.of_label(entity.label) | {entity.kind}
+        return self.of_label(entity.label, entity.kind)
 
 
 class HazardRule(StrictModel):

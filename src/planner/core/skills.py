@@ -439,9 +439,8 @@ class SkillPlanner:
         if goal.kind not in (*PLACING_KINDS, "bring_to_user"):
             return None
         kinds = self.hazards.kinds
-        thing = kinds.of(scene.entity(goal.object_id)) if scene.has(goal.object_id) else \
-            kinds.of_label(goal.object) | {"object"}
-        near = frozenset({"person"}) if goal.kind == "bring_to_user" else kinds.of_label(goal.target) | {"furniture"}
+        thing = kinds.of(scene.entity(goal.object_id)) if scene.has(goal.object_id) else kinds.of_label(goal.object, "object")
+        near = frozenset({"person"}) if goal.kind == "bring_to_user" else kinds.of_label(goal.target, "furniture")
         reason = self.hazards.refusal_of_kinds(thing, near)
         return f"{goal} is not done: {reason}" if reason else None
 
