@@ -25,12 +25,14 @@ from planner.core.scene_graph import Detection, SceneGraph, SensorFrame
 from planner.core.synthetic import OBJECT_LABELS, cluttered_map, synthetic_map
 from planner.core.voxeland import load_voxeland
 
-DEFAULT_SIZES = (10, 100, 1000, 10000)
+DEFAULT_SIZES = (10, 100, 1000, 10000, 50000)
 # Dense maps: the same few rooms ever more cluttered (a Voxeland map of many small items), where
 # relating each object to everything around it grew with the square of the density.
 DENSE_SIZES = (5000, 10000, 20000)
 DENSE_ROOMS = 4
-TARGETS = {"build_s_at_10000": 1.0, "detections_per_s": 1000.0, "query_median_ms_at_10000": 1.0}
+# Fusion: a 15 Hz camera's detections with room to spare, on a home's map and on a building's.
+TARGETS = {"build_s_at_10000": 1.0, "detections_per_s": {"10000": 10_000.0, "50000": 5_000.0},
+           "query_median_ms_at_10000": 1.0}
 QUERY_SAMPLES = 1000
 FUSION_DETECTIONS = 3000
 CAMERA_MOUNT = (0.1, 0.0, 1.3)
@@ -195,7 +197,8 @@ def summarize(results: dict) -> dict:
                                              "time_ratio": dense[high]["build_s"] / dense[low]["build_s"]}
     summary["targets_met"] = {
         "build_under_1s_at_10000": sizes.get("10000", {}).get("build_s", float("inf")) < TARGETS["build_s_at_10000"],
-        "fusion_at_least_1000_per_s": summary["min_detections_per_s"] >= TARGETS["detections_per_s"],
+        **{f"fusion_at_{size}_at_least_{wanted:.0f}_per_s": size in sizes
+           and sizes[size]["fusion"]["detections_per_s"] >= wanted for size, wanted in TARGETS["detections_per_s"].items()},
         "queries_under_1ms_median_at_10000": "10000" in sizes and max(
             q["median_ms"] for q in sizes["10000"]["queries"].values()) < TARGETS["query_median_ms_at_10000"],
     }
@@ -236,7 +239,8 @@ def plot(results: dict, path: Path) -> None:
     ax.legend(fontsize=7)
     ax = axes[1][1]
     ax.semilogx(n, [e["fusion"]["detections_per_s"] for e in entries], "o-")
-    ax.axhline(TARGETS["detections_per_s"], color="red", lw=0.8, label="target: 1000/s")
+    targets = TARGETS["detections_per_s"]
+    ax.plot([int(s) for s in targets], list(targets.values()), "rv", label="targets")
     ax.set(title="Detection fusion (one core)", xlabel="objects in the map", ylabel="detections / s", ylim=(0, None))
     ax.legend(fontsize=8)
     machine = results["machine"]

@@ -157,11 +157,11 @@ def apply_change(scene: SceneGraph, change: Change, stamp: float) -> list[str]:
         else:
             scene.put_item(subject, where, inside, stamp)
             done.append(f"{subject} {'in' if inside else 'on'} {where}")
-        scene.entity(subject).told = stamp
+        scene.set_told(subject, stamp)
     opened = {t.subject for t in change.add if t.relation == "is_open"}
     closed = {t.subject for t in change.remove if t.relation == "is_open"} - opened
     for furniture in sorted(opened | closed):
         scene.set_state(furniture, "open" if furniture in opened else "closed")
-        scene.entity(furniture).told = stamp
+        scene.set_told(furniture, stamp)
         done.append(f"{furniture} {'open' if furniture in opened else 'closed'}")
     return done

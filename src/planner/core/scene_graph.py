@@ -293,6 +293,7 @@ class SceneGraph:
         self._next_number: dict[str, int] = defaultdict(lambda: 1)
         self._missing: set[str] = set()    # objects not seen where mapped
         self._created: set[str] = set()    # instances that detections created (may be known ones moved)
+        self._told: set[str] = set()       # items whose place or state someone told since they were seen
         self.changed: set[str] = set()
         self.removed: set[str] = set()
 
@@ -336,6 +337,7 @@ class SceneGraph:
         self._set_status(entity, entity.status)
         self._index_box(entity)
         self._index_labels(entity, set())
+        self.set_told(entity.id, entity.told)
         self._set_room(entity, entity.room)
         self.changed.add(entity.id)
         self.removed.discard(entity.id)
@@ -686,6 +688,7 @@ class SceneGraph:
     def _unindex(self, entity: Entity) -> None:
         self._missing.discard(entity.id)
         self._created.discard(entity.id)
+        self._told.discard(entity.id)
         self._members[entity.room].discard(entity.id)
         for label in entity.labels:
             self._by_label[label].discard(entity.id)
@@ -705,6 +708,14 @@ class SceneGraph:
         x, y = free_spot(furniture.center, furniture.size, taken)
         z = furniture.center[2] if inside else furniture.top + entity.size[2] / 2
         self.move_item(node_id, (x, y, z), stamp)
+
+    def set_told(self, node_id: str, stamp: float) -> None:
+        """When someone told the item's place or state (0: not since it was last seen)."""
+        self.entity(node_id).told = stamp
+        if stamp:
+            self._told.add(node_id)
+        else:
+            self._told.discard(node_id)
 
     def set_state(self, node_id: str, state: str) -> None:
         """A door or drawer opened or closed out of the robot's sight."""
@@ -734,7 +745,7 @@ class SceneGraph:
         entity.n_observations += 1
         # What the robot sees outranks what it was told: the box jumps to where it is seen.
         weight = 1.0 if entity.status != "seen" or entity.told else 1.0 / min(entity.n_observations, FUSION_WEIGHT_CAP)
-        entity.told = 0.0
+        self.set_told(entity.id, 0.0)
         self.move_item(entity.id, _toward(entity.center, detection.center, weight), stamp,
                        _toward(entity.size, detection.size, weight))
         if entity.label != before_label:
@@ -748,7 +759,7 @@ class SceneGraph:
         candidates = self._grid.query((x - gate, y - gate, x + gate, y + gate))
         held = [o for o in (self.robot.held.values() if self.robot else ()) if o in self.graph]
         # A place someone told is a claim: the thing seen anywhere else is still that thing.
-        told = [i for label in detection.labels for i in self._by_label.get(label, ()) if self._by_id[i].told]
+        told = [i for i in sorted(self._told) if self._by_id[i].labels.keys() & detection.labels.keys()]
         for candidate_id in [*candidates, *held, *told]:
             entity = self.entity(candidate_id)
             if candidate_id in matched or entity.kind == "room":
@@ -816,7 +827,8 @@ class SceneGraph:
         entity = min(furniture, key=lambda e: horizontal_distance(e.center, detection.center))
         entity.last_seen = stamp
         if entity.state != detection.state or entity.told:
-            entity.state, entity.told = detection.state, 0.0
+            entity.state = detection.state
+            self.set_told(entity.id, 0.0)
             self.changed.add(entity.id)
             report.updated.append(entity.id)
 
