@@ -142,6 +142,15 @@ def test_the_smoke_suite_runs_from_the_command_line(tmp_path, capsys):
     assert results["config"]["planner"]["mode"] == "react" and results["config"]["robot"].endswith("robee.yaml")
     progress = capsys.readouterr().err
     assert "[  6/6] umbrella" in progress and "faults: object_moved" in progress
+    # Where each episode's time went, its parts no more than its whole, and when the robot first moved.
+    for episode in episodes.values():
+        latency = episode["latency"]
+        assert sum(latency[part] for part in ("model_s", "embedding_s", "skills_s")) <= episode["seconds"] + 0.05
+        assert latency["skills_s"] > 0 if episode["skills"] else latency["skills_s"] == 0
+    assert episodes["moved"]["latency"]["first_motion_s"] is not None
+    assert episodes["umbrella"]["latency"]["first_motion_s"] is None   # refused: the robot never moved
+    assert results["summary"]["all"]["seconds_per_success"] > 0
+    assert "| tier | s / successful episode | model | embedding | skills | other | first motion (median) |" in report
 
 
 def test_a_run_against_a_server_that_does_not_answer_stops_at_once_saying_so(tmp_path, capsys):

@@ -17,7 +17,7 @@ import statistics
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -26,6 +26,7 @@ from scipy.stats import binomtest
 from planner.adapters.llm import ScriptedPolicy
 from planner.bench.common import machine_info, write_results
 from planner.bench.suite import TIERS, FinalState, LoadedSuite, Task, check, predicate_objects
+from planner.bench.timing import EMBEDDING, MODEL, Stopwatch, TimedPolicy
 from planner.core.errors import ServerUnreachable
 from planner.core.explainer import CaseMemory
 from planner.core.files import load_yaml, write_json_atomic
@@ -38,7 +39,7 @@ from planner.core.ports import JUDGEMENT_SCHEMA, Parser, Policy, fits_of, judged
 from planner.core.skills import SkillPlanner
 from planner.core.types import PolicyReply, TraceStep
 from planner.sim.faults import GarbledPolicy, fault_events, random_faults
-from planner.sim.in_process import SimulatedRobot
+from planner.sim.in_process import RobotLog, SimulatedRobot
 
 # The RoBee paper (Llama 3 70B): success rate per tier and the number of tries behind it.
 ROBEE = {"simple": (0.90, 30), "moderate": (0.75, 20), "complex": (0.25, 10)}
@@ -60,6 +61,7 @@ class BenchSetup:
     parser: Parser | None = None  # reads the things a request moves (None: the checks of them are off)
     goal_policy: Policy | None = None  # a model of its own for the goal step (None: `policy`)
     plan_checker: PlanChecker | None = None  # scores plans (ReAct: first steps) against those that worked (None: no check)
+    stopwatch: Stopwatch = field(default_factory=Stopwatch)  # the timed model and embedder add to it
 
 
 class RecordingPolicy:
@@ -119,7 +121,7 @@ def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[T
                                          episode_rng(setup.seed, task.id, repeat, "where"))
     robot = SimulatedRobot(world, events, setup.skills, setup.memory, task.request, task.answers, setup.learner,
                            setup.finder, setup.plan_checker)
-    policy: Policy = setup.policy if setup.policy is not None else ScriptedPolicy(task.script)
+    policy: Policy = setup.policy if setup.policy is not None else TimedPolicy(ScriptedPolicy(task.script), setup.stopwatch)
     recorder = RecordingPolicy(policy) if setup.record_replies else None
     policy = recorder or policy  # garbled replies are drawn again from the seed on replay, so the clean ones are kept
     if garbage_calls:
@@ -135,6 +137,7 @@ def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[T
             on_step(step)
 
     planner = TaskPlanner(policy, robot, setup.skills, setup.settings, record, setup.grounder, goal_policy, setup.parser)
+    spent = setup.stopwatch.spent.copy()
     started = time.monotonic()
     plan_check = None
     try:
@@ -148,13 +151,15 @@ def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[T
     except Exception as error:  # a crash is a failed episode with its reason; the run goes on
         trace.append(["error", traceback.format_exc()])
         outcome, steps, summary, calls, prompt, completion = "error", 0, f"internal error: {error!r}", 0, 0, 0
+    seconds = time.monotonic() - started
     success, verdict = check(task.success, FinalState(robot.sim, outcome, robot.log.questions))
     failures = robot.log.failures
     return {
         "task": task.id, "tier": task.tier, "world": task.world, "repeat": repeat, "request": task.request,
         "success": success, "verdict": verdict, "outcome": outcome, "summary": summary, "steps": steps,
         "llm_calls": calls, "prompt_tokens": prompt, "completion_tokens": completion,
-        "seconds": round(time.monotonic() - started, 2), "sim_seconds": round(robot.clock, 1),
+        "seconds": round(seconds, 2), "sim_seconds": round(robot.clock, 1),
+        "latency": latency(seconds, started, setup.stopwatch.since(spent), robot.log),
         "skills": len(robot.log.skills), "commands": robot.log.commands,
         "failures": [f"{f.skill} [{f.code}] {f.reason}" for f in failures],
         "suggestions": [f"{s.text} ({', '.join(s.case_ids) or 'no case'})" for s in robot.log.suggestions],
@@ -168,6 +173,17 @@ def run_episode(setup: BenchSetup, task: Task, repeat: int, on_step: Callable[[T
         "trace": trace,
         **({"replies": recorder.replies} if recorder else {}),
     }
+
+
+def latency(seconds: float, started: float, spent: dict[str, float], log: RobotLog) -> dict:
+    """Where an episode's wall time went: the model's calls, the embedder's, the robot's skills
+    (decomposition, checks, the simulator) and the rest (reading, grounding rules, the classical
+    planner, the loop); and how long until the robot first moved (None: it never did)."""
+    parts = {"model_s": spent[MODEL], "embedding_s": spent[EMBEDDING], "skills_s": log.skill_seconds}
+    parts["other_s"] = max(seconds - sum(parts.values()), 0.0)
+    first = None if log.first_motion_at is None else log.first_motion_at - started
+    return {**{part: round(value, 2) for part, value in parts.items()},
+            "first_motion_s": None if first is None else round(first, 2)}
 
 
 def _replans(trace: list[list[str]]) -> int:
@@ -193,6 +209,7 @@ def summarize(episodes: list[dict]) -> dict:
             "mean_prompt_tokens": round(statistics.mean(e["prompt_tokens"] for e in group)),
             "mean_completion_tokens": round(statistics.mean(e["completion_tokens"] for e in group)),
             "mean_seconds": round(statistics.mean(e["seconds"] for e in group), 2),
+            **latency_stats(group),
             "seconds_per_step": round(sum(e["seconds"] for e in group) / max(sum(e["steps"] for e in group), 1), 2),
             "replans": sum(e["replans"] for e in group),
             "episodes_with_failures": len(with_failures),
@@ -209,6 +226,22 @@ def summarize(episodes: list[dict]) -> dict:
         }
     return {"all": stats(episodes), **{tier: stats([e for e in episodes if e["tier"] == tier]) for tier in TIERS},
             "plan_check": plan_check_stats(episodes)}
+
+
+LATENCY_PARTS = ("model_s", "embedding_s", "skills_s", "other_s")
+
+
+def latency_stats(group: list[dict]) -> dict:
+    """Seconds per successful episode and where they went (mean per part), and the median time to
+    the first motion of the episodes that moved; None where no episode gives one (or none has the
+    record, as runs before it was kept)."""
+    timed = [e for e in group if "latency" in e]
+    succeeded = [e for e in timed if e["success"]]
+    moved = [e["latency"]["first_motion_s"] for e in timed if e["latency"]["first_motion_s"] is not None]
+    return {"seconds_per_success": round(statistics.mean(e["seconds"] for e in succeeded), 2) if succeeded else None,
+            "success_seconds_by_part": {part: round(statistics.mean(e["latency"][part] for e in succeeded), 2)
+                                        for part in LATENCY_PARTS} if succeeded else None,
+            "median_first_motion_s": round(statistics.median(moved), 2) if moved else None}
 
 
 def plan_check_stats(episodes: list[dict]) -> dict:
@@ -297,6 +330,19 @@ def report(results: dict) -> str:
                      f"| {s['mean_llm_calls']} | {s['mean_prompt_tokens']} + {s['mean_completion_tokens']} "
                      f"| {s['mean_seconds']} | {s['seconds_per_step']} | {s['replans']} "
                      f"| {s['recoveries']} / {s['episodes_with_failures']} |")
+    if any(summary[tier].get("seconds_per_success") for tier in (*TIERS, "all")):
+        lines += ["", "Latency (wall seconds on this machine; the simulator's robot moves in no time, so a real "
+                      "robot's driving and arm motion come on top):", "",
+                  "| tier | s / successful episode | model | embedding | skills | other | first motion (median) |",
+                  "|---|---|---|---|---|---|---|"]
+        for tier in (*TIERS, "all"):
+            s = summary[tier]
+            if not s["episodes"] or s.get("seconds_per_success") is None:
+                continue
+            parts = s["success_seconds_by_part"]
+            first = s["median_first_motion_s"]
+            lines.append(f"| {tier} | {s['seconds_per_success']} | {parts['model_s']} | {parts['embedding_s']} "
+                         f"| {parts['skills_s']} | {parts['other_s']} | {'' if first is None else first} |")
     checks = summary.get("plan_check") or {}
     if checks.get("checked"):
         lines += ["", f"Plan check: {checks['judged']} of {checks['checked']} plans checked had a similar past request; "
@@ -318,7 +364,7 @@ def plot(results: dict, path: Path) -> None:
     summary = results["summary"]
     tiers = [t for t in TIERS if summary[t]["episodes"]]
     llm = results.get("llm", {})
-    fig, (rates, cost) = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, (rates, cost, spent) = plt.subplots(1, 3, figsize=(17, 4.5))
     x = range(len(tiers))
     ours = [summary[t]["success_rate"] * 100 for t in tiers]
     low = [ours[i] - summary[t]["success_interval_95"][0] * 100 for i, t in enumerate(tiers)]
@@ -348,6 +394,18 @@ def plot(results: dict, path: Path) -> None:
     cost.set_title("Cost per episode")
     cost.legend(loc="upper left", fontsize=8)
     tokens.legend(loc="upper right", fontsize=8)
+    timed = [t for t in tiers if summary[t].get("success_seconds_by_part")]
+    bottom = [0.0] * len(timed)
+    for part in LATENCY_PARTS:
+        values = [summary[t]["success_seconds_by_part"][part] for t in timed]
+        spent.bar(range(len(timed)), values, 0.5, bottom=bottom, label=part.removesuffix("_s"))
+        bottom = [b + v for b, v in zip(bottom, values)]
+    spent.plot(range(len(timed)), [summary[t]["median_first_motion_s"] or 0 for t in timed], "k_", markersize=30,
+               label="first motion (median)")
+    spent.set_xticks(range(len(timed)), timed)
+    spent.set_ylabel("wall seconds per successful episode")
+    spent.set_title("Where the time goes")
+    spent.legend(loc="upper left", fontsize=8)
     fig.suptitle(f"planner bench tasks: suite {results['suite']} on {results['machine']['cpu']}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

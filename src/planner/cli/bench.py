@@ -141,6 +141,7 @@ def _bench_setup(args):
     from planner.adapters.language import SpacyParser
     from planner.bench import tasks
     from planner.bench.suite import load_suite
+    from planner.bench.timing import Stopwatch, TimedEmbedder, TimedPolicy
     from planner.config import load_config
     from planner.core.object_finder import ObjectFinder
     from planner.wiring import finder_settings, load_skill_planner, make_grounder
@@ -153,17 +154,20 @@ def _bench_setup(args):
         return None
     policy, server, llm = opened
     model = "" if llm["backend"] == "scripted" else "-" + llm["model"].replace("/", "_")
-    embedder = SentenceEmbedder()
+    stopwatch = Stopwatch()   # the model's and the embedder's time, per episode in its results
+    embedder = TimedEmbedder(SentenceEmbedder(), stopwatch)
     grounder = make_grounder(config, embedder)  # one grounder, one cache of phrase vectors, one WordNet read
     goal_policy = finder = None
     if policy is not None:
         goal_policy, server = _part_llm(config, "goal_step", policy, server, llm)
         finder_policy, server = _part_llm(config, "object_finder", policy, server, llm)
         settings, llm["object_finder_settings"] = finder_settings(config, llm["model"])
-        finder = ObjectFinder(finder_policy, settings, embedder, grounder)
+        finder = ObjectFinder(TimedPolicy(finder_policy, stopwatch), settings, embedder, grounder)
+        goal_policy = TimedPolicy(goal_policy, stopwatch) if goal_policy is not policy else None
+        policy = TimedPolicy(policy, stopwatch)
     setup = tasks.BenchSetup(suite, skills, _bench_settings(config, llm, getattr(args, "mode", None)), policy, None, args.faults, args.seed,
-                             finder=finder, grounder=grounder, parser=SpacyParser(),
-                             goal_policy=goal_policy if goal_policy is not policy else None)
+                             finder=finder, grounder=grounder, parser=SpacyParser(), goal_policy=goal_policy,
+                             stopwatch=stopwatch)
     return config, setup, server, llm, f"{suite.suite.name}-{llm['backend']}{model}"
 
 

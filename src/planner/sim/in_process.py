@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -51,6 +52,8 @@ class RobotLog:
     questions: list[str] = field(default_factory=list)
     said: list[str] = field(default_factory=list)
     learned: list[str] = field(default_factory=list)   # what the explainer made of the recoveries
+    first_motion_at: float | None = None   # time.monotonic() when the first command that moves started
+    skill_seconds: float = 0.0             # wall time in skills: decomposition, checks, the simulator
 
 
 class SimulatedRobot:
@@ -128,7 +131,11 @@ class SimulatedRobot:
 
     def execute_skill(self, text: str) -> SkillResult:
         self.log.skills.append(text)
-        return execute_skill(self.skills, text, self.graph, self._run_commands, self._judge, "episode", "task")
+        started = time.monotonic()
+        try:
+            return execute_skill(self.skills, text, self.graph, self._run_commands, self._judge, "episode", "task")
+        finally:
+            self.log.skill_seconds += time.monotonic() - started
 
     def _run_commands(self, call: SkillCall, commands: list[Command]) -> CommandsResult:
         return run_commands(commands, self, self, self._count)
@@ -136,6 +143,8 @@ class SimulatedRobot:
     def _count(self, index: int, command: Command, state: str, outcome: Outcome) -> None:
         if state == "started":
             self.log.commands += 1
+            if command.name != "say" and self.log.first_motion_at is None:
+                self.log.first_motion_at = time.monotonic()
 
     def check(self, phase: CheckPhase, command: Command) -> Outcome:
         """The controller's checks, on the graph the camera keeps."""
