@@ -229,17 +229,26 @@ def test_yaml_that_would_eat_the_memory_is_refused_naming_the_file(tmp_path):
         load_yaml(Path("/dev/zero"))
 
 
-def test_no_command_runs_once_perception_is_gone(client, tmp_path):
-    """With perception dead and not restarted, the task went on blind (16 skills in 190 s): the
-    controller checked commands against the last picture it had. Now it refuses them, and says why
-    even when it waits for perception longer than a check alone takes."""
+class CameraThatStops(SimulatorNode):
+    """The simulator with a camera that can be switched off while everything else goes on."""
+    camera_on = True
+
+    def _publish_detections(self) -> None:
+        if self.camera_on:
+            super()._publish_detections()
+
+
+def driving_stack(client, tmp_path, perception_wait_s: float):
+    """A simulator (its camera switchable), perception, controller and executor; a drive to x, y
+    through the executor, and the simulator and perception nodes."""
     from planner.action import ExecuteCommands
     from planner.msg import Command
     from planner.ros.nodes.controller import ControllerNode
     from planner.ros.nodes.executor import ExecutorNode
 
-    config = load_config(write_config(tmp_path, controller={"confirm_timeout_s": 0.5, "perception_wait_s": 7.0}))
-    client.add(SimulatorNode(config))
+    config = load_config(write_config(tmp_path, controller={"confirm_timeout_s": 0.5,
+                                                            "perception_wait_s": perception_wait_s}))
+    simulator = client.add(CameraThatStops(config))
     perception = client.add(PerceptionNode(config))
     client.add(ControllerNode(config))
     client.add(ExecutorNode(config))
@@ -250,7 +259,14 @@ def test_no_command_runs_once_perception_is_gone(client, tmp_path):
         return client.action(ExecuteCommands, "/executor/execute_commands",
                              ExecuteCommands.Goal(execution_id=f"e{x}", skill="GOTO(somewhere)", commands=[command]),
                              timeout=60)
+    return drive, simulator, perception
 
+
+def test_no_command_runs_once_perception_is_gone(client, tmp_path):
+    """With perception dead and not restarted, the task went on blind (16 skills in 190 s): the
+    controller checked commands against the last picture it had. Now it refuses them, and says why
+    even when it waits for perception longer than a check alone takes."""
+    drive, _, perception = driving_stack(client, tmp_path, perception_wait_s=7.0)
     assert drive(-2.0, 2.5).success
     client.executor.remove_node(perception)
     perception.destroy_node()
@@ -259,36 +275,10 @@ def test_no_command_runs_once_perception_is_gone(client, tmp_path):
     assert "perception is not running" in refused.detail
 
 
-class CameraThatStops(SimulatorNode):
-    """The simulator with a camera that can be switched off while everything else goes on."""
-    camera_on = True
-
-    def _publish_detections(self) -> None:
-        if self.camera_on:
-            super()._publish_detections()
-
-
 def test_no_command_runs_on_a_picture_no_camera_keeps_current(client, tmp_path):
     """Perception alive but no frame fused for longer than controller.perception_wait_s (a camera
     or its driver died): the picture is stale, and no command runs on it until frames come again."""
-    from planner.action import ExecuteCommands
-    from planner.msg import Command
-    from planner.ros.nodes.controller import ControllerNode
-    from planner.ros.nodes.executor import ExecutorNode
-
-    config = load_config(write_config(tmp_path, controller={"confirm_timeout_s": 0.5, "perception_wait_s": 2.0}))
-    simulator = client.add(CameraThatStops(config))
-    client.add(PerceptionNode(config))
-    client.add(ControllerNode(config))
-    client.add(ExecutorNode(config))
-
-    def drive(x: float, y: float):
-        command = Command(name="navigate", timeout_s=60.0)
-        command.base_pose.x, command.base_pose.y = x, y
-        return client.action(ExecuteCommands, "/executor/execute_commands",
-                             ExecuteCommands.Goal(execution_id=f"e{x}", skill="GOTO(somewhere)", commands=[command]),
-                             timeout=60)
-
+    drive, simulator, _ = driving_stack(client, tmp_path, perception_wait_s=2.0)
     assert drive(-2.0, 2.5).success
     simulator.camera_on = False
     time.sleep(2.5)
