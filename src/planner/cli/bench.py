@@ -22,7 +22,8 @@ PLAN_MAX_TOKENS = 512  # bench plans: a scene miner's graph or a plan of ten ste
 def bench_perception(args) -> int:
     from planner.bench import perception
 
-    results = perception.run(tuple(args.sizes), Path(args.out), args.repeat, args.seed,
+    sizes = perception.DEFAULT_SIZES if args.sizes is None else tuple(args.sizes)
+    results = perception.run(sizes, Path(args.out), args.repeat, args.seed,
                              dense_sizes=perception.DENSE_SIZES if args.dense_sizes is None else tuple(args.dense_sizes))
     summary = results["summary"]
     print(json.dumps(summary["targets_met"], indent=1))
@@ -1001,7 +1002,7 @@ def add_commands(sub) -> None:
     p = sub.add_parser("bench", help="run a benchmark; writes a JSON results file and a plot")
     bench_sub = p.add_subparsers(dest="bench_command", required=True)
     perception = bench_sub.add_parser("perception", help="scene graph build, fusion and queries at growing map sizes")
-    perception.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000, 10000], help="objects per map")
+    perception.add_argument("--sizes", type=int, nargs="+", help="objects per map (default: 10 to 50,000)")
     perception.add_argument("--dense-sizes", type=int, nargs="*",
                             help="objects per dense map, all in the same few rooms (default: 5000 10000 20000)")
     perception.add_argument("--repeat", type=int, default=3, help="builds per size (the median is reported)")
