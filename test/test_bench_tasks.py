@@ -510,3 +510,19 @@ def test_the_second_source_makes_task_suites_of_scan_homes_in_its_own_words(tmp_
         assert len({plan.category[thing.id].name for thing in things}) == 1
         assert any(thing.label not in ("object", "unknown") and not thing.inside
                    and ROBOT.works_at(plan.world.furniture_by_id(thing.placed_on).size[2]) for thing in things)
+
+
+def test_a_run_beside_a_busy_process_says_so_and_leaves_none_behind(tmp_path):
+    """Issue 90 measures a task while another process keeps a core busy: --load starts it for the
+    episodes, the results and the report say so, and it ends with the run."""
+    import psutil
+
+    def spinning() -> list:
+        return [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] and "while True: pass" in p.info["cmdline"]]
+
+    assert main(["bench", "tasks", "--suite", "smoke", "--llm", "scripted", "--no-explainer", "--tasks", "slip",
+                 "--load", "1", "--out", str(tmp_path), "--name", "busy"]) == 0
+    results = json.loads((tmp_path / "busy.json").read_text())
+    assert results["cpu_load"] == 1 and results["episodes"][0]["success"]
+    assert "1 CPU-bound process(es) beside it" in (tmp_path / "busy.md").read_text()
+    assert not spinning()

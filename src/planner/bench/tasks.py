@@ -314,7 +314,9 @@ def report(results: dict) -> str:
     llm = results.get("llm", {})
     lines = [f"# Task benchmark: suite {results['suite']}, {llm.get('backend', '?')} {llm.get('model', '')}".rstrip(),
              "", f"Command: `{results.get('command')}`  ", f"Machine: {results['machine']['cpu']}, "
-             f"{results['machine']['cores']} cores; faults: {results['faults']}, seed {results['seed']}, "
+             f"{results['machine']['cores']} cores"
+             + (f", {results['cpu_load']} CPU-bound process(es) beside it" if results.get("cpu_load") else "")
+             + f"; faults: {results['faults']}, seed {results['seed']}, "
              f"repeat {results['repeat']}", "",
              "| tier | episodes | success | 95% interval | said done, was not | RoBee paper, its own tasks (Llama 3 70B) "
              "| steps | LLM calls | prompt + completion tokens | s / episode | s / step | replans | recoveries |",

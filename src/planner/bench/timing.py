@@ -3,11 +3,16 @@ of theirs adds its seconds to a stopwatch; an episode reads how much each part t
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
+import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 
 import numpy as np
 
+from planner.adapters.processes import DIE_WITH_PARENT
 from planner.core.ports import JUDGEMENT_SCHEMA, Embedder, Policy, judged
 from planner.core.types import PolicyReply
 
@@ -62,3 +67,17 @@ class TimedEmbedder:
             return self.embedder.encode(texts)
         finally:
             self.stopwatch.add(EMBEDDING, time.monotonic() - started)
+
+
+@contextlib.contextmanager
+def cpu_load(processes: int) -> Iterator[None]:
+    """`processes` CPU-bound processes beside the benchmark while the block runs, each spinning one
+    core as another node or a test run would on the robot's computer."""
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=DIE_WITH_PARENT)
+            for _ in range(processes)]
+    try:
+        yield
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait()

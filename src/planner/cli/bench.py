@@ -185,6 +185,7 @@ def bench_tasks(args) -> int:
     from dataclasses import replace
 
     from planner.bench import tasks
+    from planner.bench.timing import cpu_load
     from planner.core.errors import ServerUnreachable
 
     prepared = _bench_setup(args)
@@ -210,11 +211,12 @@ def bench_tasks(args) -> int:
                          + (f"-{mode.replace('_', '-')}" if mode != "react" else ""))
     header = {"llm": llm, "config": _config_record(config), "explainer": "off" if args.no_explainer else "on", "cases": args.cases,
               "learn": args.learn, "mode": mode,
-              "plan_check": args.plan_check}
+              "plan_check": args.plan_check, "cpu_load": args.load}
     show = (lambda step: print(format_step(step.kind, step.text), file=sys.stderr, flush=True)) if args.verbose else None
     try:
-        results = tasks.run(setup, Path(args.out), name, args.repeat, header, args.tasks, args.resume,
-                            progress=_progress, on_step=show)
+        with cpu_load(args.load):
+            results = tasks.run(setup, Path(args.out), name, args.repeat, header, args.tasks, args.resume,
+                                progress=_progress, on_step=show)
     except KeyboardInterrupt:
         print(f"interrupted; the episodes so far are in {Path(args.out) / (name + '.json')} "
               f"(--resume --out {args.out} carries on)", file=sys.stderr)
@@ -1018,6 +1020,9 @@ def add_commands(sub) -> None:
                                     help="task: the faults each task lists; random: one fault per episode from --seed")
     bench_tasks_parser.add_argument("--seed", type=int, default=0, help="draws the random faults and garbled replies")
     bench_tasks_parser.add_argument("--repeat", type=int, default=1, help="episodes per task")
+    bench_tasks_parser.add_argument("--load", type=int, default=0, metavar="N",
+                                    help="N CPU-bound processes run beside the episodes, as another node or a test "
+                                         "run would on the robot's computer (recorded in the results)")
     bench_tasks_parser.add_argument("--tasks", nargs="+", help="only these task ids")
     bench_tasks_parser.add_argument("--no-explainer", action="store_true",
                                     help="no suggestions from the failure-case memory after a failed skill")
