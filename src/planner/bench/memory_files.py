@@ -266,10 +266,7 @@ def read_grounded(sentence: str, memory: SymbolicMemory, scene: EpisodeScene, sk
     """The stack's own grounded reading (planner.core.telling) on the home the memory describes, the
     change it reads put in the domain's predicates and verified against the domain as the others are."""
     robot = SimulatedRobot(scene.world(memory.facts), [], skills)
-    result = read_told_change(sentence, robot.graph, skills, policy, settings, embedder)
-    usage.calls += result.usage.calls
-    usage.prompt_tokens += result.usage.prompt_tokens
-    usage.completion_tokens += result.usage.completion_tokens
+    result = read_told_change(sentence, robot.graph, skills, policy, settings, embedder, usage)
     if result.change is None:
         return None, result.errors or ["no readable change after the retries"]
     change = scene.in_domain(result.change)

@@ -435,10 +435,10 @@ def _retrieve(sentence: str, scene: SceneGraph, settings: TellSettings, asking: 
 
 
 def read_change(sentence: str, scene: SceneGraph, planner: SkillPlanner, policy: Policy, settings: TellSettings,
-                embedder: Embedder | None = None) -> TellResult:
+                embedder: Embedder | None = None, usage: LLMUsage | None = None) -> TellResult:
     """The change the model reads the sentence into, verified (unless off) but not applied; its
-    errors when none holds after the retries."""
-    result = TellResult(False, sentence)
+    errors when none holds after the retries. Its model calls count in `usage` when given."""
+    result = TellResult(False, sentence, usage=usage if usage is not None else LLMUsage())
     asking = CountingPolicy(policy, result.usage).asking
 
     graph = knowledge(planner, scene)
